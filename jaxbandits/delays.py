@@ -1,0 +1,511 @@
+"""Delay laws on {0, 1, 2, ...} (conventions §3).
+
+Every law is a pytree (its parameters are arrays one can ``vmap`` over; sizes are static) with
+
+* ``ppf(u)``: the inverse CDF of a uniform ``u`` in (0, 1): the simulator draws ``d_t = F^-1(v_t)``
+  from one uniform per round, so changing the delay law never changes the rewards;
+* ``draw(u, t)``: ``ppf(u)`` for i.i.d. laws, the ``t``-th entry for an explicit sequence;
+* ``sample(key, shape)``, ``cdf(n) = P(D <= n)``, ``pmf(n)``, ``mean``, ``variance``
+  (``inf`` where infinite) and ``support_max`` (a Python int, ``NEVER`` when unbounded).
+
+Continuous laws are discretised by ``floor``: ``D = floor(X)``, so ``P(D <= n) = F_X(n + 1)``.
+A law on {1, 2, ...} is a zero-based law wrapped in :func:`shift`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import erf, erfinv, gammaincc, ndtr, ndtri
+
+from . import _validate as V
+from .mathlib import open_uniform
+from .types import NEVER
+
+__all__ = [
+    "DelayLaw", "fixed", "uniform", "geometric", "poisson", "exponential", "half_normal",
+    "weibull", "log_normal", "pareto", "histogram", "sequence", "shift", "NEVER",
+]
+
+_F = jnp.float32
+
+
+def _pytree(cls):
+    """Register a dataclass as a pytree; fields with metadata ``static=True`` are static."""
+    cls = dataclasses.dataclass(frozen=True)(cls)
+    data, meta = [], []
+    for f in dataclasses.fields(cls):
+        (meta if f.metadata.get("static") else data).append(f.name)
+    return jax.tree_util.register_dataclass(cls, data_fields=data, meta_fields=meta)
+
+
+def _static(default=dataclasses.MISSING):
+    return dataclasses.field(default=default, metadata={"static": True})
+
+
+def _floor_int(x):
+    """floor(x) as int32, saturating at NEVER (so huge heavy-tail draws mean 'never')."""
+    x = jnp.floor(jnp.asarray(x, _F))
+    return jnp.where(jnp.isfinite(x) & (x < NEVER), x, NEVER).astype(jnp.int32).clip(0, NEVER)
+
+
+def _moments_by_sum(sf_next, n_terms, tail_mean=0.0, tail_m2=0.0):
+    """Mean and variance of an integer law from its survival: ``P(D > n) = sf_next(n)``.
+
+    ``E[D] = sum_{n>=0} P(D > n)`` and ``E[D^2] = sum_{n>=0} (2n + 1) P(D > n)``, summed over
+    ``n < n_terms`` (in float64 on the host when the parameters are concrete) plus a tail term.
+    """
+    n = np.arange(n_terms, dtype=np.float64)
+    s = np.asarray(sf_next(n), dtype=np.float64)
+    mean = s.sum() + tail_mean
+    m2 = ((2 * n + 1) * s).sum() + tail_m2
+    return float(mean), float(max(m2 - mean**2, 0.0))
+
+
+class DelayLaw:
+    """Common methods; subclasses define ``ppf``, ``cdf``, ``mean``, ``variance``."""
+
+    support_max: int = NEVER
+
+    def draw(self, u, t):
+        del t
+        return self.ppf(u)
+
+    def sample(self, key, shape=()):
+        return self.ppf(open_uniform(key, shape))
+
+    def pmf(self, n):
+        n = jnp.asarray(n)
+        return jnp.where(n >= 0, self.cdf(n) - self.cdf(n - 1), 0.0)
+
+    def cdf_table(self, length):
+        """``[P(D <= 0), ..., P(D <= length-1)]``: the table tau_d of the papers."""
+        return self.cdf(jnp.arange(length))
+
+
+@_pytree
+class Fixed(DelayLaw):
+    d: jax.Array
+    support_max: int = _static(NEVER)
+
+    def ppf(self, u):
+        return jnp.broadcast_to(jnp.asarray(self.d, jnp.int32), jnp.shape(u))
+
+    def cdf(self, n):
+        return (jnp.asarray(n) >= self.d).astype(_F)
+
+    @property
+    def mean(self):
+        return float(self.d)
+
+    @property
+    def variance(self):
+        return 0.0
+
+
+def fixed(d: int) -> Fixed:
+    """Every delay equals ``d`` (``d = 0``: no delay)."""
+    d = V.integer("d", d, lo=0, hi=NEVER)
+    return Fixed(jnp.asarray(d, jnp.int32), support_max=d)
+
+
+@_pytree
+class Uniform(DelayLaw):
+    lo: jax.Array
+    hi: jax.Array
+    support_max: int = _static(NEVER)
+
+    def ppf(self, u):
+        n = self.hi - self.lo + 1
+        return jnp.minimum(self.lo + jnp.floor(u * n).astype(jnp.int32), self.hi)
+
+    def cdf(self, n):
+        n = jnp.asarray(n)
+        return jnp.clip((n - self.lo + 1) / (self.hi - self.lo + 1), 0.0, 1.0).astype(_F)
+
+    @property
+    def mean(self):
+        return (float(self.lo) + float(self.hi)) / 2
+
+    @property
+    def variance(self):
+        w = float(self.hi) - float(self.lo) + 1
+        return (w * w - 1) / 12
+
+
+def uniform(lo: int, hi: int) -> Uniform:
+    """Uniform on the integers ``{lo, ..., hi}`` (inclusive)."""
+    lo = V.integer("lo", lo, lo=0)
+    hi = V.integer("hi", hi, lo=lo)
+    return Uniform(jnp.asarray(lo, jnp.int32), jnp.asarray(hi, jnp.int32), support_max=hi)
+
+
+@_pytree
+class Geometric(DelayLaw):
+    """Zero-based geometric: ``P(D > n) = rho^(n+1)``, ``tau_d = 1 - rho^(d+1)``."""
+
+    rho: jax.Array
+
+    def ppf(self, u):
+        # smallest n with 1 - rho^(n+1) >= u
+        x = jnp.log1p(-u) / jnp.log(self.rho)
+        return _floor_int(jnp.ceil(x) - 1.0)
+
+    def cdf(self, n):
+        n = jnp.asarray(n)
+        return jnp.where(n >= 0, -jnp.expm1((n + 1) * jnp.log(self.rho)), 0.0).astype(_F)
+
+    @property
+    def mean(self):
+        r = float(self.rho)
+        return r / (1 - r)
+
+    @property
+    def variance(self):
+        r = float(self.rho)
+        return r / (1 - r) ** 2
+
+
+def geometric(rho=None, *, mean=None) -> Geometric:
+    """Geometric on {0,1,...} with survival ratio ``rho`` (success probability ``1 - rho``).
+
+    ``geometric(mean=mu)`` sets ``rho = mu / (1 + mu)`` so the mean is exactly ``mu``. Vernade
+    2017's "parameter 1/mu" is ``geometric(1 - 1/mu)`` (mean ``mu - 1``).
+    """
+    if (rho is None) == (mean is None):
+        raise ValueError("geometric: give exactly one of rho (in [0, 1)) or mean (>= 0)")
+    if mean is not None:
+        V.nonneg("mean", mean)
+        rho = mean / (1.0 + mean) if V.is_concrete(mean) else mean / (1.0 + mean)
+    V.real("rho", rho, lo=0.0, hi=1.0, hi_open=True)
+    return Geometric(jnp.asarray(rho, _F))
+
+
+@_pytree
+class Poisson(DelayLaw):
+    lam: jax.Array
+    table_len: int = _static(64)
+
+    def _table(self):
+        return self.cdf(jnp.arange(self.table_len))
+
+    def ppf(self, u):
+        tab = self._table()
+        return jnp.sum(tab[None, :] < jnp.reshape(u, (-1, 1)), axis=-1).reshape(jnp.shape(u)).astype(jnp.int32)
+
+    def cdf(self, n):
+        n = jnp.asarray(n)
+        return jnp.where(n >= 0, gammaincc(jnp.maximum(n, 0) + 1.0, self.lam), 0.0).astype(_F)
+
+    @property
+    def mean(self):
+        return float(self.lam)
+
+    @property
+    def variance(self):
+        return float(self.lam)
+
+
+def poisson(lam: float) -> Poisson:
+    """Poisson(lam) delays. Sampled by inverse CDF over a table up to ``lam + 12 sqrt(lam) + 16``
+    (the mass beyond it is below 1e-12 and is mapped to the table's end)."""
+    V.real("lam", lam, lo=0.0, lo_open=True)
+    n = int(math.ceil(float(lam) + 12 * math.sqrt(float(lam)) + 16)) if V.is_concrete(lam) else 512
+    return Poisson(jnp.asarray(lam, _F), table_len=n)
+
+
+@_pytree
+class Exponential(DelayLaw):
+    """``floor(X)``, ``X ~ Exp(mean = scale)``: geometric with ``rho = exp(-1/scale)``."""
+
+    scale: jax.Array
+
+    def ppf(self, u):
+        return _floor_int(-self.scale * jnp.log1p(-u))
+
+    def cdf(self, n):
+        n = jnp.asarray(n)
+        return jnp.where(n >= 0, -jnp.expm1(-(n + 1.0) / self.scale), 0.0).astype(_F)
+
+    @property
+    def mean(self):
+        q = math.exp(-1.0 / float(self.scale))
+        return q / (1 - q)
+
+    @property
+    def variance(self):
+        q = math.exp(-1.0 / float(self.scale))
+        return q / (1 - q) ** 2
+
+
+def exponential(scale: float) -> Exponential:
+    """Exponential with mean ``scale``, discretised by floor (mean ``~ scale - 1/2``)."""
+    V.positive("scale", scale)
+    return Exponential(jnp.asarray(scale, _F))
+
+
+def _floor_moments(sf_x, q_hi, tail=None):
+    """Moments of floor(X) from the survival of X: P(floor X > n) = P(X >= n+1) = sf_x(n+1)."""
+    n_terms = int(min(max(q_hi, 16), 5_000_000))
+    tm, t2 = tail(n_terms) if tail is not None else (0.0, 0.0)
+    return _moments_by_sum(lambda n: sf_x(n + 1.0), n_terms, tm, t2)
+
+
+@_pytree
+class HalfNormal(DelayLaw):
+    sigma: jax.Array
+
+    def ppf(self, u):
+        return _floor_int(self.sigma * math.sqrt(2.0) * erfinv(u))
+
+    def cdf(self, n):
+        n = jnp.asarray(n)
+        return jnp.where(n >= 0, erf((n + 1.0) / (self.sigma * math.sqrt(2.0))), 0.0).astype(_F)
+
+    def _m(self):
+        s = float(self.sigma)
+        return _floor_moments(lambda x: np.vectorize(math.erfc)(x / (s * math.sqrt(2))), 10 * s + 10)
+
+    @property
+    def mean(self):
+        return self._m()[0]
+
+    @property
+    def variance(self):
+        return self._m()[1]
+
+
+def half_normal(sigma: float) -> HalfNormal:
+    """``floor(|N(0, sigma^2)|)``."""
+    V.positive("sigma", sigma)
+    return HalfNormal(jnp.asarray(sigma, _F))
+
+
+@_pytree
+class Weibull(DelayLaw):
+    shape: jax.Array
+    scale: jax.Array
+
+    def ppf(self, u):
+        return _floor_int(self.scale * (-jnp.log1p(-u)) ** (1.0 / self.shape))
+
+    def cdf(self, n):
+        n = jnp.asarray(n)
+        return jnp.where(n >= 0, -jnp.expm1(-(((n + 1.0) / self.scale) ** self.shape)), 0.0).astype(_F)
+
+    def _m(self):
+        k, lam = float(self.shape), float(self.scale)
+        hi = lam * (40.0 ** (1.0 / k)) + 10  # S(hi) = e^-40
+        return _floor_moments(lambda x: np.exp(-((x / lam) ** k)), hi)
+
+    @property
+    def mean(self):
+        return self._m()[0]
+
+    @property
+    def variance(self):
+        return self._m()[1]
+
+
+def weibull(shape: float, scale: float) -> Weibull:
+    """``floor(X)``, ``X ~ Weibull(shape k, scale lambda)``: ``P(X > x) = exp(-(x/lambda)^k)``."""
+    V.positive("shape", shape)
+    V.positive("scale", scale)
+    return Weibull(jnp.asarray(shape, _F), jnp.asarray(scale, _F))
+
+
+@_pytree
+class LogNormal(DelayLaw):
+    mu: jax.Array
+    sigma: jax.Array
+
+    def ppf(self, u):
+        return _floor_int(jnp.exp(self.mu + self.sigma * ndtri(u)))
+
+    def cdf(self, n):
+        n = jnp.asarray(n)
+        z = (jnp.log(jnp.maximum(n + 1.0, 1e-30)) - self.mu) / self.sigma
+        return jnp.where(n >= 0, ndtr(z), 0.0).astype(_F)
+
+    def _m(self):
+        mu, s = float(self.mu), float(self.sigma)
+        hi = math.exp(mu + 9.0 * s) + 10  # P(Z > 9) ~ 1e-19
+        sf = lambda x: 0.5 * np.vectorize(math.erfc)((np.log(x) - mu) / (s * math.sqrt(2)))
+        return _floor_moments(sf, hi)
+
+    @property
+    def mean(self):
+        return self._m()[0]
+
+    @property
+    def variance(self):
+        return self._m()[1]
+
+
+def log_normal(mu: float, sigma: float) -> LogNormal:
+    """``floor(exp(mu + sigma Z))``, ``Z ~ N(0, 1)``."""
+    V.real("mu", mu)
+    V.positive("sigma", sigma)
+    return LogNormal(jnp.asarray(mu, _F), jnp.asarray(sigma, _F))
+
+
+@_pytree
+class Pareto(DelayLaw):
+    """Heavy tail: ``P(D >= k) = (1 + k/scale)^-alpha`` (Lomax, floored); with ``scale = 1`` this is
+    Thune et al.'s ``d = floor(U^(-1/alpha)) - 1``."""
+
+    alpha: jax.Array
+    scale: jax.Array
+
+    def ppf(self, u):
+        return _floor_int(self.scale * jnp.expm1(-jnp.log1p(-u) / self.alpha))
+
+    def cdf(self, n):
+        n = jnp.asarray(n)
+        return jnp.where(n >= 0, 1.0 - (1.0 + (n + 1.0) / self.scale) ** (-self.alpha), 0.0).astype(_F)
+
+    def _m(self):
+        a, s = float(self.alpha), float(self.scale)
+        if a <= 1:
+            return math.inf, math.inf
+        N = 200_000
+
+        def tail(n):  # integral from n - 1/2 of the summands, y = 1 + (x + 1)/s
+            y0 = 1.0 + (n + 0.5) / s
+            tm = s / (a - 1) * y0 ** (1 - a)
+            t2 = math.inf if a <= 2 else s * (2 * s * y0 ** (2 - a) / (a - 2) - (2 * s + 1) * y0 ** (1 - a) / (a - 1))
+            return tm, t2
+
+        return _floor_moments(lambda x: (1.0 + x / s) ** (-a), N, tail)
+
+    @property
+    def mean(self):
+        return self._m()[0]
+
+    @property
+    def variance(self):
+        return self._m()[1]
+
+
+def pareto(alpha: float, scale: float = 1.0) -> Pareto:
+    """Pareto (Lomax) heavy-tailed delays; mean finite iff alpha > 1, variance iff alpha > 2."""
+    V.positive("alpha", alpha)
+    V.positive("scale", scale)
+    return Pareto(jnp.asarray(alpha, _F), jnp.asarray(scale, _F))
+
+
+@_pytree
+class Histogram(DelayLaw):
+    """A finite pmf table ``pmf[0..L-1]``."""
+
+    probs: jax.Array
+    support_max: int = _static(NEVER)
+
+    def ppf(self, u):
+        c = jnp.cumsum(self.probs)
+        k = jnp.sum(c[None, :] < jnp.reshape(u, (-1, 1)), axis=-1).reshape(jnp.shape(u))
+        return jnp.minimum(k, self.probs.shape[0] - 1).astype(jnp.int32)
+
+    def cdf(self, n):
+        c = jnp.concatenate([jnp.zeros(1, _F), jnp.cumsum(self.probs)])
+        n = jnp.asarray(n)
+        return jnp.where(n < 0, 0.0, c[jnp.clip(n + 1, 0, self.probs.shape[0])]).astype(_F)
+
+    @property
+    def mean(self):
+        p = np.asarray(self.probs, np.float64)
+        return float((np.arange(p.size) * p).sum())
+
+    @property
+    def variance(self):
+        p = np.asarray(self.probs, np.float64)
+        k = np.arange(p.size)
+        return float((k * k * p).sum() - ((k * p).sum()) ** 2)
+
+
+def histogram(pmf) -> Histogram:
+    """A delay law given by its pmf on ``{0, ..., len(pmf)-1}`` (normalised here)."""
+    V.real("pmf", pmf, lo=0.0)
+    p = np.asarray(pmf, np.float64)
+    if p.ndim != 1 or p.size == 0:
+        raise ValueError(f"pmf must be a non-empty 1-d array, got shape {p.shape}")
+    if p.sum() <= 0:
+        raise ValueError("pmf must have positive total mass")
+    p = p / p.sum()
+    return Histogram(jnp.asarray(p, _F), support_max=int(np.nonzero(p)[0].max()))
+
+
+@_pytree
+class Sequence(DelayLaw):
+    """An explicit per-round delay sequence (oblivious adversary): ``d_t = delays[t]``."""
+
+    delays: jax.Array
+    support_max: int = _static(NEVER)
+
+    def draw(self, u, t):
+        del u
+        return self.delays[jnp.clip(t, 0, self.delays.shape[0] - 1)]
+
+    def ppf(self, u):
+        s = jnp.sort(self.delays)
+        i = jnp.clip(jnp.ceil(u * s.shape[0]).astype(jnp.int32) - 1, 0, s.shape[0] - 1)
+        return s[i]
+
+    def cdf(self, n):
+        n = jnp.asarray(n)
+        return jnp.mean(self.delays[None, :] <= jnp.reshape(n, (-1, 1)), axis=-1).reshape(n.shape).astype(_F)
+
+    @property
+    def mean(self):
+        return float(np.mean(np.asarray(self.delays, np.float64)))
+
+    @property
+    def variance(self):
+        return float(np.var(np.asarray(self.delays, np.float64)))
+
+
+def sequence(delays) -> Sequence:
+    """Delays given round by round (``NEVER`` or anything ``>= T - t`` means never)."""
+    V.int_array("delays", delays, lo=0, ndim=1)
+    d = np.minimum(np.asarray(delays, np.int64), NEVER)
+    if d.size == 0:
+        raise ValueError("delays must be non-empty")
+    return Sequence(jnp.asarray(d, jnp.int32), support_max=int(d.max()))
+
+
+@_pytree
+class Shifted(DelayLaw):
+    base: DelayLaw
+    k: int = _static(1)
+
+    def draw(self, u, t):
+        return jnp.minimum(self.base.draw(u, t) + self.k, NEVER)
+
+    def ppf(self, u):
+        return jnp.minimum(self.base.ppf(u) + self.k, NEVER)
+
+    def cdf(self, n):
+        return self.base.cdf(jnp.asarray(n) - self.k)
+
+    @property
+    def support_max(self):
+        return min(self.base.support_max + self.k, NEVER)
+
+    @property
+    def mean(self):
+        return self.base.mean + self.k
+
+    @property
+    def variance(self):
+        return self.base.variance
+
+
+def shift(law: DelayLaw, k: int = 1) -> Shifted:
+    """``D + k``: a law on ``{k, k+1, ...}`` (``shift(geometric(...), 1)`` lives on {1, 2, ...})."""
+    if not isinstance(law, DelayLaw):
+        raise TypeError(f"law must be a DelayLaw, got {type(law).__name__}")
+    k = V.integer("k", k, lo=0)
+    return Shifted(law, k)

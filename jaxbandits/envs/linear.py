@@ -1,0 +1,83 @@
+"""Linear worlds: a finite action set in R^d (fixed, or fresh each round), reward mean
+``<theta, x>`` (Bernoulli with that probability, or Gaussian noise)."""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import _validate as V
+from .. import delays as D
+from .base import World, pytree, static
+from .stochastic import _check_delay
+
+_F = jnp.float32
+ACTION_SETS = ("fixed", "binary", "uniform", "gaussian", "sphere")
+
+
+@pytree
+class LinearEnv(World):
+    theta: jax.Array
+    features: jax.Array  # [K, d] for a fixed set (unused otherwise)
+    delay: D.DelayLaw
+    sigma: jax.Array
+    n_arms: int = static()
+    dim: int = static()
+    action_set: str = static("fixed")
+    noise: str = static("bernoulli")
+
+    def context(self, state, t, key):
+        del state, t
+        K, d = self.n_arms, self.dim
+        if self.action_set == "fixed":
+            x = self.features
+        elif self.action_set == "binary":
+            x = jax.random.bernoulli(key, 0.5, (K, d)).astype(_F)
+        elif self.action_set == "uniform":
+            x = jax.random.uniform(key, (K, d), _F)
+        elif self.action_set == "gaussian":
+            x = jax.random.normal(key, (K, d), _F)
+        else:  # sphere
+            g = jax.random.normal(key, (K, d), _F)
+            x = g / jnp.linalg.norm(g, axis=-1, keepdims=True)
+        return x, jnp.ones((K,), bool)
+
+    def means(self, state, t, features):
+        m = features @ self.theta
+        return jnp.clip(m, 0.0, 1.0) if self.noise == "bernoulli" else m
+
+    def outcome(self, state, t, action, u, v, features, key):
+        return self._outcome(self.means(state, t, features)[action], u, v, t, state)
+
+
+def linear(theta, n_actions=None, features=None, action_set=None, noise="bernoulli", sigma=1.0, delay=None):
+    """A linear bandit with parameter ``theta`` (shape [d]).
+
+    Either a fixed action set ``features`` ([K, d]) or ``n_actions`` fresh actions each round drawn
+    from ``action_set`` in {"binary" ({0,1}^d), "uniform" ([0,1]^d), "gaussian", "sphere"}.
+    Bernoulli rewards use the probability ``clip(<theta, x>, 0, 1)``.
+    """
+    V.real("theta", theta)
+    th = jnp.asarray(theta, _F)
+    if th.ndim != 1:
+        raise ValueError(f"theta must be 1-d, got shape {th.shape}")
+    d = th.shape[0]
+    V.choice("noise", noise, ("bernoulli", "gaussian"))
+    V.positive("sigma", sigma)
+    if features is not None:
+        V.real("features", features)
+        f = jnp.asarray(features, _F)
+        if f.ndim != 2 or f.shape[1] != d:
+            raise ValueError(f"features must have shape [K, {d}] to match theta, got {tuple(f.shape)}")
+        if action_set not in (None, "fixed"):
+            raise ValueError("give either features (a fixed set) or action_set, not both")
+        K, kind = f.shape[0], "fixed"
+    else:
+        if n_actions is None:
+            raise ValueError("linear: give features ([K, d]) or n_actions with an action_set")
+        K = V.integer("n_actions", n_actions, lo=2)
+        kind = action_set or "binary"
+        V.choice("action_set", kind, ACTION_SETS[1:])
+        f = jnp.zeros((K, d), _F)
+    return LinearEnv(th, f, _check_delay(delay), jnp.asarray(sigma, _F), n_arms=K, dim=d,
+                     action_set=kind, noise=noise)

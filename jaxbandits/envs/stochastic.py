@@ -1,0 +1,68 @@
+"""Stochastic K-armed worlds: Bernoulli, Gaussian, and conversions (Bernoulli x delay law)."""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import _validate as V
+from .. import delays as D
+from .base import World, pytree, static
+
+_F = jnp.float32
+
+
+@pytree
+class BanditEnv(World):
+    """``K`` arms with means ``means``; each reward arrives after a delay drawn from ``delay``."""
+
+    means_: jax.Array
+    delay: D.DelayLaw
+    sigma: jax.Array
+    n_arms: int = static()
+    noise: str = static("bernoulli")
+
+    def means(self, state, t, features):
+        del state, t, features
+        return self.means_
+
+    def outcome(self, state, t, action, u, v, features, key):
+        return self._outcome(self.means_[action], u, v, t, state)
+
+
+def _check_delay(delay):
+    if delay is None:
+        return D.fixed(0)
+    if not isinstance(delay, D.DelayLaw):
+        raise TypeError(f"delay must be a jaxbandits.delays law, got {type(delay).__name__}")
+    return delay
+
+
+def _means(name, means, lo=None, hi=None):
+    if V.is_concrete(means):
+        V.real(name, means, lo=lo, hi=hi)
+        if np.ndim(means) != 1 or np.size(means) < 2:
+            raise ValueError(f"{name} must be a 1-d array of at least 2 arms, got shape {np.shape(means)}")
+    return jnp.asarray(means, _F)
+
+
+def bernoulli(means, delay=None) -> BanditEnv:
+    """Bernoulli arms with success probabilities ``means`` (each in [0, 1])."""
+    m = _means("means", means, 0.0, 1.0)
+    return BanditEnv(m, _check_delay(delay), jnp.asarray(0.0, _F), n_arms=m.shape[0], noise="bernoulli")
+
+
+def gaussian(means, sigma=1.0, delay=None) -> BanditEnv:
+    """Gaussian arms ``N(means[a], sigma^2)``."""
+    m = _means("means", means)
+    V.positive("sigma", sigma)
+    return BanditEnv(m, _check_delay(delay), jnp.asarray(sigma, _F), n_arms=m.shape[0], noise="gaussian")
+
+
+def conversions(theta, delay) -> BanditEnv:
+    """Delayed conversions (Vernade et al. 2017): a play of arm ``a`` converts with probability
+    ``theta[a]``; a conversion is observed ``D ~ delay`` rounds later. The expected reward of an arm is
+    ``theta[a]`` (conversions that arrive late or never still count: conventions §7)."""
+    if delay is None:
+        raise ValueError("delay must be given for a conversions world (a jaxbandits.delays law)")
+    return bernoulli(theta, delay)

@@ -1,0 +1,143 @@
+"""The registry of named experiments: a config (world, channel, delay law, policies and their
+parameters, horizon, runs) and a ``build(config)`` that turns it into objects.
+
+Paper reproductions register themselves from their own modules; ``experiments/`` holds the
+scripts and notes that use them.
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import time
+from typing import Callable, Dict, Optional
+
+import jax
+import numpy as np
+
+from . import _validate as V
+from . import channels as C
+from . import delays as D
+from . import envs as E
+from .policies import classic as P
+from .results import Results
+from .simulate import simulate
+
+
+@dataclasses.dataclass(frozen=True)
+class Experiment:
+    name: str
+    description: str
+    build: Callable  # config -> (env, channel, {label: policy})
+    config: dict  # defaults; every key may be overridden by --set key=value
+    horizon: int
+    runs: int
+    record: object = None
+    metric: str = "regret"
+    chunk: Optional[int] = None
+
+
+REGISTRY: Dict[str, Experiment] = {}
+
+
+def register(exp: Experiment) -> Experiment:
+    if exp.name in REGISTRY:
+        raise ValueError(f"experiment {exp.name!r} is already registered")
+    REGISTRY[exp.name] = exp
+    return exp
+
+
+def get(name: str) -> Experiment:
+    if name not in REGISTRY:
+        raise ValueError(f"unknown experiment {name!r}; registered: {', '.join(sorted(REGISTRY))}")
+    return REGISTRY[name]
+
+
+def parse_set(items) -> dict:
+    """``["key=value", ...]`` -> dict; values are Python literals (numbers, lists, True, None) or
+    plain strings."""
+    out = {}
+    for it in items or []:
+        if not isinstance(it, str) or "=" not in it:
+            raise ValueError(f"--set expects key=value, got {it!r}")
+        k, v = it.split("=", 1)
+        k = k.strip()
+        if not k.isidentifier():
+            raise ValueError(f"--set key must be an identifier, got {k!r}")
+        try:
+            out[k] = ast.literal_eval(v.strip())
+        except (ValueError, SyntaxError):
+            out[k] = v.strip()
+    return out
+
+
+def resolve_config(exp: Experiment, overrides: Optional[dict]) -> dict:
+    cfg = dict(exp.config)
+    for k, v in (overrides or {}).items():
+        if k not in cfg:
+            raise ValueError(f"unknown config key {k!r} for experiment {exp.name!r}; keys: {', '.join(sorted(cfg))}")
+        cfg[k] = v
+    return cfg
+
+
+def run(name: str, runs: Optional[int] = None, horizon: Optional[int] = None, seed: int = 0,
+        overrides: Optional[dict] = None, out: Optional[str] = None, progress: bool = False,
+        chunk: Optional[int] = None) -> Results:
+    """Run a registered experiment (all its policies in one compiled program); save to ``out``."""
+    exp = get(name)
+    runs = exp.runs if runs is None else V.integer("runs", runs, lo=1)
+    horizon = exp.horizon if horizon is None else V.integer("horizon", horizon, lo=1)
+    seed = V.integer("seed", seed, lo=0)
+    cfg = resolve_config(exp, overrides)
+    env, channel, policies = exp.build(cfg)
+    ch = chunk if chunk is not None else exp.chunk
+    if ch is None and progress:
+        ch = max(1, horizon // 20)
+    outs = simulate(env, channel, policies, horizon, jax.random.key(seed), runs, record=exp.record,
+                    chunk=ch, progress=progress)
+    full_cfg = {"channel": str(channel), **cfg}
+    res = Results.from_sim(name, full_cfg, seed, runs, horizon, outs, metric=exp.metric)
+    if out is not None:
+        res.save(out)
+    return res
+
+
+# ----------------------------------------------------------------------------- core experiments
+def _build_quickstart(cfg):
+    env = E.conversions(cfg["theta"], D.geometric(mean=cfg["delay_mean"]))
+    ch = C.conversions(window=cfg["window"])
+    pols = {"UCB1": P.ucb1(), "KL-UCB": P.kl_ucb(), "Thompson": P.thompson(), "random": P.uniform_random()}
+    return env, ch, pols
+
+
+register(Experiment(
+    "quickstart",
+    "Conversions with geometric delays seen through a censored window: UCB1, KL-UCB, Thompson, random",
+    _build_quickstart,
+    {"theta": [0.5, 0.4, 0.3, 0.2], "delay_mean": 50.0, "window": 200},
+    horizon=10000, runs=1000))
+
+
+def _build_classic(cfg):
+    K = V.integer("n_arms", cfg["n_arms"], lo=2)
+    env = E.bernoulli(np.linspace(cfg["low"], cfg["high"], K))
+    pols = {"UCB1": P.ucb1(), "KL-UCB": P.kl_ucb(), "Thompson": P.thompson(), "Exp3": P.exp3()}
+    return env, C.attributed(), pols
+
+
+register(Experiment(
+    "classic-bernoulli",
+    "K=10 Bernoulli arms, means linspace(0.1, 0.9), no delay: UCB1, KL-UCB, Thompson, Exp3",
+    _build_classic, {"n_arms": 10, "low": 0.1, "high": 0.9}, horizon=10000, runs=200))
+
+
+def _build_delayed(cfg):
+    K = V.integer("n_arms", cfg["n_arms"], lo=2)
+    env = E.bernoulli(np.linspace(cfg["low"], cfg["high"], K), delay=D.uniform(0, int(cfg["max_delay"])))
+    pols = {"UCB1": P.ucb1(), "KL-UCB": P.kl_ucb(), "Thompson": P.thompson(), "Exp3": P.exp3()}
+    return env, C.attributed(), pols
+
+
+register(Experiment(
+    "classic-delayed",
+    "classic-bernoulli with uniform delays on {0..max_delay}: the cost of waiting for feedback",
+    _build_delayed, {"n_arms": 10, "low": 0.1, "high": 0.9, "max_delay": 200}, horizon=10000, runs=200))

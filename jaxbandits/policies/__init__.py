@@ -1,0 +1,7 @@
+"""Policies, one module per family (classic baselines here; the paper families in their modules)."""
+from . import classic
+from .classic import (exp3, gaussian_thompson, kl_ucb, lints, linucb, thompson, ucb1,
+                      uniform_random)
+
+__all__ = ["classic", "uniform_random", "ucb1", "kl_ucb", "thompson", "gaussian_thompson", "exp3",
+           "linucb", "lints"]

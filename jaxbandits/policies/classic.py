@@ -1,0 +1,287 @@
+"""Classic baselines: uniform random, UCB1, KL-UCB, Beta-Bernoulli and Gaussian Thompson, Exp3,
+LinUCB and LinTS.
+
+Under delays they use whatever has arrived. On the censored-conversions channel zeros never
+arrive, so the stochastic index policies count each play when it is made (they see their own
+actions) and each conversion when it arrives: pending plays then act as failures, the naive
+estimator that Vernade et al. (2017) correct. On the other channels they count arrivals.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax.scipy.linalg import cho_solve, solve_triangular
+
+from .. import _validate as V
+from .. import mathlib as M
+from ..types import Policy, ProblemSpec, one_hot
+
+__all__ = ["uniform_random", "ucb1", "kl_ucb", "thompson", "gaussian_thompson", "exp3", "linucb",
+           "lints", "IndexState", "LinState"]
+
+_F = jnp.float32
+_STOCHASTIC = frozenset({"attributed", "action_time", "conversions"})
+ALL_CHANNELS = frozenset({"attributed", "action_time", "anonymous", "conversions", "composite"})
+
+
+# ----------------------------------------------------------------------------- uniform random
+class RandomMemo(NamedTuple):
+    probs: Any  # f32[K]: the law A_t was drawn from (read by the expected-regret metric)
+
+
+def uniform_random() -> Policy:
+    """Uniformly random among the available actions; ignores all feedback."""
+
+    def init(spec: ProblemSpec, key):
+        return jnp.zeros((spec.n_arms,), _F)  # only carries K
+
+    def act(state, ctx, key):
+        k = state.shape[0]
+        mask = jnp.ones((k,), bool) if ctx.mask is None else ctx.mask
+        p = mask.astype(_F) / jnp.sum(mask)
+        return M.sample_from_probs(p, M.uniform(key)), RandomMemo(p)
+
+    return Policy(init, act, lambda s, arr: s, lambda memo, r, d: jnp.zeros((1,), _F), ALL_CHANNELS,
+                  "random")
+
+
+# ----------------------------------------------------------------------------- index policies
+class IndexState(NamedTuple):
+    """Per-arm statistics of the stochastic index policies."""
+
+    n_played: Any  # f32[K] plays made (known at once: the action is echoed)
+    n_arrived: Any  # f32[K] records arrived
+    sums: Any  # f32[K] sum of arrived rewards
+    count_plays: Any  # bool: the conversions channel (zeros hidden): divide by plays, not arrivals
+
+
+class IndexMemo(NamedTuple):
+    onehot: Any  # f32[K], e_A
+
+
+def _index_init(spec: ProblemSpec, key):
+    z = jnp.zeros((spec.n_arms,), _F)
+    return IndexState(z, z, z, jnp.asarray(spec.channel == "conversions"))
+
+
+def _index_payload(memo, reward, delay):
+    return jnp.concatenate([memo.onehot, memo.onehot * reward])  # [e_A, e_A r], P = 2K
+
+
+def _index_update(state: IndexState, arr):
+    k = state.n_played.shape[0]
+    return state._replace(n_played=state.n_played + one_hot(arr.action, k),
+                          n_arrived=state.n_arrived + arr.payload[:k],
+                          sums=state.sums + arr.payload[k:])
+
+
+def counts(state: IndexState):
+    """The denominator of the empirical mean: plays under censoring, arrivals otherwise."""
+    return jnp.where(state.count_plays, state.n_played, state.n_arrived)
+
+
+def _index_policy(name, index_fn) -> Policy:
+    """Argmax of ``index_fn(state, t, key)``, ties broken at random by the key's first word (an
+    index that draws from the key uses ``M.words``' counters, disjoint from that word)."""
+
+    def act(state, ctx, key):
+        idx = index_fn(state, ctx.t, key)
+        a = M.argmax_random_tie(idx, M.uniform(key), ctx.mask)
+        return a, IndexMemo(one_hot(a, idx.shape[0]))
+
+    return Policy(_index_init, act, _index_update, _index_payload, _STOCHASTIC, name)
+
+
+def ucb1(alpha: float = 2.0) -> Policy:
+    """UCB1 (Auer et al. 2002): ``mean + sqrt(alpha log(t+1) / n)``; alpha = 2 is the paper's."""
+    V.positive("alpha", alpha)
+
+    def index(state, t, key):
+        n = counts(state)
+        mean = state.sums / jnp.maximum(n, 1.0)
+        return mean + M.ucb1_width(n, t + 1, alpha)
+
+    return _index_policy("UCB1", index)
+
+
+def kl_ucb(c: float = 0.0, iters: int = 4) -> Policy:
+    """KL-UCB (Garivier and Cappe 2011) for Bernoulli rewards: the largest ``q`` with
+    ``n kl(mean, q) <= log(t+1) + c log log(t+1)``, by ``iters`` monotone Newton steps
+    (:func:`jaxbandits.mathlib.kl_ucb_bernoulli`)."""
+    V.nonneg("c", c)
+    iters = V.integer("iters", iters, lo=1, hi=64)
+
+    def index(state, t, key):
+        n = counts(state)
+        mean = jnp.clip(state.sums / jnp.maximum(n, 1.0), 0.0, 1.0)
+        bound = jnp.where(n > 0, M.kl_ucb_exploration(t + 1, c) / jnp.maximum(n, 1.0), jnp.inf)
+        return jnp.where(n > 0, M.kl_ucb_bernoulli(mean, bound, iters), jnp.inf)
+
+    return _index_policy("KL-UCB", index)
+
+
+def thompson(prior_a: float = 1.0, prior_b: float = 1.0, sampler: str = "mt") -> Policy:
+    """Beta-Bernoulli Thompson sampling, prior Beta(prior_a, prior_b).
+
+    ``sampler="mt"`` (default) draws Beta exactly from two Marsaglia-Tsang gammas
+    (:func:`jaxbandits.mathlib.beta_sample`, needs both parameters >= 1); ``"jax"`` uses
+    ``jax.random.beta`` (several times slower on CPU: benchmarks/beta_sampler.py).
+    """
+    V.choice("sampler", sampler, ("mt", "jax"))
+    lo = 1.0 if sampler == "mt" else 0.0
+    V.real("prior_a", prior_a, lo=lo, lo_open=(sampler == "jax"))
+    V.real("prior_b", prior_b, lo=lo, lo_open=(sampler == "jax"))
+
+    def index(state, t, key):
+        n = counts(state)
+        a = prior_a + state.sums
+        b = prior_b + jnp.maximum(n - state.sums, 0.0)
+        if sampler == "mt":
+            return M.beta_sample(key, a, b)
+        return jax.random.beta(key, a, b)
+
+    return _index_policy("Thompson", index)
+
+
+def gaussian_thompson(sigma: float = 1.0, prior_mean: float = 0.0, prior_var: float = 1e4) -> Policy:
+    """Gaussian Thompson sampling with known noise ``sigma`` and prior N(prior_mean, prior_var)."""
+    V.positive("sigma", sigma)
+    V.real("prior_mean", prior_mean)
+    V.positive("prior_var", prior_var)
+
+    def index(state, t, key):
+        n = counts(state)
+        prec = 1.0 / prior_var + n / sigma**2
+        mean = (prior_mean / prior_var + state.sums / sigma**2) / prec
+        return mean + M.normals(key, n.shape[0]) / jnp.sqrt(prec)
+
+    return _index_policy("Gaussian-TS", index)
+
+
+# ----------------------------------------------------------------------------- Exp3
+class Exp3State(NamedTuple):
+    cum_loss: Any  # f32[K] sum of arrived importance-weighted losses
+    eta: Any  # f32 learning rate
+
+
+class Exp3Memo(NamedTuple):
+    onehot: Any  # e_A
+    p_a: Any  # probability of the played arm at play time
+    probs: Any  # f32[K] law of A_t
+
+
+def exp3(eta: float | None = None, gamma: float = 0.0) -> Policy:
+    """Exp3 on losses ``1 - r`` with importance weighting by the play-time probability:
+    ``p ~ exp(-eta L_hat)``, mixed with ``gamma`` uniform exploration. Default
+    ``eta = sqrt(2 ln K / (K T))`` (the known-horizon tuning)."""
+    if eta is not None:
+        V.positive("eta", eta)
+    V.real("gamma", gamma, lo=0.0, hi=1.0)
+
+    def init(spec: ProblemSpec, key):
+        K, T = spec.n_arms, spec.horizon
+        e = math.sqrt(2 * math.log(K) / (K * T)) if eta is None else eta
+        return Exp3State(jnp.zeros((K,), _F), jnp.asarray(e, _F))
+
+    def act(state, ctx, key):
+        p = M.exp_weights_probs(state.cum_loss, state.eta, gamma)
+        a = M.sample_from_probs(p, M.uniform(key))
+        return a, Exp3Memo(one_hot(a, p.shape[0]), p[a], p)
+
+    def payload(memo, reward, delay):
+        return memo.onehot * (1.0 - reward) / memo.p_a
+
+    def update(state, arr):
+        return state._replace(cum_loss=state.cum_loss + arr.payload)
+
+    return Policy(init, act, update, payload, frozenset({"attributed", "action_time"}), "Exp3")
+
+
+# ----------------------------------------------------------------------------- linear
+class LinState(NamedTuple):
+    v_played: Any  # f32[d, d] lam I + sum over plays of x x^T
+    v_arrived: Any  # f32[d, d] lam I + sum over arrivals of x x^T
+    b: Any  # f32[d] sum over arrivals of r x
+    count_plays: Any  # bool: conversions channel, the design matrix grows at play time
+    t_info: Any  # f32 number of rows in V (plays or arrivals)
+
+
+class LinMemo(NamedTuple):
+    x: Any  # f32[d] the played features
+
+
+def _lin_init(lam):
+    def init(spec: ProblemSpec, key):
+        if spec.dim is None:
+            raise ValueError("linear policies need a linear world (ProblemSpec.dim is None)")
+        d = spec.dim
+        eye = lam * jnp.eye(d, dtype=_F)
+        return LinState(eye, eye, jnp.zeros((d,), _F), jnp.asarray(spec.channel == "conversions"),
+                        jnp.zeros((), _F))
+
+    return init
+
+
+def _lin_payload(memo, reward, delay):
+    x = memo.x
+    return jnp.concatenate([jnp.outer(x, x).ravel(), reward * x, jnp.ones((1,), _F)])  # [d^2 + d + 1]
+
+
+def _lin_update(state: LinState, arr):
+    d = state.b.shape[0]
+    x = arr.memo.x
+    p = arr.payload
+    n_new = jnp.where(state.count_plays, 1.0, p[-1])
+    return state._replace(v_played=state.v_played + jnp.outer(x, x),
+                          v_arrived=state.v_arrived + p[: d * d].reshape(d, d),
+                          b=state.b + p[d * d: d * d + d], t_info=state.t_info + n_new)
+
+
+def _lin_solve(state: LinState):
+    v = jnp.where(state.count_plays, state.v_played, state.v_arrived)
+    chol = jnp.linalg.cholesky(v)
+    theta = cho_solve((chol, True), state.b)
+    return theta, chol
+
+
+def linucb(lam: float = 1.0, delta: float = 0.05, sigma: float = 0.5, s_norm: float = 1.0,
+           scale: float = 1.0) -> Policy:
+    """LinUCB / OFUL (Abbasi-Yadkori et al. 2011): ``<theta_hat, x> + scale beta_t ||x||_{V^-1}``,
+    ridge ``lam``, radius :func:`jaxbandits.mathlib.linucb_beta`."""
+    for n_, v_ in (("lam", lam), ("sigma", sigma), ("s_norm", s_norm), ("scale", scale)):
+        V.positive(n_, v_)
+    V.real("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+
+    def act(state, ctx, key):
+        if ctx.features is None:
+            raise ValueError("linucb needs a linear world (context features)")
+        theta, chol = _lin_solve(state)
+        x = ctx.features
+        z = solve_triangular(chol, x.T, lower=True)  # ||x||_{V^-1} = ||L^-1 x||
+        beta = M.linucb_beta(state.t_info, theta.shape[0], lam, sigma, s_norm, delta)
+        idx = x @ theta + scale * beta * jnp.sqrt(jnp.sum(z * z, axis=0))
+        a = M.argmax_random_tie(idx, M.uniform(key), ctx.mask)
+        return a, LinMemo(x[a])
+
+    return Policy(_lin_init(lam), act, _lin_update, _lin_payload, _STOCHASTIC, "LinUCB")
+
+
+def lints(lam: float = 1.0, v: float = 0.5) -> Policy:
+    """Linear Thompson sampling (Agrawal and Goyal 2013): ``theta ~ N(theta_hat, v^2 V^-1)``."""
+    V.positive("lam", lam)
+    V.positive("v", v)
+
+    def act(state, ctx, key):
+        if ctx.features is None:
+            raise ValueError("lints needs a linear world (context features)")
+        theta, chol = _lin_solve(state)
+        zeta = M.normals(key, theta.shape[0])
+        theta_s = theta + v * solve_triangular(chol.T, zeta, lower=False)  # cov = v^2 V^-1
+        idx = ctx.features @ theta_s
+        a = M.argmax_random_tie(idx, M.uniform(key), ctx.mask)
+        return a, LinMemo(ctx.features[a])
+
+    return Policy(_lin_init(lam), act, _lin_update, _lin_payload, _STOCHASTIC, "LinTS")

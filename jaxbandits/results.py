@@ -1,0 +1,143 @@
+"""Results of an experiment: per-policy regret curves (mean and standard error over runs, per-run
+finals), configuration, versions and timing; saved as netCDF (xarray) plus ``summary.json``.
+
+``summary.json`` is a contract read by later work and outside tools::
+
+    {experiment, config, seed, runs, horizon, metric, width, lost_to_W,
+     policies: {label: {final_regret_mean, final_regret_se, t, regret_mean, regret_se, ...}},
+     timing: {compile_s, run_s, run_steps_per_s, ...}, versions: {...}}
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+from dataclasses import dataclass, field
+from typing import Dict
+
+import numpy as np
+
+METRICS = ("regret", "expected_regret")
+
+
+def versions() -> dict:
+    import jax
+
+    from . import __version__
+
+    return {"jaxbandits": __version__, "jax": jax.__version__, "numpy": np.__version__,
+            "python": platform.python_version(), "backend": jax.default_backend(),
+            "x64": bool(jax.config.jax_enable_x64),
+            "threefry_partitionable": bool(jax.config.jax_threefry_partitionable)}
+
+
+@dataclass
+class Results:
+    experiment: str
+    config: dict
+    seed: int
+    runs: int
+    horizon: int
+    t: np.ndarray  # rounds completed at each record point
+    curves: Dict[str, Dict[str, np.ndarray]]  # label -> {regret [runs, R], expected_regret, reward, pulls [runs, K]}
+    metric: str = "regret"
+    width: int = 0
+    lost_to_W: Dict[str, int] = field(default_factory=dict)
+    timing: dict = field(default_factory=dict)
+    versions: dict = field(default_factory=versions)
+
+    @classmethod
+    def from_sim(cls, experiment, config, seed, runs, horizon, outs, metric="regret", timing=None):
+        first = next(iter(outs.values()))
+        curves = {lab: {"regret": o.regret, "expected_regret": o.expected_regret, "reward": o.reward,
+                        "pulls": o.pulls[..., -1, :]} for lab, o in outs.items()}
+        return cls(experiment, dict(config), int(seed), int(runs), int(horizon), first.t, curves, metric,
+                   int(first.width), {lab: int(np.sum(o.lost_to_W)) for lab, o in outs.items()},
+                   dict(timing or first.timing))
+
+    # ------------------------------------------------------------------ statistics
+    def mean_se(self, label, metric=None):
+        x = np.asarray(self.curves[label][metric or self.metric], np.float64)
+        n = x.shape[0]
+        return x.mean(0), (x.std(0, ddof=1) / np.sqrt(n) if n > 1 else np.zeros(x.shape[1:]))
+
+    def summary(self) -> dict:
+        pol = {}
+        for lab in self.curves:
+            m, se = self.mean_se(lab)
+            fin = np.asarray(self.curves[lab][self.metric])[:, -1]
+            pulls = np.asarray(self.curves[lab]["pulls"], np.float64).mean(0)
+            pol[lab] = {"final_regret_mean": float(m[-1]), "final_regret_se": float(se[-1]),
+                        "t": [int(x) for x in self.t], "regret_mean": [float(x) for x in m],
+                        "regret_se": [float(x) for x in se],
+                        "final_regret_runs": [float(x) for x in fin],
+                        "mean_pulls": [float(x) for x in pulls], "lost_to_W": self.lost_to_W.get(lab, 0)}
+        return {"experiment": self.experiment, "config": _jsonable(self.config), "seed": self.seed,
+                "runs": self.runs, "horizon": self.horizon, "metric": self.metric, "width": self.width,
+                "lost_to_W": int(sum(self.lost_to_W.values())), "policies": pol,
+                "timing": _jsonable(self.timing), "versions": self.versions}
+
+    def to_xarray(self):
+        import xarray as xr
+
+        labs = list(self.curves)
+        K = np.asarray(self.curves[labs[0]]["pulls"]).shape[-1]
+        st = lambda k: np.stack([np.asarray(self.curves[l][k]) for l in labs])
+        ds = xr.Dataset(
+            {"regret": (("policy", "run", "t"), st("regret")),
+             "expected_regret": (("policy", "run", "t"), st("expected_regret")),
+             "reward": (("policy", "run", "t"), st("reward")),
+             "final_pulls": (("policy", "run", "arm"), st("pulls")),
+             "lost_to_W": (("policy",), np.array([self.lost_to_W.get(l, 0) for l in labs], np.int32))},
+            coords={"policy": labs, "run": np.arange(self.runs), "t": self.t.astype(np.int32),
+                    "arm": np.arange(K)},
+            attrs={"experiment": self.experiment, "config": json.dumps(_jsonable(self.config)),
+                   "seed": self.seed, "horizon": self.horizon, "metric": self.metric, "width": self.width,
+                   "timing": json.dumps(_jsonable(self.timing)), "versions": json.dumps(self.versions),
+                   "description": "Cumulative regret at t rounds completed, per policy and run (jaxbandits)."})
+        return ds
+
+    def save(self, out_dir, plot=True) -> dict:
+        """Write ``results.nc``, ``summary.json`` and (``plot``) ``regret.png`` into ``out_dir``."""
+        os.makedirs(out_dir, exist_ok=True)
+        paths = {"results": os.path.join(out_dir, "results.nc"), "summary": os.path.join(out_dir, "summary.json")}
+        self.to_xarray().to_netcdf(paths["results"], engine="h5netcdf")
+        with open(paths["summary"], "w") as f:
+            json.dump(self.summary(), f, indent=1)
+        if plot:
+            from .plotting import plot_regret
+
+            paths["plot"] = plot_regret(self, os.path.join(out_dir, "regret.png"))
+        return paths
+
+    @classmethod
+    def load(cls, out_dir) -> "Results":
+        import xarray as xr
+
+        ds = xr.load_dataset(os.path.join(out_dir, "results.nc"), engine="h5netcdf")
+        labs = [str(x) for x in ds.policy.values]
+        curves = {l: {k: ds[k].sel(policy=l).values for k in ("regret", "expected_regret", "reward")}
+                  for l in labs}
+        for l in labs:
+            curves[l]["pulls"] = ds["final_pulls"].sel(policy=l).values
+        a = ds.attrs
+        return cls(a["experiment"], json.loads(a["config"]), int(a["seed"]), ds.sizes["run"], int(a["horizon"]),
+                   ds.t.values, curves, a["metric"], int(a["width"]),
+                   {l: int(v) for l, v in zip(labs, ds.lost_to_W.values)}, json.loads(a["timing"]),
+                   json.loads(a["versions"]))
+
+
+def _jsonable(x):
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (np.floating,)):
+        return float(x)
+    if isinstance(x, (str, int, float, bool)) or x is None:
+        return x
+    return str(x)

@@ -1,0 +1,464 @@
+"""The loop: one ``lax.scan`` over rounds inside ``vmap`` over runs (and over a grid of
+hyper-parameters), compiled once, sharded over devices along the runs axis.
+
+Round ``t`` (conventions §2): context -> act -> outcome -> calendar insert -> read slot ``t`` ->
+update -> metrics, recorded at the static rounds ``record_at``.
+
+PRNG (conventions §8)::
+
+    k_run = fold_in(key, r)       r = the global run index (independent of n_runs, shards, chunks)
+    k_env = fold_in(k_run, 0); k_pol = fold_in(k_run, 1)
+    stream S of the world = fold_in(k_env, S): 0 SETUP, 1 REWARD, 2 DELAY, 3 CONTEXT, 4 WORLD
+    round t draws from fold_in(stream, t); policy init key fold_in(k_pol, 0);
+    act key fold_in(fold_in(k_pol, 1), t)
+
+so every policy, grid point and channel of one experiment faces the same world draws.
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Callable, Dict, Mapping, NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from . import _validate as V
+from .channels import Channel, calendar_init, calendar_round, calendar_round_profile
+from .mathlib import uniform
+from .types import NEVER, Arrivals, Context, Policy, ProblemSpec
+
+__all__ = ["simulate", "simulate_grid", "record_points", "SimOutput"]
+
+_F = jnp.float32
+SETUP, REWARD, DELAY, CONTEXT, WORLD = range(5)
+
+
+# ----------------------------------------------------------------------------- recording
+def record_points(horizon: int, record=None) -> np.ndarray:
+    """Static sorted rounds (0-based) at which metrics are written; always contains ``T-1``.
+
+    ``record`` is ``None`` (about 200 evenly spaced points), an int stride ``k`` (``k-1, 2k-1,
+    ...``), ``("log", n)`` (``unique(ceil(geomspace(1, T, n))) - 1``) or an explicit array.
+    """
+    T = horizon
+    if record is None:
+        record = max(1, T // 200)
+    if isinstance(record, (int, np.integer)) and not isinstance(record, bool):
+        k = V.integer("record", record, lo=1)
+        pts = np.arange(k - 1, T, k)
+    elif isinstance(record, tuple) and len(record) == 2 and record[0] == "log":
+        n = V.integer("record[1]", record[1], lo=1)
+        pts = np.unique(np.ceil(np.geomspace(1, T, n)).astype(np.int64)) - 1
+    else:
+        pts = np.asarray(record)
+        if pts.ndim != 1 or pts.size == 0 or not np.issubdtype(pts.dtype, np.integer):
+            raise ValueError("record must be None, a stride, ('log', n) or a 1-d integer array of rounds")
+        if pts.min() < 0 or pts.max() >= T:
+            raise ValueError(f"record rounds must lie in [0, {T - 1}]")
+    pts = np.union1d(pts, [T - 1]).astype(np.int32)
+    return pts
+
+
+# ----------------------------------------------------------------------------- state of a run
+class RunKeys(NamedTuple):
+    reward: Any
+    delay: Any
+    context: Any
+    world: Any
+    act: Any
+
+
+class Accum(NamedTuple):
+    """Running sums (float32 with Kahan compensation: chunking changes no bit)."""
+
+    regret: Any
+    regret_c: Any
+    exp_regret: Any
+    exp_regret_c: Any
+    reward: Any
+    reward_c: Any
+    exp_reward: Any  # sum <p_t, r_t> (adversarial expected reward)
+    exp_reward_c: Any
+    pulls: Any  # i32[K]
+    arm_totals: Any  # f32[K] cumulative reward of every arm (adversarial G(t))
+    arm_totals_c: Any
+
+
+class Records(NamedTuple):
+    regret: Any  # f32[R] pseudo-regret (adversarial: vs the best arm on the prefix, realised)
+    exp_regret: Any  # f32[R] regret of the policy's expected reward (memo.probs), else = regret
+    reward: Any  # f32[R] realised cumulative reward (generated, not arrived)
+    pulls: Any  # i32[R, K]
+
+
+class Carry(NamedTuple):
+    keys: RunKeys
+    env_state: Any
+    pol_state: Any
+    cal: Any
+    acc: Accum
+    rec: Records
+
+
+def _kahan(s, c, x):
+    y = x - c
+    t = s + y
+    return t, (t - s) - y
+
+
+class _Problem(NamedTuple):
+    """Everything static about one simulation."""
+
+    build: Callable  # params -> (env, policy)
+    channel: Channel
+    horizon: int
+    record_at: np.ndarray
+    width: int
+    payload_size: int
+    spec: ProblemSpec
+    has_hold: bool
+
+
+def _run_keys(key, run_id):
+    k_run = jax.random.fold_in(key, run_id)
+    k_env, k_pol = jax.random.fold_in(k_run, 0), jax.random.fold_in(k_run, 1)
+    s = lambda i: jax.random.fold_in(k_env, i)
+    keys = RunKeys(s(REWARD), s(DELAY), s(CONTEXT), s(WORLD), jax.random.fold_in(k_pol, 1))
+    return keys, s(SETUP), jax.random.fold_in(k_pol, 0)
+
+
+def _init_carry(prob: _Problem, params, key, run_id):
+    env, policy = prob.build(params)
+    keys, k_setup, k_init = _run_keys(key, run_id)
+    K, R = prob.spec.n_arms, prob.record_at.shape[0]
+    z = jnp.zeros((), _F)
+    zk = jnp.zeros((K,), _F)
+    acc = Accum(z, z, z, z, z, z, z, z, jnp.zeros((K,), jnp.int32), zk, zk)
+    rec = Records(jnp.zeros((R,), _F), jnp.zeros((R,), _F), jnp.zeros((R,), _F), jnp.zeros((R, K), jnp.int32))
+    return Carry(keys, env.setup(k_setup), policy.init(prob.spec, k_init),
+                 calendar_init(prob.width, prob.payload_size), acc, rec)
+
+
+def _step(prob: _Problem, params, carry: Carry, xs):
+    t, i = xs  # round, and its record slot (R = not a record round)
+    env, policy = prob.build(params)
+    ch, T, W = prob.channel, prob.horizon, prob.width
+    keys = carry.keys
+    u = uniform(jax.random.fold_in(keys.reward, t))
+    v = uniform(jax.random.fold_in(keys.delay, t))
+    k_ctx = jax.random.fold_in(keys.context, t)
+    k_world = jax.random.fold_in(keys.world, t)
+    k_act = jax.random.fold_in(keys.act, t)
+
+    # 1. context
+    features, mask = env.context(carry.env_state, t, k_ctx)
+    delay_now = env.delay_at(carry.env_state, t, v) if ch.kind == "action_time" else jnp.asarray(-1, jnp.int32)
+    ctx = Context(t, features, mask, delay_now)
+    # 2. act
+    action, memo = policy.act(carry.pol_state, ctx, k_act)
+    action = jnp.asarray(action, jnp.int32)
+    # 3. outcome
+    mu = env.means(carry.env_state, t, features)
+    out, env_state = env.outcome(carry.env_state, t, action, u, v, features, k_world)
+    d = jnp.asarray(out.delay, jnp.int32)
+    r = jnp.asarray(out.reward, _F)
+    # 4-5. calendar: insert, then read slot t
+    if ch.kind == "composite":
+        if out.profile is not None:
+            L = out.profile.shape[0]
+            prof = out.profile[:W] if L >= W else jnp.pad(out.profile, (0, W - L))
+            spread = r * prof
+            lost_now = (r > 0) & (jnp.sum(out.profile[W:]) > 0) if L > W else jnp.asarray(False)
+        else:
+            spread = r * (jnp.arange(W) == d).astype(_F)
+            lost_now = (r > 0) & (d >= W) & (d < NEVER) & (t + jnp.minimum(d, NEVER) <= T - 1)
+        cal, arrived = calendar_round_profile(carry.cal, t, spread)
+        cal = cal._replace(lost=cal.lost + lost_now.astype(jnp.int32))
+    else:
+        hold = jnp.asarray(getattr(memo, "hold", 0), jnp.int32) if prob.has_hold else 0
+        lag = jnp.maximum(d, hold)
+        deliverable = (d < NEVER) & (lag <= T - 1 - t)
+        if ch.kind == "anonymous":
+            value = r[None]
+        elif ch.kind == "conversions":
+            value = policy.payload(memo, jnp.asarray(1.0, _F), d)
+            deliverable = deliverable & (r > 0)
+            if ch.window is not None:
+                deliverable = deliverable & (d <= ch.window)
+        else:
+            value = policy.payload(memo, r, d)
+        cal, arrived = calendar_round(carry.cal, t, jnp.asarray(value, _F), lag, deliverable)
+    # 6. update
+    pol_state = policy.update(carry.pol_state, Arrivals(t, action, memo, arrived))
+    # 7. metrics
+    acc = carry.acc
+    K = prob.spec.n_arms
+    probs = getattr(memo, "probs", None)
+    if env.adversarial:
+        row = out.all_rewards
+        p_r = row[action] if probs is None else jnp.dot(probs, row)
+        arm_totals, arm_totals_c = _kahan(acc.arm_totals, acc.arm_totals_c, row)
+        exp_reward, exp_reward_c = _kahan(acc.exp_reward, acc.exp_reward_c, p_r)
+        regret, regret_c, exp_regret, exp_regret_c = acc.regret, acc.regret_c, acc.exp_regret, acc.exp_regret_c
+    else:
+        mu_m = mu if mask is None else jnp.where(mask, mu, -jnp.inf)
+        best = jnp.max(mu_m)
+        gap = best - mu[action]
+        exp_gap = gap if probs is None else best - jnp.dot(probs, jnp.where(probs > 0, mu, 0.0))
+        regret, regret_c = _kahan(acc.regret, acc.regret_c, gap)
+        exp_regret, exp_regret_c = _kahan(acc.exp_regret, acc.exp_regret_c, exp_gap)
+        arm_totals, arm_totals_c = acc.arm_totals, acc.arm_totals_c
+        exp_reward, exp_reward_c = acc.exp_reward, acc.exp_reward_c
+    reward, reward_c = _kahan(acc.reward, acc.reward_c, r)
+    pulls = acc.pulls.at[action].add(1)
+    acc = Accum(regret, regret_c, exp_regret, exp_regret_c, reward, reward_c, exp_reward, exp_reward_c,
+                pulls, arm_totals, arm_totals_c)
+    # write at the record point (write-only scatter; slot R = not a record round)
+    if env.adversarial:
+        best_g = jnp.max(arm_totals)
+        rg, erg = best_g - reward, best_g - exp_reward
+    else:
+        rg, erg = regret, exp_regret
+    rec = Records(carry.rec.regret.at[i].set(rg, mode="drop"),
+                  carry.rec.exp_regret.at[i].set(erg, mode="drop"),
+                  carry.rec.reward.at[i].set(reward, mode="drop"),
+                  carry.rec.pulls.at[i].set(pulls, mode="drop"))
+    return Carry(keys, env_state, pol_state, cal, acc, rec), None
+
+
+# ----------------------------------------------------------------------------- outputs
+class SimOutput(NamedTuple):
+    """Per-run recordings of one policy (numpy arrays; leading axes ``[grid?, runs]``)."""
+
+    t: np.ndarray  # rounds completed at each record point (record_at + 1)
+    regret: np.ndarray  # [.., runs, R]
+    expected_regret: np.ndarray  # [.., runs, R]
+    reward: np.ndarray  # [.., runs, R]
+    pulls: np.ndarray  # [.., runs, R, K]
+    lost_to_W: np.ndarray  # [.., runs]
+    width: int
+    timing: dict
+
+
+def _validate_common(channel, horizon, n_runs, key):
+    if not isinstance(channel, Channel):
+        raise TypeError(f"channel must be a jaxbandits.channels.Channel, got {type(channel).__name__}")
+    horizon = V.integer("horizon", horizon, lo=1, hi=NEVER - 1)
+    n_runs = V.integer("n_runs", n_runs, lo=1)
+    if not (isinstance(key, jax.Array) and jnp.issubdtype(key.dtype, jax.dtypes.prng_key)) and not (
+        isinstance(key, (jax.Array, np.ndarray)) and key.shape == (2,) and key.dtype == np.uint32
+    ):
+        if isinstance(key, (int, np.integer)):
+            key = jax.random.key(int(key))
+        else:
+            raise TypeError("key must be a jax.random.key(...) or an int seed")
+    return horizon, n_runs, key
+
+
+def _check_pair(env, channel, policy, label):
+    if not isinstance(policy, Policy):
+        raise TypeError(f"policy {label!r} must be a jaxbandits Policy, got {type(policy).__name__}")
+    if channel.kind not in policy.channels:
+        raise ValueError(f"policy {label!r} ({policy.name}) accepts the channels {sorted(policy.channels)}, "
+                         f"not {channel.kind!r}")
+    if channel.kind == "composite" and not hasattr(env, "profile") and False:
+        pass
+    if channel.kind in ("attributed", "action_time", "conversions") and policy.payload is None:
+        raise ValueError(f"policy {label!r} has no payload function: it cannot use the {channel.kind} channel")
+
+
+def _make_problem(build, params, env, policy, channel, horizon, record, n_runs):
+    spec = ProblemSpec(env.n_arms, horizon, env.dim, channel.kind, channel.window)
+    # shapes of a memo and payload, without compiling
+    k = jax.random.key(0)
+    st = jax.eval_shape(lambda: policy.init(spec, k))
+    feats = jax.eval_shape(lambda: env.context(env.setup(k), 0, k))
+    ctx = Context(jnp.int32(0), *feats, jnp.int32(-1))
+    _, memo = jax.eval_shape(lambda s, c: policy.act(s, c, k), st, ctx)
+    has_hold = hasattr(memo, "hold") if isinstance(memo, tuple) else False
+    if channel.kind in ("anonymous", "composite"):
+        P = 1
+    else:
+        pl = jax.eval_shape(lambda m: policy.payload(m, jnp.float32(1), jnp.int32(0)), memo)
+        if pl.ndim != 1:
+            raise ValueError(f"{policy.name}: payload must be a 1-d array, got shape {pl.shape}")
+        P = pl.shape[0]
+    max_hold = 0
+    if has_hold:
+        max_hold = int(getattr(policy, "max_hold", 0)) or horizon
+    W = channel.resolve_width(env, horizon, P, n_runs, max_hold)
+    if channel.kind == "composite":
+        W = channel.width or channel.exact_width(env.max_delay, horizon)
+    return _Problem(build, channel, horizon, record_points(horizon, record), int(W), int(P), spec, has_hold)
+
+
+def _record_slots(prob: _Problem) -> np.ndarray:
+    """``slot[t]`` = the index of round ``t`` in ``record_at``, or ``R`` if it is not recorded
+    (fed to the scan as input: no search inside the round)."""
+    R = prob.record_at.shape[0]
+    slots = np.full(prob.horizon, R, np.int32)
+    slots[prob.record_at] = np.arange(R, dtype=np.int32)
+    return slots
+
+
+def _mesh_sharding(n_dev, gridded=False):
+    """Shard the runs axis (axis 0, or axis 1 behind a grid axis) over ``n_dev`` devices."""
+    if n_dev <= 1:
+        return None
+    mesh = jax.sharding.Mesh(np.array(jax.devices()[:n_dev]), ("runs",))
+    spec = jax.sharding.PartitionSpec(None, "runs") if gridded else jax.sharding.PartitionSpec("runs")
+    return jax.sharding.NamedSharding(mesh, spec)
+
+
+def _constrain(tree, sharding):
+    if sharding is None:
+        return tree
+    return jax.tree.map(lambda x: lax.with_sharding_constraint(x, sharding), tree)
+
+
+def _chunk_plan(T, chunk):
+    if chunk is None or chunk >= T:
+        return [(0, T)]
+    chunk = V.integer("chunk", chunk, lo=1)
+    return [(s, min(chunk, T - s)) for s in range(0, T, chunk)]
+
+
+def _run(problems: Dict[str, _Problem], grid_params, key, n_runs, chunk, progress, shard):
+    """Compile and run every problem (policy) in one jitted program per chunk length."""
+    n_dev = jax.local_device_count() if shard in (None, True) else (1 if shard is False else int(shard))
+    n_pad = int(math.ceil(n_runs / n_dev) * n_dev)
+    gridded = grid_params is not None
+    sharding = _mesh_sharding(n_dev, gridded)
+    run_ids = jnp.arange(n_pad, dtype=jnp.int32)
+    if sharding is not None:
+        run_ids = jax.device_put(run_ids, _mesh_sharding(n_dev))
+
+    def init_all(run_ids, gp):
+        out = {}
+        for lab, prob in problems.items():
+            f = lambda p, r, prob=prob: _init_carry(prob, p, key, r)
+            f_runs = jax.vmap(f, in_axes=(None, 0))
+            out[lab] = jax.vmap(f_runs, in_axes=(0, None))(gp, run_ids) if gridded else f_runs(None, run_ids)
+        return _constrain(out, sharding)
+
+    def chunk_all(carries, gp, t0, length):
+        out = {}
+        for lab, prob in problems.items():
+            ts = t0 + jnp.arange(length, dtype=jnp.int32)
+            slots = lax.dynamic_slice_in_dim(jnp.asarray(_record_slots(prob)), t0, length)
+
+            def scan_one(p, c, prob=prob, ts=ts, slots=slots):
+                return lax.scan(lambda cc, x: _step(prob, p, cc, x), c, (ts, slots))[0]
+
+            f_runs = jax.vmap(scan_one, in_axes=(None, 0))
+            out[lab] = jax.vmap(f_runs, in_axes=(0, 0))(gp, carries[lab]) if gridded else f_runs(None, carries[lab])
+        return _constrain(out, sharding)
+
+    T = next(iter(problems.values())).horizon
+    plan = _chunk_plan(T, chunk)
+    compile_s = 0.0
+    t0c = time.perf_counter()
+    init_c = jax.jit(init_all).lower(run_ids, grid_params).compile()
+    carries = init_c(run_ids, grid_params)
+    compile_s += time.perf_counter() - t0c
+    compiled = {}
+    run_s = 0.0
+    bar = None
+    if progress:
+        try:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=T, unit="round", desc="simulate", leave=False)
+        except ImportError:  # pragma: no cover
+            bar = None
+    for start, length in plan:
+        if length not in compiled:
+            tc = time.perf_counter()
+            fn = jax.jit(chunk_all, static_argnums=(3,), donate_argnums=(0,))
+            compiled[length] = fn.lower(carries, grid_params, jnp.int32(start), length).compile()
+            compile_s += time.perf_counter() - tc
+        tr = time.perf_counter()
+        carries = compiled[length](carries, grid_params, jnp.int32(start), )
+        jax.block_until_ready(carries)
+        run_s += time.perf_counter() - tr
+        if bar is not None:
+            bar.update(length)
+    if bar is not None:
+        bar.close()
+    return carries, compile_s, run_s, n_dev
+
+
+def _outputs(problems, carries, n_runs, compile_s, run_s, n_dev, n_grid=1):
+    outs = {}
+    steps = n_runs * n_grid * next(iter(problems.values())).horizon * len(problems)
+    timing = {"compile_s": compile_s, "run_s": run_s, "run_steps_per_s": steps / max(run_s, 1e-12),
+              "devices": n_dev, "policies_in_program": len(problems)}
+    for lab, prob in problems.items():
+        c = carries[lab]
+        sl = (lambda a: np.asarray(a)[..., :n_runs, :]) if True else None
+        rec = jax.tree.map(lambda a: np.asarray(a), c.rec)
+        cut = lambda a: a[..., :n_runs, :] if a.ndim >= 2 else a
+        pulls = np.asarray(c.rec.pulls)
+        pulls = pulls[..., :n_runs, :, :]
+        outs[lab] = SimOutput(
+            t=prob.record_at.astype(np.int64) + 1,
+            regret=cut(rec.regret), expected_regret=cut(rec.exp_regret), reward=cut(rec.reward),
+            pulls=pulls, lost_to_W=np.asarray(c.cal.lost)[..., :n_runs],
+            width=prob.width, timing=dict(timing))
+    return outs
+
+
+def simulate(env, channel: Channel, policies, horizon: int, key, n_runs: int = 1, *, record=None,
+             chunk: Optional[int] = None, progress: bool = False, shard=None):
+    """Simulate ``n_runs`` paired runs of one policy or a ``{label: policy}`` dict.
+
+    All policies are traced into one program (one compile, one call per chunk); every policy
+    faces the same world draws. ``chunk`` splits the horizon into scans of that many rounds (same
+    bits as one scan) with an optional progress bar. ``shard`` spreads runs over the local devices
+    (default: all of them). Returns ``SimOutput`` (or a dict of them for a dict of policies).
+    """
+    horizon, n_runs, key = _validate_common(channel, horizon, n_runs, key)
+    single = isinstance(policies, Policy)
+    pols = {policies.name: policies} if single else dict(policies)
+    if not pols:
+        raise ValueError("policies must be a Policy or a non-empty {label: Policy} dict")
+    problems = {}
+    for lab, pol in pols.items():
+        _check_pair(env, channel, pol, lab)
+        problems[lab] = _make_problem(lambda _p, pol=pol: (env, pol), None, env, pol, channel, horizon,
+                                      record, n_runs)
+    carries, cs, rs, nd = _run(problems, None, key, n_runs, chunk, progress, shard)
+    outs = _outputs(problems, carries, n_runs, cs, rs, nd)
+    return outs[next(iter(outs))] if single else outs
+
+
+def simulate_grid(build: Callable, grid: Mapping[str, Any], channel: Channel, horizon: int, key,
+                  n_runs: int = 1, *, record=None, chunk=None, progress=False, shard=None):
+    """Simulate a grid of hyper-parameters in one compiled program.
+
+    ``build(**params)`` returns ``(env, policy)``; ``grid`` maps each parameter name to a 1-d
+    array of equal length ``G``. Every grid point is built once on the host first (which runs the
+    constructors' input checks on concrete values), then ``vmap`` runs all of them. Outputs have a
+    leading axis of size ``G``; every grid point faces the same world draws.
+    """
+    horizon, n_runs, key = _validate_common(channel, horizon, n_runs, key)
+    if not grid:
+        raise ValueError("grid must map at least one parameter name to an array of values")
+    arrs = {k: np.asarray(v) for k, v in grid.items()}
+    sizes = {k: a.shape[0] if a.ndim == 1 else -1 for k, a in arrs.items()}
+    if len(set(sizes.values())) != 1 or -1 in sizes.values():
+        raise ValueError(f"grid values must be 1-d arrays of one common length, got sizes {sizes}")
+    G = next(iter(sizes.values()))
+    first = None
+    for g in range(G):
+        env, pol = build(**{k: a[g].item() for k, a in arrs.items()})
+        _check_pair(env, channel, pol, pol.name)
+        first = first or (env, pol)
+    env, pol = first
+    params = {k: jnp.asarray(a) for k, a in arrs.items()}
+    prob = _make_problem(lambda p: build(**p), None, env, pol, channel, horizon, record, n_runs)
+    carries, cs, rs, nd = _run({pol.name: prob}, params, key, n_runs, chunk, progress, shard)
+    return _outputs({pol.name: prob}, carries, n_runs, cs, rs, nd, n_grid=G)[pol.name]
