@@ -145,27 +145,34 @@ def uniform(lo: int, hi: int) -> Uniform:
 
 @_pytree
 class Geometric(DelayLaw):
-    """Zero-based geometric: ``P(D > n) = rho^(n+1)``, ``tau_d = 1 - rho^(d+1)``."""
+    """Zero-based geometric: ``P(D > n) = rho^(n+1)``, ``tau_d = 1 - rho^(d+1)``.
 
-    rho: jax.Array
+    Stored as ``log(rho)`` computed in float64: for ``rho`` near 1 (``0.998`` in Vernade et al.)
+    a float32 ``rho`` would carry a 1e-5 relative error into ``log(rho)``."""
+
+    log_rho: jax.Array
+
+    @property
+    def rho(self):
+        return jnp.exp(self.log_rho)
 
     def ppf(self, u):
         # smallest n with 1 - rho^(n+1) >= u
-        x = jnp.log1p(-u) / jnp.log(self.rho)
+        x = jnp.log1p(-u) / self.log_rho
         return _floor_int(jnp.ceil(x) - 1.0)
 
     def cdf(self, n):
         n = jnp.asarray(n)
-        return jnp.where(n >= 0, -jnp.expm1((n + 1) * jnp.log(self.rho)), 0.0).astype(_F)
+        return jnp.where(n >= 0, -jnp.expm1((n + 1) * self.log_rho), 0.0).astype(_F)
 
     @property
     def mean(self):
-        r = float(self.rho)
+        r = math.exp(float(self.log_rho))
         return r / (1 - r)
 
     @property
     def variance(self):
-        r = float(self.rho)
+        r = math.exp(float(self.log_rho))
         return r / (1 - r) ** 2
 
 
@@ -179,9 +186,11 @@ def geometric(rho=None, *, mean=None) -> Geometric:
         raise ValueError("geometric: give exactly one of rho (in [0, 1)) or mean (>= 0)")
     if mean is not None:
         V.nonneg("mean", mean)
-        rho = mean / (1.0 + mean) if V.is_concrete(mean) else mean / (1.0 + mean)
+        rho = mean / (1.0 + mean)
     V.real("rho", rho, lo=0.0, hi=1.0, hi_open=True)
-    return Geometric(jnp.asarray(rho, _F))
+    if V.is_concrete(rho):
+        return Geometric(jnp.asarray(np.log(np.float64(rho)) if rho > 0 else -np.inf, _F))
+    return Geometric(jnp.log(rho))
 
 
 @_pytree

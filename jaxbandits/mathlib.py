@@ -50,11 +50,12 @@ def words(key, n: int, offset: int = 0):
 
 
 def _to_open_unit(w):
-    return ((w >> 8).astype(_F) + 0.5) * _F(2.0**-24)
+    # 23 bits + 1/2: the largest value 2^23 - 1/2 is exact in float32, so u < 1 always
+    return ((w >> 9).astype(_F) + 0.5) * _F(2.0**-23)
 
 
 def uniform(key):
-    """One uniform on (0, 1) straight from the key's first word (24-bit resolution, never 0 or 1,
+    """One uniform on (0, 1) straight from the key's first word (23-bit resolution, never 0 or 1,
     so inverse-CDF transforms are always finite). The round's reward and delay uniforms."""
     return _to_open_unit(key_words(key)[0])
 

@@ -326,13 +326,13 @@ def _chunk_plan(T, chunk):
     return [(s, min(chunk, T - s)) for s in range(0, T, chunk)]
 
 
-def _run(problems: Dict[str, _Problem], grid_params, key, n_runs, chunk, progress, shard):
+def _run(problems: Dict[str, _Problem], grid_params, key, n_runs, chunk, progress, shard, first_run=0):
     """Compile and run every problem (policy) in one jitted program per chunk length."""
     n_dev = jax.local_device_count() if shard in (None, True) else (1 if shard is False else int(shard))
     n_pad = int(math.ceil(n_runs / n_dev) * n_dev)
     gridded = grid_params is not None
     sharding = _mesh_sharding(n_dev, gridded)
-    run_ids = jnp.arange(n_pad, dtype=jnp.int32)
+    run_ids = jnp.arange(n_pad, dtype=jnp.int32) + jnp.int32(first_run)
     if sharding is not None:
         run_ids = jax.device_put(run_ids, _mesh_sharding(n_dev))
 
@@ -412,15 +412,18 @@ def _outputs(problems, carries, n_runs, compile_s, run_s, n_dev, n_grid=1):
 
 
 def simulate(env, channel: Channel, policies, horizon: int, key, n_runs: int = 1, *, record=None,
-             chunk: Optional[int] = None, progress: bool = False, shard=None):
+             chunk: Optional[int] = None, progress: bool = False, shard=None, first_run: int = 0):
     """Simulate ``n_runs`` paired runs of one policy or a ``{label: policy}`` dict.
 
     All policies are traced into one program (one compile, one call per chunk); every policy
     faces the same world draws. ``chunk`` splits the horizon into scans of that many rounds (same
     bits as one scan) with an optional progress bar. ``shard`` spreads runs over the local devices
-    (default: all of them). Returns ``SimOutput`` (or a dict of them for a dict of policies).
+    (default: all of them). Runs are numbered ``first_run, first_run + 1, ...`` (run ``r`` is keyed by
+    ``fold_in(key, r)`` whatever the batch: several hosts or calls can split one experiment).
+    Returns ``SimOutput`` (or a dict of them for a dict of policies).
     """
     horizon, n_runs, key = _validate_common(channel, horizon, n_runs, key)
+    first_run = V.integer("first_run", first_run, lo=0)
     single = isinstance(policies, Policy)
     pols = {policies.name: policies} if single else dict(policies)
     if not pols:
@@ -430,7 +433,7 @@ def simulate(env, channel: Channel, policies, horizon: int, key, n_runs: int = 1
         _check_pair(env, channel, pol, lab)
         problems[lab] = _make_problem(lambda _p, pol=pol: (env, pol), None, env, pol, channel, horizon,
                                       record, n_runs)
-    carries, cs, rs, nd = _run(problems, None, key, n_runs, chunk, progress, shard)
+    carries, cs, rs, nd = _run(problems, None, key, n_runs, chunk, progress, shard, first_run)
     outs = _outputs(problems, carries, n_runs, cs, rs, nd)
     return outs[next(iter(outs))] if single else outs
 

@@ -19,6 +19,7 @@ _F = jnp.float32
 @pytree
 class CompositeEnv(World):
     means_: jax.Array
+    table: jax.Array  # [T, K] oblivious totals X_t[a] (or [0, K]: Bernoulli(means_))
     profile: jax.Array  # [L] fixed split, or [0] when the split is a one-point delay law
     delay: D.DelayLaw
     n_arms: int = static()
@@ -31,19 +32,35 @@ class CompositeEnv(World):
         return self.delay.support_max
 
     def means(self, state, t, features):
+        if self.table.shape[0] > 0:
+            return self.table[jnp.clip(t, 0, self.table.shape[0] - 1)]
         return self.means_
 
     def outcome(self, state, t, action, u, v, features, key):
-        r = (u < self.means_[action]).astype(_F)
+        if self.table.shape[0] > 0:
+            r = self.table[jnp.clip(t, 0, self.table.shape[0] - 1), action]
+        else:
+            r = (u < self.means_[action]).astype(_F)
         if self.profile.shape[0] > 0:
             return Outcome(reward=r, delay=jnp.asarray(0, jnp.int32), profile=self.profile), state
         return Outcome(reward=r, delay=self.delay_at(state, t, v), profile=None), state
 
 
-def composite(means, profile=None, delay=None) -> CompositeEnv:
-    """Bernoulli totals ``s_a = means[a]`` spread by ``profile`` (a fixed split over lags
-    ``0..L-1``, normalised here) or, with ``delay``, landing whole after a random delay."""
-    m = _means("means", means, 0.0, 1.0)
+def composite(means=None, profile=None, delay=None, table=None) -> CompositeEnv:
+    """Bernoulli totals ``s_a = means[a]`` (or an oblivious table ``table[t, a]`` of totals in
+    [0, 1]) spread by ``profile`` (a fixed split over lags ``0..L-1``, normalised here) or, with
+    ``delay``, landing whole after a delay drawn from that law (a sequence law: given per round)."""
+    if (means is None) == (table is None):
+        raise ValueError("composite: give exactly one of means ([K]) or table ([T, K])")
+    if table is not None:
+        V.real("table", table, lo=0.0, hi=1.0)
+        tab = jnp.asarray(table, _F)
+        if tab.ndim != 2 or tab.shape[1] < 2:
+            raise ValueError(f"table must have shape [T, K] with K >= 2, got {tuple(tab.shape)}")
+        m = jnp.zeros((tab.shape[1],), _F)
+    else:
+        m = _means("means", means, 0.0, 1.0)
+        tab = jnp.zeros((0, m.shape[0]), _F)
     if (profile is None) == (delay is None):
         raise ValueError("composite: give exactly one of profile (a split over lags) or delay (a law)")
     if profile is not None:
@@ -55,4 +72,4 @@ def composite(means, profile=None, delay=None) -> CompositeEnv:
         delay = D.fixed(0)
     else:
         prof = jnp.zeros((0,), _F)
-    return CompositeEnv(m, prof, _check_delay(delay), n_arms=m.shape[0])
+    return CompositeEnv(m, tab, prof, _check_delay(delay), n_arms=m.shape[0])

@@ -1,0 +1,242 @@
+"""The calendar agrees exactly with a plain reference (a list of pending (round, arm, reward,
+delay) records delivered when due), for every channel, including delay 0 and delays >= W; and
+each channel hides what it must (perturb the hidden information: actions do not change)."""
+import jax
+import numpy as np
+import pytest
+
+from jaxbandits import channels as C
+from jaxbandits import delays as D
+from jaxbandits import envs as E
+from jaxbandits.policies import classic as P
+from jaxbandits.simulate import simulate
+
+from conftest import actions_of
+from helpers import recorder, reactive
+
+T, K, W = 40, 3, 6
+
+
+def _world(seed):
+    rng = np.random.default_rng(seed)
+    R = (rng.random((T, K)) < 0.5).astype(float)
+    kinds = rng.integers(0, 5, T)
+    d = np.where(kinds == 0, 0, np.where(kinds == 1, rng.integers(1, W, T),
+                 np.where(kinds == 2, rng.integers(W, 3 * W, T), np.where(kinds == 3, D.NEVER, T - np.arange(T) - 1))))
+    return R, d.astype(np.int64)
+
+
+def _reference(R, d, kind, window=None, W=W, profile=None):
+    """Plain reference: pending records, each delivered at s + d if due within the horizon."""
+    P = 1 if kind in ("anonymous", "composite") else T
+    log = np.zeros((T, P))
+    lost = 0
+    pending = []  # (s, a, r, d)
+    for s in range(T):
+        a = s % K
+        pending.append((s, a, R[s, a], d[s]))
+    for (s, a, r, dd) in pending:
+        if kind == "composite" and profile is not None:
+            for l, w in enumerate(profile):
+                if s + l <= T - 1:
+                    if l < W:
+                        log[s + l, 0] += r * w
+            if r > 0 and len(profile) > W:
+                lost += 1
+            continue
+        if dd >= D.NEVER or s + dd > T - 1:
+            continue
+        if kind == "conversions" and (r == 0 or (window is not None and dd > window)):
+            continue
+        if dd >= W:
+            if kind in ("anonymous", "composite"):
+                lost += int(r != 0)
+            else:
+                lost += 1
+            continue
+        if kind in ("anonymous", "composite"):
+            log[s + dd, 0] += r
+        else:
+            log[s + dd, s] += (1.0 if kind == "conversions" else r) + 1.0
+    return log, lost
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("kind,window", [("attributed", None), ("action_time", None), ("conversions", None),
+                                         ("conversions", 3), ("conversions", 0), ("anonymous", None),
+                                         ("composite", None)])
+def test_calendar_matches_reference(kind, window, seed):
+    R, d = _world(seed)
+    if kind == "composite":
+        env = E.composite(table=R, delay=D.sequence(d))
+    else:
+        env = E.oblivious(1.0 - R, d)
+    ch = C.Channel(kind, window, W)
+    out = _run_and_get_state(env, ch, recorder(T, K))
+    ref, lost = _reference(R, d, kind, window)
+    np.testing.assert_allclose(out["log"], ref, atol=1e-6)
+    assert out["lost"] == lost
+
+
+def test_composite_profile_matches_reference():
+    R, d = _world(11)
+    prof = np.array([0.1, 0.2, 0.3, 0.15, 0.1, 0.1, 0.05, 0.0])[:5]
+    env = E.composite(table=R, profile=prof)
+    out = _run_and_get_state(env, C.composite(width=W), recorder(T, K))
+    ref, lost = _reference(R, d, "composite", profile=prof / prof.sum())
+    np.testing.assert_allclose(out["log"], ref, atol=1e-6)
+    # a profile longer than W loses its tail, and the loss is counted
+    prof2 = np.ones(W + 2)
+    out2 = _run_and_get_state(E.composite(table=R, profile=prof2), C.composite(width=W), recorder(T, K))
+    ref2, lost2 = _reference(R, d, "composite", W=W, profile=prof2 / prof2.sum())
+    np.testing.assert_allclose(out2["log"], ref2, atol=1e-6)
+    assert out2["lost"] == lost2 > 0
+
+
+def _run_and_get_state(env, ch, pol):
+    """Run one simulation and return the recorder's final state and lost_to_W."""
+    import jax.numpy as jnp
+
+    import importlib
+    S = importlib.import_module("jaxbandits.simulate")
+
+    prob = S._make_problem(lambda _p: (env, pol), None, env, pol, ch, T, None, 1)
+    carries, *_ = S._run({"r": prob}, None, jax.random.key(0), 1, None, False, False)
+    c = carries["r"]
+    return {"log": np.asarray(c.pol_state.log)[0], "lost": int(np.asarray(c.cal.lost)[0])}
+
+
+def test_action_time_reveals_delay():
+    """Under the action-time channel context.delay_now is the delay of this round's own play,
+    known before acting; under the others it is -1."""
+    from typing import NamedTuple
+
+    import jax.numpy as jnp
+
+    class M(NamedTuple):
+        t: object
+        dnow: object
+
+    base = recorder(T, K)
+
+    def act(state, ctx, key):
+        a, m = base.act(state, ctx, key)
+        return a, M(m.t, ctx.delay_now)
+
+    def update(state, arr):
+        st = base.update(state, arr)
+        return st._replace(dnow=st.dnow.at[arr.t].set(arr.memo.dnow))
+
+    pol = base._replace(act=act, update=update)
+    R, d = _world(5)
+    import importlib
+    S = importlib.import_module("jaxbandits.simulate")
+
+    for ch, expect in [(C.action_time(width=W), np.minimum(d, D.NEVER)), (C.attributed(width=W), -np.ones(T))]:
+        env = E.oblivious(1.0 - R, d)
+        prob = S._make_problem(lambda _p: (env, pol), None, env, pol, ch, T, None, 1)
+        c = S._run({"r": prob}, None, jax.random.key(0), 1, None, False, False)[0]["r"]
+        np.testing.assert_array_equal(np.asarray(c.pol_state.dnow)[0], expect)
+
+
+def test_information_hiding_conversions():
+    """Zero outcomes and conversions after the window are invisible: change their delays, the
+    actions of UCB1, KL-UCB and Thompson do not change; the same change is visible (actions
+    change) through the attributed channel."""
+    rng = np.random.default_rng(0)
+    Tn, m = 400, 20
+    means = np.array([0.3, 0.5, 0.45])
+    R = (rng.random((Tn, 3)) < means).astype(float)
+    d = rng.integers(0, 3 * m, Tn)
+    env = E.oblivious(1.0 - R, d)
+    pols = {"ucb": P.ucb1(), "kl": P.kl_ucb(), "ts": P.thompson()}
+    ch = C.conversions(window=m)
+    a_A = {k: actions_of(o)[0] for k, o in simulate(env, ch, pols, Tn, jax.random.key(1), record=1).items()}
+    for lab, acts in a_A.items():
+        r = R[np.arange(Tn), acts]
+        d2 = d.copy()
+        hidden = (r == 0) | (d > m)
+        d2[(r == 0)] = rng.integers(0, 3 * m, (r == 0).sum())
+        late = (r == 1) & (d > m)
+        d2[late] = rng.choice([m + 1, 5 * m, D.NEVER], late.sum())
+        env_B = E.oblivious(1.0 - R, d2)
+        a_B = actions_of(simulate(env_B, ch, pols[lab], Tn, jax.random.key(1), record=1))[0]
+        np.testing.assert_array_equal(a_B, acts, err_msg=lab)
+        # control: the attributed channel sees these delays and zeros
+        a_att = actions_of(simulate(env, C.attributed(), pols[lab], Tn, jax.random.key(1), record=1))[0]
+        a_att_B = actions_of(simulate(env_B, C.attributed(), pols[lab], Tn, jax.random.key(1), record=1))[0]
+        assert (a_att != a_att_B).any(), lab
+
+
+def test_information_hiding_pending_delays():
+    """Attributed feedback hides pending records, their delays included: changing the delays of
+    records that arrive after round t0 (before and after the change) leaves every action up to
+    t0 unchanged; for records that never arrive within the horizon, all actions are unchanged."""
+    rng = np.random.default_rng(1)
+    Tn, t0 = 300, 150
+    R = (rng.random((Tn, 4)) < [0.2, 0.4, 0.6, 0.5]).astype(float)
+    d = rng.integers(0, 60, Tn)
+    s = np.arange(Tn)
+    late = s + d > t0
+    d2 = d.copy()
+    d2[late] = np.maximum(t0 + 1 - s[late], 0) + rng.integers(0, 200, late.sum())
+    assert (d2 != d).any()
+    for pol in [P.ucb1(), P.kl_ucb(), P.thompson(), P.exp3(gamma=0.1)]:
+        a1 = actions_of(simulate(E.oblivious(1 - R, d), C.attributed(), pol, Tn, jax.random.key(2), record=1))[0]
+        a2 = actions_of(simulate(E.oblivious(1 - R, d2), C.attributed(), pol, Tn, jax.random.key(2), record=1))[0]
+        np.testing.assert_array_equal(a1[: t0 + 1], a2[: t0 + 1], err_msg=pol.name)
+        assert (a1[t0 + 1:] != a2[t0 + 1:]).any() or pol.name == "Exp3", pol.name
+    never = s + d > Tn - 1
+    d3 = d.copy()
+    d3[never] = D.NEVER
+    for pol in [P.ucb1(), P.thompson()]:
+        a1 = actions_of(simulate(E.oblivious(1 - R, d), C.attributed(), pol, Tn, jax.random.key(2), record=1))[0]
+        a3 = actions_of(simulate(E.oblivious(1 - R, d3), C.attributed(), pol, Tn, jax.random.key(2), record=1))[0]
+        np.testing.assert_array_equal(a1, a3)
+
+
+@pytest.mark.parametrize("kind", ["anonymous", "composite"])
+def test_information_hiding_anonymous(kind):
+    """Anonymous and composite channels hide the origin of each reward: swap the rewards of the
+    two rounds of each pair (2k, 2k+1), with delays (1, 0) so both land at round 2k+1: the sums are
+    unchanged, so the actions are; the attributed channel sees the swap."""
+    rng = np.random.default_rng(2)
+    Tn, Kn = 200, 4
+    x = (rng.random(Tn) < 0.5).astype(float)
+    R = np.repeat(x[:, None], Kn, 1)  # every arm gives the round's reward: the swap is action-free
+    xs = x.reshape(-1, 2)[:, ::-1].ravel()
+    R2 = np.repeat(xs[:, None], Kn, 1)
+    d = np.tile([1, 0], Tn // 2)
+    if kind == "composite":
+        mk = lambda R: E.composite(table=R, delay=D.sequence(d))
+        ch = C.composite(width=4)
+    else:
+        mk = lambda R: E.oblivious(1 - R, d)
+        ch = C.anonymous(width=4)
+    pol = reactive(Kn)
+    a1 = actions_of(simulate(mk(R), ch, pol, Tn, jax.random.key(3), record=1))[0]
+    a2 = actions_of(simulate(mk(R2), ch, pol, Tn, jax.random.key(3), record=1))[0]
+    np.testing.assert_array_equal(a1, a2)
+    rec = recorder(Tn, Kn)
+    b1 = actions_of(simulate(E.oblivious(1 - R, d), C.attributed(), pol, Tn, jax.random.key(3), record=1))[0]
+    b2 = actions_of(simulate(E.oblivious(1 - R2, d), C.attributed(), pol, Tn, jax.random.key(3), record=1))[0]
+    assert (b1 != b2).any() or (x != xs).any()
+
+
+def test_lost_to_W_counted_and_never_aliased():
+    R = np.ones((T, K))
+    d = np.full(T, W)  # every delay is exactly W: all lost, none aliased into slot s
+    out = _run_and_get_state(E.oblivious(1 - R, d), C.attributed(width=W), recorder(T, K))
+    assert np.all(out["log"] == 0)
+    assert out["lost"] == T - W  # records with s + W <= T-1
+    out = _run_and_get_state(E.oblivious(1 - R, d), C.attributed(width=W + 1), recorder(T, K))
+    assert out["lost"] == 0 and out["log"].sum() == 2 * (T - W)
+
+
+def test_default_width_is_exact():
+    env = E.bernoulli([0.2, 0.8], delay=D.uniform(3, 17))
+    o = simulate(env, C.attributed(), P.ucb1(), 500, jax.random.key(0), 4)
+    assert o.width == 18 and o.lost_to_W.sum() == 0
+    o = simulate(E.bernoulli([0.2, 0.8], delay=D.geometric(0.99)), C.conversions(window=40), P.ucb1(), 500,
+                 jax.random.key(0), 4)
+    assert o.width == 41 and o.lost_to_W.sum() == 0
