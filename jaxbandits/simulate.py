@@ -248,13 +248,10 @@ def _validate_common(channel, horizon, n_runs, key):
         raise TypeError(f"channel must be a jaxbandits.channels.Channel, got {type(channel).__name__}")
     horizon = V.integer("horizon", horizon, lo=1, hi=NEVER - 1)
     n_runs = V.integer("n_runs", n_runs, lo=1)
-    if not (isinstance(key, jax.Array) and jnp.issubdtype(key.dtype, jax.dtypes.prng_key)) and not (
-        isinstance(key, (jax.Array, np.ndarray)) and key.shape == (2,) and key.dtype == np.uint32
-    ):
-        if isinstance(key, (int, np.integer)):
-            key = jax.random.key(int(key))
-        else:
-            raise TypeError("key must be a jax.random.key(...) or an int seed")
+    if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+        key = jax.random.key(int(key))
+    elif not (isinstance(key, jax.Array) and jnp.issubdtype(key.dtype, jax.dtypes.prng_key)):
+        raise TypeError(f"key must be a jax.random.key(...) or an int seed, got {type(key).__name__}")
     return horizon, n_runs, key
 
 
@@ -264,8 +261,6 @@ def _check_pair(env, channel, policy, label):
     if channel.kind not in policy.channels:
         raise ValueError(f"policy {label!r} ({policy.name}) accepts the channels {sorted(policy.channels)}, "
                          f"not {channel.kind!r}")
-    if channel.kind == "composite" and not hasattr(env, "profile") and False:
-        pass
     if channel.kind in ("attributed", "action_time", "conversions") and policy.payload is None:
         raise ValueError(f"policy {label!r} has no payload function: it cannot use the {channel.kind} channel")
 
@@ -286,9 +281,9 @@ def _make_problem(build, params, env, policy, channel, horizon, record, n_runs):
         if pl.ndim != 1:
             raise ValueError(f"{policy.name}: payload must be a 1-d array, got shape {pl.shape}")
         P = pl.shape[0]
-    max_hold = 0
-    if has_hold:
-        max_hold = int(getattr(policy, "max_hold", 0)) or horizon
+    # a memo's hold is data, so its bound is unknown here: a policy that holds should be given an
+    # explicit channel width (e.g. window + 2 for Discarding); otherwise W covers the horizon
+    max_hold = horizon if has_hold else 0
     W = channel.resolve_width(env, horizon, P, n_runs, max_hold)
     if channel.kind == "composite":
         W = channel.width or channel.exact_width(env.max_delay, horizon)
@@ -304,19 +299,25 @@ def _record_slots(prob: _Problem) -> np.ndarray:
     return slots
 
 
-def _mesh_sharding(n_dev, gridded=False):
-    """Shard the runs axis (axis 0, or axis 1 behind a grid axis) over ``n_dev`` devices."""
+def _mesh(n_dev):
+    return jax.sharding.Mesh(np.array(jax.devices()[:n_dev]), ("runs",))
+
+
+def _runs_spec(gridded):
+    P = jax.sharding.PartitionSpec
+    return P(None, "runs") if gridded else P("runs")
+
+
+def _per_device(fn, n_dev, gridded, n_replicated):
+    """Run ``fn`` on each device's block of runs with ``shard_map``: runs are independent, so no
+    collective is needed (automatic partitioning turned the Beta sampler's while-loop predicate
+    into an all-reduce every round). Arguments after the first are replicated."""
     if n_dev <= 1:
-        return None
-    mesh = jax.sharding.Mesh(np.array(jax.devices()[:n_dev]), ("runs",))
-    spec = jax.sharding.PartitionSpec(None, "runs") if gridded else jax.sharding.PartitionSpec("runs")
-    return jax.sharding.NamedSharding(mesh, spec)
-
-
-def _constrain(tree, sharding):
-    if sharding is None:
-        return tree
-    return jax.tree.map(lambda x: lax.with_sharding_constraint(x, sharding), tree)
+        return fn
+    P = jax.sharding.PartitionSpec
+    spec = _runs_spec(gridded)
+    return jax.shard_map(fn, mesh=_mesh(n_dev), in_specs=(spec,) + (P(),) * n_replicated,
+                         out_specs=spec, check_vma=False)
 
 
 def _chunk_plan(T, chunk):
@@ -328,23 +329,27 @@ def _chunk_plan(T, chunk):
 
 def _run(problems: Dict[str, _Problem], grid_params, key, n_runs, chunk, progress, shard, first_run=0):
     """Compile and run every problem (policy) in one jitted program per chunk length."""
-    n_dev = jax.local_device_count() if shard in (None, True) else (1 if shard is False else int(shard))
+    if shard is None:  # all devices, unless there are too few runs to be worth padding and splitting
+        n_dev = jax.local_device_count() if n_runs >= 8 * jax.local_device_count() else 1
+    elif shard is True:
+        n_dev = jax.local_device_count()
+    else:
+        n_dev = 1 if shard is False else V.integer("shard", shard, lo=1, hi=jax.local_device_count())
     n_pad = int(math.ceil(n_runs / n_dev) * n_dev)
     gridded = grid_params is not None
-    sharding = _mesh_sharding(n_dev, gridded)
     run_ids = jnp.arange(n_pad, dtype=jnp.int32) + jnp.int32(first_run)
-    if sharding is not None:
-        run_ids = jax.device_put(run_ids, _mesh_sharding(n_dev))
+    if n_dev > 1:
+        run_ids = jax.device_put(run_ids, jax.sharding.NamedSharding(_mesh(n_dev), _runs_spec(False)))
 
-    def init_all(run_ids, gp):
+    def init_local(run_ids, gp):
         out = {}
         for lab, prob in problems.items():
             f = lambda p, r, prob=prob: _init_carry(prob, p, key, r)
             f_runs = jax.vmap(f, in_axes=(None, 0))
             out[lab] = jax.vmap(f_runs, in_axes=(0, None))(gp, run_ids) if gridded else f_runs(None, run_ids)
-        return _constrain(out, sharding)
+        return out
 
-    def chunk_all(carries, gp, t0, length):
+    def chunk_local(carries, gp, t0, length):
         out = {}
         for lab, prob in problems.items():
             ts = t0 + jnp.arange(length, dtype=jnp.int32)
@@ -355,7 +360,18 @@ def _run(problems: Dict[str, _Problem], grid_params, key, n_runs, chunk, progres
 
             f_runs = jax.vmap(scan_one, in_axes=(None, 0))
             out[lab] = jax.vmap(f_runs, in_axes=(0, 0))(gp, carries[lab]) if gridded else f_runs(None, carries[lab])
-        return _constrain(out, sharding)
+        return out
+
+    if n_dev > 1:  # run_ids are sharded on axis 0 even behind a grid axis: map them separately
+        init_all = jax.shard_map(init_local, mesh=_mesh(n_dev),
+                                 in_specs=(_runs_spec(False), jax.sharding.PartitionSpec()),
+                                 out_specs=_runs_spec(gridded), check_vma=False)
+    else:
+        init_all = init_local
+
+    def chunk_all(carries, gp, t0, length):
+        f = _per_device(lambda c, g, t: chunk_local(c, g, t, length), n_dev, gridded, 2)
+        return f(carries, gp, t0)
 
     T = next(iter(problems.values())).horizon
     plan = _chunk_plan(T, chunk)
@@ -398,7 +414,6 @@ def _outputs(problems, carries, n_runs, compile_s, run_s, n_dev, n_grid=1):
               "devices": n_dev, "policies_in_program": len(problems)}
     for lab, prob in problems.items():
         c = carries[lab]
-        sl = (lambda a: np.asarray(a)[..., :n_runs, :]) if True else None
         rec = jax.tree.map(lambda a: np.asarray(a), c.rec)
         cut = lambda a: a[..., :n_runs, :] if a.ndim >= 2 else a
         pulls = np.asarray(c.rec.pulls)
@@ -418,7 +433,8 @@ def simulate(env, channel: Channel, policies, horizon: int, key, n_runs: int = 1
     All policies are traced into one program (one compile, one call per chunk); every policy
     faces the same world draws. ``chunk`` splits the horizon into scans of that many rounds (same
     bits as one scan) with an optional progress bar. ``shard`` spreads runs over the local devices
-    (default: all of them). Runs are numbered ``first_run, first_run + 1, ...`` (run ``r`` is keyed by
+    (default: all of them once there are at least 8 runs per device; ``True``: always; ``False``:
+    one device; an int: that many). Runs are numbered ``first_run, first_run + 1, ...`` (run ``r`` is keyed by
     ``fold_in(key, r)`` whatever the batch: several hosts or calls can split one experiment).
     Returns ``SimOutput`` (or a dict of them for a dict of policies).
     """
