@@ -240,3 +240,27 @@ def test_default_width_is_exact():
     o = simulate(E.bernoulli([0.2, 0.8], delay=D.geometric(0.99)), C.conversions(window=40), P.ucb1(), 500,
                  jax.random.key(0), 4)
     assert o.width == 41 and o.lost_to_W.sum() == 0
+
+
+try:
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+except ImportError:  # pragma: no cover
+    given = None
+
+if given is not None:
+    _delay = st.one_of(st.just(0), st.integers(0, W - 1), st.integers(W, 4 * W), st.just(D.NEVER),
+                       st.integers(T - 5, T + 5))
+
+    @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(d=st.lists(_delay, min_size=T, max_size=T), bits=st.lists(st.booleans(), min_size=T * K, max_size=T * K),
+           kind=st.sampled_from(["attributed", "conversions", "anonymous"]), window=st.one_of(st.none(), st.integers(0, W)))
+    def test_calendar_property(d, bits, kind, window):
+        """Property form of the reference test: any delay sequence, any rewards."""
+        R = np.asarray(bits, float).reshape(T, K)
+        d = np.asarray(d, np.int64)
+        win = window if kind == "conversions" else None
+        out = _run_and_get_state(E.oblivious(1.0 - R, d), C.Channel(kind, win, W), recorder(T, K))
+        ref, lost = _reference(R, d, kind, win)
+        np.testing.assert_allclose(out["log"], ref, atol=1e-6)
+        assert out["lost"] == lost
