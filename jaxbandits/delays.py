@@ -518,3 +518,24 @@ def shift(law: DelayLaw, k: int = 1) -> Shifted:
         raise TypeError(f"law must be a DelayLaw, got {type(law).__name__}")
     k = V.integer("k", k, lo=0)
     return Shifted(law, k)
+
+
+def geometric_log_rho(law):
+    """``log rho`` if ``law`` is geometric on {0, 1, ...} (``Geometric`` or floored ``Exponential``),
+    else ``None``: such laws have O(1) recursions for delay-discounted sums."""
+    if isinstance(law, Geometric):
+        return law.log_rho
+    if isinstance(law, Exponential):
+        return -1.0 / law.scale
+    return None
+
+
+def truncation_length(law, horizon: int, tol: float = 1e-6) -> int:
+    """Smallest ``L <= horizon`` with ``1 - tau_L <= tol`` (``horizon`` if none): the ring length
+    that makes an uncensored delay-discounted sum exact to ``tol``."""
+    if law.support_max < NEVER:
+        return int(min(law.support_max + 1, horizon))
+    n = np.arange(horizon)
+    c = np.asarray(law.cdf(jnp.asarray(n)), np.float64)
+    idx = np.nonzero(1.0 - c <= tol)[0]
+    return int(min(idx[0] + 1, horizon)) if idx.size else int(horizon)

@@ -87,11 +87,26 @@ class Accum(NamedTuple):
     arm_totals_c: Any
 
 
+class DelayedRegret(NamedTuple):
+    """Vernade et al. (2017) delayed regret ``L(t) = sum_s Delta_{A_s} tau_{min(t-s, m)}`` (eqs. 1, 3),
+    kept exactly in the scan: geometric laws by O(1) recursions (censored: with a ring of the last
+    ``m`` gaps), other laws by a ring of the last ``H`` gaps (``H = m``, or uncensored the length
+    where ``1 - tau_H <= 1e-6``), O(H) per round. Ring order: write this round's gap first, then read
+    the one that leaves the window next round (carried in ``leave``)."""
+
+    closed: Any  # f32 sum of the gaps of pulls older than the window
+    win: Any  # f32 sum of the gaps in the window (geometric censored)
+    geo: Any  # f32 sum over the window of gap * rho^(age+1) (geometric)
+    ring: Any  # f32[H] gaps of the last H pulls, slot s mod H
+    leave: Any  # f32 gap of the pull that leaves the window at the next round
+
+
 class Records(NamedTuple):
     regret: Any  # f32[R] pseudo-regret (adversarial: vs the best arm on the prefix, realised)
     exp_regret: Any  # f32[R] regret of the policy's expected reward (memo.probs), else = regret
     reward: Any  # f32[R] realised cumulative reward (generated, not arrived)
     pulls: Any  # i32[R, K]
+    delayed_regret: Any  # f32[R] L(t), or f32[0] when not tracked
 
 
 class Carry(NamedTuple):
@@ -101,6 +116,7 @@ class Carry(NamedTuple):
     cal: Any
     acc: Accum
     rec: Records
+    dl: DelayedRegret
 
 
 def _kahan(s, c, x):
@@ -120,6 +136,8 @@ class _Problem(NamedTuple):
     payload_size: int
     spec: ProblemSpec
     has_hold: bool
+    dl_mode: Optional[str] = None  # None, "geom" (O(1)), "ring" (O(H)): the delayed-regret tracker
+    dl_len: int = 0  # H, the ring length
 
 
 def _run_keys(key, run_id):
@@ -137,9 +155,45 @@ def _init_carry(prob: _Problem, params, key, run_id):
     z = jnp.zeros((), _F)
     zk = jnp.zeros((K,), _F)
     acc = Accum(z, z, z, z, z, z, z, z, jnp.zeros((K,), jnp.int32), zk, zk)
-    rec = Records(jnp.zeros((R,), _F), jnp.zeros((R,), _F), jnp.zeros((R,), _F), jnp.zeros((R, K), jnp.int32))
+    rec = Records(jnp.zeros((R,), _F), jnp.zeros((R,), _F), jnp.zeros((R,), _F), jnp.zeros((R, K), jnp.int32),
+                  jnp.zeros((R if prob.dl_mode else 0,), _F))
+    dl = DelayedRegret(z, z, z, jnp.zeros((prob.dl_len,), _F), z)
     return Carry(keys, env.setup(k_setup), policy.init(prob.spec, k_init),
-                 calendar_init(prob.width, prob.payload_size), acc, rec)
+                 calendar_init(prob.width, prob.payload_size), acc, rec, dl)
+
+
+def _delayed_regret_step(prob: _Problem, env, dl: DelayedRegret, t, gap, regret):
+    """Advance L(t) by the gap of round t's pull; returns (state, L(t))."""
+    from .delays import geometric_log_rho
+
+    m = prob.channel.window
+    H = prob.dl_len
+    if m == 0:  # only same-round conversions count: L = tau_0 R
+        return dl, env.delay.cdf(0) * regret
+    if prob.dl_mode == "geom":
+        lr = geometric_log_rho(env.delay)
+        rho = jnp.exp(lr)
+        if m is None:  # G <- rho (G + gap), L = R - G
+            geo = rho * (dl.geo + gap)
+            return dl._replace(geo=geo), regret - geo
+        old = jnp.where(t >= m, dl.leave, 0.0)
+        geo = rho * dl.geo - jnp.exp((m + 1) * lr) * old + rho * gap
+        win = dl.win - old + gap
+        closed = dl.closed + old
+        ring = dl.ring.at[t % H].set(gap)
+        dl = DelayedRegret(closed, win, geo, ring, ring[(t + 1) % H])
+        tau_m = -jnp.expm1((m + 1) * lr)
+        return dl, tau_m * closed + win - geo
+    # general law: closed pulls weigh tau_H' (H' = m censored; uncensored tau_H ~ 1 - 1e-6)
+    tau = env.delay.cdf_table(H + 1)
+    old = jnp.where(t >= H, dl.leave, 0.0)
+    closed = dl.closed + old
+    ring = dl.ring.at[t % H].set(gap)
+    ages = (t - jnp.arange(H)) % H
+    ages = jnp.where(jnp.arange(H) <= t, ages, 0)
+    live = (jnp.arange(H) <= t) | (t >= H)
+    val = tau[H] * closed + jnp.sum(jnp.where(live, ring * tau[ages], 0.0))
+    return DelayedRegret(closed, dl.win, dl.geo, ring, ring[(t + 1) % H]), val
 
 
 def _step(prob: _Problem, params, carry: Carry, xs):
@@ -222,11 +276,15 @@ def _step(prob: _Problem, params, carry: Carry, xs):
         rg, erg = best_g - reward, best_g - exp_reward
     else:
         rg, erg = regret, exp_regret
+    dl, dl_rec = carry.dl, carry.rec.delayed_regret
+    if prob.dl_mode is not None:
+        dl, lt = _delayed_regret_step(prob, env, dl, t, gap, regret)
+        dl_rec = dl_rec.at[i].set(lt, mode="drop")
     rec = Records(carry.rec.regret.at[i].set(rg, mode="drop"),
                   carry.rec.exp_regret.at[i].set(erg, mode="drop"),
                   carry.rec.reward.at[i].set(reward, mode="drop"),
-                  carry.rec.pulls.at[i].set(pulls, mode="drop"))
-    return Carry(keys, env_state, pol_state, cal, acc, rec), None
+                  carry.rec.pulls.at[i].set(pulls, mode="drop"), dl_rec)
+    return Carry(keys, env_state, pol_state, cal, acc, rec, dl), None
 
 
 # ----------------------------------------------------------------------------- outputs
@@ -241,6 +299,7 @@ class SimOutput(NamedTuple):
     lost_to_W: np.ndarray  # [.., runs]
     width: int
     timing: dict
+    delayed_regret: Optional[np.ndarray] = None  # [.., runs, R] L(t) (conversions channel), else None
 
 
 def _validate_common(channel, horizon, n_runs, key):
@@ -265,7 +324,27 @@ def _check_pair(env, channel, policy, label):
         raise ValueError(f"policy {label!r} has no payload function: it cannot use the {channel.kind} channel")
 
 
-def _make_problem(build, params, env, policy, channel, horizon, record, n_runs):
+def _delayed_regret_mode(env, channel, horizon, delayed_regret):
+    """Which L(t) tracker to use: by default only for the conversions channel of a stochastic world."""
+    from .delays import geometric_log_rho, truncation_length
+
+    want = (channel.kind == "conversions") if delayed_regret is None else bool(delayed_regret)
+    if not want:
+        return None, 0
+    if getattr(env, "adversarial", False) or not hasattr(env, "delay") or env.dim is not None:
+        if delayed_regret:
+            raise ValueError("delayed_regret needs a stochastic K-armed world with a delay law")
+        return None, 0
+    m = channel.window if channel.kind == "conversions" else None
+    if m is not None:
+        m = min(m, horizon)
+    if geometric_log_rho(env.delay) is not None and m != 0:
+        return "geom", (m if m is not None else 0)
+    H = m if m is not None else truncation_length(env.delay, horizon)
+    return "ring", (max(int(H), 1) if m != 0 else 0)
+
+
+def _make_problem(build, params, env, policy, channel, horizon, record, n_runs, delayed_regret=None):
     spec = ProblemSpec(env.n_arms, horizon, env.dim, channel.kind, channel.window)
     # shapes of a memo and payload, without compiling
     k = jax.random.key(0)
@@ -281,13 +360,14 @@ def _make_problem(build, params, env, policy, channel, horizon, record, n_runs):
         if pl.ndim != 1:
             raise ValueError(f"{policy.name}: payload must be a 1-d array, got shape {pl.shape}")
         P = pl.shape[0]
-    # a memo's hold is data, so its bound is unknown here: a policy that holds should be given an
-    # explicit channel width (e.g. window + 2 for Discarding); otherwise W covers the horizon
-    max_hold = horizon if has_hold else 0
+    # a memo's hold is data: the policy declares its bound (Policy.max_hold), else W covers the horizon
+    max_hold = (policy.max_hold or horizon) if has_hold else 0
     W = channel.resolve_width(env, horizon, P, n_runs, max_hold)
     if channel.kind == "composite":
         W = channel.width or channel.exact_width(env.max_delay, horizon)
-    return _Problem(build, channel, horizon, record_points(horizon, record), int(W), int(P), spec, has_hold)
+    dl_mode, dl_len = _delayed_regret_mode(env, channel, horizon, delayed_regret)
+    return _Problem(build, channel, horizon, record_points(horizon, record), int(W), int(P), spec, has_hold,
+                    dl_mode, dl_len)
 
 
 def _record_slots(prob: _Problem) -> np.ndarray:
@@ -422,12 +502,14 @@ def _outputs(problems, carries, n_runs, compile_s, run_s, n_dev, n_grid=1):
             t=prob.record_at.astype(np.int64) + 1,
             regret=cut(rec.regret), expected_regret=cut(rec.exp_regret), reward=cut(rec.reward),
             pulls=pulls, lost_to_W=np.asarray(c.cal.lost)[..., :n_runs],
-            width=prob.width, timing=dict(timing))
+            width=prob.width, timing=dict(timing),
+            delayed_regret=cut(rec.delayed_regret) if prob.dl_mode else None)
     return outs
 
 
 def simulate(env, channel: Channel, policies, horizon: int, key, n_runs: int = 1, *, record=None,
-             chunk: Optional[int] = None, progress: bool = False, shard=None, first_run: int = 0):
+             chunk: Optional[int] = None, progress: bool = False, shard=None, first_run: int = 0,
+             delayed_regret: Optional[bool] = None):
     """Simulate ``n_runs`` paired runs of one policy or a ``{label: policy}`` dict.
 
     All policies are traced into one program (one compile, one call per chunk); every policy
@@ -436,6 +518,7 @@ def simulate(env, channel: Channel, policies, horizon: int, key, n_runs: int = 1
     (default: all of them once there are at least 8 runs per device; ``True``: always; ``False``:
     one device; an int: that many). Runs are numbered ``first_run, first_run + 1, ...`` (run ``r`` is keyed by
     ``fold_in(key, r)`` whatever the batch: several hosts or calls can split one experiment).
+    ``delayed_regret`` tracks Vernade et al.'s ``L(t)`` (default: on for the conversions channel).
     Returns ``SimOutput`` (or a dict of them for a dict of policies).
     """
     horizon, n_runs, key = _validate_common(channel, horizon, n_runs, key)
@@ -448,7 +531,7 @@ def simulate(env, channel: Channel, policies, horizon: int, key, n_runs: int = 1
     for lab, pol in pols.items():
         _check_pair(env, channel, pol, lab)
         problems[lab] = _make_problem(lambda _p, pol=pol: (env, pol), None, env, pol, channel, horizon,
-                                      record, n_runs)
+                                      record, n_runs, delayed_regret)
     carries, cs, rs, nd = _run(problems, None, key, n_runs, chunk, progress, shard, first_run)
     outs = _outputs(problems, carries, n_runs, cs, rs, nd)
     return outs[next(iter(outs))] if single else outs

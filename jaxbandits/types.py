@@ -60,6 +60,7 @@ class Policy(NamedTuple):
     payload: Optional[Callable]
     channels: FrozenSet[str]
     name: str = "policy"
+    max_hold: int = 0  # the largest memo.hold the policy uses (sizes the calendar: W > max_hold)
 
 
 class Outcome(NamedTuple):

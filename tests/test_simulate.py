@@ -135,3 +135,22 @@ def test_adversarial_regret_against_best_arm():
     G = np.cumsum(1 - losses, 0)
     expected = G.max(1) - np.cumsum((1 - losses).mean(1))
     np.testing.assert_allclose(o.expected_regret[0], expected, atol=1e-3)
+
+
+@pytest.mark.parametrize("law", [D.geometric(0.95), D.uniform(0, 30), D.poisson(8.0)], ids=lambda l: type(l).__name__)
+@pytest.mark.parametrize("m", [None, 0, 1, 17])
+def test_delayed_regret_equals_direct_sum(law, m):
+    """L(t) = sum_s Delta_{A_s} tau_{min(t-s, m)} (Vernade et al. 2017, eqs. 1 and 3), tracked in
+    the scan, equals the direct sum over the recorded actions."""
+    from conftest import actions_of
+
+    theta = np.array([0.3, 0.2, 0.25])
+    T = 300
+    o = simulate(E.conversions(theta, law), C.conversions(window=m), P.ucb1(), T, jax.random.key(0), 2, record=1)
+    gaps = theta.max() - theta[actions_of(o)]
+    tau = np.asarray(law.cdf(np.arange(T + 1)), np.float64)
+    for t in [0, 5, 40, 150, T - 1]:
+        age = t - np.arange(t + 1)
+        w = tau[np.minimum(age, m) if m is not None else age]
+        np.testing.assert_allclose(o.delayed_regret[:, t], (gaps[:, : t + 1] * w).sum(1), atol=1e-4)
+    assert np.all(o.delayed_regret <= o.regret + 1e-4)

@@ -5,3 +5,7 @@ from .classic import (exp3, gaussian_thompson, kl_ucb, lints, linucb, thompson, 
 
 __all__ = ["classic", "uniform_random", "ucb1", "kl_ucb", "thompson", "gaussian_thompson", "exp3",
            "linucb", "lints"]
+from . import conversions  # noqa: E402
+from .conversions import delayed_klucb, delayed_ucb, discarding_klucb, discarding_ucb  # noqa: E402
+
+__all__ += ["conversions", "delayed_ucb", "delayed_klucb", "discarding_ucb", "discarding_klucb"]

@@ -1,0 +1,299 @@
+"""Vernade, Cappe and Perchet (2017), *Stochastic Bandit Models for Delayed Conversions* (UAI).
+
+Conversions arrive after a random delay with a known CDF ``tau`` (the same for every arm), are
+seen only if they arrive within the window ``m`` (censored) and zeros are never seen. The policies
+correct the pull counts by the probability that a conversion would already be visible:
+
+    N_k(t)   = sum_{s<=t} 1{A_s = k}                                (spec 2.1)
+    S_k(t)   = conversions of arm k revealed by the end of round t   (E1)
+    Ñ_k(t)   = sum_{s<=t} 1{A_s = k} tau_{min(t-s, m)}              (effective sample size)
+    theta_k  = S_k / Ñ_k                                            (eq. 5; never clipped)
+
+    DelayedUCB   U_k = theta_k + sqrt(beta N_k / 2) / Ñ_k                  (sec. 5.2, spec 2.3)
+    DelayedKLUCB U_k = max{q <= 1 : Ñ_k d_Pois(theta_k, q) <= beta}       (sec. 5.3, spec 2.4)
+    beta(t)      = (1 + eps) log t, t the 1-based round being decided      (spec 2.2)
+
+Rounds 1..K play each arm once; then argmax with uniformly random ties (spec 2.5: the paper
+lists the best arm first, so lowest-index ties would bias every result).
+
+``Ñ`` is kept in O(K) per round for geometric delays (the recursions of spec 2.8) and through a
+ring of the last ``m`` arms and the table ``tau_0..tau_m`` otherwise (O(mK)); uncensored general
+laws use a ring truncated where ``1 - tau_L <= 1e-6``. The ring is written first and read after
+(PERFORMANCE.md): ``update`` stores the arm, then recomputes ``Ñ`` and carries it to ``act``; the
+arm that closes next round is read after the write and carried as a scalar.
+
+Also: Discarding-UCB / -KLUCB (sec. 6, spec 2.6) on closed pulls only, with conversions delivered
+when their pull closes (``hold = m``); and the online delay-CDF heuristics of App. D (spec 2.7).
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+
+from .. import _validate as V
+from .. import delays as D
+from .. import mathlib as M
+from ..types import Policy, ProblemSpec, one_hot
+
+__all__ = ["delayed_ucb", "delayed_klucb", "discarding_ucb", "discarding_klucb", "DelayedState",
+           "DiscardingState", "n_tilde_direct"]
+
+_F = jnp.float32
+_CONV = frozenset({"conversions"})
+
+
+class DelayedState(NamedTuple):
+    """State of DelayedUCB / DelayedKLUCB (every field is carried because ``update`` needs it)."""
+
+    n: Any  # f32[K] N_k: pulls
+    s: Any  # f32[K] S_k: revealed conversions
+    n_tilde: Any  # f32[K] Ñ_k after the last update (read by act: the ring is never read there)
+    o: Any  # f32[K] geometric: sum over the window of 1{A_s=k} rho^(t-s+1) (spec 2.8 invariant)
+    w: Any  # f32[K] geometric censored: pulls in the window
+    nc: Any  # f32[K] censored: closed pulls N_k(t-m) (weight tau_m)
+    ring: Any  # i32[H] the last H arms, slot s mod H, -1 = empty
+    leave: Any  # i32 arm of the pull that closes at the next update (-1: none)
+    tau: Any  # f32[H+1] tau_0..tau_H (table paths)
+    hist: Any  # f32[m+1] online censored: histogram of revealed delays
+    dsum: Any  # f32 online uncensored: sum of revealed delays
+    dcnt: Any  # f32 number of revealed delays
+
+
+class ConvMemo(NamedTuple):
+    onehot: Any  # e_A
+
+
+def n_tilde_direct(actions, tau, t, window=None, n_arms=None):
+    """Reference: ``Ñ_k(t) = sum_{s<=t} 1{A_s=k} tau_{min(t-s, m)}`` by a direct sum (tests, docs)."""
+    import numpy as np
+
+    a = np.asarray(actions)[: t + 1]
+    ages = t - np.arange(t + 1)
+    if window is not None:
+        ages = np.minimum(ages, window)
+    w = np.asarray(tau, np.float64)[ages]
+    K = n_arms or int(a.max()) + 1
+    return np.array([(w * (a == k)).sum() for k in range(K)])
+
+
+def _mode(delay, window, online):
+    if online:
+        return "online_cens" if window is not None else "online_geom"
+    geo = D.geometric_log_rho(delay) is not None
+    if window == 0:
+        return "m0"
+    if window is not None:
+        return "geom_cens" if geo else "table_cens"
+    return "geom_unc" if geo else "table_unc"
+
+
+def _beta(t, eps):
+    """beta(t) = (1 + eps) log t at the 1-based round t + 1 being decided."""
+    return (1.0 + eps) * jnp.log(jnp.maximum(jnp.asarray(t, _F) + 1.0, 1.0))
+
+
+def _ring_n_tilde(ring, t, tau, closed_weight, nc, K):
+    """``closed_weight * nc + sum_j tau[age_j] e_{ring[j]}``, ages ``(t - j) mod H`` after round t."""
+    H = ring.shape[0]
+    ages = (t - jnp.arange(H)) % H
+    wts = tau[ages]
+    oh = (ring[:, None] == jnp.arange(K)[None, :]).astype(_F)  # empty slots (-1) give zero rows
+    return closed_weight * nc + wts @ oh
+
+
+def _delayed(index: str, delay, window, eps, cap, iters, online, name) -> Policy:
+    mode = _mode(delay, window, online)
+    m = window
+
+    def init(spec: ProblemSpec, key):
+        if spec.channel != "conversions":
+            raise ValueError(f"{name} needs the conversions channel, got {spec.channel!r}")
+        if spec.window != m:
+            raise ValueError(f"{name} was built for window={m} but the channel has window={spec.window}")
+        K = spec.n_arms
+        z = jnp.zeros((K,), _F)
+        H = 0
+        tau = jnp.zeros((1,), _F)
+        if mode in ("geom_cens", "table_cens", "online_cens"):
+            H = min(m, spec.horizon)
+        elif mode == "table_unc":
+            H = max(D.truncation_length(delay, spec.horizon), 1)
+        if mode in ("table_cens", "table_unc", "m0"):
+            tau = delay.cdf_table(H + 1)
+        hist = jnp.zeros(((m + 1) if mode == "online_cens" else 0,), _F)
+        return DelayedState(z, z, z, z, z, z, jnp.full((H,), -1, jnp.int32), jnp.asarray(-1, jnp.int32), tau,
+                            hist, jnp.zeros((), _F), jnp.zeros((), _F))
+
+    def act(state: DelayedState, ctx, key):
+        K = state.n.shape[0]
+        t = ctx.t
+        beta = _beta(t, eps)
+        nt = state.n_tilde
+        ok = nt > 0
+        safe = jnp.where(ok, nt, 1.0)
+        theta = state.s / safe  # eq. (5), not clipped
+        if index == "ucb":
+            u = jnp.where(ok, theta + jnp.sqrt(beta * state.n / 2.0) / safe, jnp.inf)  # spec 2.3
+        else:
+            u = M.poisson_kl_ucb(theta, nt, beta, cap, iters)  # spec 2.4
+        a = jnp.where(t < K, t % K, M.argmax_random_tie(u, M.uniform(key), ctx.mask))
+        return a.astype(jnp.int32), ConvMemo(one_hot(a, K))
+
+    def payload(memo, reward, delay_):
+        if mode == "online_geom":  # App. D: the revealed delay rides along
+            return jnp.concatenate([memo.onehot, (delay_ * reward)[None].astype(_F)])
+        if mode == "online_cens":
+            return jnp.concatenate([memo.onehot, reward * one_hot(jnp.minimum(delay_, m), m + 1)])
+        return memo.onehot
+
+    def update(st: DelayedState, arr):
+        K = st.n.shape[0]
+        t = arr.t
+        e_a = one_hot(arr.action, K)
+        conv = arr.payload[:K]
+        st = st._replace(n=st.n + e_a, s=st.s + conv)
+        if mode == "m0":  # only same-round conversions are observable: Ñ = tau_0 N
+            return st._replace(n_tilde=st.tau[0] * st.n)
+        if mode in ("geom_unc", "online_geom"):
+            if mode == "geom_unc":
+                rho = jnp.exp(D.geometric_log_rho(delay))
+                st2 = st
+            else:  # mu_hat = running mean of revealed delays (gamma = 1), rho_hat = mu/(1+mu)
+                st2 = st._replace(dsum=st.dsum + arr.payload[K], dcnt=st.dcnt + jnp.sum(conv))
+                mu = st2.dsum / jnp.maximum(st2.dcnt, 1.0)
+                rho = mu / (1.0 + mu)
+            o = rho * (st2.o + e_a)  # O <- rho (O + e_A), spec 2.8
+            return st2._replace(o=o, n_tilde=st2.n - o)
+        # censored ring (and uncensored truncated ring): pull t - H closes now
+        H = st.ring.shape[0]
+        old = st.leave
+        e_old = (jnp.arange(K) == old).astype(_F)  # zero vector when old = -1
+        nc = st.nc + e_old
+        ring = st.ring.at[t % H].set(arr.action)  # write first ...
+        leave = ring[(t + 1) % H]  # ... then read what closes next round
+        if mode == "geom_cens":
+            lr = D.geometric_log_rho(delay)
+            rho = jnp.exp(lr)
+            o = rho * st.o - jnp.exp((m + 1) * lr) * e_old + rho * e_a
+            w = st.w - e_old + e_a
+            tau_m = -jnp.expm1((m + 1) * lr)
+            return st._replace(o=o, w=w, nc=nc, ring=ring, leave=leave, n_tilde=tau_m * nc + w - o)
+        if mode == "online_cens":  # tau_hat_d = cumsum(hist)_d / n_d estimates tau_d / tau_m
+            hist = st.hist + arr.payload[K:]
+            n_d = jnp.sum(hist)
+            tau = jnp.where(n_d > 0, jnp.cumsum(hist) / jnp.maximum(n_d, 1.0), 1.0)
+            nt = _ring_n_tilde(ring, t, tau, tau[m], nc, K)
+            return st._replace(nc=nc, ring=ring, leave=leave, hist=hist, n_tilde=nt)
+        nt = _ring_n_tilde(ring, t, st.tau, st.tau[H], nc, K)
+        return st._replace(nc=nc, ring=ring, leave=leave, n_tilde=nt)
+
+    return Policy(init, act, update, payload, _CONV, name)
+
+
+def _check(delay, window, eps, online):
+    if window is not None:
+        window = V.integer("window", window, lo=0)
+    V.nonneg("eps", eps)
+    if not online and not isinstance(delay, D.DelayLaw):
+        raise TypeError(f"delay must be a jaxbandits.delays law (the known CDF), got {type(delay).__name__}")
+    if online and window == 0:
+        raise ValueError("online delay estimation needs window >= 1 (window=0 reveals no delay information)")
+    return window
+
+
+def delayed_ucb(delay=None, window: Optional[int] = None, eps: float = 0.0, online: bool = False,
+                name: Optional[str] = None) -> Policy:
+    """DelayedUCB (``d-ucb`` with a window, ``ud-ucb`` without). ``online=True``: the delay CDF is
+    estimated from the revealed delays (App. D) and ``delay`` is not used."""
+    window = _check(delay, window, eps, online)
+    nm = name or ("ud-ucb" if window is None else "d-ucb") + ("-online" if online else "")
+    return _delayed("ucb", delay, window, eps, 1.0, 0, online, nm)
+
+
+def delayed_klucb(delay=None, window: Optional[int] = None, eps: float = 0.0, cap: Optional[float] = 1.0,
+                  iters: int = 8, online: bool = False, name: Optional[str] = None) -> Policy:
+    """DelayedKLUCB with the Poisson KL (``d-klucb`` / ``ud-klucb``); ``cap=None`` is the uncapped
+    index; ``online=True`` is App. D's delay-agnostic variant."""
+    window = _check(delay, window, eps, online)
+    if cap is not None:
+        V.positive("cap", cap)
+    iters = V.integer("iters", iters, lo=1, hi=64)
+    nm = name or ("ud-klucb" if window is None else "d-klucb") + ("-online" if online else "")
+    return _delayed("kl", delay, window, eps, cap, iters, online, nm)
+
+
+# ----------------------------------------------------------------------------- Discarding
+class DiscardingState(NamedTuple):
+    nc: Any  # f32[K] closed pulls N^c_k (pulls of age >= m)
+    sc: Any  # f32[K] conversions of closed pulls S^c_k (delivered when their pull closes)
+    ring: Any  # i32[m] last m arms
+    leave: Any  # i32 arm of the pull that closes at the next update
+    tau_m: Any  # f32
+
+
+class HoldMemo(NamedTuple):
+    onehot: Any
+    hold: Any  # i32 = m: a conversion of this pull is delivered when the pull closes
+
+
+def _discarding(index, delay, window, eps, bonus, cap, iters, name) -> Policy:
+    m = window
+
+    def init(spec: ProblemSpec, key):
+        if spec.channel != "conversions" or spec.window != m:
+            raise ValueError(f"{name} needs the conversions channel with window={m}, got "
+                             f"{spec.channel!r} window={spec.window}")
+        K = spec.n_arms
+        z = jnp.zeros((K,), _F)
+        return DiscardingState(z, z, jnp.full((min(m, spec.horizon),), -1, jnp.int32), jnp.asarray(-1, jnp.int32),
+                               delay.cdf(m))
+
+    def act(st: DiscardingState, ctx, key):
+        K = st.nc.shape[0]
+        t = ctx.t
+        beta = _beta(t, eps)
+        ok = st.nc > 0
+        n_eff = st.tau_m * st.nc
+        theta = st.sc / jnp.where(ok, n_eff, 1.0)  # S^c / (tau_m N^c)  (E5)
+        if index == "ucb":
+            denom = n_eff if bonus == "paper" else st.tau_m * n_eff  # E6: as printed, or tau_m^2
+            u = jnp.where(ok, theta + jnp.sqrt(beta / (2.0 * jnp.where(ok, denom, 1.0))), jnp.inf)
+        else:
+            u = M.poisson_kl_ucb(theta, n_eff, beta, cap, iters)
+        a = jnp.where(t < K, t % K, M.argmax_random_tie(u, M.uniform(key), ctx.mask))
+        return a.astype(jnp.int32), HoldMemo(one_hot(a, K), jnp.asarray(m, jnp.int32))
+
+    def payload(memo, reward, delay_):
+        return memo.onehot
+
+    def update(st: DiscardingState, arr):
+        K = st.nc.shape[0]
+        sc = st.sc + arr.payload  # conversions of the pull that closes now (hold = m)
+        if m == 0:
+            return st._replace(nc=st.nc + one_hot(arr.action, K), sc=sc)
+        H = st.ring.shape[0]
+        e_old = (jnp.arange(K) == st.leave).astype(_F)
+        ring = st.ring.at[arr.t % H].set(arr.action)
+        return st._replace(nc=st.nc + e_old, sc=sc, ring=ring, leave=ring[(arr.t + 1) % H])
+
+    return Policy(init, act, update, payload, _CONV, name, max_hold=m)
+
+
+def discarding_ucb(delay, window: int, eps: float = 0.0, bonus: str = "paper", name: Optional[str] = None) -> Policy:
+    """Discarding-UCB (sec. 6): UCB on closed pulls only, bonus ``sqrt(beta / (2 tau_m N^c))`` as
+    printed (``bonus="tau2"``: ``tau_m^2``, spec E6)."""
+    window = V.integer("window", window, lo=0)
+    _check(delay, window, eps, False)
+    V.choice("bonus", bonus, ("paper", "tau2"))
+    return _discarding("ucb", delay, window, eps, bonus, 1.0, 0, name or "Discarding-UCB")
+
+
+def discarding_klucb(delay, window: int, eps: float = 0.0, cap: Optional[float] = 1.0, iters: int = 8,
+                     name: Optional[str] = None) -> Policy:
+    """Discarding-KLUCB: DelayedKLUCB restricted to closed pulls (``Ñ = tau_m N^c``)."""
+    window = V.integer("window", window, lo=0)
+    _check(delay, window, eps, False)
+    iters = V.integer("iters", iters, lo=1, hi=64)
+    return _discarding("kl", delay, window, eps, "paper", cap, iters, name or "Discarding-KLUCB")
