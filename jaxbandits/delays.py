@@ -536,6 +536,7 @@ def truncation_length(law, horizon: int, tol: float = 1e-6) -> int:
     if law.support_max < NEVER:
         return int(min(law.support_max + 1, horizon))
     n = np.arange(horizon)
-    c = np.asarray(law.cdf(jnp.asarray(n)), np.float64)
+    with jax.ensure_compile_time_eval():  # sizes are static: evaluate eagerly even inside a trace
+        c = np.asarray(law.cdf(jnp.asarray(n)), np.float64)
     idx = np.nonzero(1.0 - c <= tol)[0]
     return int(min(idx[0] + 1, horizon)) if idx.size else int(horizon)

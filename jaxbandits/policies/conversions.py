@@ -38,7 +38,7 @@ from .. import mathlib as M
 from ..types import Policy, ProblemSpec, one_hot
 
 __all__ = ["delayed_ucb", "delayed_klucb", "discarding_ucb", "discarding_klucb", "DelayedState",
-           "DiscardingState", "n_tilde_direct"]
+           "DiscardingState", "n_tilde_direct", "delayed_ucb_index", "delayed_klucb_index"]
 
 _F = jnp.float32
 _CONV = frozenset({"conversions"})
@@ -89,6 +89,20 @@ def _mode(delay, window, online):
     return "geom_unc" if geo else "table_unc"
 
 
+def delayed_ucb_index(s, n, n_tilde, beta):
+    """DelayedUCB index ``S/Ñ + sqrt(beta N / 2) / Ñ`` (sec. 5.2, spec 2.3); ``+inf`` when Ñ = 0.
+    ``N`` is the true pull count: the bonus is UCB's inflated by ``sqrt(N/Ñ)``."""
+    ok = n_tilde > 0
+    safe = jnp.where(ok, n_tilde, 1.0)
+    return jnp.where(ok, s / safe + jnp.sqrt(beta * n / 2.0) / safe, jnp.inf)
+
+
+def delayed_klucb_index(s, n_tilde, beta, cap=1.0, iters: int = 8):
+    """DelayedKLUCB index ``max{q <= cap : Ñ d_Pois(S/Ñ, q) <= beta}`` (sec. 5.3, spec 2.4)."""
+    theta = s / jnp.where(n_tilde > 0, n_tilde, 1.0)
+    return M.poisson_kl_ucb(theta, n_tilde, beta, cap, iters)
+
+
 def _beta(t, eps):
     """beta(t) = (1 + eps) log t at the 1-based round t + 1 being decided."""
     return (1.0 + eps) * jnp.log(jnp.maximum(jnp.asarray(t, _F) + 1.0, 1.0))
@@ -130,14 +144,10 @@ def _delayed(index: str, delay, window, eps, cap, iters, online, name) -> Policy
         K = state.n.shape[0]
         t = ctx.t
         beta = _beta(t, eps)
-        nt = state.n_tilde
-        ok = nt > 0
-        safe = jnp.where(ok, nt, 1.0)
-        theta = state.s / safe  # eq. (5), not clipped
-        if index == "ucb":
-            u = jnp.where(ok, theta + jnp.sqrt(beta * state.n / 2.0) / safe, jnp.inf)  # spec 2.3
+        if index == "ucb":  # theta = S / Ñ (eq. 5), never clipped
+            u = delayed_ucb_index(state.s, state.n, state.n_tilde, beta)
         else:
-            u = M.poisson_kl_ucb(theta, nt, beta, cap, iters)  # spec 2.4
+            u = delayed_klucb_index(state.s, state.n_tilde, beta, cap, iters)
         a = jnp.where(t < K, t % K, M.argmax_random_tie(u, M.uniform(key), ctx.mask))
         return a.astype(jnp.int32), ConvMemo(one_hot(a, K))
 
