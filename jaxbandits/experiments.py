@@ -24,16 +24,30 @@ from .simulate import simulate
 
 
 @dataclasses.dataclass(frozen=True)
+class Panel:
+    """One panel of a figure: a world, a channel and the policies compared on it (one compiled
+    program), plus reference lines ``{label: coefficient c}`` drawn as ``c log t``."""
+
+    name: str
+    env: object
+    channel: object
+    policies: dict
+    log_lines: dict = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
 class Experiment:
     name: str
     description: str
-    build: Callable  # config -> (env, channel, {label: policy})
+    build: Callable  # config -> (env, channel, {label: policy}) or [Panel, ...]
     config: dict  # defaults; every key may be overridden by --set key=value
     horizon: int
     runs: int
     record: object = None
     metric: str = "regret"
     chunk: Optional[int] = None
+    checkpoints: tuple = ()  # rounds at which summary/table report R(t) (and L(T) at T)
+    layout: Optional[tuple] = None  # (rows, cols) of the figure's panels
 
 
 REGISTRY: Dict[str, Experiment] = {}
@@ -88,14 +102,37 @@ def run(name: str, runs: Optional[int] = None, horizon: Optional[int] = None, se
     horizon = exp.horizon if horizon is None else V.integer("horizon", horizon, lo=1)
     seed = V.integer("seed", seed, lo=0)
     cfg = resolve_config(exp, overrides)
-    env, channel, policies = exp.build(cfg)
+    built = exp.build(cfg)
+    panels = built if isinstance(built, list) else [Panel("", *built)]
     ch = chunk if chunk is not None else exp.chunk
     if ch is None and progress:
         ch = max(1, horizon // 20)
-    outs = simulate(env, channel, policies, horizon, jax.random.key(seed), runs, record=exp.record,
-                    chunk=ch, progress=progress)
-    full_cfg = {"channel": str(channel), **cfg}
-    res = Results.from_sim(name, full_cfg, seed, runs, horizon, outs, metric=exp.metric)
+    checkpoints = tuple(c for c in exp.checkpoints if c <= horizon)
+    record = exp.record
+    if checkpoints:  # make sure every checkpoint is a record point
+        from .simulate import record_points
+
+        record = np.union1d(record_points(horizon, record), np.asarray(checkpoints) - 1)
+    outs, panel_of, lines, timing = {}, {}, {}, {"compile_s": 0.0, "run_s": 0.0, "devices": 1}
+    for p in panels:
+        o = simulate(p.env, p.channel, p.policies, horizon, jax.random.key(seed), runs, record=record,
+                     chunk=ch, progress=progress)
+        for lab, x in o.items():
+            key = f"{p.name}: {lab}" if p.name else lab
+            outs[key], panel_of[key] = x, p.name
+            tm = x.timing
+        timing["compile_s"] += tm["compile_s"]
+        timing["run_s"] += tm["run_s"]
+        timing["devices"] = tm["devices"]
+        lines[p.name] = dict(p.log_lines)
+    steps = runs * horizon * len(outs)
+    timing["run_steps_per_s"] = steps / max(timing["run_s"], 1e-12)
+    full_cfg = {"channels": sorted({str(p.channel) for p in panels}), **cfg}
+    res = Results.from_sim(name, full_cfg, seed, runs, horizon, outs, metric=exp.metric, timing=timing)
+    res.panels = panel_of if any(panel_of.values()) else {}
+    res.log_lines = lines if any(lines.values()) else {}
+    res.checkpoints = list(checkpoints)
+    res.layout = exp.layout
     if out is not None:
         res.save(out)
     return res
@@ -141,3 +178,6 @@ register(Experiment(
     "classic-delayed",
     "classic-bernoulli with uniform delays on {0..max_delay}: the cost of waiting for feedback",
     _build_delayed, {"n_arms": 10, "low": 0.1, "high": 0.9, "max_delay": 200}, horizon=10000, runs=200))
+
+
+from . import reproductions  # noqa: E402,F401  (registers the paper experiments)

@@ -45,14 +45,21 @@ class Results:
     lost_to_W: Dict[str, int] = field(default_factory=dict)
     timing: dict = field(default_factory=dict)
     versions: dict = field(default_factory=versions)
+    panels: Dict[str, str] = field(default_factory=dict)  # label -> panel name (multi-panel figures)
+    log_lines: Dict[str, dict] = field(default_factory=dict)  # panel -> {line label: c} drawn as c log t
+    checkpoints: list = field(default_factory=list)  # rounds reported in the table
+    layout: object = None
 
     @classmethod
     def from_sim(cls, experiment, config, seed, runs, horizon, outs, metric="regret", timing=None):
         first = next(iter(outs.values()))
         curves = {lab: {"regret": o.regret, "expected_regret": o.expected_regret, "reward": o.reward,
                         "pulls": o.pulls[..., -1, :]} for lab, o in outs.items()}
+        for lab, o in outs.items():
+            if o.delayed_regret is not None:
+                curves[lab]["delayed_regret"] = o.delayed_regret
         return cls(experiment, dict(config), int(seed), int(runs), int(horizon), first.t, curves, metric,
-                   int(first.width), {lab: int(np.sum(o.lost_to_W)) for lab, o in outs.items()},
+                   int(max(o.width for o in outs.values())), {lab: int(np.sum(o.lost_to_W)) for lab, o in outs.items()},
                    dict(timing or first.timing))
 
     # ------------------------------------------------------------------ statistics
@@ -72,10 +79,38 @@ class Results:
                         "regret_se": [float(x) for x in se],
                         "final_regret_runs": [float(x) for x in fin],
                         "mean_pulls": [float(x) for x in pulls], "lost_to_W": self.lost_to_W.get(lab, 0)}
+            if "delayed_regret" in self.curves[lab]:
+                lm, lse = self.mean_se(lab, "delayed_regret")
+                pol[lab].update(final_delayed_regret_mean=float(lm[-1]), final_delayed_regret_se=float(lse[-1]))
+            if self.panels:
+                pol[lab]["panel"] = self.panels.get(lab, "")
+            if self.checkpoints:
+                idx = [int(np.searchsorted(self.t, c)) for c in self.checkpoints]
+                pol[lab]["checkpoints"] = {str(c): {"mean": float(m[i]), "se": float(se[i])}
+                                           for c, i in zip(self.checkpoints, idx)}
         return {"experiment": self.experiment, "config": _jsonable(self.config), "seed": self.seed,
                 "runs": self.runs, "horizon": self.horizon, "metric": self.metric, "width": self.width,
                 "lost_to_W": int(sum(self.lost_to_W.values())), "policies": pol,
-                "timing": _jsonable(self.timing), "versions": self.versions}
+                "timing": _jsonable(self.timing), "versions": self.versions,
+                **({"log_lines": _jsonable(self.log_lines)} if self.log_lines else {})}
+
+    def table(self) -> str:
+        """Markdown table of the mean regret (+- s.e.) at the checkpoints, and L(T) where tracked."""
+        cps = self.checkpoints or [int(self.t[-1])]
+        has_l = any("delayed_regret" in c for c in self.curves.values())
+        head = "| policy | " + " | ".join(f"R({c})" for c in cps) + (" | L(T) |" if has_l else " |")
+        rows = [head, "|" + "---|" * (len(cps) + 1 + has_l)]
+        for lab in self.curves:
+            m, se = self.mean_se(lab)
+            cells = [f"{m[int(np.searchsorted(self.t, c))]:.1f} ± {se[int(np.searchsorted(self.t, c))]:.1f}" for c in cps]
+            if has_l:
+                if "delayed_regret" in self.curves[lab]:
+                    lm, lse = self.mean_se(lab, "delayed_regret")
+                    cells.append(f"{lm[-1]:.1f} ± {lse[-1]:.1f}")
+                else:
+                    cells.append("")
+            rows.append(f"| {lab} | " + " | ".join(cells) + " |")
+        return "\n".join(rows) + "\n"
 
     def to_xarray(self):
         import xarray as xr
@@ -83,8 +118,11 @@ class Results:
         labs = list(self.curves)
         K = np.asarray(self.curves[labs[0]]["pulls"]).shape[-1]
         st = lambda k: np.stack([np.asarray(self.curves[l][k]) for l in labs])
+        data = {}
+        if all("delayed_regret" in self.curves[l] for l in labs):
+            data["delayed_regret"] = (("policy", "run", "t"), st("delayed_regret"))
         ds = xr.Dataset(
-            {"regret": (("policy", "run", "t"), st("regret")),
+            {**data, "regret": (("policy", "run", "t"), st("regret")),
              "expected_regret": (("policy", "run", "t"), st("expected_regret")),
              "reward": (("policy", "run", "t"), st("reward")),
              "final_pulls": (("policy", "run", "arm"), st("pulls")),
@@ -94,6 +132,8 @@ class Results:
             attrs={"experiment": self.experiment, "config": json.dumps(_jsonable(self.config)),
                    "seed": self.seed, "horizon": self.horizon, "metric": self.metric, "width": self.width,
                    "timing": json.dumps(_jsonable(self.timing)), "versions": json.dumps(self.versions),
+                   "panels": json.dumps(self.panels), "log_lines": json.dumps(_jsonable(self.log_lines)),
+                   "checkpoints": json.dumps(list(self.checkpoints)), "layout": json.dumps(self.layout),
                    "description": "Cumulative regret at t rounds completed, per policy and run (jaxbandits)."})
         return ds
 
@@ -104,6 +144,9 @@ class Results:
         self.to_xarray().to_netcdf(paths["results"], engine="h5netcdf")
         with open(paths["summary"], "w") as f:
             json.dump(self.summary(), f, indent=1)
+        paths["table"] = os.path.join(out_dir, "table.md")
+        with open(paths["table"], "w") as f:
+            f.write(f"{self.experiment}: {self.runs} runs, mean ± s.e.\n\n" + self.table())
         if plot:
             from .plotting import plot_regret
 
@@ -116,15 +159,17 @@ class Results:
 
         ds = xr.load_dataset(os.path.join(out_dir, "results.nc"), engine="h5netcdf")
         labs = [str(x) for x in ds.policy.values]
-        curves = {l: {k: ds[k].sel(policy=l).values for k in ("regret", "expected_regret", "reward")}
-                  for l in labs}
+        keys = [k for k in ("regret", "expected_regret", "reward", "delayed_regret") if k in ds]
+        curves = {l: {k: ds[k].sel(policy=l).values for k in keys} for l in labs}
         for l in labs:
             curves[l]["pulls"] = ds["final_pulls"].sel(policy=l).values
         a = ds.attrs
         return cls(a["experiment"], json.loads(a["config"]), int(a["seed"]), ds.sizes["run"], int(a["horizon"]),
                    ds.t.values, curves, a["metric"], int(a["width"]),
                    {l: int(v) for l, v in zip(labs, ds.lost_to_W.values)}, json.loads(a["timing"]),
-                   json.loads(a["versions"]))
+                   json.loads(a["versions"]), json.loads(a.get("panels", "{}")),
+                   json.loads(a.get("log_lines", "{}")), json.loads(a.get("checkpoints", "[]")),
+                   json.loads(a.get("layout", "null")))
 
 
 def _jsonable(x):

@@ -307,3 +307,44 @@ def discarding_klucb(delay, window: int, eps: float = 0.0, cap: Optional[float] 
     _check(delay, window, eps, False)
     iters = V.integer("iters", iters, lo=1, hi=64)
     return _discarding("kl", delay, window, eps, "paper", cap, iters, name or "Discarding-KLUCB")
+
+
+# ----------------------------------------------------------------------------- theory (spec 3.1, 3.4)
+def _kl_np(p, q):
+    import numpy as np
+
+    return p * np.log(p / q) + (1 - p) * np.log((1 - p) / (1 - q))
+
+
+def lower_bound_constant(theta, tau_m: float = 1.0) -> float:
+    """Asymptotic lower-bound slope ``C`` with ``L(T) >= C log T``: Theorem 3 (censored,
+    ``sum_k tau_m Delta_k / d(tau_m theta_k, tau_m theta*)``) or, with ``tau_m = 1``, Theorem 4
+    (uncensored, Lai and Robbins)."""
+    import numpy as np
+
+    th = np.asarray(theta, np.float64)
+    best = th.max()
+    sub = th[th < best]
+    return float(np.sum(tau_m * (best - sub) / _kl_np(tau_m * sub, tau_m * best)))
+
+
+def ucb_slope_constant(theta, tau_m: float = 1.0) -> float:
+    """``sum_k 1 / (2 tau_m Delta_k)``: the leading constant of Theorem 9 (DelayedUCB, censored;
+    ``tau_m = 1``: Corollary 10 with eps -> 0)."""
+    import numpy as np
+
+    th = np.asarray(theta, np.float64)
+    d = th.max() - th[th < th.max()]
+    return float(np.sum(1.0 / (2.0 * tau_m * d)))
+
+
+def poisson_kl_slope_constant(theta) -> float:
+    """``sum_k Delta_k / d_Pois(theta_k, theta*)``: the slope implied by DelayedKLUCB's Poisson index
+    (the same with or without censoring, by scaling)."""
+    import numpy as np
+
+    th = np.asarray(theta, np.float64)
+    best = th.max()
+    sub = th[th < best]
+    dp = sub * np.log(sub / best) + best - sub
+    return float(np.sum((best - sub) / dp))

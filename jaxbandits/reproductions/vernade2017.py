@@ -1,0 +1,81 @@
+"""Vernade, Cappe and Perchet (2017), Figures 1-3 (spec section 4): K = 3, geometric delays
+"with parameter 1/mu", mu = 500 (rho = 1 - 1/mu = 0.998, spec E3), window m = 1000, T = 1e4,
+beta = log t (eps = 0), round-robin start, random ties."""
+from __future__ import annotations
+
+from .. import _validate as V
+from .. import channels as C
+from .. import delays as D
+from .. import envs as E
+from ..experiments import Experiment, Panel, register
+from ..policies import conversions as P
+
+THETA_H = [0.5, 0.4, 0.3]
+THETA_L = [0.1, 0.05, 0.03]
+CFG = {"mu": 500.0, "window": 1000, "eps": 0.0, "theta_H": THETA_H, "theta_L": THETA_L,
+       "rho_from_mean": "paper"}
+
+
+def delay_law(cfg):
+    """``rho = 1 - 1/mu`` (the paper's "parameter 1/mu", mean mu - 1; default) or ``rho = mu/(1+mu)``
+    (``rho_from_mean="exact"``, mean mu)."""
+    mu = V.positive("mu", cfg["mu"])
+    mode = V.choice("rho_from_mean", cfg["rho_from_mean"], ("paper", "exact"))
+    if mode == "paper":
+        if mu <= 1:
+            raise ValueError(f"mu must be > 1 with rho_from_mean='paper', got {mu}")
+        return D.geometric(1.0 - 1.0 / mu)
+    return D.geometric(mean=mu)
+
+
+def _tau_m(law, m):
+    return float(law.cdf(m))
+
+
+def _fig1(cfg):
+    law, m, eps = delay_law(cfg), cfg["window"], cfg["eps"]
+    tm = _tau_m(law, m)
+    panels = []
+    for tag in ("H", "L"):
+        th = cfg[f"theta_{tag}"]
+        env = E.conversions(th, law)
+        panels.append(Panel(f"theta_{tag} censored (m={m})", env, C.conversions(window=m),
+                            {"d-ucb": P.delayed_ucb(law, m, eps), "d-klucb": P.delayed_klucb(law, m, eps)},
+                            {"lower bound (Thm 3)": P.lower_bound_constant(th, tm)}))
+        panels.append(Panel(f"theta_{tag} uncensored", env, C.conversions(window=None),
+                            {"ud-ucb": P.delayed_ucb(law, None, eps), "ud-klucb": P.delayed_klucb(law, None, eps)},
+                            {"lower bound (Thm 4)": P.lower_bound_constant(th)}))
+    return panels
+
+
+def _fig2(cfg):
+    law, m, eps = delay_law(cfg), cfg["window"], cfg["eps"]
+    env = E.conversions(cfg["theta_L"], law)
+    ch = C.conversions(window=m)
+    lb = {"lower bound (Thm 3)": P.lower_bound_constant(cfg["theta_L"], _tau_m(law, m))}
+    return [Panel("UCB", env, ch, {"d-ucb": P.delayed_ucb(law, m, eps), "Discarding-UCB": P.discarding_ucb(law, m, eps)}, lb),
+            Panel("KLUCB", env, ch, {"d-klucb": P.delayed_klucb(law, m, eps),
+                                     "Discarding-KLUCB": P.discarding_klucb(law, m, eps)}, lb)]
+
+
+def _fig3(cfg):
+    law, m, eps = delay_law(cfg), cfg["window"], cfg["eps"]
+    env = E.conversions(cfg["theta_L"], law)
+    return [Panel(f"censored (m={m})", env, C.conversions(window=m),
+                  {"d-klucb (known tau)": P.delayed_klucb(law, m, eps),
+                   "d-klucb (online tau)": P.delayed_klucb(None, m, eps, online=True)}),
+            Panel("uncensored", env, C.conversions(window=None),
+                  {"ud-klucb (known rho)": P.delayed_klucb(law, None, eps),
+                   "ud-klucb (online rho)": P.delayed_klucb(None, None, eps, online=True)})]
+
+
+register(Experiment("vernade2017-fig1",
+                    "Vernade et al. 2017 Fig. 1: DelayedUCB vs DelayedKLUCB, theta_H and theta_L, censored and not",
+                    _fig1, dict(CFG), horizon=10_000, runs=100, checkpoints=(1000, 2000, 5000, 10000), layout=(1, 4)))
+register(Experiment("vernade2017-fig2",
+                    "Vernade et al. 2017 Fig. 2: Discarding vs delay-corrected UCB/KLUCB, theta_L, censored",
+                    _fig2, dict(CFG), horizon=10_000, runs=200,
+                    checkpoints=(250, 500, 1000, 1500, 2000, 3000, 4000, 5000, 8000, 10000), layout=(1, 2)))
+register(Experiment("vernade2017-fig3",
+                    "Vernade et al. 2017 Fig. 3 (App. D): DelayedKLUCB with known vs online-estimated delay CDF",
+                    _fig3, dict(CFG), horizon=10_000, runs=100, checkpoints=(1000, 2000, 5000, 10000), layout=(1, 2)))
