@@ -66,6 +66,7 @@ def main():
         os.makedirs(a.img, exist_ok=True)
         for k in ("fig1", "fig2", "fig3"):
             shutil.copy(os.path.join(a.out, k, "regret.png"), os.path.join(a.img, f"vernade2017-{k}.png"))
+            shutil.copy(os.path.join(a.out, k, "delayed_regret.png"), os.path.join(a.img, f"vernade2017-{k}-L.png"))
 
 
 if __name__ == "__main__":

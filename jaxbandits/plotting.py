@@ -4,6 +4,11 @@ from __future__ import annotations
 import numpy as np
 
 
+def _ylabel(metric):
+    return {"regret": "cumulative pseudo-regret R(t)", "expected_regret": "cumulative expected regret",
+            "delayed_regret": "delayed regret L(t)"}.get(metric, metric)
+
+
 def plot_regret(results, path, metric=None, logx=False, title=None, bands=1.0):
     """Mean regret curves with +-``bands`` standard-error bands; one subplot per panel for
     multi-panel experiments (with their ``c log t`` reference lines, dashed)."""
@@ -29,7 +34,7 @@ def plot_regret(results, path, metric=None, logx=False, title=None, bands=1.0):
             ax.set_xlabel("round t")
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7)
-        axes[0, 0].set_ylabel("cumulative pseudo-regret R(t)")
+        axes[0, 0].set_ylabel(_ylabel(metric or results.metric))
         fig.suptitle(title or f"{results.experiment}: {results.runs} runs, mean ± {bands:g} s.e.", fontsize=10)
         fig.tight_layout()
         fig.savefig(path)
@@ -42,7 +47,7 @@ def plot_regret(results, path, metric=None, logx=False, title=None, bands=1.0):
         ax.plot(t, m, label=f"{lab} ({m[-1]:.1f} ± {se[-1]:.1f})")
         ax.fill_between(t, m - bands * se, m + bands * se, alpha=0.25)
     ax.set_xlabel("round t")
-    ax.set_ylabel(f"cumulative {'pseudo-' if (metric or results.metric) == 'regret' else 'expected '}regret")
+    ax.set_ylabel(_ylabel(metric or results.metric))
     if logx:
         ax.set_xscale("log")
     ax.set_title(title or f"{results.experiment}: {results.runs} runs, mean ± {bands:g} s.e.")

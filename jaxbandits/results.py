@@ -151,6 +151,9 @@ class Results:
             from .plotting import plot_regret
 
             paths["plot"] = plot_regret(self, os.path.join(out_dir, "regret.png"))
+            if all("delayed_regret" in c for c in self.curves.values()):
+                paths["plot_delayed"] = plot_regret(self, os.path.join(out_dir, "delayed_regret.png"),
+                                                    metric="delayed_regret")
         return paths
 
     @classmethod
