@@ -13,7 +13,6 @@ A law on {1, 2, ...} is a zero-based law wrapped in :func:`shift`.
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import jax
@@ -22,6 +21,8 @@ import numpy as np
 from jax.scipy.special import erf, erfinv, gammaincc, ndtr, ndtri
 
 from . import _validate as V
+from ._pytree import pytree as _pytree
+from ._pytree import static as _static
 from .mathlib import open_uniform
 from .types import NEVER
 
@@ -31,19 +32,6 @@ __all__ = [
 ]
 
 _F = jnp.float32
-
-
-def _pytree(cls):
-    """Register a dataclass as a pytree; fields with metadata ``static=True`` are static."""
-    cls = dataclasses.dataclass(frozen=True)(cls)
-    data, meta = [], []
-    for f in dataclasses.fields(cls):
-        (meta if f.metadata.get("static") else data).append(f.name)
-    return jax.tree_util.register_dataclass(cls, data_fields=data, meta_fields=meta)
-
-
-def _static(default=dataclasses.MISSING):
-    return dataclasses.field(default=default, metadata={"static": True})
 
 
 def _floor_int(x):
@@ -256,6 +244,18 @@ def exponential(scale: float) -> Exponential:
     return Exponential(jnp.asarray(scale, _F))
 
 
+class _SummedMoments:
+    """Mean and variance of a floored continuous law, summed numerically by ``_m()``."""
+
+    @property
+    def mean(self):
+        return self._m()[0]
+
+    @property
+    def variance(self):
+        return self._m()[1]
+
+
 def _floor_moments(sf_x, q_hi, tail=None):
     """Moments of floor(X) from the survival of X: P(floor X > n) = P(X >= n+1) = sf_x(n+1)."""
     n_terms = int(min(max(q_hi, 16), 5_000_000))
@@ -264,7 +264,7 @@ def _floor_moments(sf_x, q_hi, tail=None):
 
 
 @_pytree
-class HalfNormal(DelayLaw):
+class HalfNormal(_SummedMoments, DelayLaw):
     sigma: jax.Array
 
     def ppf(self, u):
@@ -278,14 +278,6 @@ class HalfNormal(DelayLaw):
         s = float(self.sigma)
         return _floor_moments(lambda x: np.vectorize(math.erfc)(x / (s * math.sqrt(2))), 10 * s + 10)
 
-    @property
-    def mean(self):
-        return self._m()[0]
-
-    @property
-    def variance(self):
-        return self._m()[1]
-
 
 def half_normal(sigma: float) -> HalfNormal:
     """``floor(|N(0, sigma^2)|)``."""
@@ -294,7 +286,7 @@ def half_normal(sigma: float) -> HalfNormal:
 
 
 @_pytree
-class Weibull(DelayLaw):
+class Weibull(_SummedMoments, DelayLaw):
     shape: jax.Array
     scale: jax.Array
 
@@ -310,14 +302,6 @@ class Weibull(DelayLaw):
         hi = lam * (40.0 ** (1.0 / k)) + 10  # S(hi) = e^-40
         return _floor_moments(lambda x: np.exp(-((x / lam) ** k)), hi)
 
-    @property
-    def mean(self):
-        return self._m()[0]
-
-    @property
-    def variance(self):
-        return self._m()[1]
-
 
 def weibull(shape: float, scale: float) -> Weibull:
     """``floor(X)``, ``X ~ Weibull(shape k, scale lambda)``: ``P(X > x) = exp(-(x/lambda)^k)``."""
@@ -327,7 +311,7 @@ def weibull(shape: float, scale: float) -> Weibull:
 
 
 @_pytree
-class LogNormal(DelayLaw):
+class LogNormal(_SummedMoments, DelayLaw):
     mu: jax.Array
     sigma: jax.Array
 
@@ -345,14 +329,6 @@ class LogNormal(DelayLaw):
         sf = lambda x: 0.5 * np.vectorize(math.erfc)((np.log(x) - mu) / (s * math.sqrt(2)))
         return _floor_moments(sf, hi)
 
-    @property
-    def mean(self):
-        return self._m()[0]
-
-    @property
-    def variance(self):
-        return self._m()[1]
-
 
 def log_normal(mu: float, sigma: float) -> LogNormal:
     """``floor(exp(mu + sigma Z))``, ``Z ~ N(0, 1)``."""
@@ -362,7 +338,7 @@ def log_normal(mu: float, sigma: float) -> LogNormal:
 
 
 @_pytree
-class Pareto(DelayLaw):
+class Pareto(_SummedMoments, DelayLaw):
     """Heavy tail: ``P(D >= k) = (1 + k/scale)^-alpha`` (Lomax, floored); with ``scale = 1`` this is
     Thune et al.'s ``d = floor(U^(-1/alpha)) - 1``."""
 
@@ -389,14 +365,6 @@ class Pareto(DelayLaw):
             return tm, t2
 
         return _floor_moments(lambda x: (1.0 + x / s) ** (-a), N, tail)
-
-    @property
-    def mean(self):
-        return self._m()[0]
-
-    @property
-    def variance(self):
-        return self._m()[1]
 
 
 def pareto(alpha: float, scale: float = 1.0) -> Pareto:

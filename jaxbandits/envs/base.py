@@ -15,27 +15,14 @@ one ``u`` per round coupled across arms, ``r = 1{u < mu[A]}``; ``d = F^-1(v)``.
 """
 from __future__ import annotations
 
-import dataclasses
-
 import jax
 import jax.numpy as jnp
 from jax.scipy.special import ndtri
 
+from .._pytree import pytree, static  # noqa: F401  (re-exported for the worlds)
 from ..types import Outcome
 
 _F = jnp.float32
-
-
-def pytree(cls):
-    cls = dataclasses.dataclass(frozen=True)(cls)
-    data, meta = [], []
-    for f in dataclasses.fields(cls):
-        (meta if f.metadata.get("static") else data).append(f.name)
-    return jax.tree_util.register_dataclass(cls, data_fields=data, meta_fields=meta)
-
-
-def static(default=dataclasses.MISSING):
-    return dataclasses.field(default=default, metadata={"static": True})
 
 
 def draw_reward(mean, u, noise: str, sigma):
