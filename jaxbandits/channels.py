@@ -19,10 +19,9 @@ from typing import NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from . import _validate as V
-from .types import CHANNEL_KINDS, NEVER
+from .types import CHANNEL_KINDS
 
 _F = jnp.float32
 

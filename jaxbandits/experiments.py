@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import time
 from typing import Callable, Dict, Optional
 
 import jax

@@ -249,7 +249,6 @@ def _step(prob: _Problem, params, carry: Carry, xs):
     pol_state = policy.update(carry.pol_state, Arrivals(t, action, memo, arrived))
     # 7. metrics
     acc = carry.acc
-    K = prob.spec.n_arms
     probs = getattr(memo, "probs", None)
     if env.adversarial:
         row = out.all_rewards

@@ -34,9 +34,6 @@ def recorder(T, K):
     def update(state, arr):
         return RecState(state.log.at[arr.t].set(arr.payload), state.dnow)
 
-    def act_at(state, ctx, key):
-        return act(state, ctx, key)
-
     return Policy(init, act, update, payload, ALL, "recorder")
 
 
@@ -55,8 +52,8 @@ def reactive(K):
         a = jnp.floor(jnp.abs(jnp.sin(state.cum * 12.9898 + 0.5)) * 43758.5453) % K
         return a.astype(jnp.int32), RecMemo(ctx.t)
 
-    def payload(memo, r, d):
-        return jnp.stack([r, 1.0])
+    def payload(memo, r, d):  # depends on the round of origin: attribution is visible when given
+        return jnp.stack([r * (memo.t % 7 + 1.0), 1.0])
 
     def update(state, arr):
         return ReactState(state.cum + jnp.sum(arr.payload * jnp.arange(1, arr.payload.shape[0] + 1)))

@@ -1,6 +1,5 @@
 """The command line: list, run (summary.json contract, results file, plot), plot, errors."""
 import json
-import os
 import subprocess
 import sys
 

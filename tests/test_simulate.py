@@ -10,7 +10,6 @@ import jax
 import numpy as np
 import pytest
 
-import jaxbandits as jb
 from jaxbandits import channels as C
 from jaxbandits import delays as D
 from jaxbandits import envs as E

@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 
 from jaxbandits import channels as C
-from jaxbandits import delays as D
 from jaxbandits import envs as E
 from jaxbandits import experiments as X
 from jaxbandits.policies import classic as P

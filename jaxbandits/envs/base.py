@@ -15,7 +15,6 @@ one ``u`` per round coupled across arms, ``r = 1{u < mu[A]}``; ``d = F^-1(v)``.
 """
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 from jax.scipy.special import ndtri
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import _validate as V
 from .. import delays as D
-from ..types import NEVER, Outcome
+from ..types import Outcome
 from .base import World, pytree, static
 from .stochastic import _check_delay, _means
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple, Optional
 
-import jax
 import jax.numpy as jnp
 
 from .. import _validate as V

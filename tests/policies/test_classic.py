@@ -9,7 +9,6 @@ import pytest
 from jaxbandits import channels as C
 from jaxbandits import delays as D
 from jaxbandits import envs as E
-from jaxbandits import mathlib as M
 from jaxbandits.policies import classic as P
 from jaxbandits.simulate import simulate
 
