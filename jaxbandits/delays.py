@@ -28,7 +28,7 @@ from .types import NEVER
 
 __all__ = [
     "DelayLaw", "fixed", "uniform", "geometric", "poisson", "exponential", "half_normal",
-    "weibull", "log_normal", "pareto", "histogram", "sequence", "shift", "NEVER",
+    "weibull", "log_normal", "pareto", "histogram", "sequence", "shift", "two_point", "NEVER",
 ]
 
 _F = jnp.float32
@@ -413,6 +413,39 @@ def histogram(pmf) -> Histogram:
         raise ValueError("pmf must have positive total mass")
     p = p / p.sum()
     return Histogram(jnp.asarray(p, _F), support_max=int(np.nonzero(p)[0].max()))
+
+
+@_pytree
+class TwoPoint(DelayLaw):
+    """``d`` with probability ``p``, else 0 (``d = NEVER``: the feedback never arrives)."""
+
+    p: jax.Array
+    d: jax.Array
+    support_max: int = _static(NEVER)
+
+    def ppf(self, u):
+        return jnp.where(u > 1.0 - self.p, self.d, 0).astype(jnp.int32)
+
+    def cdf(self, n):
+        n = jnp.asarray(n)
+        return jnp.where(n < 0, 0.0, jnp.where(n >= self.d, 1.0, 1.0 - self.p)).astype(_F)
+
+    @property
+    def mean(self):
+        return float(self.p) * float(self.d)
+
+    @property
+    def variance(self):
+        p, d = float(self.p), float(self.d)
+        return d * d * p * (1 - p)
+
+
+def two_point(p: float, d: int) -> TwoPoint:
+    """Delay ``d`` with probability ``p``, else 0: Pike-Burke et al.'s ``twopoint`` and Thune et
+    al.'s "contaminated" model (``d = NEVER``: a few rounds whose feedback never arrives)."""
+    V.prob("p", p)
+    d = V.integer("d", d, lo=0, hi=NEVER)
+    return TwoPoint(jnp.asarray(p, _F), jnp.asarray(d, jnp.int32), support_max=d if float(p) > 0 else 0)
 
 
 @_pytree

@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import _validate as V
 from .. import delays as D
+from ..mathlib import uniforms
 from ..types import Outcome
 from .base import World, pytree, static
 from .stochastic import _check_delay
@@ -24,13 +25,16 @@ class ObliviousEnv(World):
     delay: D.DelayLaw
     n_arms: int = static()
     period: int = static(0)  # 0: rewards is a table; else phases of this length, Bernoulli draws
+    independent: bool = static(False)  # Bernoulli draws independent across arms (else one coupled uniform)
     adversarial = True
     noise = "bernoulli"
 
-    def _row(self, t, u):
+    def _row(self, t, u, key=None):
         if self.period == 0:
             return self.rewards[jnp.clip(t, 0, self.rewards.shape[0] - 1)]
         mu = self.rewards[(t // self.period) % self.rewards.shape[0]]
+        if self.independent:  # one uniform per arm from the WORLD stream: fixed before the game
+            return (uniforms(key, self.n_arms) < mu).astype(_F)
         return (u < mu).astype(_F)  # one uniform per round, coupled across arms (conventions §8)
 
     def means(self, state, t, features):
@@ -40,7 +44,7 @@ class ObliviousEnv(World):
         return self.rewards[(t // self.period) % self.rewards.shape[0]]
 
     def outcome(self, state, t, action, u, v, features, key):
-        row = self._row(t, u)
+        row = self._row(t, u, key)
         return Outcome(reward=row[action], delay=self.delay_at(state, t, v), all_rewards=row), state
 
 
@@ -58,10 +62,12 @@ def oblivious(losses, delays=None) -> ObliviousEnv:
     return ObliviousEnv(jnp.asarray(1.0 - l, _F), _check_delay(delays), n_arms=l.shape[1], period=0)
 
 
-def switching(loss_means, period: int, delays=None) -> ObliviousEnv:
+def switching(loss_means, period: int, delays=None, independent: bool = False) -> ObliviousEnv:
     """An oblivious adversary generated from the key: Bernoulli losses whose means follow the rows
-    of ``loss_means`` ([P, K]), each row held for ``period`` rounds, cycling. Rewards use the REWARD
-    stream, so they are fixed in advance whatever the learner does."""
+    of ``loss_means`` ([P, K]), each row held for ``period`` rounds, cycling. Draws come from the
+    run's world streams, so they are fixed in advance whatever the learner does. ``independent``:
+    each arm's loss has its own uniform (Thune et al.'s i.i.d. ``Bern(K, Delta)`` losses); else
+    one uniform per round is shared by all arms (conventions §8's coupling)."""
     V.real("loss_means", loss_means, lo=0.0, hi=1.0)
     lm = np.atleast_2d(np.asarray(loss_means, np.float64))
     if lm.shape[1] < 2:
@@ -69,4 +75,15 @@ def switching(loss_means, period: int, delays=None) -> ObliviousEnv:
     period = V.integer("period", period, lo=1)
     if delays is not None and not isinstance(delays, D.DelayLaw):
         delays = D.sequence(delays)
-    return ObliviousEnv(jnp.asarray(1.0 - lm, _F), _check_delay(delays), n_arms=lm.shape[1], period=period)
+    return ObliviousEnv(jnp.asarray(1.0 - lm, _F), _check_delay(delays), n_arms=lm.shape[1], period=period,
+                        independent=bool(independent))
+
+
+def bernoulli_losses(n_arms: int, gap: float, delays=None, horizon: int | None = None) -> ObliviousEnv:
+    """Thune et al.'s ``Bern(K, Delta)``: i.i.d. Bernoulli losses, mean ``0.5 - gap`` for arm 0 and
+    0.5 for the others, drawn independently per arm and round before the game (oblivious)."""
+    K = V.integer("n_arms", n_arms, lo=2)
+    V.real("gap", gap, lo=0.0, hi=0.5)
+    mu = np.full((1, K), 0.5)
+    mu[0, 0] = 0.5 - gap
+    return switching(mu, period=1 if horizon is None else int(horizon), delays=delays, independent=True)

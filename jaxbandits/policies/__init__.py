@@ -9,3 +9,7 @@ from . import conversions  # noqa: E402
 from .conversions import delayed_klucb, delayed_ucb, discarding_klucb, discarding_ucb  # noqa: E402
 
 __all__ += ["conversions", "delayed_ucb", "delayed_klucb", "discarding_ucb", "discarding_klucb"]
+from . import adversarial  # noqa: E402
+from .adversarial import dew, doubling, skipper, skipper_dew  # noqa: E402
+
+__all__ += ["adversarial", "dew", "skipper", "skipper_dew", "doubling"]
