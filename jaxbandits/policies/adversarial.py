@@ -113,7 +113,7 @@ def skipper(beta: float, base: Policy, count_skipped: bool = True, name: Optiona
         return base.act(state.base, ctx, key)
 
     def payload(memo, reward, delay):
-        keep = delay < beta
+        keep = jnp.asarray(delay) < beta
         bp = base.payload(memo, reward, delay) * keep
         if not count_skipped:
             return bp
