@@ -47,6 +47,7 @@ class Experiment:
     chunk: Optional[int] = None
     checkpoints: tuple = ()  # rounds at which summary/table report R(t) (and L(T) at T)
     layout: Optional[tuple] = None  # (rows, cols) of the figure's panels
+    runner: Optional[Callable] = None  # sweeps: (config, runs, seed, horizon) -> SweepResults
 
 
 REGISTRY: Dict[str, Experiment] = {}
@@ -101,6 +102,11 @@ def run(name: str, runs: Optional[int] = None, horizon: Optional[int] = None, se
     horizon = exp.horizon if horizon is None else V.integer("horizon", horizon, lo=1)
     seed = V.integer("seed", seed, lo=0)
     cfg = resolve_config(exp, overrides)
+    if exp.runner is not None:  # a sweep (regret against T, d, ...): its own loop over settings
+        res = exp.runner(cfg, runs, seed, None if horizon == exp.horizon else horizon)
+        if out is not None:
+            res.save(out)
+        return res
     built = exp.build(cfg)
     panels = built if isinstance(built, list) else [Panel("", *built)]
     ch = chunk if chunk is not None else exp.chunk

@@ -540,8 +540,9 @@ def simulate_grid(build: Callable, grid: Mapping[str, Any], channel: Channel, ho
                   n_runs: int = 1, *, record=None, chunk=None, progress=False, shard=None):
     """Simulate a grid of hyper-parameters in one compiled program.
 
-    ``build(**params)`` returns ``(env, policy)``; ``grid`` maps each parameter name to a 1-d
-    array of equal length ``G``. Every grid point is built once on the host first (which runs the
+    ``build(**params)`` returns ``(env, policy)``; ``grid`` maps each parameter name to an array
+    whose leading axis has the common length ``G`` (a row may itself be an array, e.g. a delay
+    sequence per grid point). Every grid point is built once on the host first (which runs the
     constructors' input checks on concrete values), then ``vmap`` runs all of them. Outputs have a
     leading axis of size ``G``; every grid point faces the same world draws.
     """
@@ -549,13 +550,13 @@ def simulate_grid(build: Callable, grid: Mapping[str, Any], channel: Channel, ho
     if not grid:
         raise ValueError("grid must map at least one parameter name to an array of values")
     arrs = {k: np.asarray(v) for k, v in grid.items()}
-    sizes = {k: a.shape[0] if a.ndim == 1 else -1 for k, a in arrs.items()}
+    sizes = {k: a.shape[0] if a.ndim >= 1 else -1 for k, a in arrs.items()}
     if len(set(sizes.values())) != 1 or -1 in sizes.values():
-        raise ValueError(f"grid values must be 1-d arrays of one common length, got sizes {sizes}")
+        raise ValueError(f"grid values must be arrays with one common leading length, got sizes {sizes}")
     G = next(iter(sizes.values()))
     first = None
     for g in range(G):
-        env, pol = build(**{k: a[g].item() for k, a in arrs.items()})
+        env, pol = build(**{k: (a[g].item() if a.ndim == 1 else a[g]) for k, a in arrs.items()})
         _check_pair(env, channel, pol, pol.name)
         first = first or (env, pol)
     env, pol = first

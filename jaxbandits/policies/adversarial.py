@@ -43,7 +43,10 @@ class DEWMemo(NamedTuple):
 
 
 def _truncate(eta, d_max):
-    return eta if d_max is None or d_max <= 0 else min(eta, 1.0 / (4 * _E * d_max))
+    """``min(eta, 1/(4e d_max))``; no truncation for ``d_max`` None or 0 (works on traced values)."""
+    if d_max is None:
+        return eta
+    return jnp.where(jnp.asarray(d_max) > 0, jnp.minimum(eta, 1.0 / (4 * _E * jnp.maximum(d_max, 1e-30))), eta)
 
 
 def _exp_weights_step(logp, eta, g):
@@ -68,7 +71,7 @@ def dew(eta: float, d_max: Optional[float] = None, name: str = "DEW") -> Policy:
     V.positive("eta", eta)
     if d_max is not None:
         V.nonneg("d_max", d_max)
-    eta_t = _truncate(float(eta), None if d_max is None else float(d_max))
+    eta_t = _truncate(eta, d_max)
 
     def init(spec: ProblemSpec, key):
         K = spec.n_arms
@@ -125,8 +128,8 @@ def skipper(beta: float, base: Policy, count_skipped: bool = True, name: Optiona
         inner = arr._replace(payload=arr.payload[:-1])
         return SkipperState(base.update(state.base, inner), state.skipped + arr.payload[-1])
 
-    return Policy(init, act, update, payload, base.channels & _ATTR, name or f"Skipper({beta:g}, {base.name})",
-                  base.max_hold)
+    label = f"Skipper({float(beta):g}, {base.name})" if V.is_concrete(beta) else f"Skipper({base.name})"
+    return Policy(init, act, update, payload, base.channels & _ATTR, name or label, base.max_hold)
 
 
 def skipper_dew(beta: float, eta: Optional[float] = None, count_skipped: bool = True,
@@ -135,7 +138,8 @@ def skipper_dew(beta: float, eta: Optional[float] = None, count_skipped: bool = 
     (Corollary 4's choice: the truncation is then inactive)."""
     V.positive("beta", beta)
     eta = 1.0 / (4 * _E * beta) if eta is None else eta
-    return skipper(beta, dew(eta, d_max=beta), count_skipped, name or f"Skipper-DEW(beta={beta:.3g})")
+    label = f"Skipper-DEW(beta={float(beta):.3g})" if V.is_concrete(beta) else "Skipper-DEW"
+    return skipper(beta, dew(eta, d_max=beta), count_skipped, name or label)
 
 
 # ----------------------------------------------------------------------------- Doubling

@@ -1,0 +1,145 @@
+"""Results of a sweep: final regret against a swept quantity (the horizon T, a delay d, ...),
+one point per setting, with per-run finals, bounds and log-log slopes.
+
+``summary.json`` keeps the contract of :class:`jaxbandits.results.Results`: ``policies[label]``
+has ``t`` (here: the swept values), ``regret_mean``, ``regret_se``, ``final_regret_mean`` (at the
+last setting) and ``final_regret_se``; plus ``sweep`` (the swept variable), ``slope`` (least-squares
+slope of log regret against log x over the last four settings) and ``bound`` (the theory bound at
+each setting, where one applies).
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Dict, List
+
+import numpy as np
+
+from .results import _jsonable, versions
+
+
+@dataclass
+class SweepResults:
+    experiment: str
+    config: dict
+    seed: int
+    runs: int
+    sweep: str  # name of the swept variable ("T", "d", ...)
+    x: List[float]
+    finals: Dict[str, List[np.ndarray]] = field(default_factory=dict)  # label -> per-x arrays of per-run finals
+    bounds: Dict[str, List[float]] = field(default_factory=dict)  # label -> bound at each x (nan: none)
+    extra: Dict[str, list] = field(default_factory=dict)  # per-x facts (D, beta, ...)
+    timing: dict = field(default_factory=lambda: {"compile_s": 0.0, "run_s": 0.0, "run_steps": 0, "devices": 1})
+    lost_to_W: int = 0
+    width: int = 0
+    metric: str = "expected_regret"
+    versions: dict = field(default_factory=versions)
+
+    @property
+    def horizon(self):
+        return int(self.config.get("horizon", max(self.x) if self.sweep == "T" else 0))
+
+    def add(self, label, x_index, finals, bound=float("nan")):
+        self.finals.setdefault(label, [None] * len(self.x))[x_index] = np.asarray(finals, np.float64)
+        self.bounds.setdefault(label, [float("nan")] * len(self.x))[x_index] = float(bound)
+
+    def add_timing(self, timing, steps):
+        self.timing["compile_s"] += timing["compile_s"]
+        self.timing["run_s"] += timing["run_s"]
+        self.timing["run_steps"] += steps
+        self.timing["devices"] = timing.get("devices", 1)
+
+    def mean_se(self, label):
+        f = self.finals[label]
+        m = np.array([a.mean() for a in f])
+        se = np.array([a.std(ddof=1) / np.sqrt(a.size) if a.size > 1 else 0.0 for a in f])
+        return m, se
+
+    def slope(self, label, last: int = 4):
+        m, _ = self.mean_se(label)
+        x = np.asarray(self.x, np.float64)[-last:]
+        return float(np.polyfit(np.log(x), np.log(np.maximum(m[-last:], 1e-12)), 1)[0])
+
+    def summary(self) -> dict:
+        t = self.timing
+        timing = {"compile_s": t["compile_s"], "run_s": t["run_s"],
+                  "run_steps_per_s": t["run_steps"] / max(t["run_s"], 1e-12), "devices": t["devices"]}
+        pol = {}
+        for lab in self.finals:
+            m, se = self.mean_se(lab)
+            pol[lab] = {"final_regret_mean": float(m[-1]), "final_regret_se": float(se[-1]),
+                        "t": [float(v) for v in self.x], "regret_mean": m.tolist(), "regret_se": se.tolist(),
+                        "final_regret_runs": self.finals[lab][-1].tolist(), "bound": self.bounds[lab],
+                        "slope": self.slope(lab) if len(self.x) >= 2 and self.sweep == "T" else None}
+        return {"experiment": self.experiment, "config": _jsonable(self.config), "seed": self.seed,
+                "runs": self.runs, "horizon": self.horizon, "metric": self.metric, "sweep": self.sweep,
+                "width": self.width, "lost_to_W": int(self.lost_to_W), "policies": pol,
+                "extra": _jsonable(self.extra), "timing": timing, "versions": self.versions}
+
+    def table(self) -> str:
+        labs = list(self.finals)
+        head = f"| {self.sweep} | " + " | ".join(labs) + " |"
+        rows = [head, "|---|" + "---|" * len(labs)]
+        stats = {lab: self.mean_se(lab) for lab in labs}
+        for i, x in enumerate(self.x):
+            cells = []
+            for lab in labs:
+                m, se = stats[lab]
+                b = self.bounds[lab][i]
+                cells.append(f"{m[i]:.0f} ± {se[i]:.0f}" + ("" if np.isnan(b) else f" (bound {b:.0f})"))
+            rows.append(f"| {x:g} | " + " | ".join(cells) + " |")
+        if self.sweep == "T" and len(self.x) >= 2:
+            rows.append("| slope (last 4) | " + " | ".join(f"{self.slope(l):.2f}" for l in labs) + " |")
+        return "\n".join(rows) + "\n"
+
+    def to_xarray(self):
+        import xarray as xr
+
+        labs = list(self.finals)
+        arr = np.stack([np.stack(self.finals[l]) for l in labs])  # policy, x, run
+        return xr.Dataset(
+            {"final_regret": (("policy", self.sweep, "run"), arr),
+             "bound": (("policy", self.sweep), np.array([self.bounds[l] for l in labs]))},
+            coords={"policy": labs, self.sweep: np.asarray(self.x), "run": np.arange(arr.shape[-1])},
+            attrs={"experiment": self.experiment, "config": json.dumps(_jsonable(self.config)), "seed": self.seed,
+                   "metric": self.metric, "extra": json.dumps(_jsonable(self.extra)),
+                   "timing": json.dumps(_jsonable(self.timing)), "versions": json.dumps(self.versions)})
+
+    def save(self, out_dir, plot=True):
+        os.makedirs(out_dir, exist_ok=True)
+        self.to_xarray().to_netcdf(os.path.join(out_dir, "results.nc"), engine="h5netcdf")
+        with open(os.path.join(out_dir, "summary.json"), "w") as f:
+            json.dump(self.summary(), f, indent=1)
+        with open(os.path.join(out_dir, "table.md"), "w") as f:
+            f.write(f"{self.experiment}: {self.runs} runs, mean ± s.e. of the final {self.metric}\n\n" + self.table())
+        if plot:
+            self.plot(os.path.join(out_dir, "regret.png"))
+
+    def plot(self, path):
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(6.4, 4.4), dpi=120)
+        x = np.asarray(self.x, np.float64)
+        for lab in self.finals:
+            m, se = self.mean_se(lab)
+            sl = f", slope {self.slope(lab):.2f}" if self.sweep == "T" and len(x) >= 2 else ""
+            line, = ax.plot(x, m, "o-", label=f"{lab}{sl}")
+            ax.fill_between(x, np.maximum(m - 2 * se, 1e-9), m + 2 * se, alpha=0.2, color=line.get_color())
+            b = np.asarray(self.bounds[lab])
+            if np.isfinite(b).any():
+                ax.plot(x, b, ":", color=line.get_color(), lw=1)
+        ax.set_xscale("log", base=2 if self.sweep == "T" else 10)
+        ax.set_yscale("log")
+        ax.set_xlabel(self.sweep)
+        ax.set_ylabel(f"final {self.metric.replace('_', ' ')}")
+        ax.set_title(f"{self.experiment}: {self.runs} runs, mean ± 2 s.e.; dotted: bounds", fontsize=9)
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(path)
+        plt.close(fig)
+        return path
