@@ -7,8 +7,10 @@ action-time channel, exact W = 100, 48 epoch lanes): run-steps/s and compile tim
 import argparse
 import json
 import os
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _child import run_child  # noqa: E402
 
 CHILD = r"""
 import json, os, sys
@@ -42,12 +44,7 @@ def main():
     for dev in a.devices:
         for what in ("DEW", "Doubling"):
             cfg = {"what": what, "devices": dev, "runs": a.runs, "T": a.horizon}
-            r = subprocess.run([sys.executable, "-c", CHILD, json.dumps(cfg)], capture_output=True, text=True)
-            if r.returncode:
-                print(r.stderr[-3000:], file=sys.stderr)
-                raise SystemExit(1)
-            row = json.loads(r.stdout.strip().splitlines()[-1])
-            row["run_steps_per_s"] = row["runs"] * row["T"] / row["run_s"]
+            row = run_child(CHILD, cfg)
             rows.append(row)
             print(f"{what:10s} {dev:4d} {row['width']:5d} {row['run_steps_per_s']:12.3e} {row['compile_s']:10.2f} "
                   f"{row['regret']:8.1f}", flush=True)

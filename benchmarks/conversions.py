@@ -8,8 +8,10 @@ recursions written by hand, writes before reads) on the same device count.
 import argparse
 import json
 import os
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _child import run_child  # noqa: E402
 
 CHILD = r"""
 import json, os, sys, time
@@ -77,12 +79,7 @@ def main():
     for dev in dict.fromkeys(a.devices):
         for what in ("DelayedKLUCB", "DelayedUCB", "fused"):
             cfg = {"what": what, "devices": dev, "runs": a.runs, "T": 10_000, "m": 1000}
-            r = subprocess.run([sys.executable, "-c", CHILD, json.dumps(cfg)], capture_output=True, text=True)
-            if r.returncode:
-                print(r.stderr[-3000:], file=sys.stderr)
-                raise SystemExit(1)
-            row = json.loads(r.stdout.strip().splitlines()[-1])
-            row["run_steps_per_s"] = row["runs"] * row["T"] / row["run_s"]
+            row = run_child(CHILD, cfg)
             rows.append(row)
             label = "hand-fused KL" if what == "fused" else what
             print(f"{label:14s} {dev:4d} {row['run_steps_per_s']:12.3e} {row['compile_s']:10.2f} {row['regret']:7.1f}", flush=True)

@@ -13,8 +13,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _child import run_child  # noqa: E402
 
 CHILD = r"""
 import json, os, resource, sys, time
@@ -61,11 +63,7 @@ def main():
     for pol in a.policies:
         for runs in a.runs:
             cfg = {"policy": pol, "runs": runs, "T": a.horizon, "K": a.arms, "devices": ndev}
-            r = subprocess.run([sys.executable, "-c", CHILD, json.dumps(cfg)], capture_output=True, text=True)
-            if r.returncode != 0:
-                print(r.stderr[-2000:], file=sys.stderr)
-                raise SystemExit(1)
-            row = json.loads(r.stdout.strip().splitlines()[-1])
+            row = run_child(CHILD, cfg)
             rows.append(row)
             peak = row["peak_device_bytes"] or row["peak_rss_bytes"]
             print(f"{pol:18s} {runs:7d} {row['devices_used']:4d} {row['run_steps_per_s']:12.3e} {row['compile_s']:10.2f} "

@@ -52,9 +52,10 @@ def run_state(env, ch, pol, T, n_runs=1):
     return jax.tree.map(np.asarray, c.pol_state)
 
 
-def dew_reference(losses, d, seq, eta, beta=np.inf):
+def dew_reference(losses, d, seq, eta, beta=np.inf, weight_at="play"):
     """float64 DEW: p_t = softmax(-eta L_hat_{t-1}); at the end of round t every (s, l_s) with
-    s + d_s = t and d_s < beta adds l_s / p_s[A_s] (play-time probability) to L_hat[A_s]."""
+    s + d_s = t and d_s < beta adds l_s / p_s[A_s] (play-time probability) to L_hat[A_s].
+    ``weight_at="arrival"``: the wrong weight p_t[A_s] (pitfall P2), for the negative control."""
     T, K = losses.shape
     L = np.zeros(K)
     P = np.zeros((T, K))
@@ -63,7 +64,7 @@ def dew_reference(losses, d, seq, eta, beta=np.inf):
         P[t] = np.exp(w - w.max()) / np.exp(w - w.max()).sum()
         for s in range(t + 1):
             if s + d[s] == t and d[s] < beta:
-                L[seq[s]] += losses[s, seq[s]] / P[s, seq[s]]
+                L[seq[s]] += losses[s, seq[s]] / P[s if weight_at == "play" else t, seq[s]]
     return P
 
 
@@ -88,21 +89,8 @@ def test_dew_matches_float64_reference_with_delays():
     assert np.isfinite(ref).all()
     np.testing.assert_allclose(st.probs[0], ref, atol=2e-5, equal_nan=False)
     # the wrong weight (probability at arrival instead of at play) gives a different trajectory
-    wrong = _dew_wrong_weight(losses, d, seq, eta)
+    wrong = dew_reference(losses, d, seq, eta, weight_at="arrival")
     assert np.abs(st.probs[0] - wrong).max() > 1e-3
-
-
-def _dew_wrong_weight(losses, d, seq, eta):
-    T, K = losses.shape
-    L = np.zeros(K)
-    P = np.zeros((T, K))
-    for t in range(T):
-        w = -eta * L
-        P[t] = np.exp(w - w.max()) / np.exp(w - w.max()).sum()
-        for s in range(t + 1):
-            if s + d[s] == t:
-                L[seq[s]] += losses[s, seq[s]] / P[t, seq[s]]
-    return P
 
 
 def test_dew_without_delay_is_exp3():
