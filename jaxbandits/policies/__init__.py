@@ -13,3 +13,7 @@ from . import adversarial  # noqa: E402
 from .adversarial import dew, doubling, skipper, skipper_dew  # noqa: E402
 
 __all__ += ["adversarial", "dew", "skipper", "skipper_dew", "doubling"]
+from . import anonymous  # noqa: E402
+from .anonymous import odaaf, odaaf_b, odaaf_naive, odaaf_v, qpmd  # noqa: E402
+
+__all__ += ["anonymous", "odaaf", "odaaf_b", "odaaf_v", "odaaf_naive", "qpmd"]
