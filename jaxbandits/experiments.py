@@ -48,6 +48,7 @@ class Experiment:
     checkpoints: tuple = ()  # rounds at which summary/table report R(t) (and L(T) at T)
     layout: Optional[tuple] = None  # (rows, cols) of the figure's panels
     runner: Optional[Callable] = None  # sweeps: (config, runs, seed, horizon) -> SweepResults
+    ratio_to: Optional[str] = None  # plot each panel's curves as ratios to this policy's mean regret
 
 
 REGISTRY: Dict[str, Experiment] = {}
@@ -138,6 +139,7 @@ def run(name: str, runs: Optional[int] = None, horizon: Optional[int] = None, se
     res.log_lines = lines if any(lines.values()) else {}
     res.checkpoints = list(checkpoints)
     res.layout = exp.layout
+    res.ratio_to = exp.ratio_to
     if out is not None:
         res.save(out)
     return res

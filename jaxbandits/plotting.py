@@ -57,3 +57,39 @@ def plot_regret(results, path, metric=None, logx=False, title=None, bands=1.0):
     fig.savefig(path)
     plt.close(fig)
     return path
+
+
+def plot_ratio(results, path, reference: str, t0: int = 100):
+    """Per panel, ``mean R_t(policy) / mean R_t(reference)`` for ``t >= t0`` (Pike-Burke et al.
+    Fig. 3: ratios of averaged regrets)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = list(dict.fromkeys(results.panels.values())) if results.panels else [""]
+    rows, cols = results.layout or (1, len(panels))
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.4 * rows), dpi=110, squeeze=False)
+    t = np.asarray(results.t)
+    keep = t >= t0
+    for ax, pn in zip(axes.ravel(), panels):
+        labs = [l for l in results.curves if results.panels.get(l, "") == pn]
+        ref = [l for l in labs if l.split(": ", 1)[-1] == reference]
+        if not ref:
+            continue
+        r_ref = results.mean_se(ref[0])[0]
+        for lab in labs:
+            if lab == ref[0]:
+                continue
+            m = results.mean_se(lab)[0]
+            ax.plot(t[keep], m[keep] / np.maximum(r_ref[keep], 1e-9), label=f"{lab.split(': ', 1)[-1]} / {reference}")
+        ax.set_title(pn, fontsize=9)
+        ax.set_xlabel("round t")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    axes[0, 0].set_ylabel("ratio of mean regrets")
+    fig.suptitle(f"{results.experiment}: {results.runs} runs", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path

@@ -49,6 +49,7 @@ class Results:
     log_lines: Dict[str, dict] = field(default_factory=dict)  # panel -> {line label: c} drawn as c log t
     checkpoints: list = field(default_factory=list)  # rounds reported in the table
     layout: object = None
+    ratio_to: object = None  # a policy label: also plot ratio.png (mean regret / its mean regret)
 
     @classmethod
     def from_sim(cls, experiment, config, seed, runs, horizon, outs, metric="regret", timing=None):
@@ -151,6 +152,10 @@ class Results:
             from .plotting import plot_regret
 
             paths["plot"] = plot_regret(self, os.path.join(out_dir, "regret.png"))
+            if self.ratio_to:
+                from .plotting import plot_ratio
+
+                paths["plot_ratio"] = plot_ratio(self, os.path.join(out_dir, "ratio.png"), self.ratio_to)
             if all("delayed_regret" in c for c in self.curves.values()):
                 paths["plot_delayed"] = plot_regret(self, os.path.join(out_dir, "delayed_regret.png"),
                                                     metric="delayed_regret")
