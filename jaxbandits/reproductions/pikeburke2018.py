@@ -51,7 +51,8 @@ def _fig3b(cfg):
 def _appF(cfg, runs, seed, horizon):
     T = int(horizon or cfg["horizon"])
     es = list(cfg["delays"])
-    res = SweepResults("pikeburke2018-appF", {**cfg, "horizon": T}, seed, runs, "E[tau]", [float(e) for e in es])
+    res = SweepResults("pikeburke2018-appF", {**cfg, "horizon": T}, seed, runs, "E[tau]", [float(e) for e in es],
+                       metric="regret")
     key = jax.random.key(seed)  # the same reward streams for every E: paired differences
     for i, e in enumerate(es):
         for fam in cfg["families"]:
