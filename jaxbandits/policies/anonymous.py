@@ -96,7 +96,7 @@ class ODAAFMemo(NamedTuple):
     arm: Any
 
 
-def _odaaf(kind, mean_delay, bound, variance, use_bridge, bridge_rule, name) -> Policy:
+def _odaaf(kind, mean_delay, bound, variance, use_bridge, bridge_rule, name, bridge_len="block") -> Policy:
     def init(spec: ProblemSpec, key):
         if spec.channel != "anonymous":
             raise ValueError(f"{name} runs on the anonymous channel, got {spec.channel!r}")
@@ -147,9 +147,10 @@ def _odaaf(kind, mean_delay, bound, variance, use_bridge, bridge_rule, name) -> 
         go_next = play & done & has_next
         arm = jnp.where(go_next, nxt, arm)
         new_left = jnp.where(go_next, nu(st.m), new_left)
-        if use_bridge:
+        if use_bridge:  # bridge of nu_m rounds ("block", spec 2.3) or a fixed length
             arm = jnp.where(end_step1, b_arm, arm)
-            new_left = jnp.where(end_step1, nu(st.m), new_left)
+            blen = nu(st.m) if bridge_len == "block" else jnp.asarray(bridge_len, jnp.int32)
+            new_left = jnp.where(end_step1, blen, new_left)
             bridge = jnp.where(end_step1, True, bridge)
             end_bridge = st.bridge & done
             arm = jnp.where(end_bridge, first, arm)
@@ -168,25 +169,33 @@ def _bridge_rule(rule):
     return V.choice("bridge_rule", rule, ("best", "first_next"))
 
 
-def odaaf(mean_delay: float, use_bridge: bool = False, bridge_rule: str = "best", name: str = "ODAAF") -> Policy:
+def _bridge_len(length):
+    return "block" if length == "block" else V.integer("bridge_len", length, lo=1)
+
+
+def odaaf(mean_delay: float, use_bridge: bool = False, bridge_rule: str = "best", bridge_len="block",
+          name: str = "ODAAF") -> Policy:
     """ODAAF: known expected delay, schedule eq. (2), no bridge (as in the paper's experiments;
-    ``use_bridge=True`` is an ablation)."""
+    ``use_bridge=True`` is an ablation). ``bridge_len``: ``"block"`` (nu_m, the spec's default) or a
+    number of rounds; ``bridge_rule``: ``"best"`` (the empirical leader) or ``"first_next"``."""
     V.nonneg("mean_delay", mean_delay)
-    return _odaaf("odaaf", mean_delay, None, None, use_bridge, _bridge_rule(bridge_rule), name)
+    return _odaaf("odaaf", mean_delay, None, None, use_bridge, _bridge_rule(bridge_rule), name, _bridge_len(bridge_len))
 
 
-def odaaf_b(mean_delay: float, bound: float, bridge_rule: str = "best", name: str = "ODAAF-B") -> Policy:
+def odaaf_b(mean_delay: float, bound: float, bridge_rule: str = "best", bridge_len="block",
+            name: str = "ODAAF-B") -> Policy:
     """ODAAF-B: known expected delay and support bound ``d`` (eq. 4.2), with the bridge period."""
     V.nonneg("mean_delay", mean_delay)
     V.nonneg("bound", bound)
-    return _odaaf("odaaf_b", mean_delay, bound, None, True, _bridge_rule(bridge_rule), name)
+    return _odaaf("odaaf_b", mean_delay, bound, None, True, _bridge_rule(bridge_rule), name, _bridge_len(bridge_len))
 
 
-def odaaf_v(mean_delay: float, variance: float, bridge_rule: str = "best", name: str = "ODAAF-V") -> Policy:
+def odaaf_v(mean_delay: float, variance: float, bridge_rule: str = "best", bridge_len="block",
+            name: str = "ODAAF-V") -> Policy:
     """ODAAF-V: known expected delay and variance (eq. 6), with the bridge period."""
     V.nonneg("mean_delay", mean_delay)
     V.nonneg("variance", variance)
-    return _odaaf("odaaf_v", mean_delay, None, variance, True, _bridge_rule(bridge_rule), name)
+    return _odaaf("odaaf_v", mean_delay, None, variance, True, _bridge_rule(bridge_rule), name, _bridge_len(bridge_len))
 
 
 def odaaf_naive(bound: float, use_bridge: bool = False, name: str = "ODAAF-naive") -> Policy:

@@ -93,9 +93,13 @@ def test_eliminated_arm_never_played_again_and_horizon_truncation():
                 plays = np.nonzero(acts[r] == k)[0]
                 assert plays.size == st.obs_cnt[r, k]  # never as a bridge arm either (it was not the leader)
                 assert st.obs_cnt[r, k] == tab[m_e]
-    # horizon truncation: T inside a block, no final elimination, no crash: counts <= the schedule
-    o2 = simulate(env, C.anonymous(), A.odaaf(5.0), 1000, jax.random.key(1), 2)
-    assert np.isfinite(o2.regret).all()
+    # horizon truncation: T stops the machine mid-block of phase 2; no elimination after phase 1,
+    # every round is a Step-1 round (no bridge), each arm has n_1 samples plus its part of phase 2
+    tab = A.schedule("odaaf", 2000, 5.0)
+    T2 = 4 * int(tab[1]) + 10
+    st2 = _final(env, C.anonymous(), A.odaaf(5.0), T2, 2, key=1)
+    assert st2.obs_cnt.sum(1).tolist() == [T2, T2]
+    assert np.all(st2.elim_phase <= 1) and np.all(st2.m == 2)
 
 
 def test_constant_delay_exact_attribution():
@@ -105,8 +109,9 @@ def test_constant_delay_exact_attribution():
     own observations are discarded."""
     c = 7
     T = 6000
-    for pol, use_bridge in [(A.odaaf(3.0), False), (A.odaaf_b(3.0, 50), True),
-                            (A.odaaf(3.0, use_bridge=True, bridge_rule="first_next"), True)]:
+    for pol, use_bridge, blen in [(A.odaaf(3.0), False, None), (A.odaaf_b(3.0, 50), True, None),
+                                  (A.odaaf(3.0, use_bridge=True, bridge_rule="first_next"), True, None),
+                                  (A.odaaf_v(3.0, 3.0, bridge_len=c), True, c)]:
         env = E.bernoulli([0.0, 1.0], delay=D.fixed(c))
         o = simulate(env, C.anonymous(), pol, T, jax.random.key(0), 1, record=1)
         acts = actions_of(o)[0]
@@ -135,7 +140,7 @@ def test_constant_delay_exact_attribution():
             best = max(xb[j] for j in active)
             active = [j for j in active if not (xb[j] + 2.0**-m < best)]
             if use_bridge:
-                t += int(nu)
+                t += int(nu if blen is None else blen)
             m += 1
         np.testing.assert_allclose(st.obs_sum[0], sums)
         np.testing.assert_allclose(st.obs_cnt[0], cnts)
@@ -186,6 +191,7 @@ def test_channel_checks_and_bad_input():
         simulate(env, C.anonymous(), A.qpmd(), 10, jax.random.key(0))
     for bad, match in [(lambda: A.odaaf(-1.0), "mean_delay"), (lambda: A.odaaf_b(1.0, -2), "bound"),
                        (lambda: A.odaaf_v(1.0, float("nan")), "variance"), (lambda: A.odaaf(1.0, bridge_rule="x"), "bridge_rule"),
-                       (lambda: A.qpmd("exp3"), "base"), (lambda: A.schedule("odaaf", 0), "horizon")]:
+                       (lambda: A.qpmd("exp3"), "base"), (lambda: A.schedule("odaaf", 0), "horizon"),
+                       (lambda: A.odaaf_v(1.0, 1.0, bridge_len=0), "bridge_len")]:
         with pytest.raises((ValueError, TypeError), match=match):
             bad()
