@@ -24,14 +24,28 @@ class LinearEnv(World):
     dim: int = static()
     action_set: str = static("fixed")
     noise: str = static("bernoulli")
+    normalize: bool = static(False)
 
     def context(self, state, t, key):
         del state, t
+        x = self._draw(key)
+        if self.normalize:  # L2-normalise each action (Vernade et al. 2020); zero draws were redrawn
+            x = x / jnp.maximum(jnp.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
+        return x, jnp.ones((self.n_arms,), bool)
+
+    def _draw(self, key):
         K, d = self.n_arms, self.dim
         if self.action_set == "fixed":
             x = self.features
         elif self.action_set == "binary":
-            x = jax.random.bernoulli(key, 0.5, (K, d)).astype(_F)
+            # redraw all-zero vectors (they cannot be normalised): 4 fresh draws per row, then e_0
+            # (probability 2^-(5d) per row: never in practice)
+            keys = jax.random.split(key, 5)
+            x = jax.random.bernoulli(keys[0], 0.5, (K, d)).astype(_F)
+            for k in keys[1:]:
+                zero = jnp.all(x == 0, axis=-1, keepdims=True)
+                x = jnp.where(zero, jax.random.bernoulli(k, 0.5, (K, d)).astype(_F), x)
+            x = jnp.where(jnp.all(x == 0, axis=-1, keepdims=True), jnp.eye(d, dtype=_F)[0], x)
         elif self.action_set == "uniform":
             x = jax.random.uniform(key, (K, d), _F)
         elif self.action_set == "gaussian":
@@ -39,7 +53,7 @@ class LinearEnv(World):
         else:  # sphere
             g = jax.random.normal(key, (K, d), _F)
             x = g / jnp.linalg.norm(g, axis=-1, keepdims=True)
-        return x, jnp.ones((K,), bool)
+        return x
 
     def means(self, state, t, features):
         m = features @ self.theta
@@ -49,12 +63,15 @@ class LinearEnv(World):
         return self._outcome(self.means(state, t, features)[action], u, v, t, state)
 
 
-def linear(theta, n_actions=None, features=None, action_set=None, noise="bernoulli", sigma=1.0, delay=None):
+def linear(theta, n_actions=None, features=None, action_set=None, noise="bernoulli", sigma=1.0, delay=None,
+           normalize: bool = False):
     """A linear bandit with parameter ``theta`` (shape [d]).
 
     Either a fixed action set ``features`` ([K, d]) or ``n_actions`` fresh actions each round drawn
     from ``action_set`` in {"binary" ({0,1}^d), "uniform" ([0,1]^d), "gaussian", "sphere"}.
-    Bernoulli rewards use the probability ``clip(<theta, x>, 0, 1)``.
+    Bernoulli rewards use the probability ``clip(<theta, x>, 0, 1)``. ``normalize`` scales every
+    action to unit L2 norm (Vernade et al. 2020's "from {0,1}^d, normalised"; all-zero binary
+    draws are redrawn).
     """
     V.real("theta", theta)
     th = jnp.asarray(theta, _F)
@@ -79,4 +96,4 @@ def linear(theta, n_actions=None, features=None, action_set=None, noise="bernoul
         V.choice("action_set", kind, ACTION_SETS[1:])
         f = jnp.zeros((K, d), _F)
     return LinearEnv(th, f, _check_delay(delay), jnp.asarray(sigma, _F), n_arms=K, dim=d,
-                     action_set=kind, noise=noise)
+                     action_set=kind, noise=noise, normalize=bool(normalize))

@@ -17,3 +17,7 @@ from . import anonymous  # noqa: E402
 from .anonymous import odaaf, odaaf_b, odaaf_naive, odaaf_v, qpmd  # noqa: E402
 
 __all__ += ["anonymous", "odaaf", "odaaf_b", "odaaf_v", "odaaf_naive", "qpmd"]
+from . import linear  # noqa: E402
+from .linear import otf_linucb, otf_lints  # noqa: E402
+
+__all__ += ["linear", "otf_linucb", "otf_lints"]

@@ -1,0 +1,191 @@
+"""Vernade, Carpentier, Lattimore, Zappella, Ermis and Brueckner (2020), *Linear Bandits with
+Stochastic Delayed Feedback* (ICML): OTFLinUCB (Algorithm 1) and OTFLinTS (Algorithm 2) on the
+censored-conversions channel with window m.
+
+    V_t = lam I + sum_{s<t} A_s A_s^T        (every play, at once: negatives never arrive)
+    B_t = sum of A_s over conversions that arrived within the window (payload x_A)
+    theta_hat = V_t^-1 B_t                   (estimates tau_m theta, eq. 2)
+    f_{t,delta} = sqrt(lam) + sqrt(2 log(1/delta) + d log((d lam + t)/(d lam)))     (Theorem 1)
+    bias_t = sum over the last m actions of ||A_s||_{V_t^-1}   ("exact") or ||A_s||_{V_s^-1} ("stored")
+
+``variant="paper"`` uses these formulas; ``variant="reference_code"`` (the default, spec section 6)
+uses the authors' code's width, which squares the norms and drops the factor 2, and is the one that
+reproduces the paper's figures (the printed width explores forever at these horizons, worse than
+uniform random). V^-1 is kept by Sherman-Morrison, symmetrised each update. The ring of the last
+m actions is written in ``update`` and read right after (PERFORMANCE.md); the bias sums are
+carried to ``act`` as scalars.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+
+from .. import _validate as V
+from .. import mathlib as M
+from ..types import Policy, ProblemSpec
+
+__all__ = ["otf_linucb", "otf_lints", "OTFState", "f_width", "theorem2_bound"]
+
+_F = jnp.float32
+
+
+def f_width(t1, d: int, lam: float, delta: float, include_sqrt_lam: bool = True):
+    """``f_{t,delta}`` of Theorem 1 at the 1-based decision index ``t1``."""
+    base = jnp.sqrt(2 * math.log(1 / delta) + d * jnp.log((d * lam + t1) / (d * lam)))
+    return base + (math.sqrt(lam) if include_sqrt_lam else 0.0)
+
+
+def theorem2_bound(T: int, d: int, m: int, tau_m: float, lam: float = 1.0, delta: float = 0.1):
+    """Theorem 2: ``(4 f_T / tau_m) sqrt(2 d T log((d lam + T)/(d lam))) + (4 m d / tau_m) log(...)``;
+    returns the two terms (host floats)."""
+    lg = math.log((d * lam + T) / (d * lam))
+    f = float(f_width(T, d, lam, delta))
+    return 4 * f / tau_m * math.sqrt(2 * d * T * lg), 4 * m * d / tau_m * lg
+
+
+class OTFState(NamedTuple):
+    vinv: Any  # f32[d, d] V_t^-1 (Sherman-Morrison)
+    b: Any  # f32[d] sum of x_s over counted conversions
+    ring: Any  # f32[m, d] the last m played actions (zeros: empty), slot s mod m
+    ring_n: Any  # f32[m] stored ||A_s||_{V_s^-1} (squared for the reference-code variant)
+    bias_exact: Any  # f32 sum_{ring} ||A_s||_{V_t^-1} after the last update (read by act)
+    bias_stored: Any  # f32 sum of ring_n
+    c: Any  # f32 reference-code TS: sigma0 + sum of b'_s over the window
+    t: Any  # i32 completed rounds
+
+
+class OTFMemo(NamedTuple):
+    x: Any  # f32[d] the played action
+
+
+def _init(lam, m_window, ts_ref_sigma0=None):
+    def init(spec: ProblemSpec, key):
+        if spec.dim is None:
+            raise ValueError("OTFLin policies need a linear world (features)")
+        if spec.channel != "conversions" or spec.window != m_window:
+            raise ValueError(f"OTFLin policies need the conversions channel with window={m_window}, "
+                             f"got {spec.channel!r} window={spec.window}")
+        d = spec.dim
+        m = max(min(m_window, spec.horizon), 1) if m_window else 1
+        reg = lam if ts_ref_sigma0 is None else ts_ref_sigma0**2
+        z = jnp.zeros((), _F)
+        c0 = z if ts_ref_sigma0 is None else jnp.asarray(ts_ref_sigma0, _F)
+        return OTFState(jnp.eye(d, dtype=_F) / reg, jnp.zeros((d,), _F), jnp.zeros((m, d), _F),
+                        jnp.zeros((m,), _F), z, z, c0, jnp.zeros((), jnp.int32))
+
+    return init
+
+
+def _payload(memo, reward, delay):
+    return memo.x  # B += x_s for every conversion that arrives within the window
+
+
+def _update(m_window, stored_kind, ts_ref_sigma0=None):
+    def update(st: OTFState, arr):
+        a = arr.memo.x
+        b = st.b + arr.payload  # arrivals first (an age-m arrival still has its ring slot)
+        q = jnp.maximum(a @ st.vinv @ a, 0.0)  # ||a||^2_{V_s^-1}, V_s before adding a
+        u = st.vinv @ a
+        vinv = st.vinv - jnp.outer(u, u) / (1.0 + q)
+        vinv = 0.5 * (vinv + vinv.T)
+        c = st.c
+        if stored_kind == "norm":
+            stored = jnp.sqrt(q)
+        elif stored_kind == "sq":
+            stored = q
+        else:  # reference-code TS: b'_s = a^T (c_s V'_{s+1})^-1 a, after adding a
+            stored = jnp.maximum(a @ vinv @ a, 0.0) / jnp.maximum(c, 1e-12)
+        if m_window:
+            m = st.ring.shape[0]
+            j = arr.t % m
+            ring = st.ring.at[j].set(a)  # write ...
+            ring_n = st.ring_n.at[j].set(stored)
+            qs = jnp.einsum("md,de,me->m", ring, vinv, ring)  # ... then read (bias for the next act)
+            bias_exact = jnp.sum(jnp.sqrt(jnp.maximum(qs, 0.0)))
+            bias_stored = jnp.sum(ring_n)
+        else:
+            ring, ring_n, bias_exact, bias_stored = st.ring, st.ring_n, st.bias_exact, st.bias_stored
+        if ts_ref_sigma0 is not None:
+            c = ts_ref_sigma0 + bias_stored
+        return OTFState(vinv, b, ring, ring_n, bias_exact, bias_stored, c, st.t + 1)
+
+    return update
+
+
+def _check(window, lam, delta, variant, bias_mode):
+    window = V.integer("window", window, lo=0)
+    V.positive("lam", lam)
+    V.real("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    V.choice("variant", variant, ("paper", "reference_code"))
+    V.choice("bias_mode", bias_mode, ("exact", "stored"))
+    return window
+
+
+def otf_linucb(window: int, lam: float = 1.0, delta: float = 0.1, variant: str = "reference_code",
+               bias_mode: str = "exact", width_scale: float = 1.0, bias: bool = True,
+               include_sqrt_lam: bool = True, name: Optional[str] = None) -> Policy:
+    """OTFLinUCB. ``variant="paper"``: ``U(a) = <a, theta_hat> + (2 f + bias) ||a||_{V^-1}`` with the
+    exact (``V_t``) or stored (``V_s``) bias; ``"reference_code"``: ``<a, theta_hat> +
+    (sqrt(beta'_t + lam) + sum b_s) ||a||^2_{V^-1}``, ``b_s = ||A_s||^2_{V_s^-1}``, ``beta'_t = 2 log(1/delta)
+    + d log(1 + n/(lam d))`` (spec section 6). ``bias=False`` drops the bias term (the baseline
+    "OTFLinUCB without the bias term", not from the paper)."""
+    window = _check(window, lam, delta, variant, bias_mode)
+    V.positive("width_scale", width_scale)
+
+    def act(st: OTFState, ctx, key):
+        x = ctx.features
+        d = x.shape[-1]
+        theta = st.vinv @ st.b
+        qa = jnp.maximum(jnp.einsum("kd,de,ke->k", x, st.vinv, x), 0.0)
+        if variant == "paper":
+            f = f_width(st.t + 1.0, d, lam, delta, include_sqrt_lam)
+            bias_t = (st.bias_exact if bias_mode == "exact" else st.bias_stored) if bias else 0.0
+            u = x @ theta + width_scale * (2.0 * f + bias_t) * jnp.sqrt(qa)
+        else:
+            beta_p = 2 * math.log(1 / delta) + d * jnp.log1p(st.t / (lam * d))
+            bias_t = st.bias_stored if bias else 0.0
+            root = jnp.sqrt(beta_p + (lam if bias else math.sqrt(lam)))
+            u = x @ theta + width_scale * (root + bias_t) * qa
+        a = M.argmax_random_tie(u, M.uniform(key), ctx.mask)
+        return a, OTFMemo(x[a])
+
+    kind = "sq" if variant == "reference_code" else "norm"
+    nm = name or ("OTFLinUCB" if bias else "OTFLinUCB-nobias")
+    return Policy(_init(lam, window), act, _update(window, kind), _payload, frozenset({"conversions"}), nm)
+
+
+def otf_lints(window: int, lam: float = 1.0, delta: float = 0.1, variant: str = "reference_code",
+              bias_mode: str = "stored", scale: str = "paper", sigma0: float = 0.5,
+              name: Optional[str] = None) -> Policy:
+    """OTFLinTS. ``variant="paper"``: ``theta ~ N(theta_hat, beta V^-1)``, ``beta = 1 + bias/f``
+    (Algorithm 2's stored norms by default); ``scale="conservative"``: covariance ``(f + bias)^2 V^-1``
+    (the paper's "more conservative choice", our reading). ``"reference_code"``: ``V' = sigma0^2 I +
+    sum A A^T`` and ``theta ~ N(V'^-1 B, c_t V'^-1)`` with ``c_t = sigma0 + sum b'_s`` (spec section 6)."""
+    window = _check(window, lam, delta, variant, bias_mode)
+    V.choice("scale", scale, ("paper", "conservative"))
+    V.positive("sigma0", sigma0)
+    ref = variant == "reference_code"
+
+    def act(st: OTFState, ctx, key):
+        x = ctx.features
+        d = x.shape[-1]
+        theta = st.vinv @ st.b
+        if ref:
+            cov_scale = st.c
+        else:
+            f = f_width(st.t + 1.0, d, lam, delta)
+            bias_t = st.bias_exact if bias_mode == "exact" else st.bias_stored
+            cov_scale = 1.0 + bias_t / f if scale == "paper" else (f + bias_t) ** 2
+        chol = jnp.linalg.cholesky(st.vinv + 1e-7 * jnp.eye(d, dtype=_F))
+        z = M.normals(key, d, offset=1)
+        th = theta + jnp.sqrt(cov_scale) * (chol @ z)
+        u = x @ th
+        a = M.argmax_random_tie(u, M.uniform(key), ctx.mask)
+        return a, OTFMemo(x[a])
+
+    return Policy(_init(lam, window, sigma0 if ref else None), act,
+                  _update(window, "ts_ref" if ref else "norm", sigma0 if ref else None), _payload,
+                  frozenset({"conversions"}), name or "OTFLinTS")
