@@ -27,7 +27,7 @@ from .. import _validate as V
 from .. import mathlib as M
 from ..types import Policy, ProblemSpec
 
-__all__ = ["otf_linucb", "otf_lints", "OTFState", "f_width", "theorem2_bound"]
+__all__ = ["otf_linucb", "otf_lints", "linucb_wait", "linucb_ignore_delays", "OTFState", "f_width", "theorem2_bound"]
 
 _F = jnp.float32
 
@@ -189,3 +189,77 @@ def otf_lints(window: int, lam: float = 1.0, delta: float = 0.1, variant: str = 
     return Policy(_init(lam, window, sigma0 if ref else None), act,
                   _update(window, "ts_ref" if ref else "norm", sigma0 if ref else None), _payload,
                   frozenset({"conversions"}), name or "OTFLinTS")
+
+
+# ----------------------------------------------------------------------------- baselines (not in the paper)
+class WaitState(NamedTuple):
+    vinv: Any  # f32[d, d] (lam I + sum over closed actions)^-1
+    b: Any  # f32[d] conversions of closed actions
+    ring: Any  # f32[m, d] last m actions
+    leave: Any  # f32[d] the action that closes at the next update (zeros: none)
+    t: Any
+
+
+class HoldMemo(NamedTuple):
+    x: Any
+    hold: Any
+
+
+def linucb_wait(window: int, lam: float = 1.0, delta: float = 0.1, name: str = "LinUCB-wait") -> Policy:
+    """LinUCB that waits for each action's window to close (not from Vernade et al. 2020): V and B
+    over closed actions only (age >= m), unbiased for tau_m theta, width 2 f, no bias term. Each
+    conversion is delivered when its action closes (``hold = m``), so B needs no per-slot flags."""
+    window = V.integer("window", window, lo=1)
+    V.positive("lam", lam)
+
+    def init(spec: ProblemSpec, key):
+        if spec.dim is None or spec.channel != "conversions" or spec.window != window:
+            raise ValueError(f"{name} needs a linear world and the conversions channel with window={window}")
+        d = spec.dim
+        m = min(window, spec.horizon)
+        return WaitState(jnp.eye(d, dtype=_F) / lam, jnp.zeros((d,), _F), jnp.zeros((m, d), _F),
+                         jnp.zeros((d,), _F), jnp.zeros((), jnp.int32))
+
+    def act(st: WaitState, ctx, key):
+        x = ctx.features
+        d = x.shape[-1]
+        f = f_width(st.t + 1.0, d, lam, delta)
+        qa = jnp.maximum(jnp.einsum("kd,de,ke->k", x, st.vinv, x), 0.0)
+        u = x @ (st.vinv @ st.b) + 2.0 * f * jnp.sqrt(qa)
+        a = M.argmax_random_tie(u, M.uniform(key), ctx.mask)
+        return a, HoldMemo(x[a], jnp.asarray(window, jnp.int32))
+
+    def update(st: WaitState, arr):
+        old = st.leave  # the action of round t - m closes now (zeros before m rounds)
+        q = old @ st.vinv @ old
+        u = st.vinv @ old
+        vinv = st.vinv - jnp.outer(u, u) / (1.0 + q)
+        ring = st.ring.at[arr.t % st.ring.shape[0]].set(arr.memo.x)
+        return WaitState(0.5 * (vinv + vinv.T), st.b + arr.payload, ring, ring[(arr.t + 1) % ring.shape[0]], st.t + 1)
+
+    return Policy(init, act, update, _payload, frozenset({"conversions"}), name, max_hold=window)
+
+
+def linucb_ignore_delays(lam: float = 1.0, delta: float = 0.1, name: str = "LinUCB-ignore-delays") -> Policy:
+    """LinUCB that ignores delays (not from Vernade et al. 2020): V over every played action, B over
+    every conversion received so far (run it on the uncensored channel, ``conversions(window=None)``),
+    OFUL width f, no bias term."""
+    V.positive("lam", lam)
+
+    def init(spec: ProblemSpec, key):
+        if spec.dim is None or spec.channel != "conversions":
+            raise ValueError(f"{name} needs a linear world and the conversions channel")
+        d = spec.dim
+        z = jnp.zeros((), _F)
+        return OTFState(jnp.eye(d, dtype=_F) / lam, jnp.zeros((d,), _F), jnp.zeros((1, d), _F), jnp.zeros((1,), _F),
+                        z, z, z, jnp.zeros((), jnp.int32))
+
+    def act(st: OTFState, ctx, key):
+        x = ctx.features
+        f = f_width(st.t + 1.0, x.shape[-1], lam, delta)
+        qa = jnp.maximum(jnp.einsum("kd,de,ke->k", x, st.vinv, x), 0.0)
+        u = x @ (st.vinv @ st.b) + f * jnp.sqrt(qa)
+        a = M.argmax_random_tie(u, M.uniform(key), ctx.mask)
+        return a, OTFMemo(x[a])
+
+    return Policy(init, act, _update(0, "norm"), _payload, frozenset({"conversions"}), name)
