@@ -154,3 +154,21 @@ def test_calibration_reduced():
             se = col.std(ddof=1) / np.sqrt(col.size)
             assert abs(col.mean() - v) < 3 * np.hypot(se, se) + 0.03 * v, (lab, t, col.mean(), v)
     assert o["ref-UCB"].regret[:, -1].mean() < o["ref-TS"].regret[:, -1].mean()  # claim 1: UCB ahead of TS
+
+
+def test_linucb_wait_uses_closed_actions_only():
+    """LinUCB-wait (not in the paper): V and B cover exactly the actions of age >= m (spec 7)."""
+    T, m = 300, 20
+    env, feats = _history_env(T, 5, m)
+    ch = C.conversions(window=m)
+    o = simulate(env, ch, L.linucb_wait(m), T, jax.random.key(0), record=1)
+    acts = actions_of(o)[0]
+    st = _run(env, ch, L.linucb_wait(m), T)
+    closed = feats[acts[: T - m]]  # after round T-1, the actions of rounds <= T-1-m are closed
+    np.testing.assert_allclose(st.vinv[0], np.linalg.inv(np.eye(5) + closed.T @ closed), atol=1e-4)
+    d = np.asarray(env.delay.delays)
+    u = np.asarray([float(jax.random.key_data(jax.random.fold_in(jax.random.fold_in(jax.random.fold_in(
+        jax.random.fold_in(jax.random.key(0), 0), 0), 1), t))[0] >> 9) for t in range(T)])
+    X = ((u + 0.5) * 2.0**-23 < np.clip(feats[acts] @ TH, 0, 1)).astype(float)
+    b_ref = sum(X[s] * feats[acts[s]] for s in range(T - m) if d[s] <= m)
+    np.testing.assert_allclose(st.b[0], b_ref, atol=1e-4)
