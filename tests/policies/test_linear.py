@@ -172,3 +172,66 @@ def test_linucb_wait_uses_closed_actions_only():
     X = ((u + 0.5) * 2.0**-23 < np.clip(feats[acts] @ TH, 0, 1)).astype(float)
     b_ref = sum(X[s] * feats[acts[s]] for s in range(T - m) if d[s] <= m)
     np.testing.assert_allclose(st.b[0], b_ref, atol=1e-4)
+
+
+def _x_of(acts, feats, T, key=0):
+    u = np.asarray([float(jax.random.key_data(jax.random.fold_in(jax.random.fold_in(jax.random.fold_in(
+        jax.random.fold_in(jax.random.key(key), 0), 0), 1), t))[0] >> 9) for t in range(T)])
+    return ((u + 0.5) * 2.0**-23 < np.clip(feats[acts] @ TH, 0, 1)).astype(float)
+
+
+def test_information_hiding_zeros_and_late_conversions():
+    """Changing the delays of non-converting plays, and of conversions later than the window,
+    leaves the actions of OTFLinUCB and OTFLinTS unchanged."""
+    T, m = 300, 15
+    rng = np.random.default_rng(9)
+    feats = rng.random((8, 5))
+    feats /= np.linalg.norm(feats, axis=1, keepdims=True)
+    d = rng.integers(0, 3 * m, T)
+    for pol in [L.otf_linucb(m), L.otf_lints(m), L.otf_linucb(m, variant="paper")]:
+        env = E.linear(TH, features=feats, delay=D.sequence(d))
+        acts = actions_of(simulate(env, C.conversions(window=m), pol, T, jax.random.key(0), record=1))[0]
+        X = _x_of(acts, feats, T)
+        d2 = d.copy()
+        d2[X == 0] = rng.integers(0, 3 * m, (X == 0).sum())
+        late = (X == 1) & (d > m)
+        d2[late] = rng.choice([m + 1, 5 * m, D.NEVER], late.sum())
+        env2 = E.linear(TH, features=feats, delay=D.sequence(d2))
+        acts2 = actions_of(simulate(env2, C.conversions(window=m), pol, T, jax.random.key(0), record=1))[0]
+        np.testing.assert_array_equal(acts, acts2, err_msg=pol.name)
+
+
+def test_before_m_rounds_bias_sums_the_played_actions():
+    """Before m rounds the bias has t terms (empty ring slots count 0): exact bias = sum over the
+    played actions of ||A_s||_{V_t^-1}."""
+    T, m = 12, 40
+    env, feats = _history_env(T, 1, m)
+    ch = C.conversions(window=m)
+    acts = actions_of(simulate(env, ch, L.otf_linucb(m, variant="paper"), T, jax.random.key(0), record=1))[0]
+    st = _run(env, ch, L.otf_linucb(m, variant="paper"), T)
+    X = feats[acts]
+    Vi = np.linalg.inv(np.eye(5) + X.T @ X)
+    np.testing.assert_allclose(st.bias_exact[0], np.sum(np.sqrt(np.einsum("kd,de,ke->k", X, Vi, X))), rtol=1e-4)
+
+
+def test_sherman_morrison_drift_after_1e4_updates():
+    """float32 V^-1 kept by Sherman-Morrison (symmetrised) against inv(V) after 10^4 updates: 1e-3 relative."""
+    T = 10_000
+    env, feats = _history_env(T, 4, 50)
+    ch = C.conversions(window=50)
+    acts = actions_of(simulate(env, ch, L.otf_linucb(50), T, jax.random.key(0), record=1))[0]
+    st = _run(env, ch, L.otf_linucb(50), T)
+    X = feats[acts].astype(np.float64)
+    Vi = np.linalg.inv(np.eye(5) + X.T @ X)
+    assert np.abs(st.vinv[0] - Vi).max() <= 1e-3 * np.abs(Vi).max()
+
+
+def test_consistency_theta_hat_estimates_tau_m_theta():
+    """With an exploring policy (the paper variant's wide width), theta_hat / tau_m -> theta."""
+    m, mu = 100, 10
+    env = E.linear(TH, n_actions=10, action_set="uniform", normalize=True, delay=D.shift(D.geometric(1 - 1 / mu), 1))
+    st = _run(env, C.conversions(window=m), L.otf_linucb(m, variant="paper"), 8000, n_runs=4)
+    tau_m = 1 - (1 - 1 / mu) ** m
+    for r in range(4):
+        th = st.vinv[r] @ st.b[r] / tau_m
+        assert np.linalg.norm(th - TH) < 0.2, th
