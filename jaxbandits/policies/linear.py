@@ -48,6 +48,7 @@ def theorem2_bound(T: int, d: int, m: int, tau_m: float, lam: float = 1.0, delta
 
 class OTFState(NamedTuple):
     vinv: Any  # f32[d, d] V_t^-1 (Sherman-Morrison)
+    leave_n: Any  # f32 stored norm of the action that leaves the ring at the next update
     b: Any  # f32[d] sum of x_s over counted conversions
     ring: Any  # f32[m, d] the last m played actions (zeros: empty), slot s mod m
     ring_n: Any  # f32[m] stored ||A_s||_{V_s^-1} (squared for the reference-code variant)
@@ -73,7 +74,7 @@ def _init(lam, m_window, ts_ref_sigma0=None):
         reg = lam if ts_ref_sigma0 is None else ts_ref_sigma0**2
         z = jnp.zeros((), _F)
         c0 = z if ts_ref_sigma0 is None else jnp.asarray(ts_ref_sigma0, _F)
-        return OTFState(jnp.eye(d, dtype=_F) / reg, jnp.zeros((d,), _F), jnp.zeros((m, d), _F),
+        return OTFState(jnp.eye(d, dtype=_F) / reg, z, jnp.zeros((d,), _F), jnp.zeros((m, d), _F),
                         jnp.zeros((m,), _F), z, z, c0, jnp.zeros((), jnp.int32))
 
     return init
@@ -83,7 +84,10 @@ def _payload(memo, reward, delay):
     return memo.x  # B += x_s for every conversion that arrives within the window
 
 
-def _update(m_window, stored_kind, ts_ref_sigma0=None):
+def _update(m_window, stored_kind, ts_ref_sigma0=None, need_exact=True):
+    """``need_exact``: also recompute the exact bias (an O(m d^2) pass over the ring) for the next
+    decision; the stored bias is a running sum (the norm that leaves is read after the write)."""
+
     def update(st: OTFState, arr):
         a = arr.memo.x
         b = st.b + arr.payload  # arrivals first (an age-m arrival still has its ring slot)
@@ -98,19 +102,24 @@ def _update(m_window, stored_kind, ts_ref_sigma0=None):
             stored = q
         else:  # reference-code TS: b'_s = a^T (c_s V'_{s+1})^-1 a, after adding a
             stored = jnp.maximum(a @ vinv @ a, 0.0) / jnp.maximum(c, 1e-12)
+        leave_n = st.leave_n
         if m_window:
             m = st.ring.shape[0]
             j = arr.t % m
             ring = st.ring.at[j].set(a)  # write ...
             ring_n = st.ring_n.at[j].set(stored)
-            qs = jnp.einsum("md,de,me->m", ring, vinv, ring)  # ... then read (bias for the next act)
-            bias_exact = jnp.sum(jnp.sqrt(jnp.maximum(qs, 0.0)))
-            bias_stored = jnp.sum(ring_n)
+            bias_stored = st.bias_stored - st.leave_n + stored
+            leave_n = ring_n[(arr.t + 1) % m]  # ... then read what leaves next round
+            if need_exact:
+                qs = jnp.einsum("md,de,me->m", ring, vinv, ring)
+                bias_exact = jnp.sum(jnp.sqrt(jnp.maximum(qs, 0.0)))
+            else:
+                bias_exact = st.bias_exact
         else:
             ring, ring_n, bias_exact, bias_stored = st.ring, st.ring_n, st.bias_exact, st.bias_stored
         if ts_ref_sigma0 is not None:
             c = ts_ref_sigma0 + bias_stored
-        return OTFState(vinv, b, ring, ring_n, bias_exact, bias_stored, c, st.t + 1)
+        return OTFState(vinv, leave_n, b, ring, ring_n, bias_exact, bias_stored, c, st.t + 1)
 
     return update
 
@@ -154,7 +163,9 @@ def otf_linucb(window: int, lam: float = 1.0, delta: float = 0.1, variant: str =
 
     kind = "sq" if variant == "reference_code" else "norm"
     nm = name or ("OTFLinUCB" if bias else "OTFLinUCB-nobias")
-    return Policy(_init(lam, window), act, _update(window, kind), _payload, frozenset({"conversions"}), nm)
+    exact = variant == "paper" and bias_mode == "exact" and bias
+    return Policy(_init(lam, window), act, _update(window, kind, need_exact=exact), _payload,
+                  frozenset({"conversions"}), nm)
 
 
 def otf_lints(window: int, lam: float = 1.0, delta: float = 0.1, variant: str = "reference_code",
@@ -187,7 +198,8 @@ def otf_lints(window: int, lam: float = 1.0, delta: float = 0.1, variant: str = 
         return a, OTFMemo(x[a])
 
     return Policy(_init(lam, window, sigma0 if ref else None), act,
-                  _update(window, "ts_ref" if ref else "norm", sigma0 if ref else None), _payload,
+                  _update(window, "ts_ref" if ref else "norm", sigma0 if ref else None,
+                          need_exact=(not ref and bias_mode == "exact")), _payload,
                   frozenset({"conversions"}), name or "OTFLinTS")
 
 
@@ -251,7 +263,7 @@ def linucb_ignore_delays(lam: float = 1.0, delta: float = 0.1, name: str = "LinU
             raise ValueError(f"{name} needs a linear world and the conversions channel")
         d = spec.dim
         z = jnp.zeros((), _F)
-        return OTFState(jnp.eye(d, dtype=_F) / lam, jnp.zeros((d,), _F), jnp.zeros((1, d), _F), jnp.zeros((1,), _F),
+        return OTFState(jnp.eye(d, dtype=_F) / lam, z, jnp.zeros((d,), _F), jnp.zeros((1, d), _F), jnp.zeros((1,), _F),
                         z, z, z, jnp.zeros((), jnp.int32))
 
     def act(st: OTFState, ctx, key):
