@@ -25,13 +25,15 @@ class LinearEnv(World):
     action_set: str = static("fixed")
     noise: str = static("bernoulli")
     normalize: bool = static(False)
+    n_valid: int = static(0)  # > 0: only the first n_valid rows exist (the rest is padding, masked)
 
     def context(self, state, t, key):
         del state, t
         x = self._draw(key)
         if self.normalize:  # L2-normalise each action (Vernade et al. 2020); zero draws were redrawn
             x = x / jnp.maximum(jnp.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
-        return x, jnp.ones((self.n_arms,), bool)
+        valid = self.n_valid or self.n_arms
+        return x, jnp.arange(self.n_arms) < valid
 
     def _draw(self, key):
         K, d = self.n_arms, self.dim
@@ -64,14 +66,15 @@ class LinearEnv(World):
 
 
 def linear(theta, n_actions=None, features=None, action_set=None, noise="bernoulli", sigma=1.0, delay=None,
-           normalize: bool = False):
+           normalize: bool = False, n_valid: int = 0):
     """A linear bandit with parameter ``theta`` (shape [d]).
 
     Either a fixed action set ``features`` ([K, d]) or ``n_actions`` fresh actions each round drawn
     from ``action_set`` in {"binary" ({0,1}^d), "uniform" ([0,1]^d), "gaussian", "sphere"}.
     Bernoulli rewards use the probability ``clip(<theta, x>, 0, 1)``. ``normalize`` scales every
     action to unit L2 norm (Vernade et al. 2020's "from {0,1}^d, normalised"; all-zero binary
-    draws are redrawn).
+    draws are redrawn). ``n_valid``: only the first ``n_valid`` actions exist each round; the rest are
+    padding, masked out of the policy's choice and of the regret's comparator.
     """
     V.real("theta", theta)
     th = jnp.asarray(theta, _F)
@@ -95,5 +98,7 @@ def linear(theta, n_actions=None, features=None, action_set=None, noise="bernoul
         kind = action_set or "binary"
         V.choice("action_set", kind, ACTION_SETS[1:])
         f = jnp.zeros((K, d), _F)
+    if n_valid:
+        n_valid = V.integer("n_valid", n_valid, lo=1, hi=K)
     return LinearEnv(th, f, _check_delay(delay), jnp.asarray(sigma, _F), n_arms=K, dim=d,
-                     action_set=kind, noise=noise, normalize=bool(normalize))
+                     action_set=kind, noise=noise, normalize=bool(normalize), n_valid=int(n_valid))
