@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple, Optional
 
-import jax
 import jax.numpy as jnp
 
 from .. import _validate as V

@@ -6,7 +6,6 @@ import importlib
 import math
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
