@@ -26,6 +26,7 @@ class LinearEnv(World):
     noise: str = static("bernoulli")
     normalize: bool = static(False)
     n_valid: int = static(0)  # > 0: only the first n_valid rows exist (the rest is padding, masked)
+    min_valid: int = static(0)  # > 0: K_t ~ uniform{min_valid..n_valid or K} each round (varying sets)
 
     def context(self, state, t, key):
         del state, t
@@ -33,6 +34,9 @@ class LinearEnv(World):
         if self.normalize:  # L2-normalise each action (Vernade et al. 2020); zero draws were redrawn
             x = x / jnp.maximum(jnp.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
         valid = self.n_valid or self.n_arms
+        if self.min_valid:  # K_t drawn each round (from the CONTEXT stream, before the action)
+            u = jax.random.uniform(jax.random.fold_in(key, 7))
+            valid = self.min_valid + jnp.floor(u * (valid - self.min_valid + 1)).astype(jnp.int32)
         return x, jnp.arange(self.n_arms) < valid
 
     def _draw(self, key):
@@ -66,7 +70,7 @@ class LinearEnv(World):
 
 
 def linear(theta, n_actions=None, features=None, action_set=None, noise="bernoulli", sigma=1.0, delay=None,
-           normalize: bool = False, n_valid: int = 0):
+           normalize: bool = False, n_valid: int = 0, min_valid: int = 0):
     """A linear bandit with parameter ``theta`` (shape [d]).
 
     Either a fixed action set ``features`` ([K, d]) or ``n_actions`` fresh actions each round drawn
@@ -74,7 +78,8 @@ def linear(theta, n_actions=None, features=None, action_set=None, noise="bernoul
     Bernoulli rewards use the probability ``clip(<theta, x>, 0, 1)``. ``normalize`` scales every
     action to unit L2 norm (Vernade et al. 2020's "from {0,1}^d, normalised"; all-zero binary
     draws are redrawn). ``n_valid``: only the first ``n_valid`` actions exist each round; the rest are
-    padding, masked out of the policy's choice and of the regret's comparator.
+    padding, masked out of the policy's choice and of the regret's comparator; with ``min_valid``
+    the number of actions K_t is drawn uniformly from ``{min_valid..n_valid}`` every round.
     """
     V.real("theta", theta)
     th = jnp.asarray(theta, _F)
@@ -100,5 +105,8 @@ def linear(theta, n_actions=None, features=None, action_set=None, noise="bernoul
         f = jnp.zeros((K, d), _F)
     if n_valid:
         n_valid = V.integer("n_valid", n_valid, lo=1, hi=K)
+    if min_valid:
+        min_valid = V.integer("min_valid", min_valid, lo=1, hi=n_valid or K)
     return LinearEnv(th, f, _check_delay(delay), jnp.asarray(sigma, _F), n_arms=K, dim=d,
-                     action_set=kind, noise=noise, normalize=bool(normalize), n_valid=int(n_valid))
+                     action_set=kind, noise=noise, normalize=bool(normalize), n_valid=int(n_valid),
+                     min_valid=int(min_valid))
