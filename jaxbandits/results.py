@@ -17,9 +17,6 @@ from typing import Dict
 
 import numpy as np
 
-METRICS = ("regret", "expected_regret")
-
-
 def versions() -> dict:
     import jax
 

@@ -343,7 +343,7 @@ def _delayed_regret_mode(env, channel, horizon, delayed_regret):
     return "ring", (max(int(H), 1) if m != 0 else 0)
 
 
-def _make_problem(build, params, env, policy, channel, horizon, record, n_runs, delayed_regret=None):
+def _make_problem(build, env, policy, channel, horizon, record, n_runs, delayed_regret=None):
     spec = ProblemSpec(env.n_arms, horizon, env.dim, channel.kind, channel.window)
     # shapes of a memo and payload, without compiling
     k = jax.random.key(0)
@@ -529,7 +529,7 @@ def simulate(env, channel: Channel, policies, horizon: int, key, n_runs: int = 1
     problems = {}
     for lab, pol in pols.items():
         _check_pair(env, channel, pol, lab)
-        problems[lab] = _make_problem(lambda _p, pol=pol: (env, pol), None, env, pol, channel, horizon,
+        problems[lab] = _make_problem(lambda _p, pol=pol: (env, pol), env, pol, channel, horizon,
                                       record, n_runs, delayed_regret)
     carries, cs, rs, nd = _run(problems, None, key, n_runs, chunk, progress, shard, first_run)
     outs = _outputs(problems, carries, n_runs, cs, rs, nd)
@@ -561,6 +561,6 @@ def simulate_grid(build: Callable, grid: Mapping[str, Any], channel: Channel, ho
         first = first or (env, pol)
     env, pol = first
     params = {k: jnp.asarray(a) for k, a in arrs.items()}
-    prob = _make_problem(lambda p: build(**p), None, env, pol, channel, horizon, record, n_runs)
+    prob = _make_problem(lambda p: build(**p), env, pol, channel, horizon, record, n_runs)
     carries, cs, rs, nd = _run({pol.name: prob}, params, key, n_runs, chunk, progress, shard)
     return _outputs({pol.name: prob}, carries, n_runs, cs, rs, nd, n_grid=G)[pol.name]

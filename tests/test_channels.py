@@ -11,7 +11,7 @@ from jaxbandits import envs as E
 from jaxbandits.policies import classic as P
 from jaxbandits.simulate import simulate
 
-from conftest import actions_of
+from conftest import actions_of, final_carry, final_state
 from helpers import recorder, reactive
 
 T, K, W = 40, 3, 6
@@ -94,15 +94,9 @@ def test_composite_profile_matches_reference():
 
 
 def _run_and_get_state(env, ch, pol):
-    """Run one simulation and return the recorder's final state and lost_to_W."""
-
-    import importlib
-    S = importlib.import_module("jaxbandits.simulate")
-
-    prob = S._make_problem(lambda _p: (env, pol), None, env, pol, ch, T, None, 1)
-    carries, *_ = S._run({"r": prob}, None, jax.random.key(0), 1, None, False, False)
-    c = carries["r"]
-    return {"log": np.asarray(c.pol_state.log)[0], "lost": int(np.asarray(c.cal.lost)[0])}
+    """Run one simulation and return the recorder's final log and lost_to_W."""
+    c = final_carry(env, ch, pol, T)
+    return {"log": c.pol_state.log[0], "lost": int(c.cal.lost[0])}
 
 
 def test_action_time_reveals_delay():
@@ -127,14 +121,10 @@ def test_action_time_reveals_delay():
 
     pol = base._replace(act=act, update=update)
     R, d = _world(5)
-    import importlib
-    S = importlib.import_module("jaxbandits.simulate")
 
     for ch, expect in [(C.action_time(width=W), np.minimum(d, D.NEVER)), (C.attributed(width=W), -np.ones(T))]:
-        env = E.oblivious(1.0 - R, d)
-        prob = S._make_problem(lambda _p: (env, pol), None, env, pol, ch, T, None, 1)
-        c = S._run({"r": prob}, None, jax.random.key(0), 1, None, False, False)[0]["r"]
-        np.testing.assert_array_equal(np.asarray(c.pol_state.dnow)[0], expect)
+        st = final_state(E.oblivious(1.0 - R, d), ch, pol, T)
+        np.testing.assert_array_equal(st.dnow[0], expect)
 
 
 def test_information_hiding_conversions():

@@ -1,7 +1,6 @@
 """Thune, Cesa-Bianchi and Seldin (2019): DEW, Skipper, Doubling. The spec's pitfalls as test
 cases (specs/thune2019_dew_skipper.md section 5), the invariants of Lemma 11 (section 3.3), the
 doubling epochs on a hand-computed sequence, and bound compliance for every run."""
-import importlib
 import math
 from typing import Any, NamedTuple
 
@@ -15,8 +14,10 @@ from jaxbandits import delays as D
 from jaxbandits import envs as E
 from jaxbandits.policies import adversarial as A
 from jaxbandits.simulate import simulate
+from jaxbandits.types import ProblemSpec
 
-S = importlib.import_module("jaxbandits.simulate")
+from conftest import actions_of, final_state
+
 
 
 class Hist(NamedTuple):
@@ -44,12 +45,6 @@ def with_history(pol, T, seq=None):
                     st.epoch.at[arr.t].set(getattr(arr.memo, "m", 0)))
 
     return pol._replace(init=init, act=act, update=update)
-
-
-def run_state(env, ch, pol, T, n_runs=1):
-    prob = S._make_problem(lambda _p: (env, pol), None, env, pol, ch, T, None, n_runs, False)
-    c = S._run({"p": prob}, None, jax.random.key(0), n_runs, None, False, False)[0]["p"]
-    return jax.tree.map(np.asarray, c.pol_state)
 
 
 def dew_reference(losses, d, seq, eta, beta=np.inf, weight_at="play"):
@@ -84,7 +79,7 @@ def test_dew_matches_float64_reference_with_delays():
     losses, d, seq = _world()
     T, K = losses.shape
     eta = 0.05
-    st = run_state(E.oblivious(losses, d), C.attributed(), with_history(A.dew(eta), T, seq), T)
+    st = final_state(E.oblivious(losses, d), C.attributed(), with_history(A.dew(eta), T, seq), T)
     ref = dew_reference(losses, d, seq, eta)
     assert np.isfinite(ref).all()
     np.testing.assert_allclose(st.probs[0], ref, atol=2e-5, equal_nan=False)
@@ -98,7 +93,7 @@ def test_dew_without_delay_is_exp3():
     losses, _, seq = _world(seed=2)
     T = losses.shape[0]
     d = np.zeros(T, int)
-    st = run_state(E.oblivious(losses, d), C.attributed(), with_history(A.dew(0.03), T, seq), T)
+    st = final_state(E.oblivious(losses, d), C.attributed(), with_history(A.dew(0.03), T, seq), T)
     ref = dew_reference(losses, d, seq, 0.03)
     assert np.isfinite(ref).all() and ref.min() > 1e-6
     np.testing.assert_allclose(st.probs[0], ref, atol=2e-5, equal_nan=False)
@@ -115,12 +110,12 @@ def test_skip_boundary():
     losses, d, seq = _world(seed=3)
     T, K = losses.shape
     env = E.oblivious(losses, d)
-    st0 = run_state(env, C.attributed(), with_history(A.skipper(0.0, A.dew(0.1)), T, seq), T)
+    st0 = final_state(env, C.attributed(), with_history(A.skipper(0.0, A.dew(0.1)), T, seq), T)
     np.testing.assert_allclose(st0.probs[0], 1 / K, atol=1e-6)
-    sti = run_state(env, C.attributed(), with_history(A.skipper(np.inf, A.dew(0.1)), T, seq), T)
-    std = run_state(env, C.attributed(), with_history(A.dew(0.1), T, seq), T)
+    sti = final_state(env, C.attributed(), with_history(A.skipper(np.inf, A.dew(0.1)), T, seq), T)
+    std = final_state(env, C.attributed(), with_history(A.dew(0.1), T, seq), T)
     np.testing.assert_array_equal(sti.probs, std.probs)
-    st5 = run_state(env, C.attributed(), with_history(A.skipper(5.0, A.dew(0.1)), T, seq), T)
+    st5 = final_state(env, C.attributed(), with_history(A.skipper(5.0, A.dew(0.1)), T, seq), T)
     np.testing.assert_allclose(st5.probs[0], dew_reference(losses, d, seq, 0.1, beta=5.0), atol=2e-5, equal_nan=False)
     # skipped arrivals are counted (those that arrive within the horizon)
     assert st5.base.skipped[0] == sum(1 for s in range(T) if 5 <= d[s] and s + d[s] <= T - 1)
@@ -128,7 +123,7 @@ def test_skip_boundary():
 
 def test_truncation():
     """P5: eta' = min(eta, 1/(4e d_max)); d_max = 0: no truncation; Skipper-DEW at Cor 4's eta: none."""
-    spec = importlib.import_module("jaxbandits.types").ProblemSpec(2, 100)
+    spec = ProblemSpec(2, 100)
     assert np.isclose(float(A.dew(1.0, d_max=10).init(spec, None).eta), 1 / (40 * math.e))
     assert float(A.dew(0.3, d_max=0).init(spec, None).eta) == pytest.approx(0.3)
     b = 17.0
@@ -147,11 +142,9 @@ def test_lemma11_invariants_and_negative_control():
     d[200:240] = 240 - np.arange(200, 240)  # a pile-up of arrivals in one round
     d = np.minimum(d, dmax)
     env = E.oblivious(losses, d)
-    st = run_state(env, C.attributed(), with_history(A.dew(10.0, d_max=dmax), T), T)
+    st = final_state(env, C.attributed(), with_history(A.dew(10.0, d_max=dmax), T), T)
     P = st.probs[0].astype(np.float64)
     # the actions: recover from a rerun with record=1 (same key)
-    from conftest import actions_of
-
     acts = actions_of(simulate(env, C.attributed(), A.dew(10.0, d_max=dmax), T, jax.random.key(0), record=1))[0]
     n_arr = np.zeros(T, int)
     for s in range(T):
@@ -173,7 +166,7 @@ def test_lemma11_invariants_and_negative_control():
             np.testing.assert_allclose(P[t + 1, others[0]] / P[t + 1, others[1]], P[t, others[0]] / P[t, others[1]],
                                        rtol=1e-4)
     # negative control: no truncation (d_max=None) and eta = 10: I2 is violated somewhere
-    stn = run_state(env, C.attributed(), with_history(A.dew(10.0), T), T)
+    stn = final_state(env, C.attributed(), with_history(A.dew(10.0), T), T)
     Pn = stn.probs[0].astype(np.float64)
     actn = actions_of(simulate(env, C.attributed(), A.dew(10.0), T, jax.random.key(0), record=1))[0]
     viol = [Pn[s + d[s], actn[s]] > math.e * Pn[s, actn[s]] for s in range(T) if s + d[s] < T]
@@ -199,7 +192,7 @@ def test_doubling_epochs_hand_computed():
     T = 600
     d = np.where(rng.random(T) < 0.05, rng.integers(50, 2000, T), rng.integers(0, 4, T))
     losses = (rng.random((T, 2)) < [0.4, 0.5]).astype(float)
-    st = run_state(E.oblivious(losses, d), C.action_time(width=A.doubling_width(2, T)),
+    st = final_state(E.oblivious(losses, d), C.action_time(width=A.doubling_width(2, T)),
                    with_history(A.doubling(), T), T)
     ref_ep, ref_j = A.doubling_epochs(d, 2)
     np.testing.assert_array_equal(st.epoch[0], ref_ep)
@@ -214,7 +207,7 @@ def test_doubling_restart_discards_old_feedback():
     d = rng.integers(0, 6, T)
     losses = (rng.random((T, K)) < [0.3, 0.6]).astype(float)
     seq = rng.integers(0, K, T)
-    st = run_state(E.oblivious(losses, d), C.action_time(width=A.doubling_width(K, T)),
+    st = final_state(E.oblivious(losses, d), C.action_time(width=A.doubling_width(K, T)),
                    with_history(A.doubling(), T, seq), T)
     ep, jumps = A.doubling_epochs(d, K)
     lnk = math.log(K)
@@ -289,7 +282,7 @@ def test_int64_host_sums_and_never():
     assert n_s == 0 and d_beta == (2**30 - 1) * 2**17
     T = 3000
     env = E.bernoulli_losses(2, 0.25, delays=np.full(T, D.NEVER))
-    st = run_state(env, C.attributed(width=4), with_history(A.dew(0.05), T), T)
+    st = final_state(env, C.attributed(width=4), with_history(A.dew(0.05), T), T)
     np.testing.assert_allclose(st.probs[0], 0.5)  # nothing ever arrives: uniform play throughout
     o = simulate(env, C.attributed(width=4), A.dew(0.05), T, jax.random.key(0), 2)
     assert o.lost_to_W.sum() == 0 and np.isfinite(o.expected_regret).all()

@@ -2,11 +2,9 @@
 (bridge off-by-one, rewards of the previous block leaking into an estimate, horizon truncation,
 phase index base), jump times identical across replications, information hiding, elimination is
 final, and QPM-D's queue mechanics. Reference numbers: specs/pikeburke2018_odaaf.md 2.2.7, 2.6, 4.5."""
-import importlib
 import math
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -16,9 +14,8 @@ from jaxbandits import envs as E
 from jaxbandits.policies import anonymous as A
 from jaxbandits.simulate import simulate
 
-from conftest import actions_of
+from conftest import actions_of, final_state
 
-S = importlib.import_module("jaxbandits.simulate")
 T_REF = 250_000
 
 # spec 2.2.7: n_1..n_5 and the round at which Step 1 of phase 4 ends (K = 2)
@@ -54,13 +51,6 @@ def test_schedule_properties():
     assert tiny[-1] == 51  # T D_m^2 <= 1: sentinel T + 1
 
 
-def _final(env, ch, pol, T, n_runs=1, key=0):
-    prob = S._make_problem(lambda _p: (env, pol), None, env, pol, ch, T, None, n_runs, False)
-    c = S._run({"p": prob}, None, jax.random.key(key), n_runs, None, False, False)[0]["p"]
-    keep = lambda a: a if jnp.issubdtype(a.dtype, jax.dtypes.prng_key) else np.asarray(a)
-    return jax.tree.map(keep, c.pol_state)
-
-
 def test_deterministic_regret_and_kinks_identical_across_runs():
     """mu = (0.5, 0.6), unif(0, 20), T = 250k: arm 0 is eliminated at phase 4 in every run, so
     R_T = 0.1 n_4 exactly (2157.4 for ODAAF, 1591.2 for ODAAF-B with the best-arm bridge) and the
@@ -83,7 +73,7 @@ def test_eliminated_arm_never_played_again_and_horizon_truncation():
     env = E.bernoulli(rng_means, delay=D.poisson(5.0))
     T = 30_000
     o = simulate(env, C.anonymous(), A.odaaf_v(5.0, 5.0), T, jax.random.key(1), 4, record=1)
-    st = _final(env, C.anonymous(), A.odaaf_v(5.0, 5.0), T, 4, key=1)
+    st = final_state(env, C.anonymous(), A.odaaf_v(5.0, 5.0), T, 4, key=1)
     acts = actions_of(o)
     for r in range(4):
         tab = st.n_table[r]
@@ -97,7 +87,7 @@ def test_eliminated_arm_never_played_again_and_horizon_truncation():
     # every round is a Step-1 round (no bridge), each arm has n_1 samples plus its part of phase 2
     tab = A.schedule("odaaf", 2000, 5.0)
     T2 = 4 * int(tab[1]) + 10
-    st2 = _final(env, C.anonymous(), A.odaaf(5.0), T2, 2, key=1)
+    st2 = final_state(env, C.anonymous(), A.odaaf(5.0), T2, 2, key=1)
     assert st2.obs_cnt.sum(1).tolist() == [T2, T2]
     assert np.all(st2.elim_phase <= 1) and np.all(st2.m == 2)
 
@@ -115,7 +105,7 @@ def test_constant_delay_exact_attribution():
         env = E.bernoulli([0.0, 1.0], delay=D.fixed(c))
         o = simulate(env, C.anonymous(), pol, T, jax.random.key(0), 1, record=1)
         acts = actions_of(o)[0]
-        st = _final(env, C.anonymous(), pol, T)
+        st = final_state(env, C.anonymous(), pol, T)
         x = np.zeros(T)
         x[c:] = acts[: T - c]  # reward of arm a is a (0 or 1), arriving c rounds later
         # replay the machine's bookkeeping on the host from the actions: which rounds are Step-1 rounds
@@ -177,7 +167,7 @@ def test_qpmd_regret_and_queue_law():
     o = simulate(env, C.attributed(), A.qpmd(), T_REF, jax.random.key(0), 20)
     m, se = o.regret[:, -1].mean(), o.regret[:, -1].std(ddof=1) / np.sqrt(20)
     assert abs(m - 204) < 4 * se + 0.03 * 204, (m, se)
-    st = _final(env, C.attributed(), A.qpmd(), 20_000, 8)
+    st = final_state(env, C.attributed(), A.qpmd(), 20_000, 8)
     means = st.fed_sum.sum(0) / st.fed_cnt.sum(0)
     assert abs(means[1] - 0.6) < 0.01 and abs(means[0] - 0.5) < 0.05
     assert np.all(st.q_cnt >= 0) and np.all(st.q_sum <= st.q_cnt + 1e-6) and np.all(st.q_sum >= -1e-6)

@@ -3,7 +3,6 @@
 Reference numbers are copied from specs/vernade2017_delayed_conversions.md (the project's spec of
 the paper), sections 2.1, 2.3, 2.4 and 4.4; those were produced by an independent numpy simulation.
 """
-import importlib
 import math
 
 import jax
@@ -18,7 +17,8 @@ from jaxbandits import mathlib as M
 from jaxbandits.policies import conversions as V
 from jaxbandits.simulate import simulate
 
-S = importlib.import_module("jaxbandits.simulate")
+from conftest import final_state
+
 THETA_L = np.array([0.1, 0.05, 0.03])
 THETA_H = np.array([0.5, 0.4, 0.3])
 LAW = D.geometric(0.998)
@@ -36,12 +36,6 @@ def fixed_actions(policy, seq):
     return policy._replace(act=act)
 
 
-def final_states(env, ch, pol, T, n_runs, key=0):
-    prob = S._make_problem(lambda _p: (env, pol), None, env, pol, ch, T, None, n_runs, False)
-    carries = S._run({"p": prob}, None, jax.random.key(key), n_runs, None, False, None)[0]
-    return jax.tree.map(np.asarray, carries["p"].pol_state)
-
-
 # ------------------------------------------------------------------------- statistics
 def test_worked_example_n_tilde():
     # spec 2.1: rho = 0.5, arms [0,1,0,0,2,0,1] at rounds 1..7, after t = 7
@@ -51,7 +45,7 @@ def test_worked_example_n_tilde():
     for window, expect in [(None, (3.6484375, 1.484375, 0.875)), (3, (3.5625, 1.4375, 0.875))]:
         table_law = D.histogram(np.diff(np.asarray(law.cdf_table(60)), prepend=0.0))  # same law, table path
         for pol in [V.delayed_klucb(law, window), V.delayed_klucb(table_law, window)]:
-            st = final_states(env, C.conversions(window=window), fixed_actions(pol, seq), 7, 1)
+            st = final_state(env, C.conversions(window=window), fixed_actions(pol, seq), 7, 1)
             np.testing.assert_allclose(st.n_tilde[0], expect, rtol=1e-6)
         tau = np.asarray(law.cdf_table(10), np.float64)
         np.testing.assert_allclose(V.n_tilde_direct(seq, tau, 6, window, 3), expect, rtol=1e-12)
@@ -65,7 +59,7 @@ def test_recursions_equal_direct_sums(law, window):
     T = 3000
     seq = rng.integers(0, 3, T)
     env = E.conversions([0.2, 0.3, 0.1], law)
-    st = final_states(env, C.conversions(window=window), fixed_actions(V.delayed_ucb(law, window), seq), T, 1)
+    st = final_state(env, C.conversions(window=window), fixed_actions(V.delayed_ucb(law, window), seq), T, 1)
     tau = np.asarray(law.cdf(np.arange(T + 1)), np.float64)
     ref = V.n_tilde_direct(seq, tau, T - 1, window, 3)
     np.testing.assert_allclose(st.n_tilde[0], ref, rtol=2e-4, atol=2e-3)
@@ -81,7 +75,7 @@ def test_unbiasedness_monte_carlo(window, law):
     seq = rng.integers(0, 2, T)
     theta = np.array([0.3, 0.6])
     env = E.conversions(theta, law)
-    st = final_states(env, C.conversions(window=window), fixed_actions(V.delayed_klucb(law, window), seq), T, R, key=5)
+    st = final_state(env, C.conversions(window=window), fixed_actions(V.delayed_klucb(law, window), seq), T, R, key=5)
     s = st.s
     mean, se = s.mean(0), s.std(0) / np.sqrt(R)
     tau = np.asarray(law.cdf(np.arange(T + 1)), np.float64)
@@ -171,7 +165,7 @@ def test_hygiene_no_nan_vmap_loop_replay():
         one = simulate(env, ch, pols[lab], 800, jax.random.key(1), 1, first_run=2)
         np.testing.assert_array_equal(one.pulls[0], a[lab].pulls[2])
     for lab in ("d-kl", "online"):
-        st = final_states(env, ch, pols[lab], 800, 3)
+        st = final_state(env, ch, pols[lab], 800, 3)
         assert np.isfinite(st.n_tilde).all()
 
 

@@ -2,7 +2,6 @@
 reduced reproduction of its calibration table (section 8.4, an independent numpy re-simulation:
 binary actions, (m, mu) = (100, 100), T = 3000, 50 runs: ref-UCB 62/67/72/73 +- 2, ref-TS
 83/113/141/155, paper-UCB 188/329/546/694, paper-TS 94/139/187/213 at t = 500/1000/2000/3000)."""
-import importlib
 import math
 
 import jax
@@ -15,16 +14,9 @@ from jaxbandits import envs as E
 from jaxbandits.policies import linear as L
 from jaxbandits.simulate import simulate
 
-from conftest import actions_of
+from conftest import actions_of, final_state, reward_uniforms
 
-S = importlib.import_module("jaxbandits.simulate")
 TH = np.full(5, 1 / np.sqrt(5))
-
-
-def _run(env, ch, pol, T, n_runs=1, key=0, record=1):
-    prob = S._make_problem(lambda _p: (env, pol), None, env, pol, ch, T, record, n_runs, False)
-    c = S._run({"p": prob}, None, jax.random.key(key), n_runs, None, False, False)[0]["p"]
-    return jax.tree.map(np.asarray, c.pol_state)
 
 
 def test_f_and_theorem2_reference_values():
@@ -64,14 +56,13 @@ def test_brute_force_b_vinv_and_bias(m):
     ch = C.conversions(window=m)
     o = simulate(env, ch, pol, T, jax.random.key(0), record=1)
     acts = actions_of(o)[0]
-    st = _run(env, ch, pol, T)
+    st = final_state(env, ch, pol, T)
     d = np.asarray(env.delay.delays)
     # rewards: the simulator's own draws; recover X from a world replay with the same key
-    u = np.asarray([float(jax.random.key_data(jax.random.fold_in(jax.random.fold_in(jax.random.fold_in(
-        jax.random.fold_in(jax.random.key(0), 0), 0), 1), t))[0] >> 9) for t in range(T)])
+    u = reward_uniforms(T)
     x_played = feats[acts]
     mu = np.clip(x_played @ TH, 0, 1)
-    X = ((u + 0.5) * 2.0**-23 < mu).astype(float)
+    X = (u < mu).astype(float)
     b_ref = sum(X[s] * x_played[s] for s in range(T) if d[s] <= min(m, T - 1 - s))
     np.testing.assert_allclose(st.b[0], b_ref, atol=1e-4)
     Vm = np.eye(5) + x_played.T @ x_played
@@ -82,7 +73,7 @@ def test_brute_force_b_vinv_and_bias(m):
 def test_no_conversions_theta_zero_v_grows():
     T = 200
     env = E.linear(TH, n_actions=6, action_set="uniform", normalize=True, delay=D.fixed(D.NEVER))
-    st = _run(env, C.conversions(window=10), L.otf_linucb(10), T)
+    st = final_state(env, C.conversions(window=10), L.otf_linucb(10), T)
     assert np.all(st.b == 0)
     assert np.trace(np.linalg.inv(st.vinv[0])) > 5 + T * 0.99  # lam d + sum ||a||^2 (unit actions)
 
@@ -97,21 +88,20 @@ def test_no_delay_reduction_is_linucb_with_width_2f():
     env = E.linear(TH, features=feats, delay=D.fixed(0))
     o = simulate(env, C.conversions(window=0), L.otf_linucb(0, variant="paper"), T, jax.random.key(3), record=1)
     acts = actions_of(o)[0]
-    st = _run(env, C.conversions(window=0), L.otf_linucb(0, variant="paper"), T, key=3)
+    st = final_state(env, C.conversions(window=0), L.otf_linucb(0, variant="paper"), T, key=3)
     Vm = np.eye(5) + feats[acts].T @ feats[acts]
     np.testing.assert_allclose(st.vinv[0], np.linalg.inv(Vm), atol=1e-4)
     assert st.bias_exact[0] == 0 and st.bias_stored[0] == 0
     # replay the decisions: each is a maximiser of the width-2f index given the past
     Vc, B = np.eye(5), np.zeros(5)
-    u = np.asarray([float(jax.random.key_data(jax.random.fold_in(jax.random.fold_in(jax.random.fold_in(
-        jax.random.fold_in(jax.random.key(3), 0), 0), 1), t))[0] >> 9) for t in range(T)])
+    u = reward_uniforms(T, key=3)
     for t in range(T):
         Vi = np.linalg.inv(Vc)
         f = float(L.f_width(t + 1, 5, 1.0, 0.1))
         idx = feats @ (Vi @ B) + 2 * f * np.sqrt(np.einsum("kd,de,ke->k", feats, Vi, feats))
         assert idx[acts[t]] >= idx.max() - 1e-4 * abs(idx.max()), t  # a maximiser (ties broken at random)
         a = feats[acts[t]]
-        X = float((u[t] + 0.5) * 2.0**-23 < np.clip(a @ TH, 0, 1))
+        X = float(u[t] < np.clip(a @ TH, 0, 1))
         Vc += np.outer(a, a)
         B += X * a
 
@@ -162,21 +152,19 @@ def test_linucb_wait_uses_closed_actions_only():
     ch = C.conversions(window=m)
     o = simulate(env, ch, L.linucb_wait(m), T, jax.random.key(0), record=1)
     acts = actions_of(o)[0]
-    st = _run(env, ch, L.linucb_wait(m), T)
+    st = final_state(env, ch, L.linucb_wait(m), T)
     closed = feats[acts[: T - m]]  # after round T-1, the actions of rounds <= T-1-m are closed
     np.testing.assert_allclose(st.vinv[0], np.linalg.inv(np.eye(5) + closed.T @ closed), atol=1e-4)
     d = np.asarray(env.delay.delays)
-    u = np.asarray([float(jax.random.key_data(jax.random.fold_in(jax.random.fold_in(jax.random.fold_in(
-        jax.random.fold_in(jax.random.key(0), 0), 0), 1), t))[0] >> 9) for t in range(T)])
-    X = ((u + 0.5) * 2.0**-23 < np.clip(feats[acts] @ TH, 0, 1)).astype(float)
+    u = reward_uniforms(T)
+    X = (u < np.clip(feats[acts] @ TH, 0, 1)).astype(float)
     b_ref = sum(X[s] * feats[acts[s]] for s in range(T - m) if d[s] <= m)
     np.testing.assert_allclose(st.b[0], b_ref, atol=1e-4)
 
 
 def _x_of(acts, feats, T, key=0):
-    u = np.asarray([float(jax.random.key_data(jax.random.fold_in(jax.random.fold_in(jax.random.fold_in(
-        jax.random.fold_in(jax.random.key(key), 0), 0), 1), t))[0] >> 9) for t in range(T)])
-    return ((u + 0.5) * 2.0**-23 < np.clip(feats[acts] @ TH, 0, 1)).astype(float)
+    u = reward_uniforms(T, key=key)
+    return (u < np.clip(feats[acts] @ TH, 0, 1)).astype(float)
 
 
 def test_information_hiding_zeros_and_late_conversions():
@@ -207,7 +195,7 @@ def test_before_m_rounds_bias_sums_the_played_actions():
     env, feats = _history_env(T, 1, m)
     ch = C.conversions(window=m)
     acts = actions_of(simulate(env, ch, L.otf_linucb(m, variant="paper"), T, jax.random.key(0), record=1))[0]
-    st = _run(env, ch, L.otf_linucb(m, variant="paper"), T)
+    st = final_state(env, ch, L.otf_linucb(m, variant="paper"), T)
     X = feats[acts]
     Vi = np.linalg.inv(np.eye(5) + X.T @ X)
     np.testing.assert_allclose(st.bias_exact[0], np.sum(np.sqrt(np.einsum("kd,de,ke->k", X, Vi, X))), rtol=1e-4)
@@ -219,7 +207,7 @@ def test_sherman_morrison_drift_after_1e4_updates():
     env, feats = _history_env(T, 4, 50)
     ch = C.conversions(window=50)
     acts = actions_of(simulate(env, ch, L.otf_linucb(50), T, jax.random.key(0), record=1))[0]
-    st = _run(env, ch, L.otf_linucb(50), T)
+    st = final_state(env, ch, L.otf_linucb(50), T)
     X = feats[acts].astype(np.float64)
     Vi = np.linalg.inv(np.eye(5) + X.T @ X)
     assert np.abs(st.vinv[0] - Vi).max() <= 1e-3 * np.abs(Vi).max()
@@ -229,7 +217,7 @@ def test_consistency_theta_hat_estimates_tau_m_theta():
     """With an exploring policy (the paper variant's wide width), theta_hat / tau_m -> theta."""
     m, mu = 100, 10
     env = E.linear(TH, n_actions=10, action_set="uniform", normalize=True, delay=D.shift(D.geometric(1 - 1 / mu), 1))
-    st = _run(env, C.conversions(window=m), L.otf_linucb(m, variant="paper"), 8000, n_runs=4)
+    st = final_state(env, C.conversions(window=m), L.otf_linucb(m, variant="paper"), 8000, n_runs=4)
     tau_m = 1 - (1 - 1 / mu) ** m
     for r in range(4):
         th = st.vinv[r] @ st.b[r] / tau_m
