@@ -185,6 +185,14 @@ def log_normalize(logw):
     return logw - jax.nn.logsumexp(logw)
 
 
+def kahan_add(s, c, x):
+    """Compensated summation ``s + x`` (float32 running sums stay exact to ~1 ulp of the total);
+    returns ``(sum, compensation)``."""
+    y = x - c
+    t = s + y
+    return t, (t - s) - y
+
+
 def exp_weights_probs(cum_loss, eta, gamma=0.0):
     """Exponential weights ``p ~ exp(-eta L)`` mixed with ``gamma`` uniform exploration."""
     p = jax.nn.softmax(-eta * cum_loss)

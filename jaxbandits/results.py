@@ -56,6 +56,8 @@ class Results:
         for lab, o in outs.items():
             if o.delayed_regret is not None:
                 curves[lab]["delayed_regret"] = o.delayed_regret
+            if o.fixed_regret is not None:  # adversarial: against the fixed i* of each run
+                curves[lab]["fixed_regret"] = o.fixed_regret
         return cls(experiment, dict(config), int(seed), int(runs), int(horizon), first.t, curves, metric,
                    int(max(o.width for o in outs.values())), {lab: int(np.sum(o.lost_to_W)) for lab, o in outs.items()},
                    dict(timing or first.timing))
@@ -80,6 +82,9 @@ class Results:
             if "delayed_regret" in self.curves[lab]:
                 lm, lse = self.mean_se(lab, "delayed_regret")
                 pol[lab].update(final_delayed_regret_mean=float(lm[-1]), final_delayed_regret_se=float(lse[-1]))
+            if "fixed_regret" in self.curves[lab]:
+                fm, fse = self.mean_se(lab, "fixed_regret")
+                pol[lab].update(final_fixed_regret_mean=float(fm[-1]), final_fixed_regret_se=float(fse[-1]))
             if self.panels:
                 pol[lab]["panel"] = self.panels.get(lab, "")
             if self.checkpoints:
@@ -117,8 +122,9 @@ class Results:
         K = np.asarray(self.curves[labs[0]]["pulls"]).shape[-1]
         st = lambda k: np.stack([np.asarray(self.curves[l][k]) for l in labs])
         data = {}
-        if all("delayed_regret" in self.curves[l] for l in labs):
-            data["delayed_regret"] = (("policy", "run", "t"), st("delayed_regret"))
+        for opt in ("delayed_regret", "fixed_regret"):
+            if all(opt in self.curves[l] for l in labs):
+                data[opt] = (("policy", "run", "t"), st(opt))
         ds = xr.Dataset(
             {**data, "regret": (("policy", "run", "t"), st("regret")),
              "expected_regret": (("policy", "run", "t"), st("expected_regret")),
@@ -156,6 +162,9 @@ class Results:
             if all("delayed_regret" in c for c in self.curves.values()):
                 paths["plot_delayed"] = plot_regret(self, os.path.join(out_dir, "delayed_regret.png"),
                                                     metric="delayed_regret")
+            if all("fixed_regret" in c for c in self.curves.values()):
+                paths["plot_fixed"] = plot_regret(self, os.path.join(out_dir, "fixed_regret.png"),
+                                                  metric="fixed_regret")
         return paths
 
     @classmethod
@@ -164,7 +173,7 @@ class Results:
 
         ds = xr.load_dataset(os.path.join(out_dir, "results.nc"), engine="h5netcdf")
         labs = [str(x) for x in ds.policy.values]
-        keys = [k for k in ("regret", "expected_regret", "reward", "delayed_regret") if k in ds]
+        keys = [k for k in ("regret", "expected_regret", "reward", "delayed_regret", "fixed_regret") if k in ds]
         curves = {l: {k: ds[k].sel(policy=l).values for k in keys} for l in labs}
         for l in labs:
             curves[l]["pulls"] = ds["final_pulls"].sel(policy=l).values

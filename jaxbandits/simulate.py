@@ -27,7 +27,7 @@ from jax import lax
 
 from . import _validate as V
 from .channels import Channel, calendar_init, calendar_round, calendar_round_profile
-from .mathlib import uniform
+from .mathlib import kahan_add, uniform
 from .types import NEVER, Arrivals, Context, Policy, ProblemSpec
 
 __all__ = ["simulate", "simulate_grid", "record_points", "SimOutput"]
@@ -107,6 +107,7 @@ class Records(NamedTuple):
     reward: Any  # f32[R] realised cumulative reward (generated, not arrived)
     pulls: Any  # i32[R, K]
     delayed_regret: Any  # f32[R] L(t), or f32[0] when not tracked
+    arm_totals: Any  # f32[R, K] adversarial worlds: G(t) of every arm (f32[0, K] otherwise)
 
 
 class Carry(NamedTuple):
@@ -119,10 +120,7 @@ class Carry(NamedTuple):
     dl: DelayedRegret
 
 
-def _kahan(s, c, x):
-    y = x - c
-    t = s + y
-    return t, (t - s) - y
+_kahan = kahan_add
 
 
 class _Problem(NamedTuple):
@@ -156,7 +154,8 @@ def _init_carry(prob: _Problem, params, key, run_id):
     zk = jnp.zeros((K,), _F)
     acc = Accum(z, z, z, z, z, z, z, z, jnp.zeros((K,), jnp.int32), zk, zk)
     rec = Records(jnp.zeros((R,), _F), jnp.zeros((R,), _F), jnp.zeros((R,), _F), jnp.zeros((R, K), jnp.int32),
-                  jnp.zeros((R if prob.dl_mode else 0,), _F))
+                  jnp.zeros((R if prob.dl_mode else 0,), _F),
+                  jnp.zeros((R if env.adversarial else 0, K), _F))
     dl = DelayedRegret(z, z, z, jnp.zeros((prob.dl_len,), _F), z)
     return Carry(keys, env.setup(k_setup), policy.init(prob.spec, k_init),
                  calendar_init(prob.width, prob.payload_size), acc, rec, dl)
@@ -282,7 +281,9 @@ def _step(prob: _Problem, params, carry: Carry, xs):
     rec = Records(carry.rec.regret.at[i].set(rg, mode="drop"),
                   carry.rec.exp_regret.at[i].set(erg, mode="drop"),
                   carry.rec.reward.at[i].set(reward, mode="drop"),
-                  carry.rec.pulls.at[i].set(pulls, mode="drop"), dl_rec)
+                  carry.rec.pulls.at[i].set(pulls, mode="drop"), dl_rec,
+                  carry.rec.arm_totals.at[i].set(arm_totals, mode="drop") if env.adversarial
+                  else carry.rec.arm_totals)
     return Carry(keys, env_state, pol_state, cal, acc, rec, dl), None
 
 
@@ -299,6 +300,19 @@ class SimOutput(NamedTuple):
     width: int
     timing: dict
     delayed_regret: Optional[np.ndarray] = None  # [.., runs, R] L(t) (conversions channel), else None
+    arm_totals: Optional[np.ndarray] = None  # [.., runs, R, K] G(t) (adversarial worlds), else None
+
+    @property
+    def fixed_regret(self) -> Optional[np.ndarray]:
+        """Adversarial worlds: regret against the fixed ``i* = argmax_a G_a(T-1)`` of each run,
+        ``G_{i*}(t) - sum_{s<=t} r_s`` (conventions §7; ``regret`` is against the best arm of each
+        prefix). ``None`` for stochastic worlds."""
+        if self.arm_totals is None:
+            return None
+        G = self.arm_totals
+        best = np.argmax(G[..., -1, :], axis=-1)
+        g_star = np.take_along_axis(G, best[..., None, None], axis=-1)[..., 0]
+        return g_star - self.reward
 
 
 def _validate_common(channel, horizon, n_runs, key):
@@ -502,7 +516,8 @@ def _outputs(problems, carries, n_runs, compile_s, run_s, n_dev, n_grid=1):
             regret=cut(rec.regret), expected_regret=cut(rec.exp_regret), reward=cut(rec.reward),
             pulls=pulls, lost_to_W=np.asarray(c.cal.lost)[..., :n_runs],
             width=prob.width, timing=dict(timing),
-            delayed_regret=cut(rec.delayed_regret) if prob.dl_mode else None)
+            delayed_regret=cut(rec.delayed_regret) if prob.dl_mode else None,
+            arm_totals=rec.arm_totals[..., :n_runs, :, :] if rec.arm_totals.shape[-2] > 0 else None)
     return outs
 
 

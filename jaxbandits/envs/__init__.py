@@ -1,8 +1,10 @@
-"""Worlds: stochastic, conversions, linear, oblivious adversarial and composite."""
-from .adversarial import ObliviousEnv, bernoulli_losses, oblivious, switching
+"""Worlds: stochastic, conversions, linear, oblivious adversarial, click streams and composite."""
+from .adversarial import (LabelStreamEnv, ObliviousEnv, bernoulli_losses, label_stream, oblivious, switching,
+                          synthetic_labels, zipf_probs)
 from .composite import CompositeEnv, composite
 from .linear import LinearEnv, linear
 from .stochastic import BanditEnv, bernoulli, conversions, gaussian
 
 __all__ = ["BanditEnv", "bernoulli", "gaussian", "conversions", "LinearEnv", "linear",
-           "ObliviousEnv", "oblivious", "switching", "bernoulli_losses", "CompositeEnv", "composite"]
+           "ObliviousEnv", "oblivious", "switching", "bernoulli_losses", "CompositeEnv", "composite",
+           "LabelStreamEnv", "label_stream", "synthetic_labels", "zipf_probs"]

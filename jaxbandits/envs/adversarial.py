@@ -5,6 +5,8 @@ track the cumulative reward ``G(t)`` of every arm and regret against the best ar
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -90,3 +92,107 @@ def bernoulli_losses(n_arms: int, gap: float, delays=None, horizon: int | None =
     mu = np.full((1, K), 0.5)
     mu[0, 0] = 0.5 - gap
     return switching(mu, period=1 if horizon is None else int(horizon), delays=delays, independent=True, salt=salt)
+
+
+# ----------------------------------------------------------------------------- click streams (Wang et al. 2021, Sec. 4.2)
+class StreamState(NamedTuple):
+    streak: jax.Array  # i32 rounds the current arm has been played in a row (this round included)
+    prev_arm: jax.Array  # i32 last round's arm (-1 before the first)
+
+
+@pytree
+class LabelStreamEnv(World):
+    """A logged click stream: round ``t`` has one correct option ``labels[t]``; arm ``a`` earns
+    ``1{a = labels[t]}`` (``||r_a(t)||_1``), all of it at one lag. The lag is the oblivious law
+    ``delay`` or, when ``adaptive_d > 0``, the non-oblivious rule of Fig. 5(a,b): ``adaptive_d`` if
+    the chosen arm is ``best`` and has been played ``streak_factor * adaptive_d`` rounds in a row,
+    else 1 (spec 1.7; ``count_current``: the streak counts the current play)."""
+
+    labels: jax.Array  # i32[T]
+    delay: D.DelayLaw
+    best: jax.Array  # i32 i* = argmax_a G_a(T)
+    adaptive_d: jax.Array  # i32 (0: oblivious delays)
+    n_arms: int = static()
+    d_bound: int = static(0)  # static bound of the adaptive delay (sizes the calendar)
+    streak_factor: int = static(3)
+    count_current: bool = static(True)
+    adversarial = True
+    noise = "bernoulli"
+
+    @property
+    def max_delay(self):
+        return max(self.d_bound, 1) if self.d_bound > 0 else self.delay.support_max
+
+    def setup(self, key):
+        del key
+        return StreamState(jnp.zeros((), jnp.int32), jnp.asarray(-1, jnp.int32))
+
+    def means(self, state, t, features):
+        c = self.labels[jnp.clip(t, 0, self.labels.shape[0] - 1)]
+        return (jnp.arange(self.n_arms) == c).astype(_F)
+
+    def outcome(self, state, t, action, u, v, features, key):
+        row = self.means(state, t, features)
+        streak = jnp.where(action == state.prev_arm, state.streak + 1, 1)
+        held = streak if self.count_current else streak - 1
+        if self.d_bound > 0:
+            long_hold = (action == self.best) & (held >= self.streak_factor * self.adaptive_d)
+            d = jnp.where(long_hold, self.adaptive_d, 1).astype(jnp.int32)
+        else:
+            d = self.delay_at(state, t, v)
+        return (Outcome(reward=row[action], delay=d, all_rewards=row),
+                StreamState(streak.astype(jnp.int32), jnp.asarray(action, jnp.int32)))
+
+
+def label_stream(labels, n_arms: int | None = None, delay=None, adaptive_d: int | None = None,
+                 streak_factor: int = 3, count_current: bool = True) -> LabelStreamEnv:
+    """A click stream ``labels[t]`` in ``{0..K-1}`` as an adversarial world (Wang et al. 2021,
+    Sec. 4.2). Give either an oblivious ``delay`` law (Coupon: ``uniform(5, 10)``) or
+    ``adaptive_d`` for the non-oblivious rule (Outbrain: ``z = d`` once the best arm has been held
+    ``3d`` rounds, else 1). ``best`` is the stream's best fixed arm, ``argmax_a G_a(T)``."""
+    lab = np.asarray(labels)
+    if lab.ndim != 1 or lab.size == 0 or not np.issubdtype(lab.dtype, np.integer):
+        raise ValueError(f"labels must be a non-empty 1-d integer array, got dtype {lab.dtype} shape {lab.shape}")
+    K = int(lab.max()) + 1 if n_arms is None else V.integer("n_arms", n_arms, lo=2)
+    if lab.min() < 0 or lab.max() >= K or K < 2:
+        raise ValueError(f"labels must lie in [0, {K - 1}] with n_arms >= 2, got range [{lab.min()}, {lab.max()}]")
+    if (delay is None) == (adaptive_d is None):
+        raise ValueError("label_stream: give exactly one of delay (oblivious law) or adaptive_d (non-oblivious rule)")
+    best = int(np.argmax(np.bincount(lab, minlength=K)))
+    if adaptive_d is not None:
+        d = V.integer("adaptive_d", adaptive_d, lo=1)
+        law = D.fixed(1)
+    else:
+        d, law = 0, _check_delay(delay)
+    streak_factor = V.integer("streak_factor", streak_factor, lo=1)
+    return LabelStreamEnv(jnp.asarray(lab, jnp.int32), law, jnp.asarray(best, jnp.int32), jnp.asarray(d, jnp.int32),
+                          n_arms=K, d_bound=d, streak_factor=streak_factor, count_current=bool(count_current))
+
+
+def synthetic_labels(probs, horizon: int, seed: int = 0, drift: float = 0.0) -> np.ndarray:
+    """A synthetic click stream (a stand-in for logged data): ``labels[t] ~ Categorical(p_t)``
+    i.i.d. with ``p_t = probs``, or, with ``drift > 0``, popularity that moves slowly:
+    ``log p_t = log probs + drift * sin(2 pi (t / T + a / K))`` (the best arm may change on
+    prefixes; the stream stays oblivious). Drawn with numpy from ``seed`` on the host: one fixed
+    "dataset" shared by every run and policy."""
+    p = np.asarray(probs, np.float64)
+    if p.ndim != 1 or p.size < 2 or np.any(p < 0) or p.sum() <= 0:
+        raise ValueError(f"probs must be a 1-d array of >= 2 non-negative weights, got {probs!r}")
+    T = V.integer("horizon", horizon, lo=1)
+    V.nonneg("drift", drift)
+    rng = np.random.default_rng(V.integer("seed", seed, lo=0))
+    K = p.size
+    if drift == 0:
+        return rng.choice(K, size=T, p=p / p.sum()).astype(np.int32)
+    t = np.arange(T)[:, None] / T
+    logits = np.log(np.maximum(p, 1e-300))[None, :] + drift * np.sin(2 * np.pi * (t + np.arange(K)[None, :] / K))
+    pt = np.exp(logits - logits.max(1, keepdims=True))
+    cdf = np.cumsum(pt / pt.sum(1, keepdims=True), axis=1)
+    return np.minimum((rng.random(T)[:, None] > cdf).sum(1), K - 1).astype(np.int32)
+
+
+def zipf_probs(n: int, s: float = 1.0) -> np.ndarray:
+    """``p_k ~ k^-s``, ``k = 1..n`` (the spec's Zipf(1.0) stand-in for Outbrain categories)."""
+    k = np.arange(1, V.integer("n", n, lo=2) + 1, dtype=np.float64)
+    w = k ** -float(s)
+    return w / w.sum()

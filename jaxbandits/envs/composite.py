@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import _validate as V
 from .. import delays as D
+from .. import mathlib as M
 from ..types import Outcome
 from .base import World, pytree, static
 from .stochastic import _check_delay, _means
@@ -22,7 +23,9 @@ class CompositeEnv(World):
     table: jax.Array  # [T, K] oblivious totals X_t[a] (or [0, K]: Bernoulli(means_))
     profile: jax.Array  # [L] fixed split, or [0] when the split is a one-point delay law
     delay: D.DelayLaw
+    concentration: jax.Array  # f32 kappa of Beta totals (total="beta")
     n_arms: int = static()
+    total: str = static("bernoulli")  # distribution of a pull's total X: "bernoulli" or "beta"
     noise = "bernoulli"
 
     @property
@@ -39,6 +42,9 @@ class CompositeEnv(World):
     def outcome(self, state, t, action, u, v, features, key):
         if self.table.shape[0] > 0:
             r = self.table[jnp.clip(t, 0, self.table.shape[0] - 1), action]
+        elif self.total == "beta":  # Beta(s k, (1-s) k): same mean, from the WORLD stream
+            s = jnp.clip(self.means_[action], 1e-6, 1 - 1e-6)
+            r = M.beta_sample(key, s * self.concentration, (1 - s) * self.concentration).astype(_F)
         else:
             r = (u < self.means_[action]).astype(_F)
         if self.profile.shape[0] > 0:
@@ -46,10 +52,15 @@ class CompositeEnv(World):
         return Outcome(reward=r, delay=self.delay_at(state, t, v), profile=None), state
 
 
-def composite(means=None, profile=None, delay=None, table=None) -> CompositeEnv:
+def composite(means=None, profile=None, delay=None, table=None, total: str = "bernoulli",
+              concentration: float = 2.0) -> CompositeEnv:
     """Bernoulli totals ``s_a = means[a]`` (or an oblivious table ``table[t, a]`` of totals in
-    [0, 1]) spread by ``profile`` (a fixed split over lags ``0..L-1``, normalised here) or, with
-    ``delay``, landing whole after a delay drawn from that law (a sequence law: given per round)."""
+    [0, 1]) spread by ``profile`` (a fixed split over lags ``0..L-1``, normalised here; a
+    :class:`jaxbandits.profiles.Profile` is accepted) or, with ``delay``, landing whole after a
+    delay drawn from that law (a sequence law: given per round). ``total="beta"`` draws the total
+    from ``Beta(s_a k, (1 - s_a) k)`` (``k = concentration``) instead: same mean (spec 1.6)."""
+    V.choice("total", total, ("bernoulli", "beta"))
+    V.positive("concentration", concentration)
     if (means is None) == (table is None):
         raise ValueError("composite: give exactly one of means ([K]) or table ([T, K])")
     if table is not None:
@@ -72,4 +83,5 @@ def composite(means=None, profile=None, delay=None, table=None) -> CompositeEnv:
         delay = D.fixed(0)
     else:
         prof = jnp.zeros((0,), _F)
-    return CompositeEnv(m, tab, prof, _check_delay(delay), n_arms=m.shape[0])
+    return CompositeEnv(m, tab, prof, _check_delay(delay), jnp.asarray(concentration, _F), n_arms=m.shape[0],
+                        total=total)

@@ -98,8 +98,8 @@ class ODAAFMemo(NamedTuple):
 
 def _odaaf(kind, mean_delay, bound, variance, use_bridge, bridge_rule, name, bridge_len="block") -> Policy:
     def init(spec: ProblemSpec, key):
-        if spec.channel != "anonymous":
-            raise ValueError(f"{name} runs on the anonymous channel, got {spec.channel!r}")
+        if spec.channel not in ("anonymous", "composite"):
+            raise ValueError(f"{name} runs on the anonymous or composite channel, got {spec.channel!r}")
         K, T = spec.n_arms, spec.horizon
         tab = schedule(kind, T, mean_delay, bound, variance)
         tab = jnp.asarray(np.minimum(tab, 2**30), jnp.int32)
@@ -162,7 +162,7 @@ def _odaaf(kind, mean_delay, bound, variance, use_bridge, bridge_rule, name, bri
         new_left = jnp.maximum(new_left, 1)
         return ODAAFState(arm, m_new, bridge, new_left, active, obs_sum, obs_cnt, elim, tab)
 
-    return Policy(init, act, update, None, frozenset({"anonymous"}), name)
+    return Policy(init, act, update, None, frozenset({"anonymous", "composite"}), name)
 
 
 def _bridge_rule(rule):
