@@ -48,11 +48,14 @@ def calendar_round(cal: Calendar, t, value, lag, deliverable):
 
 
 def calendar_round_profile(cal: Calendar, t, spread):
-    """Composite insertion: ``spread[l]`` (length ``W``) lands at round ``t + l``; O(W)."""
+    """Composite insertion: ``spread[l]`` (length ``W``) lands at round ``t + l``; O(W).
+
+    The spread is rotated by ``t`` (a dynamic slice of ``[spread, spread]``) and added densely:
+    under ``vmap`` a W-element scatter per round was ~100x slower on XLA:CPU (W = 4096)."""
     W = cal.buf.shape[0]
     buf = cal.buf.at[(t - 1) % W].set(0.0)
-    idx = (t + jnp.arange(W)) % W
-    buf = buf.at[idx, 0].add(spread)
+    rolled = jax.lax.dynamic_slice(jnp.concatenate([spread, spread]), ((W - t % W) % W,), (W,))
+    buf = buf + rolled[:, None]
     return Calendar(buf, cal.lost), buf[t % W]
 
 
