@@ -119,8 +119,14 @@ class Results:
         import xarray as xr
 
         labs = list(self.curves)
-        K = np.asarray(self.curves[labs[0]]["pulls"]).shape[-1]
-        st = lambda k: np.stack([np.asarray(self.curves[l][k]) for l in labs])
+        K = max(np.asarray(self.curves[l]["pulls"]).shape[-1] for l in labs)
+
+        def pad(a):  # panels may differ in their number of arms: pad pulls with zeros
+            a = np.asarray(a)
+            return np.concatenate([a, np.zeros(a.shape[:-1] + (K - a.shape[-1],), a.dtype)], -1)
+
+        st = lambda k: np.stack([pad(self.curves[l][k]) if k == "pulls" else np.asarray(self.curves[l][k])
+                                 for l in labs])
         data = {}
         for opt in ("delayed_regret", "fixed_regret"):
             if all(opt in self.curves[l] for l in labs):

@@ -5,7 +5,7 @@ take alpha in {2, 4, 6, 8}, "vary f" panels fix alpha = 4 and take f in {k, k^2,
 
 Fig. 5 uses **synthetic click streams as stand-ins** for the Outbrain and Coupon logs (which
 cannot be fetched here): i.i.d. Zipf(1.0) labels over 10 categories, and i.i.d. weekday labels
-over 7 days with the weights ``COUPON_WEIGHTS``; one fixed stream per setting (numpy seed
+over 7 days with the weights ``coupon_weights`` (default ``COUPON_WEIGHTS``, a weekend peak); one fixed stream per setting (numpy seed
 ``stream_seed``), shared by every run and policy. Panel letters are inferred (spec 4.1), so panels
 are named by their setting.
 """
@@ -21,7 +21,7 @@ from ..policies import anonymous as A
 from ..policies import composite as W
 
 MEANS = [0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1]
-COUPON_WEIGHTS = [1.0, 0.95, 0.9, 0.95, 1.1, 1.35, 1.25]  # Mon..Sun (stand-in; stated, not measured)
+COUPON_WEIGHTS = [1.0, 1.0, 1.0, 1.0, 1.2, 2.0, 1.6]  # Mon..Sun (stand-in; stated, not measured)
 CHECKPOINTS = (6250, 12500, 25000, 50000, 100000)
 BASE = {"means": MEANS, "alphas": [2, 4, 6, 8], "fs": ["k", "k^2", "k^3", "2^k"], "alpha_f": "k^2", "f_alpha": 4}
 
@@ -82,7 +82,7 @@ def streams(cfg):
     """The two stand-in streams: (outbrain labels, coupon labels)."""
     n = int(cfg["stream_length"])
     ob = E.synthetic_labels(E.zipf_probs(cfg["outbrain_categories"], cfg["zipf_s"]), n, cfg["stream_seed"])
-    cp = E.synthetic_labels(np.asarray(COUPON_WEIGHTS), n, cfg["stream_seed"] + 1)
+    cp = E.synthetic_labels(np.asarray(cfg["coupon_weights"], np.float64), n, cfg["stream_seed"] + 1)
     return ob, cp
 
 
@@ -119,5 +119,5 @@ register(Experiment("wang2021-fig4",
 register(Experiment("wang2021-fig5",
                     "Wang et al. 2021 Fig. 5: ARS-EXP3 vs CLW on synthetic stand-ins for Outbrain (non-oblivious) and Coupon (oblivious)",
                     _fig5, {"ds": [10, 20], "beta": 0.5, "stream_length": 100_000, "stream_seed": 2021,
-                            "outbrain_categories": 10, "zipf_s": 1.0},
+                            "outbrain_categories": 10, "zipf_s": 1.0, "coupon_weights": COUPON_WEIGHTS},
                     horizon=100_000, runs=20, record=("log", 120), layout=(2, 2), checkpoints=CHECKPOINTS))
