@@ -1,4 +1,4 @@
-"""The ``jaxbandits`` command: ``list``, ``run NAME``, ``plot DIR``."""
+"""The ``jaxbandits`` command: ``list``, ``run NAME``, ``plot DIR``, ``fit LOG.csv``."""
 from __future__ import annotations
 
 import argparse
@@ -32,7 +32,23 @@ def main(argv=None):
     pl = sub.add_parser("plot", help="re-plot a results folder")
     pl.add_argument("dir")
     pl.add_argument("--logx", action="store_true")
+    f = sub.add_parser("fit", help="fit a Bayesian conversion-and-delay model to a conversion log (CSV)")
+    f.add_argument("log", help="CSV with columns arm, play_time, conversion_time (empty: none), cutoff")
+    f.add_argument("--model", default="exponential",
+                   help="delay family: exponential, geometric, weibull, lognormal, histogram")
+    f.add_argument("--method", default="nuts", choices=["nuts", "svi"])
+    f.add_argument("--out", default=None, help="output folder (default results/fit-MODEL)")
+    f.add_argument("--cutoff", type=float, default=None, help="observation cutoff if the log has no cutoff column")
+    f.add_argument("--window", type=float, default=None, help="censoring window m (default: none)")
+    f.add_argument("--discrete", action="store_true", help="integer rounds, floored delays")
+    f.add_argument("--per-arm-delay", action="store_true", help="one delay law per arm")
+    f.add_argument("--chains", type=int, default=4)
+    f.add_argument("--warmup", type=int, default=500)
+    f.add_argument("--samples", type=int, default=1000)
+    f.add_argument("--seed", type=int, default=0)
     a = p.parse_args(argv)
+    if a.cmd == "fit":
+        return _fit(a)
 
     if a.cmd == "run" and not a.single_device:
         _use_all_cores()
@@ -70,6 +86,28 @@ def main(argv=None):
     print(f"  compile {t['compile_s']:.1f} s, run {t['run_s']:.1f} s, {t['run_steps_per_s']:.3g} run-steps/s "
           f"on {t['devices']} device(s)")
     print(f"wrote {out}/summary.json, {out}/results.nc, {out}/regret.png")
+    return 0
+
+
+def _fit(a):
+    from . import bayes as B
+    from .bayes.report import save_fit
+
+    try:
+        log = B.read_log(a.log, cutoff=a.cutoff)
+        for name in ("chains", "warmup", "samples"):
+            if getattr(a, name) < 1:
+                raise ValueError(f"--{name} must be >= 1, got {getattr(a, name)}")
+        idata = B.fit(log, a.model, a.method, window=a.window, discrete=a.discrete, per_arm_delay=a.per_arm_delay,
+                      num_chains=a.chains, num_warmup=a.warmup, num_samples=a.samples, seed=a.seed)
+    except (ValueError, TypeError, OSError) as e:
+        print(f"jaxbandits: error: {e}", file=sys.stderr)
+        return 2
+    out = a.out or os.path.join("results", f"fit-{a.model}")
+    paths = save_fit(idata, log, out)
+    with open(paths["summary"]) as fh:
+        print(fh.read())
+    print("wrote " + ", ".join(paths.values()))
     return 0
 
 
