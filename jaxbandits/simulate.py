@@ -118,6 +118,7 @@ class Carry(NamedTuple):
     acc: Accum
     rec: Records
     dl: DelayedRegret
+    due: Any  # i32[H] reveal ring (conventions R3c): delivery round of each of the last H plays, or NEVER
 
 
 _kahan = kahan_add
@@ -136,6 +137,7 @@ class _Problem(NamedTuple):
     has_hold: bool
     dl_mode: Optional[str] = None  # None, "geom" (O(1)), "ring" (O(H)): the delayed-regret tracker
     dl_len: int = 0  # H, the ring length
+    rev_len: int = 0  # H of the reveal ring (policy.reveal_window), 0: no rev_age
 
 
 def _run_keys(key, run_id):
@@ -158,7 +160,8 @@ def _init_carry(prob: _Problem, params, key, run_id):
                   jnp.zeros((R if env.adversarial else 0, K), _F))
     dl = DelayedRegret(z, z, z, jnp.zeros((prob.dl_len,), _F), z)
     return Carry(keys, env.setup(k_setup), policy.init(prob.spec, k_init),
-                 calendar_init(prob.width, prob.payload_size), acc, rec, dl)
+                 calendar_init(prob.width, prob.payload_size), acc, rec, dl,
+                 jnp.full((prob.rev_len,), NEVER, jnp.int32))
 
 
 def _delayed_regret_step(prob: _Problem, env, dl: DelayedRegret, t, gap, regret):
@@ -244,8 +247,15 @@ def _step(prob: _Problem, params, carry: Carry, xs):
         else:
             value = policy.payload(memo, r, d)
         cal, arrived = calendar_round(carry.cal, t, jnp.asarray(value, _F), lag, deliverable)
+    # R3c reveal ages: a pull-indexed ring of delivery rounds, written first, then one read
+    due, rev_age = carry.due, None
+    if prob.rev_len > 0:
+        H = prob.rev_len
+        due = due.at[t % H].set(jnp.where(deliverable & (lag < H), t + lag, NEVER).astype(jnp.int32))
+        ages = jnp.arange(H)
+        rev_age = (due[(t - ages) % H] == t) & (ages <= t)
     # 6. update
-    pol_state = policy.update(carry.pol_state, Arrivals(t, action, memo, arrived))
+    pol_state = policy.update(carry.pol_state, Arrivals(t, action, memo, arrived, rev_age))
     # 7. metrics
     acc = carry.acc
     probs = getattr(memo, "probs", None)
@@ -284,7 +294,7 @@ def _step(prob: _Problem, params, carry: Carry, xs):
                   carry.rec.pulls.at[i].set(pulls, mode="drop"), dl_rec,
                   carry.rec.arm_totals.at[i].set(arm_totals, mode="drop") if env.adversarial
                   else carry.rec.arm_totals)
-    return Carry(keys, env_state, pol_state, cal, acc, rec, dl), None
+    return Carry(keys, env_state, pol_state, cal, acc, rec, dl, due), None
 
 
 # ----------------------------------------------------------------------------- outputs
@@ -379,8 +389,12 @@ def _make_problem(build, env, policy, channel, horizon, record, n_runs, delayed_
     if channel.kind == "composite":
         W = channel.width or channel.exact_width(env.max_delay, horizon)
     dl_mode, dl_len = _delayed_regret_mode(env, channel, horizon, delayed_regret)
+    rev_len = int(getattr(policy, "reveal_window", 0) or 0)
+    if rev_len and channel.kind != "conversions":
+        raise ValueError(f"{policy.name}: reveal ages (reveal_window) need the conversions channel, "
+                         f"got {channel.kind!r}")
     return _Problem(build, channel, horizon, record_points(horizon, record), int(W), int(P), spec, has_hold,
-                    dl_mode, dl_len)
+                    dl_mode, dl_len, rev_len)
 
 
 def _record_slots(prob: _Problem) -> np.ndarray:

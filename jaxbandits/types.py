@@ -48,7 +48,7 @@ class Arrivals(NamedTuple):
     action: Any  # i32, this round's own action (echo)
     memo: Any  # this round's memo (echo)
     payload: Any  # f32[P]: sum of the payloads delivered at t (or [y_t] on anonymous channels)
-    rev_age: Any = None  # reserved for reveal ages (conventions R3c)
+    rev_age: Any = None  # bool[H]: the play of round t-a is revealed at t (conventions R3c), else None
 
 
 class Policy(NamedTuple):
@@ -61,6 +61,7 @@ class Policy(NamedTuple):
     channels: FrozenSet[str]
     name: str = "policy"
     max_hold: int = 0  # the largest memo.hold the policy uses (sizes the calendar: W > max_hold)
+    reveal_window: int = 0  # H > 0: arrivals.rev_age[a] flags the play of round t-a revealed at t (R3c)
 
 
 class Outcome(NamedTuple):

@@ -6,10 +6,10 @@ rate of each arm and the delay law inferred jointly, with the exact right-censor
 """
 from .families import DEFAULT_EDGES, FAMILIES, Family, family
 from .fit import ConversionLog, conversion_log, delay_cdf_grid, diagnostics, fit, read_log, write_log
-from .model import (CensoredConversion, Rows, SuffStats, compress, conversion_model, loglik_rows, loglik_suffstats,
+from .model import (CensoredConversion, RingStats, Rows, SuffStats, loglik_ring, compress, conversion_model, loglik_rows, loglik_suffstats,
                     unseen_log_term)
 from .synth import synthetic_log
 
 __all__ = ["Family", "FAMILIES", "family", "DEFAULT_EDGES", "ConversionLog", "conversion_log", "read_log",
            "write_log", "fit", "diagnostics", "delay_cdf_grid", "Rows", "SuffStats", "CensoredConversion",
-           "conversion_model", "loglik_rows", "loglik_suffstats", "compress", "unseen_log_term", "synthetic_log"]
+           "conversion_model", "RingStats", "loglik_ring", "loglik_rows", "loglik_suffstats", "compress", "unseen_log_term", "synthetic_log"]

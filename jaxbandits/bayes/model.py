@@ -24,7 +24,7 @@ from numpyro.distributions import constraints
 
 from .families import Family, family
 
-__all__ = ["Rows", "SuffStats", "CensoredConversion", "conversion_model", "loglik_rows", "loglik_suffstats",
+__all__ = ["Rows", "SuffStats", "RingStats", "loglik_ring", "CensoredConversion", "conversion_model", "loglik_rows", "loglik_suffstats",
            "compress", "unseen_log_term"]
 
 _F = jnp.float32
@@ -45,6 +45,43 @@ class SuffStats(NamedTuple):
     n_conv: jax.Array  # f32[K] conversions seen per arm
     hist: jax.Array  # f32[M+1] (shared law) or f32[K, M+1] (per-arm laws): seen delays
     pend: jax.Array  # f32[K, M+1] unseen plays by arm and age min(a, M) (age M: closed plays)
+
+
+class RingStats(NamedTuple):
+    """The in-scan policy's statistics after round ``t`` (§4.2): exact for window ``M = W - 1``."""
+
+    n_conv: jax.Array  # f32[K] conversions seen (delay <= M)
+    hist: jax.Array  # f32[M+1] seen delays (shared law) or f32[K, M+1] (per-arm laws)
+    n_closed: jax.Array  # f32[K] plays older than M never seen converting
+    ring_arm: jax.Array  # i32[W] arm of the play of round s in slot s mod W
+    ring_pend: jax.Array  # f32[W] 1 while that play has not converted (0: empty slot)
+    t: jax.Array  # i32 the round just completed
+
+
+def loglik_ring(rs: RingStats, p, th, fam="exponential", per_arm_delay=False):
+    """§2.5 with the ring: ``sum n_conv log p + sum hist log f + sum n_closed log(1 - p F(M))
+    + sum_ring pend log(1 - p_arm F(age))``, ``age = (t - slot) mod W``. O(K + M + W)."""
+    fam = family(fam)
+    W = rs.ring_arm.shape[0]
+    M = W - 1
+    p = jnp.clip(p, 1e-7, 1 - 1e-7)
+    log_p, log1m_p = jnp.log(p), jnp.log1p(-p)
+    ages = jnp.arange(W, dtype=_F)
+    age_j = ((rs.t - jnp.arange(W)) % W).astype(_F)
+    if per_arm_delay:
+        thk = {k: v[:, None] for k, v in th.items()}
+        log_f = fam.log_pmf(ages[None, :], thk)  # [K, W]
+        log_sM = fam.log_surv(jnp.full((1, 1), float(M)), thk)[:, 0]  # [K]
+        thj = {k: v[rs.ring_arm] for k, v in th.items()}
+        log_sj = fam.log_surv(age_j, thj)
+    else:
+        log_f = fam.log_pmf(ages, th)
+        log_sM = fam.log_surv(jnp.asarray(float(M)), th)
+        log_sj = fam.log_surv(age_j, th)
+    closed = unseen_log_term(log_p, log1m_p, log_sM)
+    ring = unseen_log_term(log_p[rs.ring_arm], log1m_p[rs.ring_arm], log_sj)
+    return (jnp.sum(rs.n_conv * log_p) + jnp.sum(rs.hist * log_f) + jnp.sum(rs.n_closed * closed)
+            + jnp.sum(rs.ring_pend * ring))
 
 
 def unseen_log_term(log_p, log1m_p, log_s):
@@ -93,14 +130,21 @@ def _priors(fam: Family, priors: Optional[dict], prior_mean: float) -> dict:
 
 
 def conversion_model(data, n_arms: int, fam="exponential", discrete: bool = False, per_arm_delay: bool = False,
-                     priors: Optional[dict] = None, prior_mean: float = 30.0):
-    """The NumPyro model: ``p ~ Beta(p_a, p_b)`` per arm, delay parameters under §2.4's priors,
-    and the censored likelihood of ``data`` (:class:`Rows` or :class:`SuffStats`)."""
+                     priors: Optional[dict] = None, prior_mean: float = 30.0, fixed_delay: Optional[dict] = None):
+    """The NumPyro model: ``p ~ Beta(p_a, p_b)`` per arm, delay parameters under §2.4's priors (or
+    ``fixed_delay``: the oracle that knows the law), and the censored likelihood of ``data``
+    (:class:`Rows`, :class:`SuffStats` or :class:`RingStats`)."""
     fam = family(fam)
     pr = _priors(fam, priors, prior_mean)
     p = numpyro.sample("p", dist.Beta(pr["p_a"], pr["p_b"]).expand([n_arms]).to_event(1))
-    th = fam.sample(pr, n_arms if per_arm_delay else None)
-    numpyro.deterministic("delay_mean_implied", fam.mean(th))
+    if fixed_delay is not None:
+        th = {k: jnp.asarray(v, _F) for k, v in fixed_delay.items()}
+    else:
+        th = fam.sample(pr, n_arms if per_arm_delay else None)
+        numpyro.deterministic("delay_mean_implied", fam.mean(th))
+    if isinstance(data, RingStats):
+        numpyro.factor("obs", loglik_ring(data, p, th, fam, per_arm_delay))
+        return
     if isinstance(data, SuffStats):
         numpyro.factor("obs", loglik_suffstats(data, p, th, fam, per_arm_delay))
         return

@@ -3,8 +3,8 @@ from .adversarial import (LabelStreamEnv, ObliviousEnv, bernoulli_losses, label_
                           synthetic_labels, zipf_probs)
 from .composite import CompositeEnv, composite
 from .linear import LinearEnv, linear
-from .stochastic import BanditEnv, bernoulli, conversions, gaussian
+from .stochastic import ArmDelayEnv, BanditEnv, bernoulli, conversions, conversions_arm_delays, gaussian
 
 __all__ = ["BanditEnv", "bernoulli", "gaussian", "conversions", "LinearEnv", "linear",
            "ObliviousEnv", "oblivious", "switching", "bernoulli_losses", "CompositeEnv", "composite",
-           "LabelStreamEnv", "label_stream", "synthetic_labels", "zipf_probs"]
+           "LabelStreamEnv", "label_stream", "synthetic_labels", "zipf_probs", "ArmDelayEnv", "conversions_arm_delays"]

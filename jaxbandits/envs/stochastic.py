@@ -66,3 +66,38 @@ def conversions(theta, delay) -> BanditEnv:
     if delay is None:
         raise ValueError("delay must be given for a conversions world (a jaxbandits.delays law)")
     return bernoulli(theta, delay)
+
+
+@pytree
+class ArmDelayEnv(World):
+    """Conversions whose delay law depends on the arm: ``laws[a]`` for arm ``a`` (all arms read the
+    round's one DELAY uniform ``v``, conventions §8)."""
+
+    means_: jax.Array
+    laws: tuple
+    n_arms: int = static()
+    noise = "bernoulli"
+
+    @property
+    def max_delay(self):
+        return max(int(l.support_max) for l in self.laws)
+
+    def means(self, state, t, features):
+        return self.means_
+
+    def outcome(self, state, t, action, u, v, features, key):
+        d = jax.lax.switch(action, [lambda v=v, l=l: jnp.asarray(l.draw(v, t), jnp.int32) for l in self.laws])
+        r = (u < self.means_[action]).astype(_F)
+        from ..types import Outcome
+
+        return Outcome(reward=r, delay=d), state
+
+
+def conversions_arm_delays(theta, delays) -> ArmDelayEnv:
+    """Delayed conversions with one delay law per arm (``delays[a]``): arms that convert equally
+    often may convert at different speeds (the Bayesian per-arm delay models' world)."""
+    m = _means("theta", theta, 0.0, 1.0)
+    laws = tuple(_check_delay(l) for l in delays)
+    if len(laws) != m.shape[0]:
+        raise ValueError(f"delays must give one law per arm ({m.shape[0]}), got {len(laws)}")
+    return ArmDelayEnv(m, laws, n_arms=m.shape[0])

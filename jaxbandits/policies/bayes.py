@@ -1,0 +1,295 @@
+"""Thompson sampling with a Bayesian delay model, inside the scan (spec `bayes_delay_models.md` §4),
+and its cheap baselines.
+
+``delay_model_ts`` keeps the exact fixed-size statistics of §2.5 (conversions per arm, a histogram
+of seen delays, closed plays per arm, and a ring of the last ``W = M + 1`` plays) and refreshes a
+posterior sample every ``k`` rounds with a pure inference step built from the NumPyro model's own
+potential (:func:`jaxbandits.bayes.conversion_model` on :class:`~jaxbandits.bayes.RingStats`):
+
+* ``engine="hmc"`` (default): one Newton step tracks the posterior mode; the Hessian there (floored
+  eigenvalues) is the dense mass matrix of one HMC transition (4 leapfrog steps of 0.6) of a chain
+  carried in the state. The mass matrix depends only on the data and the previous mode, never on
+  the chain's position (a z-dependent one froze the spec's prototype). Energies are recomputed for
+  the new data at every refresh (no stale cache).
+* ``engine="laplace"``: the same Newton-tracked mode; every round draws afresh from
+  ``N(mode, H^-1)``.
+
+It needs to know *which* play converted: it declares ``reveal_window = W`` and reads
+``arrivals.rev_age`` (conventions R3c) on the conversions channel.
+
+Baselines (``beta_ts``): ``mode="naive"`` (pending plays counted as failures), ``"closed"`` (only
+plays older than ``M`` and their conversions: unbiased for ``p F(M)``); the oracle is
+``delay_model_ts(..., fixed_delay={...})``.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.flatten_util import ravel_pytree
+from numpyro.infer.util import potential_energy
+
+from .. import _validate as V
+from .. import mathlib as M
+from ..bayes.families import family
+from ..bayes.model import RingStats, conversion_model
+from ..types import Policy, ProblemSpec, one_hot
+
+__all__ = ["delay_model_ts", "beta_ts", "DelayTSState", "BetaTSState", "ring_update", "refresh_step",
+           "unconstrained_init"]
+
+_F = jnp.float32
+_CONV = frozenset({"conversions"})
+
+
+# ----------------------------------------------------------------------------- ring bookkeeping (§4.3)
+def ring_update(rs: RingStats, t, action, rev_age):
+    """End of round ``t``: evict the play of round ``t - W`` into the closed counts, insert this
+    round's play, then absorb the reveals (delay-0 conversions of this play included)."""
+    W = rs.ring_arm.shape[0]
+    K = rs.n_conv.shape[0]
+    slot = t % W
+    n_closed = rs.n_closed + one_hot(rs.ring_arm[slot], K) * rs.ring_pend[slot]
+    ring_arm = rs.ring_arm.at[slot].set(action)
+    ring_pend = rs.ring_pend.at[slot].set(1.0)
+    rev = rev_age.astype(_F)
+    slots = (t - jnp.arange(W)) % W
+    arms = ring_arm[slots]
+    n_conv = rs.n_conv + jnp.zeros((K,), _F).at[arms].add(rev)
+    if rs.hist.ndim == 2:
+        hist = rs.hist.at[arms, jnp.arange(W)].add(rev)
+    else:
+        hist = rs.hist + rev
+    ring_pend = ring_pend.at[slots].multiply(1.0 - rev)
+    return RingStats(n_conv, hist, n_closed, ring_arm, ring_pend, jnp.asarray(t, jnp.int32))
+
+
+def _empty_stats(K, W, per_arm):
+    hist = jnp.zeros((K, W) if per_arm else (W,), _F)
+    return RingStats(jnp.zeros((K,), _F), hist, jnp.zeros((K,), _F), jnp.zeros((W,), jnp.int32),
+                     jnp.zeros((W,), _F), jnp.asarray(-1, jnp.int32))
+
+
+# ----------------------------------------------------------------------------- the engine
+def unconstrained_init(fam, K, per_arm, prior_mean, fixed):
+    """The prior medians in NumPyro's unconstrained space (logit p = 0, log of each scale)."""
+    fam = family(fam)
+    shape = (K,) if per_arm else ()
+    z = {"p": jnp.zeros((K,), _F)}
+    if fixed is None:
+        for name in fam.params:
+            loc = math.log(prior_mean) if name in ("delay_mean", "delay_median") else 0.0
+            z[name] = jnp.full(shape, loc, _F)
+    return z
+
+
+class Engine(NamedTuple):
+    z: Any  # f32[d] chain state (unconstrained)
+    mode: Any  # f32[d] Newton-tracked posterior mode
+    lam: Any  # f32[d] floored Hessian eigenvalues at the mode (mass matrix M = V diag(lam) V^T)
+    vec: Any  # f32[d, d]
+    accept: Any  # f32 acceptances so far
+    n_refresh: Any  # i32
+
+
+def refresh_step(potential, eng: Engine, key, engine: str, num_steps: int = 4, step_size: float = 0.6,
+                 floor: float = 1e-2, max_newton: float = 2.0):
+    """One refresh on the current data: a damped Newton step on the mode (the Hessian there gives
+    the mass matrix), then (``hmc``) one HMC transition of the chain. Non-finite results keep the
+    old state (§4.4)."""
+    g, Hm = jax.grad(potential)(eng.mode), jax.hessian(potential)(eng.mode)
+    Hm = 0.5 * (Hm + Hm.T)
+    lam, vec = jnp.linalg.eigh(Hm)
+    lam = jnp.maximum(lam, floor)
+    step = -vec @ ((vec.T @ g) / lam)
+    mode = eng.mode + jnp.clip(step, -max_newton, max_newton)
+    ok = jnp.all(jnp.isfinite(mode)) & jnp.all(jnp.isfinite(lam)) & jnp.all(jnp.isfinite(vec))
+    mode = jnp.where(ok, mode, eng.mode)
+    lam = jnp.where(ok, lam, eng.lam)
+    vec = jnp.where(ok, vec, eng.vec)
+    if engine != "hmc":
+        return Engine(eng.z, mode, lam, vec, eng.accept, eng.n_refresh + 1)
+    k1, k2 = jax.random.split(key)
+    d = eng.z.shape[0]
+    r0 = vec @ (jnp.sqrt(lam) * jax.random.normal(k1, (d,), _F))
+    kinetic = lambda r: 0.5 * jnp.sum((vec.T @ r) ** 2 / lam)
+    minv = lambda r: vec @ ((vec.T @ r) / lam)
+    u0, g0 = jax.value_and_grad(potential)(eng.z)  # energies for the new data (no stale cache)
+
+    def leap(c, _):
+        z, r, g = c
+        r = r - 0.5 * step_size * g
+        z = z + step_size * minv(r)
+        g = jax.grad(potential)(z)
+        r = r - 0.5 * step_size * g
+        return (z, r, g), None
+
+    (z1, r1, _), _ = jax.lax.scan(leap, (eng.z, r0, g0), None, length=num_steps)
+    u1 = potential(z1)
+    log_a = (u0 + kinetic(r0)) - (u1 + kinetic(r1))
+    acc = jnp.isfinite(log_a) & jnp.all(jnp.isfinite(z1)) & (jnp.log(M.uniform(k2)) < log_a)
+    z = jnp.where(acc, z1, eng.z)
+    return Engine(z, mode, lam, vec, eng.accept + acc.astype(_F), eng.n_refresh + 1)
+
+
+# ----------------------------------------------------------------------------- DelayModelTS
+class DelayTSState(NamedTuple):
+    stats: RingStats
+    eng: Engine
+    key: Any  # refresh randomness (R2: a key kept in the state)
+
+
+class TSMemo(NamedTuple):
+    arm: Any
+
+
+def delay_model_ts(window: int = 255, model: str = "exponential", engine: str = "hmc", refresh: int = 1,
+                   per_arm_delay: bool = False, priors: Optional[dict] = None, prior_mean: Optional[float] = None,
+                   fixed_delay: Optional[dict] = None, num_steps: int = 4, step_size: float = 0.6,
+                   name: Optional[str] = None) -> Policy:
+    """Thompson sampling on the joint (rate, delay) posterior, refreshed every ``refresh`` rounds.
+
+    ``window`` is the model's ``M`` (``<=`` the channel's ``m``; with an uncensored channel it is a
+    declared truncation that ignores conversions later than ``M``). ``fixed_delay`` (e.g.
+    ``{"delay_mean": 50.0}``) makes the oracle that knows the delay law. Acts on
+    ``argmax p`` (shared law) or ``argmax p_k F_k(M)`` (per-arm laws), ties broken at random."""
+    M_ = V.integer("window", window, lo=1)
+    fam = family(model)
+    if fam.name == "histogram":
+        raise ValueError("delay_model_ts: the histogram family is offline only here (use exponential, geometric, "
+                         "weibull or lognormal)")
+    V.choice("engine", engine, ("hmc", "laplace"))
+    k_ref = V.integer("refresh", refresh, lo=1)
+    V.integer("num_steps", num_steps, lo=1)
+    V.positive("step_size", step_size)
+    if fixed_delay is not None:
+        missing = set(fam.params) - set(fixed_delay)
+        if missing:
+            raise ValueError(f"fixed_delay must give {sorted(fam.params)} for the {fam.name} model, missing {sorted(missing)}")
+    W = M_ + 1
+    pm = float(prior_mean) if prior_mean is not None else max(M_ / 4.0, 1.0)
+    V.positive("prior_mean", pm)
+    kw = dict(fam=fam, discrete=True, per_arm_delay=per_arm_delay, priors=priors, prior_mean=pm,
+              fixed_delay=fixed_delay)
+
+    def _unravel(K):
+        z0 = unconstrained_init(fam, K, per_arm_delay, pm, fixed_delay)
+        return ravel_pytree(z0)
+
+    def _potential(rs, K):
+        _, unravel = _unravel(K)
+        return lambda z: potential_energy(conversion_model, (rs,), {"n_arms": K, **kw}, unravel(z))
+
+    def _score(z, K):
+        """``p`` (shared law) or ``p F(M)`` per arm (per-arm laws) from an unconstrained draw."""
+        _, unravel = _unravel(K)
+        u = unravel(z)
+        p = jax.nn.sigmoid(u["p"])
+        if not per_arm_delay or fixed_delay is not None:
+            return p
+        th = {n: jnp.exp(u[n]) for n in fam.params}
+        return p * (1.0 - jnp.exp(fam.log_surv(jnp.asarray(float(M_)), th)))
+
+    def init(spec: ProblemSpec, key):
+        if spec.channel != "conversions":
+            raise ValueError(f"delay_model_ts runs on the conversions channel, got {spec.channel!r}")
+        if spec.window is not None and spec.window < M_:
+            raise ValueError(f"delay_model_ts: window M={M_} must be <= the channel's window m={spec.window}")
+        K = spec.n_arms
+        z0, _ = _unravel(K)
+        d = z0.shape[0]
+        eng = Engine(z0, z0, jnp.ones((d,), _F), jnp.eye(d, dtype=_F), jnp.zeros((), _F), jnp.zeros((), jnp.int32))
+        return DelayTSState(_empty_stats(K, W, per_arm_delay), eng, key)
+
+    def act(st: DelayTSState, ctx, key):
+        K = st.stats.n_conv.shape[0]
+        if engine == "hmc":
+            z = st.eng.z
+        else:  # Laplace: a fresh N(mode, H^-1) draw every round
+            eps = jax.random.normal(key, st.eng.mode.shape, _F)
+            z = st.eng.mode + st.eng.vec @ (eps / jnp.sqrt(st.eng.lam))
+        s = _score(z, K)
+        a = M.argmax_random_tie(s, M.uniform(jax.random.fold_in(key, 1)))
+        return a, TSMemo(a)
+
+    def payload(memo, reward, delay):
+        return jnp.ones((1,), _F)  # unused: the ring reads rev_age (R3c)
+
+    def update(st: DelayTSState, arr):
+        K = st.stats.n_conv.shape[0]
+        rs = ring_update(st.stats, arr.t, arr.action, arr.rev_age)
+        pot = _potential(rs, K)
+
+        def do(eng):
+            return refresh_step(pot, eng, jax.random.fold_in(st.key, arr.t), engine, num_steps, step_size)
+
+        eng = jax.lax.cond(arr.t % k_ref == k_ref - 1, do, lambda e: e, st.eng)
+        return DelayTSState(rs, eng, st.key)
+
+    label = name or ("Oracle TS" if fixed_delay is not None else f"DelayModel TS ({engine}, k={k_ref})")
+    return Policy(init, act, update, payload, _CONV, label, reveal_window=W)
+
+
+# ----------------------------------------------------------------------------- Beta TS baselines
+class BetaTSState(NamedTuple):
+    plays: Any  # f32[K]
+    conv: Any  # f32[K] every conversion seen (any delay)
+    closed_n: Any  # f32[K] plays older than M
+    closed_s: Any  # f32[K] their conversions seen within M
+    ring_arm: Any  # i32[W]
+    ring_conv: Any  # f32[W] 1 once the play in the slot converted (within M)
+    ring_used: Any  # f32[W] 1 once the slot holds a play
+
+
+class BetaMemo(NamedTuple):
+    arm: Any
+    onehot: Any
+
+
+def beta_ts(mode: str = "naive", window: int = 255, name: Optional[str] = None) -> Policy:
+    """Beta-Bernoulli Thompson sampling that ignores the delay law (spec §4.7):
+    ``"naive"``: ``Beta(1 + S_k, 1 + N_k - S_k)`` with every seen conversion and every play (pending
+    plays count as failures); ``"closed"``: only plays older than ``window`` and their conversions
+    (unbiased for ``p F(M)``, the Discarding idea)."""
+    V.choice("mode", mode, ("naive", "closed"))
+    M_ = V.integer("window", window, lo=1)
+    W = M_ + 1
+
+    def init(spec: ProblemSpec, key):
+        if spec.channel != "conversions":
+            raise ValueError(f"beta_ts runs on the conversions channel, got {spec.channel!r}")
+        K = spec.n_arms
+        z = jnp.zeros((K,), _F)
+        return BetaTSState(z, z, z, z, jnp.zeros((W,), jnp.int32), jnp.zeros((W,), _F), jnp.zeros((W,), _F))
+
+    def act(st, ctx, key):
+        if mode == "naive":
+            a, b = 1.0 + st.conv, 1.0 + jnp.maximum(st.plays - st.conv, 0.0)
+        else:
+            a, b = 1.0 + st.closed_s, 1.0 + jnp.maximum(st.closed_n - st.closed_s, 0.0)
+        theta = M.beta_sample(key, a, b)
+        arm = M.argmax_random_tie(theta, M.uniform(jax.random.fold_in(key, 7)))
+        return arm, BetaMemo(arm, one_hot(arm, a.shape[0]))
+
+    def payload(memo, reward, delay):
+        return memo.onehot  # every conversion the channel delivers, by arm
+
+    def update(st: BetaTSState, arr):
+        K = st.plays.shape[0]
+        slot = arr.t % W
+        e_old = one_hot(st.ring_arm[slot], K) * st.ring_used[slot]
+        closed_n = st.closed_n + e_old
+        closed_s = st.closed_s + e_old * st.ring_conv[slot]
+        ring_arm = st.ring_arm.at[slot].set(arr.action)
+        ring_used = st.ring_used.at[slot].set(1.0)
+        ring_conv = st.ring_conv.at[slot].set(0.0)
+        slots = (arr.t - jnp.arange(W)) % W
+        rev = arr.rev_age.astype(_F)
+        ring_conv = ring_conv.at[slots].add(rev)
+        conv = st.conv + arr.payload
+        return BetaTSState(st.plays + one_hot(arr.action, K), conv, closed_n, closed_s, ring_arm, ring_conv, ring_used)
+
+    return Policy(init, act, update, payload, _CONV, name or f"Beta TS ({mode})", reveal_window=W)
