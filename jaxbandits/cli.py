@@ -78,6 +78,10 @@ def main(argv=None):
         print(f"jaxbandits: error: {e}", file=sys.stderr)
         return 2
     s = res.summary()
+    if "policies" not in s:  # a study with its own table (e.g. bayes-fit-recovery)
+        print(f"{res.experiment}: {res.runs} replications\n" + res.table())
+        print(f"wrote {out}")
+        return 0
     print(f"{res.experiment}: {res.runs} runs x {res.horizon} rounds, metric {res.metric}, W={res.width}, "
           f"lost_to_W={s['lost_to_W']}")
     for lab, v in s["policies"].items():

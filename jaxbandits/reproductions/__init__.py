@@ -1,2 +1,2 @@
 """Paper reproductions: each module registers its named experiments."""
-from . import pikeburke2018, thune2019, vernade2017, vernade2020, wang2021  # noqa: F401
+from . import bayes, pikeburke2018, thune2019, vernade2017, vernade2020, wang2021  # noqa: F401
