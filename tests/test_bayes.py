@@ -2,7 +2,6 @@
 checks and a small coverage run)."""
 import math
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
