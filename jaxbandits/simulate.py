@@ -138,6 +138,7 @@ class _Problem(NamedTuple):
     dl_mode: Optional[str] = None  # None, "geom" (O(1)), "ring" (O(H)): the delayed-regret tracker
     dl_len: int = 0  # H, the ring length
     rev_len: int = 0  # H of the reveal ring (policy.reveal_window), 0: no rev_age
+    shardable: bool = True  # Policy.shard
 
 
 def _run_keys(key, run_id):
@@ -394,7 +395,7 @@ def _make_problem(build, env, policy, channel, horizon, record, n_runs, delayed_
         raise ValueError(f"{policy.name}: reveal ages (reveal_window) need the conversions channel, "
                          f"got {channel.kind!r}")
     return _Problem(build, channel, horizon, record_points(horizon, record), int(W), int(P), spec, has_hold,
-                    dl_mode, dl_len, rev_len)
+                    dl_mode, dl_len, rev_len, bool(getattr(policy, "shard", True)))
 
 
 def _record_slots(prob: _Problem) -> np.ndarray:
@@ -438,6 +439,8 @@ def _run(problems: Dict[str, _Problem], grid_params, key, n_runs, chunk, progres
     """Compile and run every problem (policy) in one jitted program per chunk length."""
     if shard is None:  # all devices, unless there are too few runs to be worth padding and splitting
         n_dev = jax.local_device_count() if n_runs >= 8 * jax.local_device_count() else 1
+        if any(not p.shardable for p in problems.values()):
+            n_dev = 1  # a policy opted out (Policy.shard=False)
     elif shard is True:
         n_dev = jax.local_device_count()
     else:

@@ -62,6 +62,7 @@ class Policy(NamedTuple):
     name: str = "policy"
     max_hold: int = 0  # the largest memo.hold the policy uses (sizes the calendar: W > max_hold)
     reveal_window: int = 0  # H > 0: arrivals.rev_age[a] flags the play of round t-a revealed at t (R3c)
+    shard: bool = True  # False: simulate's default runs this policy's program on one device
 
 
 class Outcome(NamedTuple):
