@@ -181,6 +181,18 @@ def test_bad_fit_arguments_and_csv(tmp_path):
     assert cli.main(["fit", str(bad)]) == 2
 
 
+def test_log_from_a_pandas_table():
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame({"arm": [0, 1, 1], "play_time": [0.0, 1.0, 2.0], "conversion_time": [3.0, None, None],
+                       "cutoff": [5.0, 5.0, 5.0]})
+    log = B.from_table(df)
+    assert log.n_arms == 2 and np.isnan(log.conversion_time[1]) and log.conversion_time[0] == 3.0
+    with pytest.raises(ValueError, match="conversion before its play"):
+        B.from_table(df.assign(conversion_time=[0.2, None, None], play_time=[0.5, 1.0, 2.0]))
+    with pytest.raises(ValueError, match="missing column"):
+        B.from_table(df.drop(columns=["cutoff"]))
+
+
 def test_cli_fit_writes_files(tmp_path):
     log = B.synthetic_log([0.2, 0.4], 400, span=200, cutoff=200, mean=20, seed=5)
     path = tmp_path / "log.csv"

@@ -20,7 +20,7 @@ import numpy as np
 from .families import family
 from .model import Rows, conversion_model
 
-__all__ = ["ConversionLog", "conversion_log", "read_log", "write_log", "fit", "diagnostics", "delay_cdf_grid"]
+__all__ = ["ConversionLog", "conversion_log", "from_table", "read_log", "write_log", "fit", "diagnostics", "delay_cdf_grid"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,6 +110,18 @@ def read_log(path, cutoff=None, n_arms=None) -> ConversionLog:
             except ValueError as e:
                 raise ValueError(f"{path}: row {i + 1}: {e}") from None
     return conversion_log(np.asarray(arm), pt, ct, co, n_arms)
+
+
+def from_table(table, cutoff=None, n_arms=None) -> ConversionLog:
+    """A log from a pandas DataFrame (or any mapping of columns): ``arm, play_time,
+    conversion_time`` (NaN / None = none seen) and ``cutoff`` (or give ``cutoff``)."""
+    cols = set(table.columns) if hasattr(table, "columns") else set(table)
+    need = {"arm", "play_time", "conversion_time"} | (set() if cutoff is not None else {"cutoff"})
+    if not need <= cols:
+        raise ValueError(f"table: missing column(s) {sorted(need - cols)}; found {sorted(cols)}")
+    col = lambda c: np.asarray(table[c], dtype=np.float64)
+    return conversion_log(col("arm"), col("play_time"), col("conversion_time"),
+                          col("cutoff") if cutoff is None else cutoff, n_arms)
 
 
 def write_log(path, log: ConversionLog):
