@@ -6,6 +6,8 @@
 """
 import os
 
+import numpy as np
+
 from jaxbandits import bayes as B
 
 if __name__ == "__main__":
@@ -14,4 +16,4 @@ if __name__ == "__main__":
     path = os.path.join(os.path.dirname(__file__), "data", "example_log.csv")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     B.write_log(path, log)
-    print(f"wrote {path}: {len(log)} plays, {int((~__import__('numpy').isnan(log.conversion_time)).sum())} conversions seen")
+    print(f"wrote {path}: {len(log)} plays, {int((~np.isnan(log.conversion_time)).sum())} conversions seen")

@@ -38,6 +38,7 @@ class Profile:
     tail_mass: float = 0.0  # mass of the untruncated law at lags >= L
     tail: str = "none"  # "none" (finite support), "renormalise" or "drop"
     tol: Optional[float] = None  # the tolerance the truncation was asked to meet
+    infinite_mean: bool = False  # the untruncated law has no mean lag (polynomial gamma <= 2)
 
     @property
     def length(self) -> int:
@@ -70,10 +71,8 @@ class Profile:
 def d1_constant(profile, s_max: float) -> float:
     """``d_1 = s_max * E[lag]`` for a shared split (infinite for a polynomial profile with gamma <= 2,
     whose mean lag diverges; the truncated mean is then not reported as d_1)."""
-    if isinstance(profile, Profile) and profile.name.startswith("polynomial") and profile.tail != "none":
-        g = float(profile.name.split("=")[1].rstrip(")"))
-        if g <= 2:
-            return math.inf
+    if isinstance(profile, Profile) and profile.infinite_mean:
+        return math.inf
     mean = profile.mean_lag if isinstance(profile, Profile) else float(profile.mean)
     return float(s_max) * mean
 
@@ -106,12 +105,12 @@ def linear_increasing(d: int) -> Profile:
     return _finite(f"lin-inc(d={d})", l * 2.0 / (d * (d + 1)))
 
 
-def _truncate(name, head, tail_mass, tol, tail):
+def _truncate(name, head, tail_mass, tol, tail, infinite_mean=False):
     V.choice("tail", tail, ("renormalise", "drop"))
     w = np.asarray(head, np.float64)
     if tail == "renormalise":
         w = w / w.sum()
-    return Profile(name, w, float(tail_mass), tail, tol)
+    return Profile(name, w, float(tail_mass), tail, tol, infinite_mean)
 
 
 def discounted(gamma: float, tol: float = 1e-9, tail: str = "renormalise") -> Profile:
@@ -147,7 +146,8 @@ def polynomial(gamma: float, tol: float = 1e-6, tail: str = "renormalise", max_l
     tails = 1.0 - np.cumsum(head)  # tails[n] = mass at lags > n
     ok = np.flatnonzero(tails <= tol)
     n = int(ok[0]) if ok.size else max_len - 1
-    return _truncate(f"polynomial(gamma={gamma:g})", head[: n + 1], max(float(tails[n]), 0.0), tol, tail)
+    return _truncate(f"polynomial(gamma={gamma:g})", head[: n + 1], max(float(tails[n]), 0.0), tol, tail,
+                     infinite_mean=gamma <= 2)
 
 
 def random_delay(lo: int, hi: int) -> D.Uniform:

@@ -121,9 +121,6 @@ class Carry(NamedTuple):
     due: Any  # i32[H] reveal ring (conventions R3c): delivery round of each of the last H plays, or NEVER
 
 
-_kahan = kahan_add
-
-
 class _Problem(NamedTuple):
     """Everything static about one simulation."""
 
@@ -263,19 +260,19 @@ def _step(prob: _Problem, params, carry: Carry, xs):
     if env.adversarial:
         row = out.all_rewards
         p_r = row[action] if probs is None else jnp.dot(probs, row)
-        arm_totals, arm_totals_c = _kahan(acc.arm_totals, acc.arm_totals_c, row)
-        exp_reward, exp_reward_c = _kahan(acc.exp_reward, acc.exp_reward_c, p_r)
+        arm_totals, arm_totals_c = kahan_add(acc.arm_totals, acc.arm_totals_c, row)
+        exp_reward, exp_reward_c = kahan_add(acc.exp_reward, acc.exp_reward_c, p_r)
         regret, regret_c, exp_regret, exp_regret_c = acc.regret, acc.regret_c, acc.exp_regret, acc.exp_regret_c
     else:
         mu_m = mu if mask is None else jnp.where(mask, mu, -jnp.inf)
         best = jnp.max(mu_m)
         gap = best - mu[action]
         exp_gap = gap if probs is None else best - jnp.dot(probs, jnp.where(probs > 0, mu, 0.0))
-        regret, regret_c = _kahan(acc.regret, acc.regret_c, gap)
-        exp_regret, exp_regret_c = _kahan(acc.exp_regret, acc.exp_regret_c, exp_gap)
+        regret, regret_c = kahan_add(acc.regret, acc.regret_c, gap)
+        exp_regret, exp_regret_c = kahan_add(acc.exp_regret, acc.exp_regret_c, exp_gap)
         arm_totals, arm_totals_c = acc.arm_totals, acc.arm_totals_c
         exp_reward, exp_reward_c = acc.exp_reward, acc.exp_reward_c
-    reward, reward_c = _kahan(acc.reward, acc.reward_c, r)
+    reward, reward_c = kahan_add(acc.reward, acc.reward_c, r)
     pulls = acc.pulls.at[action].add(1)
     acc = Accum(regret, regret_c, exp_regret, exp_regret_c, reward, reward_c, exp_reward, exp_reward_c,
                 pulls, arm_totals, arm_totals_c)

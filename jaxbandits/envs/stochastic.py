@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import _validate as V
 from .. import delays as D
+from ..types import Outcome
 from .base import World, pytree, static
 
 _F = jnp.float32
@@ -86,11 +87,8 @@ class ArmDelayEnv(World):
         return self.means_
 
     def outcome(self, state, t, action, u, v, features, key):
-        d = jax.lax.switch(action, [lambda v=v, l=l: jnp.asarray(l.draw(v, t), jnp.int32) for l in self.laws])
-        r = (u < self.means_[action]).astype(_F)
-        from ..types import Outcome
-
-        return Outcome(reward=r, delay=d), state
+        d = jax.lax.switch(action, [lambda l=l: jnp.asarray(l.draw(v, t), jnp.int32) for l in self.laws])
+        return Outcome(reward=(u < self.means_[action]).astype(_F), delay=d), state
 
 
 def conversions_arm_delays(theta, delays) -> ArmDelayEnv:

@@ -27,10 +27,10 @@ def _simulated_rounds(T, K, p, mean, seed):
     return arm, conv, d
 
 
-def _drive(arm, conv, d, K, M, upto):
+def _drive(arm, conv, d, K, M, upto, per_arm=False):
     """Feed ring_update round by round with the reveal ages of a one-play-per-round log."""
     W = M + 1
-    rs = PB._empty_stats(K, W, False)
+    rs = PB._empty_stats(K, W, per_arm)
     for t in range(upto):
         rev = np.zeros(W, bool)
         for a in range(min(W, t + 1)):
@@ -40,23 +40,26 @@ def _drive(arm, conv, d, K, M, upto):
     return rs
 
 
-def test_ring_statistics_equal_the_per_row_likelihood():
+@pytest.mark.parametrize("per_arm", [False, True])
+def test_ring_statistics_equal_the_per_row_likelihood(per_arm):
     """T2: the ring statistics after round t give exactly the per-row log-likelihood of the log
-    observed at the end of round t (window M), at several rounds (delay 0, delay M and evictions)."""
+    observed at the end of round t (window M), at several rounds (delay 0, delay M and evictions),
+    for a shared delay law and for one law per arm (histogram [K, M+1])."""
     K, M, T = 3, 15, 120
     arm, conv, d = _simulated_rounds(T, K, [0.5, 0.3, 0.2], 6.0, 0)
     d[5], conv[5] = 0, True  # a delay-0 conversion
     d[7], conv[7] = M, True  # a delay-M conversion
     p = jnp.asarray([0.4, 0.35, 0.25])
-    th = {"delay_mean": jnp.float32(7.0)}
+    th = {"delay_mean": jnp.asarray([7.0, 3.0, 12.0]) if per_arm else jnp.float32(7.0)}
     for upto in (10, 16, 17, 60, 120):
-        rs = _drive(arm, conv, d, K, M, upto)
+        rs = _drive(arm, conv, d, K, M, upto, per_arm)
         t = upto - 1
         play = np.arange(upto)
         ct = np.where(conv[:upto] & (play + d[:upto] <= t), play + d[:upto], np.nan)
         log = B.conversion_log(arm[:upto], play, ct, t, K)
-        ref = float(B.loglik_rows(log.rows(window=M, discrete=True), p, th, "exponential", discrete=True))
-        got = float(B.loglik_ring(rs, p, th, "exponential"))
+        ref = float(B.loglik_rows(log.rows(window=M, discrete=True), p, th, "exponential", discrete=True,
+                                  per_arm_delay=per_arm))
+        got = float(B.loglik_ring(rs, p, th, "exponential", per_arm_delay=per_arm))
         assert got == pytest.approx(ref, rel=1e-5), upto
         assert float(rs.n_closed.sum() + rs.ring_pend.sum() + rs.n_conv.sum()) == upto
 

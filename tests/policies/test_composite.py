@@ -158,7 +158,7 @@ def test_ars_ucb_beats_odaaf_and_has_log_regret():
     r = o["ars"].regret.mean(0)
     assert r[-1] < 0.5 * o["odaaf"].regret.mean(0)[-1]
     at = lambda t: r[np.searchsorted(o["ars"].t, t)]
-    assert at(T) - at(T // 2) < at(T // 2) - at(T // 8) / 1.0  # one doubling < the two before it
+    assert at(T) - at(T // 2) < at(T // 2) - at(T // 8)  # one doubling < the two before it
     assert at(T) < W.thm1_log_coefficient(S9, 4.0) * math.log(T)
 
 
@@ -183,7 +183,8 @@ def test_ars_exp3_blocks_and_update_count():
         changes = np.flatnonzero(np.diff(run)) + 1
         assert np.isin(changes, starts).all()
     st = final_state(env, C.composite(), pol, T, n_runs=2, key=3)
-    assert (st.n_updates == K).all() and (st.k == K + 1).all() or (st.k == K + 2).all()
+    assert (st.n_updates == K).all()
+    assert (st.k == K + 1 + int(tab[K] > 0)).all()  # past the last full block, and the leftover if any
 
 
 def test_ars_exp3_probabilities_and_unbiased_update():
