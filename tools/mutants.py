@@ -64,6 +64,8 @@ def tracked_files():
 
 def copy_tree(dst, files):
     for f in files:
+        if not os.path.isfile(os.path.join(ROOT, f)):  # removed since the list was taken
+            continue
         os.makedirs(os.path.join(dst, os.path.dirname(f)), exist_ok=True)
         shutil.copy2(os.path.join(ROOT, f), os.path.join(dst, f))
 
