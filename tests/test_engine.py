@@ -114,3 +114,25 @@ def test_adversarial_records_against_the_table():
         np.testing.assert_allclose(o.expected_regret[run], G.max(1) - np.cumsum((1 - losses).mean(1)), atol=3e-4)
         np.testing.assert_allclose(o.fixed_regret[run], G[:, G[-1].argmax()] - got, atol=3e-4)
     assert G[59].argmax() != G[-1].argmax()  # the fixed and the prefix comparators differ here
+
+
+@pytest.mark.parametrize("kind", ["attributed", "composite"])
+def test_lost_to_W_counts_exactly_the_records_beyond_the_calendar(kind):
+    """A calendar narrower than the delays (width 5, delays 0..8): ``lost_to_W`` counts every
+    deliverable record with ``d >= W`` (``d = W`` included: slot ``(s + W) mod W`` is round s's
+    own, already read), recomputed from the rebuilt streams. Attributed (UCB1, whose payload is
+    never zero): every such record; composite (uniform play): only positive rewards."""
+    W, T4 = 5, 80
+    env = E.bernoulli(MU, delay=D.uniform(0, 8))
+    ch = C.attributed(width=W) if kind == "attributed" else C.composite(width=W)
+    pol = P.ucb1() if kind == "attributed" else P.uniform_random()
+    o = simulate(env, ch, pol, T4, jax.random.key(2), 2)
+    for run in range(2):
+        s = Streams(T4, 2, run)
+        d = np.minimum(np.floor(s.v.astype(np.float32) * 9).astype(int), 8)
+        lost = (d >= W) & (np.arange(T4) + d <= T4 - 1)
+        if kind == "composite":
+            a, r = _random_policy_reference(s, MU, T4, len(MU))
+            lost &= r > 0
+        assert (d == W).any() and lost.sum() > 0
+        assert o.lost_to_W[run] == lost.sum(), (run, o.lost_to_W[run], lost.sum())
