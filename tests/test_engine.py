@@ -136,3 +136,17 @@ def test_lost_to_W_counts_exactly_the_records_beyond_the_calendar(kind):
             lost &= r > 0
         assert (d == W).any() and lost.sum() > 0
         assert o.lost_to_W[run] == lost.sum(), (run, o.lost_to_W[run], lost.sum())
+
+
+def test_comparator_is_the_best_available_action():
+    """Linear world whose padding rows (masked out, ``n_valid = 2``) hold the largest means: the
+    regret's comparator is the best *available* action, and the random policy plays only those."""
+    feats = np.array([[0.2, 0.0], [0.5, 0.0], [0.1, 0.0], [0.9, 0.0]])
+    env = E.linear([1.0, 0.0], features=feats, n_valid=2)
+    o = simulate(env, C.attributed(), P.uniform_random(), 50, jax.random.key(4), 2, record=1)
+    mu = feats[:, 0]
+    for run in range(2):
+        s = Streams(50, 4, run)
+        a = np.array([inverse_cdf_np([0.5, 0.5, 0.0, 0.0], s.act_u[t]) for t in range(50)])
+        np.testing.assert_allclose(o.regret[run], np.cumsum(0.5 - mu[a]), atol=1e-5)
+        np.testing.assert_allclose(o.expected_regret[run], 0.15 * np.arange(1, 51), atol=1e-4)
