@@ -185,3 +185,22 @@ def test_channel_checks_and_bad_input():
                        (lambda: A.odaaf_v(1.0, 1.0, bridge_len=0), "bridge_len")]:
         with pytest.raises((ValueError, TypeError), match=match):
             bad()
+
+
+def test_elimination_threshold_is_exactly_strict():
+    """Step 2 eliminates j iff X_j + D_m < max X (strict, spec 2.1: the comparison is '<'). No delay,
+    arm 1 always pays 1, arm 0 pays 1 on alternate rounds: after phase 1 (n_1 = 232 at T = 1000,
+    E = 0) X_0 = 0.5 exactly and X_0 + 1/2 = X_1, so arm 0 survives and opens phase 2 at round
+    2 n_1; with one reward fewer (115/232) it is eliminated and arm 1 plays on. A '<=' comparison,
+    or any other threshold, fails one of the two."""
+    T = 1000
+    n1 = int(A.schedule("odaaf", T, 0.0)[1])
+    assert n1 == 232
+    for ones, arm_next in [(n1 // 2, 0), (n1 // 2 - 1, 1)]:
+        R = np.ones((T, 2))
+        R[:, 0] = 0.0
+        R[np.arange(0, 2 * ones, 2), 0] = 1.0  # `ones` rewards for arm 0 within its first block
+        acts = actions_of(simulate(E.oblivious(1 - R, np.zeros(T, int)), C.anonymous(), A.odaaf(0.0), T,
+                                   jax.random.key(0), record=1))[0]
+        np.testing.assert_array_equal(acts[: 2 * n1], np.repeat([0, 1], n1))
+        assert acts[2 * n1] == arm_next, (ones, acts[2 * n1 - 2: 2 * n1 + 2])

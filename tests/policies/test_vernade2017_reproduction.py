@@ -82,3 +82,42 @@ def test_fig2_blind_phase_and_claims_reduced():
             assert abs(m - 0.04 * t) < 3 * se + 0.3, (lab, t, m)
     for t in (500, 1000, 1500, 2000):
         assert _cell(r, "KLUCB: d-klucb", t)[0] < _cell(r, "KLUCB: Discarding-KLUCB", t)[0]
+
+
+def test_fig1_theta_L_delayed_regret_reduced():
+    """Fast slice of Fig. 1's delayed regret L(T) (eqs. 1, 3) and of the uncensored variants: the
+    theta_L panels at the full horizon T = 10 000 with 24 runs instead of 100. Each cell L(T),
+    R(T) must be within 3 combined s.e. of the reference (a DelayedKLUCB cell cannot be met by
+    DelayedUCB's regret, 114.7 against 40.5, nor the reverse). Structure, per run: censored
+    L(T) <= tau_m R(T) (old pulls count tau_m, recent ones less) and L/R >= 0.8, which excludes a
+    delayed regret computed with uncensored weights tau_{T-s} (ratio near 0.99) or equal to R;
+    uncensored 0 <= R - L <= mu sum Delta (eq. 2, mu = 499, sum Delta = 0.12)."""
+    import jax
+
+    from jaxbandits import channels as C
+    from jaxbandits import delays as D
+    from jaxbandits import envs as E
+    from jaxbandits.policies import conversions as V
+    from jaxbandits.simulate import simulate
+
+    law, m, T, R = D.geometric(0.998), 1000, 10_000, 24
+    tau_m = float(law.cdf(m))
+    env = E.conversions([0.1, 0.05, 0.03], law)
+    cens = simulate(env, C.conversions(window=m), {"d-ucb": V.delayed_ucb(law, m), "d-klucb": V.delayed_klucb(law, m)},
+                    T, jax.random.key(0), R, record=T)
+    unc = simulate(env, C.conversions(window=None), {"ud-ucb": V.delayed_ucb(law), "ud-klucb": V.delayed_klucb(law)},
+                   T, jax.random.key(0), R, record=T)
+    bad = []
+    for group, out, panel in [("censored (m=1000)", cens, "theta_L censored (m=1000)"), ("uncensored", unc, "theta_L uncensored")]:
+        for lab, o in out.items():
+            ref = FIG1[f"{panel}: {lab}"]
+            Rt, Lt = np.asarray(o.regret[:, -1], np.float64), np.asarray(o.delayed_regret[:, -1], np.float64)
+            se = lambda x: x.std(ddof=1) / np.sqrt(R)
+            _check((Rt.mean(), se(Rt)), *ref[3], f"{lab} R(T)", bad)
+            _check((Lt.mean(), se(Lt)), *ref[4], f"{lab} L(T)", bad)
+            if group.startswith("censored"):
+                assert np.all(Lt <= tau_m * Rt * (1 + 1e-4) + 1e-3), lab  # float32 sums
+                assert (Lt / Rt).mean() >= 0.8, (lab, (Lt / Rt).mean())
+            else:
+                assert np.all(Rt - Lt >= -1e-3) and np.all(Rt - Lt <= 499 * 0.12), (lab, (Rt - Lt).max())
+    assert not bad, "\n".join(bad)
