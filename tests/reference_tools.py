@@ -51,12 +51,16 @@ def inverse_cdf_np(probs, u):
 
 
 def play(env, channel, policy, T, n_runs=1, key=0):
-    """The simulator's actions, ``[runs, T]`` (int), recorded at every round."""
+    """The simulator's actions, ``[runs, T]`` (int), recorded at every round; for a
+    ``{label: policy}`` dict (one compiled program), a dict of them."""
     import jax
 
     from jaxbandits.simulate import simulate
 
-    return actions_of(simulate(env, channel, policy, T, jax.random.key(key), n_runs, record=1))
+    out = simulate(env, channel, policy, T, jax.random.key(key), n_runs, record=1)
+    if isinstance(out, dict):
+        return {k: actions_of(o) for k, o in out.items()}
+    return actions_of(out)
 
 
 def first_mismatch(a, b):
