@@ -149,17 +149,25 @@ def test_ars_ucb_reduces_to_clipped_ucb_without_delay():
 
 
 def test_ars_ucb_beats_odaaf_and_has_log_regret():
-    """Claims 1-2 at a small scale (U{10..30}, T = 2e4, 16 runs): ARS-UCB below ODAAF-V; the last
-    doubling adds less than the one before (logarithmic growth)."""
+    """Claims 1-2 at a small scale (U{10..30}, T = 3e4, 16 runs): ARS-UCB below half of ODAAF-V; the
+    last doubling adds less than the two before it (logarithmic growth); and the regret is below
+    Theorem 1's log T term, sum_i 8 alpha / Delta_i log T (= 869.8 log T = 8967 here). That term is
+    not the whole bound (Thm 1 adds c*_f, infinite at alpha = 4 where t_1 = exp((4 d_1/(sqrt(alpha) -
+    2))^2) diverges), and it only means something where a bad policy exceeds it: uniform play scores
+    T (s_1 - mean s) = 0.4 T = 12000 and always playing the worst arm 0.8 T = 24000 (asserted
+    below); at T = 2e4 the term (8613) was above uniform play's 8000, hence T = 3e4."""
     env = E.composite(S9, delay=D.uniform(10, 30))
-    T = 20000
+    T = 30000
     o = simulate(env, C.composite(), {"ars": W.ars_ucb(4.0, "k^2"), "odaaf": A.odaaf_v(20.0, 36.67)}, T,
                  jax.random.key(0), 16, record=("log", 60))
     r = o["ars"].regret.mean(0)
     assert r[-1] < 0.5 * o["odaaf"].regret.mean(0)[-1]
     at = lambda t: r[np.searchsorted(o["ars"].t, t)]
     assert at(T) - at(T // 2) < at(T // 2) - at(T // 8)  # one doubling < the two before it
-    assert at(T) < W.thm1_log_coefficient(S9, 4.0) * math.log(T)
+    log_term = W.thm1_log_coefficient(S9, 4.0) * math.log(T)
+    uniform, worst = T * (S9.max() - S9.mean()), T * (S9.max() - S9.min())
+    assert log_term < uniform < worst
+    assert at(T) < log_term
 
 
 # ----------------------------------------------------------------------------- ARS-EXP3
