@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import erf, erfinv, gammaincc, ndtr, ndtri
+from scipy.special import erfc as _erfc_np  # float64 host sums (scipy ships with jax)
 
 from . import _validate as V
 from ._pytree import pytree as _pytree
@@ -278,7 +279,7 @@ class HalfNormal(_SummedMoments, DelayLaw):
 
     def _m(self):
         s = float(self.sigma)
-        return _floor_moments(lambda x: np.vectorize(math.erfc)(x / (s * math.sqrt(2))), 10 * s + 10)
+        return _floor_moments(lambda x: _erfc_np(x / (s * math.sqrt(2))), 10 * s + 10)
 
 
 def half_normal(sigma: float) -> HalfNormal:
@@ -312,6 +313,18 @@ def weibull(shape: float, scale: float) -> Weibull:
     return Weibull(jnp.asarray(shape, _F), jnp.asarray(scale, _F))
 
 
+def _log_normal_tail(c, mu, s):
+    """The moment sums' tail beyond ``c`` for ``X = exp(mu + s Z)``, as integrals (midpoint rule):
+    ``int_c^inf P(X > x) dx`` and ``int_c^inf (2x - 1) P(X > x) dx``, in closed form from the partial
+    moments ``E[X^j 1{X > c}] = exp(j mu + j^2 s^2 / 2) Phi((mu + j s^2 - log c) / s)``. Without it
+    the sums, capped at 5e6 terms, dropped 0.16% of :func:`criteo_like`'s variance."""
+    z = (math.log(c) - mu) / s
+    sf = lambda x: 0.5 * math.erfc(x / math.sqrt(2))
+    i1 = math.exp(mu + s * s / 2) * sf(z - s) - c * sf(z)
+    i2 = math.exp(2 * mu + 2 * s * s) * sf(z - 2 * s) - c * c * sf(z)
+    return i1, i2 - i1
+
+
 @_pytree
 class LogNormal(_SummedMoments, DelayLaw):
     mu: jax.Array
@@ -328,8 +341,8 @@ class LogNormal(_SummedMoments, DelayLaw):
     def _m(self):
         mu, s = float(self.mu), float(self.sigma)
         hi = math.exp(mu + 9.0 * s) + 10  # P(Z > 9) ~ 1e-19
-        sf = lambda x: 0.5 * np.vectorize(math.erfc)((np.log(x) - mu) / (s * math.sqrt(2)))
-        return _floor_moments(sf, hi)
+        sf = lambda x: 0.5 * _erfc_np((np.log(x) - mu) / (s * math.sqrt(2)))
+        return _floor_moments(sf, hi, lambda n: _log_normal_tail(n + 0.5, mu, s))
 
 
 def log_normal(mu: float, sigma: float) -> LogNormal:
@@ -448,9 +461,15 @@ class LogNormalMixture(_SummedMoments, DelayLaw):
     def _m(self):
         w, mu, s = (np.asarray(a, np.float64) for a in (self.weights, self.mus, self.sigmas))
         hi = float(np.exp((mu + 9 * s).max())) + 10
-        sf1 = lambda x: np.sum(w[:, None] * 0.5 * np.vectorize(math.erfc)((np.log(x)[None, :] - mu[:, None])
-                                                                          / (s[:, None] * math.sqrt(2))), axis=0)
-        mean, var = _floor_moments(lambda x: (1 - float(self.p0)) * sf1(np.atleast_1d(x)), hi)
+        sf1 = lambda x: np.sum(w[:, None] * 0.5 * _erfc_np((np.log(x)[None, :] - mu[:, None])
+                                                           / (s[:, None] * math.sqrt(2))), axis=0)
+        q = 1 - float(self.p0)
+
+        def tail(n):
+            parts = [_log_normal_tail(n + 0.5, m_, s_) for m_, s_ in zip(mu, s)]
+            return tuple(q * sum(wk * p[i] for wk, p in zip(w, parts)) for i in (0, 1))
+
+        mean, var = _floor_moments(lambda x: q * sf1(np.atleast_1d(x)), hi, tail)
         return mean, var
 
 
@@ -611,8 +630,10 @@ def geometric_log_rho(law):
 
 
 def truncation_length(law, horizon: int, tol: float = 1e-6) -> int:
-    """Smallest ``L <= horizon`` with ``1 - tau_L <= tol`` (``horizon`` if none): the ring length
-    that makes an uncensored delay-discounted sum exact to ``tol``."""
+    """``L = min(horizon, 1 + the smallest n with 1 - tau_n <= tol)`` (``horizon`` if none): the
+    ring length that makes an uncensored delay-discounted sum exact to ``tol`` (the ring holds ages
+    ``0..L-1`` and older pulls weigh ``tau_L``, so ``tau_{L-1} >= 1 - tol``). ``tau`` is float32,
+    resolved to about 6e-8 near 1. Bounded laws: ``min(support_max + 1, horizon)``."""
     if law.support_max < NEVER:
         return int(min(law.support_max + 1, horizon))
     n = np.arange(horizon)

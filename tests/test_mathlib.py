@@ -1,7 +1,10 @@
 """Shared math: KL-UCB solver against bisection, exact Beta sampler, random words."""
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
+from scipy import special, stats
 
 from jaxbandits import mathlib as M
 
@@ -40,6 +43,21 @@ def test_beta_sampler_matches_law():
     x = 0.02
     p = 1 - (1 - x) ** 50
     assert abs((s[:, 2] < x).mean() - p) < 4 * np.sqrt(p * (1 - p) / n)
+    # the whole law: Kolmogorov-Smirnov against scipy's Beta(a, b) (sup-distance ~0.004 detectable)
+    for j in range(a.size):
+        assert stats.kstest(s[:, j], stats.beta(a[j], b[j]).cdf).pvalue > 1e-4, (a[j], b[j])
+
+
+def test_gamma_mt_law_ks():
+    """gamma_mt(key, a) is Gamma(a, 1) (Marsaglia and Tsang 2000) for a >= 1, small and large:
+    Kolmogorov-Smirnov against scipy over 100k draws per shape, and the mean and variance a."""
+    a = np.float32([1.0, 1.7, 4.0, 30.0, 400.0])
+    keys = jax.random.split(jax.random.key(4), 100_000)
+    g = np.asarray(jax.vmap(lambda k: M.gamma_mt(k, jnp.asarray(a)))(keys), np.float64)
+    for j, aj in enumerate(a.astype(np.float64)):
+        assert stats.kstest(g[:, j], stats.gamma(aj).cdf).pvalue > 1e-4, aj
+        assert abs(g[:, j].mean() - aj) < 4.5 * math.sqrt(aj / g.shape[0])
+        assert abs(g[:, j].var() / aj - 1) < 0.03
 
 
 def test_gamma_fallback_path_is_exact():
@@ -72,3 +90,220 @@ def test_sample_from_probs_and_ties():
     v = jnp.array([1.0, 3.0, 3.0, 0.0, 3.0])
     picks = np.asarray(jax.vmap(lambda u: M.argmax_random_tie(v, u))(us))
     np.testing.assert_allclose(np.bincount(picks, minlength=5) / 10000, [0, 1 / 3, 1 / 3, 0, 1 / 3], atol=2e-4)
+
+
+# ============================================================================ pinned formulas
+# Every function against a closed form or a float64 reference written here (not the library's own
+# reference solvers), on float32 inputs, to float32 accuracy.
+U23 = 2.0**-23  # uniforms on (0, 1) are (m + 1/2) 2^-23
+
+
+def _kl_b64(p, q):
+    p, q = np.asarray(p, np.float64), np.asarray(q, np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.where(p > 0, p * np.log(p / q), 0.0)
+        b = np.where(p < 1, (1 - p) * np.log((1 - p) / (1 - q)), 0.0)
+    return a + b
+
+
+def _kl_pois64(p, q):
+    p, q = np.asarray(p, np.float64), np.asarray(q, np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return q - p + np.where(p > 0, p * np.log(p / q), 0.0)
+
+
+def _bisect64(f, lo, hi, iters=200):
+    """max {x in [lo, hi] : f(x) <= 0} for f increasing on [lo, hi] (vectorised float64)."""
+    lo, hi = np.asarray(lo, np.float64).copy(), np.asarray(hi, np.float64).copy()
+    for _ in range(iters):
+        mid = 0.5 * (lo + hi)
+        ok = f(mid) <= 0
+        lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid)
+    return lo
+
+
+def test_kl_divergences_closed_form():
+    """kl_bernoulli (p log p/q + (1-p) log (1-p)/(1-q), clipped to [1e-7, 1-1e-7]), kl_gaussian
+    ((p-q)^2 / 2 sigma^2) and kl_poisson (q - p + p log p/q, 0 log 0 = 0) in float64."""
+    g = np.concatenate([[0.0, 1e-4, 0.01], np.linspace(0.05, 0.95, 19), [0.99, 1 - 1e-4, 1.0]]).astype(np.float32)
+    p, q = (a.ravel() for a in np.meshgrid(g, g))
+    lo, hi = float(np.float32(1e-7)), float(np.float32(1 - 1e-7))  # the clip bounds, as float32
+    pc, qc = (np.clip(x.astype(np.float64), lo, hi) for x in (p, q))
+    np.testing.assert_allclose(np.asarray(M.kl_bernoulli(p, q)), _kl_b64(pc, qc), rtol=2e-4, atol=2e-5)
+    # the clipping is only at the ends: kl(0, q) = -log(1-q), kl(1, q) = -log q
+    qq = np.float32([0.1, 0.5, 0.9])
+    np.testing.assert_allclose(np.asarray(M.kl_bernoulli(np.float32(0), qq)), -np.log1p(-qq.astype(float)), atol=3e-6)
+    np.testing.assert_allclose(np.asarray(M.kl_bernoulli(np.float32(1), qq)), -np.log(qq.astype(float)), atol=3e-6)
+    for s2 in [1.0, 0.25, 4.0]:
+        np.testing.assert_allclose(np.asarray(M.kl_gaussian(p * 3, q - 1, s2)),
+                                   (p.astype(float) * 3 - (q.astype(float) - 1)) ** 2 / (2 * s2), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(np.asarray(M.kl_gaussian(p, q)), (p.astype(float) - q) ** 2 / 2, rtol=1e-5, atol=1e-7)
+    pp, qp = p * 3, np.maximum(q * 4, np.float32(0.01))
+    np.testing.assert_allclose(np.asarray(M.kl_poisson(pp, qp)), _kl_pois64(pp, qp), rtol=1e-4, atol=2e-5)
+    np.testing.assert_allclose(np.asarray(M.kl_poisson(np.float32(0), qq)), qq, rtol=1e-6)
+
+
+def test_kl_ucb_bernoulli_against_float64_root():
+    """kl_ucb_bernoulli (4 Newton steps, float32) and kl_ucb_bernoulli_bisect against the float64
+    root max{q in [p, 1] : kl(p, q) <= d}, for p in [0, 1], d in [1e-5, 20]; d = 0 gives p, inf gives 1."""
+    p, d = np.meshgrid(np.linspace(0, 1, 41), np.geomspace(1e-5, 20, 31))
+    p, d = p.ravel().astype(np.float32), d.ravel().astype(np.float32)
+    ref = _bisect64(lambda q: _kl_b64(p, q) - d.astype(np.float64), p.astype(np.float64), np.ones(p.size))
+    q = np.asarray(M.kl_ucb_bernoulli(p, d), np.float64)
+    np.testing.assert_allclose(q, ref, atol=3e-5, rtol=0)
+    # the bisection reference (kl clipped at 1e-7) agrees where the root is not within 1e-6 of 1
+    qb = np.asarray(M.kl_ucb_bernoulli_bisect(p, d, 40), np.float64)
+    inner = ref < 1 - 1e-5
+    np.testing.assert_allclose(qb[inner], ref[inner], atol=2e-5, rtol=0)
+    e = np.asarray(M.kl_ucb_bernoulli(np.float32([0.3, 0.3, 0.0]), np.float32([0.0, np.inf, 0.5])))
+    assert e[0] == np.float32(0.3) and e[1] == 1.0 and abs(e[2] - (1 - math.exp(-0.5))) < 1e-5
+
+
+def test_exploration_and_widths_closed_form():
+    """kl_ucb_exploration(t, c) = log t + c log(max(log t, 1)) (t clipped to >= 1);
+    ucb1_width(n, t, alpha) = sqrt(alpha log t / n), inf at n = 0."""
+    t = np.float32([0, 1, 2, 3, 10, 1000, 1e6])
+    tt = np.maximum(t.astype(np.float64), 1)
+    for c in [0.0, 3.0]:
+        np.testing.assert_allclose(np.asarray(M.kl_ucb_exploration(t, c)),
+                                   np.log(tt) + c * np.log(np.maximum(np.log(tt), 1)), rtol=1e-6, atol=1e-7)
+    n, tq = (a.ravel() for a in np.meshgrid(np.float32([0, 1, 5, 100]), np.float32([1, 2, 50, 1e4])))
+    for alpha in [2.0, 0.5]:
+        w = np.asarray(M.ucb1_width(n, tq, alpha), np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ref = np.where(n > 0, np.sqrt(alpha * np.log(tq.astype(float)) / n), np.inf)
+        np.testing.assert_allclose(w, ref, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(M.ucb1_width(np.float32(4), np.float32(0.5))), 0.0)  # t clipped to 1
+
+
+def test_linucb_beta_is_abbasi_yadkori():
+    """Abbasi-Yadkori, Pal, Szepesvari (2011), Thm 2 with ||x|| <= 1: sqrt(beta_t) =
+    R sqrt(2 log(det(V_t)^(1/2) det(lam I)^(-1/2) / delta)) + sqrt(lam) S with the determinant bound
+    det V_t <= (lam + t/d)^d (their Lemma 10)."""
+    for t, d, lam, sig, S, delta in [(0, 2, 1.0, 1.0, 1.0, 0.05), (10, 3, 1.0, 0.5, 2.0, 0.1),
+                                     (1000, 5, 0.1, 1.0, 1.0, 0.01), (5e4, 10, 4.0, 0.2, 3.0, 0.2)]:
+        log_det_ratio = d * math.log(lam + t / d) - d * math.log(lam)
+        ref = sig * math.sqrt(2 * (0.5 * log_det_ratio + math.log(1 / delta))) + math.sqrt(lam) * S
+        got = float(M.linucb_beta(np.float32(t), d, lam, sig, S, delta))
+        assert abs(got / ref - 1) < 1e-5, (t, d, got, ref)
+
+
+def test_log_normalize_exp_weights_and_kahan():
+    rng = np.random.default_rng(0)
+    logw = (rng.normal(0, 5, (3, 7)) + 60).astype(np.float32)
+    for row in logw:
+        out = np.asarray(M.log_normalize(row), np.float64)
+        np.testing.assert_allclose(out, row - special.logsumexp(row.astype(np.float64)), atol=2e-5)
+    # exp weights: (1 - gamma) softmax(-eta L) + gamma / K, over the last axis
+    L = rng.uniform(0, 30, (2, 5)).astype(np.float32)
+    for eta, gamma in [(0.3, 0.0), (0.05, 0.1), (1.5, 0.5)]:
+        z = -eta * L.astype(np.float64)
+        sm = np.exp(z - z.max(-1, keepdims=True))
+        ref = (1 - gamma) * sm / sm.sum(-1, keepdims=True) + gamma / 5
+        np.testing.assert_allclose(np.asarray(M.exp_weights_probs(L, eta, gamma)), ref, atol=1e-6, rtol=1e-5)
+    # Kahan: the compensation is exactly the lost low part, and 200k float32 additions stay exact to 1 ulp
+    s, c = M.kahan_add(np.float32(1.0), np.float32(0.0), np.float32(1e-8))
+    assert float(s) == 1.0 and float(c) == -float(np.float32(1e-8))
+    x = rng.uniform(0, 2e-3, 200_000).astype(np.float32)
+    (s, c), _ = jax.lax.scan(lambda sc, xi: (M.kahan_add(sc[0], sc[1], xi), None),
+                             (jnp.float32(1000.0), jnp.float32(0.0)), jnp.asarray(x))
+    ref = 1000.0 + x.astype(np.float64).sum()
+    ulp = float(np.spacing(np.float32(ref)))
+    assert abs(float(s) - ref) <= ulp, (float(s), ref)
+    naive = jax.lax.scan(lambda a, xi: (a + xi, None), jnp.float32(1000.0), jnp.asarray(x))[0]
+    assert abs(float(naive) - ref) > 20 * ulp  # the instance discriminates
+
+
+def test_poisson_kl_ucb_against_float64_root():
+    """poisson_kl_ucb(p, n, beta, cap) = max{q in [p, cap] : n d_Pois(p, q) <= beta} (Vernade et al.
+    2017 sec. 5.3), exactly cap when it binds, p when p >= cap, +inf when n = 0; cap=None: the root."""
+    p, n, b = (a.ravel() for a in np.meshgrid(np.float32([0, 0.01, 0.1, 0.3, 0.5, 0.9, 1.0, 1.3]),
+                                              np.float32([0, 0.5, 3, 40, 1000]), np.float32([0.05, 1.0, 8.0])))
+    c = b.astype(np.float64) / np.where(n > 0, n, 1)
+    p64 = p.astype(np.float64)
+    root = _bisect64(lambda q: _kl_pois64(p64, q) - c, p64, p64 + 2 * c + 2 * np.sqrt(c * c + 2 * p64 * c) + 1)
+    unc = np.where(n > 0, root, np.inf)
+    capped = np.where(n > 0, np.where(p64 >= 1, p64, np.minimum(root, 1.0)), np.inf)
+    for fn, kw in [(M.poisson_kl_ucb, {}), (M.poisson_kl_ucb_bisect, {})]:
+        got = np.asarray(fn(p, n, b, **kw), np.float64)
+        np.testing.assert_allclose(got, capped, rtol=2e-5, atol=1e-6, err_msg=fn.__name__)
+        got_u = np.asarray(fn(p, n, b, cap=None), np.float64)
+        np.testing.assert_allclose(got_u, unc, rtol=2e-5, atol=1e-6, err_msg=fn.__name__)
+    binds = (n > 0) & (p < 1) & (root >= 1 + 1e-4)
+    assert binds.any() and np.all(np.asarray(M.poisson_kl_ucb(p, n, b))[binds] == 1.0)  # exact ties at the cap
+
+
+def test_sample_from_probs_is_inverse_cdf():
+    """A = min(K-1, #{a : cumsum(w)_a < u sum(w)}) for unnormalised w, exact on the uniform lattice
+    (dyadic weights: every cumsum is exact), including the lattice points next to each boundary."""
+    w = np.float32([2.0, 0.0, 4.0, 1.0, 1.0])
+    cw = np.cumsum(w.astype(np.float64)) / w.sum()
+    m = np.concatenate([np.arange(0, 2**23, 9973), np.floor(cw / U23 - 0.5), np.floor(cw / U23 - 0.5) + 1])
+    m = np.clip(m, 0, 2**23 - 1)
+    u = ((m + 0.5) * U23).astype(np.float32)
+    a = np.asarray(jax.vmap(lambda x: M.sample_from_probs(jnp.asarray(w), x))(u))
+    ref = np.minimum((cw[None, :] < u.astype(np.float64)[:, None]).sum(1), 4)
+    np.testing.assert_array_equal(a, ref)
+    assert set(np.unique(a)) == {0, 2, 3, 4}
+
+
+def test_argmax_random_tie_exact_rule_and_mask():
+    """argmax_random_tie(v, u, mask): among the (unmasked) indices attaining the max, the
+    floor(u * count)-th; masked arms are never picked, whatever their value (negative values too)."""
+    rng = np.random.default_rng(3)
+    V = rng.integers(-3, 2, (400, 6)).astype(np.float32) - 0.5  # many ties, negative values
+    mask = rng.random((400, 6)) < 0.7
+    mask[np.arange(400), rng.integers(0, 6, 400)] = True
+    u = ((rng.integers(0, 2**23, 400) + 0.5) * U23).astype(np.float32)
+    got = np.asarray(jax.vmap(M.argmax_random_tie)(jnp.asarray(V), jnp.asarray(u), jnp.asarray(mask)))
+    got_nomask = np.asarray(jax.vmap(M.argmax_random_tie)(jnp.asarray(V), jnp.asarray(u)))
+    for i in range(400):
+        for g, msk in [(got[i], mask[i]), (got_nomask[i], np.ones(6, bool))]:
+            vals = np.where(msk, V[i], -np.inf)
+            ties = np.flatnonzero(vals == vals.max())
+            assert g == ties[int(np.floor(float(u[i]) * len(ties)))], (i, V[i], msk, u[i], g)
+    assert mask[np.arange(400), got].all()
+    assert (got != got_nomask).any()
+
+
+def _mix32_np(x):
+    """Wellons' lowbias32 finaliser (published constants 0x7feb352d, 0x846ca68b), uint32 arithmetic."""
+    x = x.astype(np.uint64)
+    x ^= x >> 16
+    x = (x * 0x7FEB352D) & 0xFFFFFFFF
+    x ^= x >> 15
+    x = (x * 0x846CA68B) & 0xFFFFFFFF
+    x ^= x >> 16
+    return x
+
+
+def test_words_counter_hash_pinned():
+    """words(key, n, offset)[i] = mix(mix(k0 ^ (i + offset) * 0x9E3779B9) + k1) with mix = lowbias32 and
+    (k0, k1) the key's two words (conventions §8); uniform/uniforms = ((w >> 9) + 1/2) 2^-23;
+    open_uniform reshapes uniforms; normals are Box-Muller of 2 ceil(n/2) uniforms. Deterministic,
+    and offsets select disjoint counter blocks."""
+    for seed in [0, 123, 2**31 - 1]:
+        key = jax.random.fold_in(jax.random.key(seed), 7)
+        kd = np.asarray(jax.random.key_data(key)).astype(np.uint64)
+        k0, k1 = (np.asarray(x) for x in M.key_words(key))
+        assert int(k0) == kd[0] and int(k1) == kd[1]
+        for n, off in [(10, 0), (6, 7), (3, 1000)]:
+            i = np.arange(n, dtype=np.uint64) + off
+            ref = _mix32_np((_mix32_np(kd[0] ^ ((i * 0x9E3779B9) & 0xFFFFFFFF)) + kd[1]) & 0xFFFFFFFF)
+            w = np.asarray(M.words(key, n, off)).astype(np.uint64)
+            np.testing.assert_array_equal(w, ref)
+            np.testing.assert_array_equal(np.asarray(M.uniforms(key, n, off), np.float64), ((ref >> 9) + 0.5) * U23)
+        np.testing.assert_array_equal(np.asarray(M.words(key, 5, 3)), np.asarray(M.words(key, 8))[3:])
+        np.testing.assert_array_equal(np.asarray(M.words(key, 8)), np.asarray(M.words(key, 8)))
+        assert float(M.uniform(key)) == ((int(kd[0]) >> 9) + 0.5) * U23
+        np.testing.assert_array_equal(np.asarray(M.open_uniform(key, (3, 4))), np.asarray(M.uniforms(key, 12)).reshape(3, 4))
+        for n in [5, 6]:
+            h = (n + 1) // 2
+            uu = np.asarray(M.uniforms(key, 2 * h, 4), np.float64)
+            r, th = np.sqrt(-2 * np.log(uu[:h])), 2 * np.pi * uu[h:]
+            np.testing.assert_allclose(np.asarray(M.normals(key, n, 4)), np.concatenate([r * np.cos(th), r * np.sin(th)])[:n],
+                                       atol=2e-5, rtol=1e-5)
+    keys = jax.random.split(jax.random.key(1), 4)  # batched keys: one row of words per key
+    wb = np.asarray(M.words(keys, 3))
+    assert wb.shape == (4, 3) and np.array_equal(wb[2], np.asarray(M.words(keys[2], 3)))
+    assert len({tuple(r) for r in wb}) == 4
