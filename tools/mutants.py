@@ -21,10 +21,12 @@ Usage (from the repository root)::
 
     python tools/mutants.py                      # every mutant of tools/mutants/*.json
     python tools/mutants.py tools/mutants/classic.json --id classic-ts-half-failures
-    python tools/mutants.py --jobs 2 --report mutation_report.json
+    python tools/mutants.py --jobs 2 --rev HEAD --report mutation_report.json
 
-The working tree itself is never modified: each mutant runs in a copy under a temporary folder,
-with that copy first on PYTHONPATH.
+The working tree itself is never modified: each mutant runs in a copy (of the working tree, or of
+the commit ``--rev``) under a temporary folder, with that copy first on PYTHONPATH. Programs that
+a mutant does not change are compiled once for the whole run (JAX's persistent compilation cache
+in ``.mutants_cache/``).
 """
 from __future__ import annotations
 
@@ -70,10 +72,19 @@ def copy_tree(dst, files):
         shutil.copy2(os.path.join(ROOT, f), os.path.join(dst, f))
 
 
-def run_one(m, files, full, timeout):
+def export_rev(dst, rev):
+    """The tree of commit ``rev`` (not the working tree) into ``dst``."""
+    arch = subprocess.run(["git", "archive", rev], cwd=ROOT, check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-xf", "-", "-C", dst], input=arch, check=True)
+
+
+def run_one(m, files, full, timeout, cache=None, rev=None):
     t0 = time.time()
     with tempfile.TemporaryDirectory(prefix="mutant_") as tmp:
-        copy_tree(tmp, files)
+        if rev:
+            export_rev(tmp, rev)
+        else:
+            copy_tree(tmp, files)
         path = os.path.join(tmp, m["file"])
         src = open(path).read()
         n = src.count(m["old"])
@@ -83,6 +94,8 @@ def run_one(m, files, full, timeout):
         tests = [] if full else m["tests"]
         cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
         env = dict(os.environ, PYTHONPATH=tmp, JAX_PLATFORMS=os.environ.get("JAX_PLATFORMS", "cpu"))
+        if cache:  # programs a mutant does not touch compile once for the whole run
+            env.update(JAX_COMPILATION_CACHE_DIR=cache, JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
         try:
             r = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True, timeout=timeout)
             rc, tail = r.returncode, (r.stdout + r.stderr)[-1500:]
@@ -104,6 +117,9 @@ def main(argv=None):
     ap.add_argument("--full", action="store_true", help="run the whole default suite for each mutant")
     ap.add_argument("--timeout", type=float, default=1200.0, help="seconds per mutant")
     ap.add_argument("--report", help="write the results as JSON here")
+    ap.add_argument("--rev", help="mutate this commit's tree (e.g. HEAD) instead of the working tree")
+    ap.add_argument("--cache", default=os.path.join(ROOT, ".mutants_cache"),
+                    help="JAX persistent compilation cache shared by the mutants ('' to turn it off)")
     a = ap.parse_args(argv)
     paths = a.files or sorted(glob.glob(os.path.join(ROOT, "tools", "mutants", "*.json")))
     muts = load(paths)
@@ -112,7 +128,7 @@ def main(argv=None):
     files = tracked_files()
     res = []
     with cf.ThreadPoolExecutor(max_workers=a.jobs) as ex:
-        for r in ex.map(lambda m: run_one(m, files, a.full, a.timeout), muts):
+        for r in ex.map(lambda m: run_one(m, files, a.full, a.timeout, a.cache, a.rev), muts):
             eq = " (equivalent)" if r.get("equivalent") else ""
             print(f"{r['status']:9s} {r['seconds']:7.1f}s  {r['id']}{eq}  {' '.join(r.get('failed', []))}", flush=True)
             if r["status"] != "killed" and r.get("tail"):
