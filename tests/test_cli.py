@@ -52,5 +52,13 @@ def test_errors(args, msg, capsys):
 
 
 def test_console_script_installed():
-    r = subprocess.run([sys.executable, "-m", "jaxbandits.cli", "list"], capture_output=True, text=True)
-    assert r.returncode == 0 and "quickstart" in r.stdout
+    """The installed ``jaxbandits`` console script (pyproject [project.scripts]) next to this
+    interpreter runs the CLI: ``list`` prints the experiments, a bad command exits 2."""
+    from pathlib import Path
+
+    script = Path(sys.executable).parent / "jaxbandits"
+    assert script.is_file(), f"console script not installed at {script} (pip install -e .)"
+    r = subprocess.run([str(script), "list"], capture_output=True, text=True)
+    assert r.returncode == 0 and "quickstart" in r.stdout and "bayes-ts-shared-delay" in r.stdout, r.stderr
+    r = subprocess.run([str(script), "run", "no-such-experiment", "--no-progress"], capture_output=True, text=True)
+    assert r.returncode == 2 and "unknown experiment" in r.stderr
