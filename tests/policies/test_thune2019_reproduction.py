@@ -88,7 +88,7 @@ def test_heavy_tail_contaminated_reduced():
 def test_heavy_tail_pareto_reduced():
     """E2's Pareto(1.5) model (d = floor(U^(-2/3)) - 1, capped at T), a fast slice of the slow
     test's claims at T = 2^11 and 2^13 with 8 runs: DEW-Thm1 / Skipper-Cor4 grows with T (measured
-    1.70 -> 2.77; spec E2 over 2^12..2^14: the ratio grows) and Doubling's regret grows sub-linearly
+    1.70 -> 2.77; the full experiment of docs/reproductions/thune2019.md: it grows over 2^12..2^16) and Doubling's regret grows sub-linearly
     (slope measured 0.72 over 2^11..2^13; the full test asks < 0.65 at 2^12..2^16) while staying below
     DEW-Thm1. Excludes a DEW-Thm1 that does not cut its rate to 1/(4e d_max) (it is then the
     untruncated DEW, 155 at 2^13, and the ratio falls below 1). It does not separate a Skipper that
