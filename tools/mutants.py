@@ -126,6 +126,10 @@ def main(argv=None):
     if a.id:
         muts = [m for m in muts if m["id"] in set(a.id)]
     files = tracked_files()
+    if a.rev:  # pin the commit: later commits during the run do not change what is mutated
+        a.rev = subprocess.run(["git", "rev-parse", a.rev], cwd=ROOT, check=True, capture_output=True,
+                               text=True).stdout.strip()
+        print(f"mutating the tree of commit {a.rev}", flush=True)
     res = []
     with cf.ThreadPoolExecutor(max_workers=a.jobs) as ex:
         for r in ex.map(lambda m: run_one(m, files, a.full, a.timeout, a.cache, a.rev), muts):
