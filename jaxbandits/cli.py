@@ -1,4 +1,4 @@
-"""The ``jaxbandits`` command: ``list``, ``run NAME``, ``plot DIR``, ``fit LOG.csv``."""
+"""The ``jaxbandits`` command: ``list``, ``run NAME``, ``plot DIR``, ``fit LOG.csv|LOG.parquet``."""
 from __future__ import annotations
 
 import argparse
@@ -32,13 +32,14 @@ def main(argv=None):
     pl = sub.add_parser("plot", help="re-plot a results folder")
     pl.add_argument("dir")
     pl.add_argument("--logx", action="store_true")
-    f = sub.add_parser("fit", help="fit a Bayesian conversion-and-delay model to a conversion log (CSV)")
-    f.add_argument("log", help="CSV with columns arm, play_time, conversion_time (empty: none), cutoff")
+    f = sub.add_parser("fit", help="fit a Bayesian conversion-and-delay model to a conversion log (CSV or Parquet)")
+    f.add_argument("log", help="CSV or Parquet with columns arm, play_time, conversion_time (empty: none), cutoff")
     f.add_argument("--model", default="exponential",
                    help="delay family: exponential, geometric, weibull, lognormal, histogram")
     f.add_argument("--method", default="nuts", choices=["nuts", "svi"])
     f.add_argument("--out", default=None, help="output folder (default results/fit-MODEL)")
-    f.add_argument("--cutoff", type=float, default=None, help="observation cutoff if the log has no cutoff column")
+    f.add_argument("--cutoff", default=None,
+                   help="observation cutoff (number or timestamp) if the log has no cutoff column")
     f.add_argument("--window", type=float, default=None, help="censoring window m (default: none)")
     f.add_argument("--discrete", action="store_true", help="integer rounds, floored delays")
     f.add_argument("--per-arm-delay", action="store_true", help="one delay law per arm")
@@ -46,6 +47,14 @@ def main(argv=None):
     f.add_argument("--warmup", type=int, default=500)
     f.add_argument("--samples", type=int, default=1000)
     f.add_argument("--seed", type=int, default=0)
+    f.add_argument("--time-unit", default=None, help="unit of durations when the times are timestamps: ms s min h D W")
+    f.add_argument("--rounds", action="store_true", help="timestamps floored to integer rounds of --time-unit")
+    f.add_argument("--column", dest="columns", action="append", default=[], metavar="FIELD=NAME",
+                   help="the log's column NAME holds FIELD (arm, play_time, conversion_time, cutoff); repeatable")
+    f.add_argument("--resolution", default="auto",
+                   help="continuous times: 'exact', 'auto' (default) or a relative grid step such as 0.01")
+    f.add_argument("--log-likelihood", action="store_true", help="store the pointwise log-likelihood (for LOO)")
+    f.add_argument("--no-progress", action="store_true", help="no progress bar")
     a = p.parse_args(argv)
     if a.cmd == "fit":
         return _fit(a)
@@ -94,19 +103,46 @@ def main(argv=None):
 
 
 def _fit(a):
+    import warnings
+
     from . import bayes as B
     from .bayes.report import save_fit
 
     try:
-        log = B.read_log(a.log, cutoff=a.cutoff)
         for name in ("chains", "warmup", "samples"):
-            if getattr(a, name) < 1:
-                raise ValueError(f"--{name} must be >= 1, got {getattr(a, name)}")
-        idata = B.fit(log, a.model, a.method, window=a.window, discrete=a.discrete, per_arm_delay=a.per_arm_delay,
-                      num_chains=a.chains, num_warmup=a.warmup, num_samples=a.samples, seed=a.seed)
-    except (ValueError, TypeError, OSError) as e:
+            if getattr(a, name) < (0 if name == "warmup" else 1):
+                raise ValueError(f"--{name} must be >= {0 if name == 'warmup' else 1}, got {getattr(a, name)}")
+        columns = {}
+        for kv in a.columns:
+            if "=" not in kv:
+                raise ValueError(f"--column takes FIELD=NAME, got {kv!r}")
+            k, v = kv.split("=", 1)
+            columns[k.strip()] = v.strip()
+        res = a.resolution
+        if res not in ("auto", "exact"):
+            try:
+                res = float(res)
+            except ValueError:
+                raise ValueError(f"--resolution must be 'exact', 'auto' or a number, got {res!r}") from None
+        res = None if res == "exact" else res
+        cutoff = a.cutoff
+        if cutoff is not None:
+            try:
+                cutoff = float(cutoff)
+            except ValueError:
+                pass  # a timestamp
+        log = B.load_log(a.log, cutoff=cutoff, time_unit=a.time_unit, rounds=a.rounds, columns=columns)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # empty arms are printed below
+            idata = B.fit(log, a.model, a.method, window=a.window, discrete=a.discrete, per_arm_delay=a.per_arm_delay,
+                          num_chains=a.chains, num_warmup=a.warmup, num_samples=a.samples, seed=a.seed, resolution=res,
+                          log_likelihood=bool(a.log_likelihood), progress_bar=not a.no_progress)
+    except (ValueError, TypeError, OSError, ImportError) as e:
         print(f"jaxbandits: error: {e}", file=sys.stderr)
         return 2
+    if log.empty_arms:
+        print(f"jaxbandits: warning: arm(s) {list(log.empty_arms)} have no rows: their posterior is the prior",
+              file=sys.stderr)
     out = a.out or os.path.join("results", f"fit-{a.model}")
     paths = save_fit(idata, log, out)
     with open(paths["summary"]) as fh:

@@ -235,7 +235,7 @@ def test_offline_nuts_recovers_truth_and_reports_diagnostics():
     import arviz as az
 
     log = B.synthetic_log([0.05, 0.10, 0.15], 6000, span=1000, cutoff=1000, mean=50, seed=2)
-    idata = B.fit(log, "exponential", num_chains=2, num_warmup=300, num_samples=400, seed=1)
+    idata = B.fit(log, "exponential", num_chains=2, num_warmup=300, num_samples=400, seed=1, log_likelihood=True)
     d = B.diagnostics(idata)
     assert d["r_hat_max"] < 1.02 and d["divergences"] == 0 and d["ess_bulk_min"] > 200
     hdi = az.hdi(idata, var_names=["p", "delay_mean"], hdi_prob=0.94)

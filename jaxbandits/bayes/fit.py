@@ -1,16 +1,18 @@
-"""Offline fitting of the conversion models to a conversion log (spec §3): NUTS (the reference)
-or SVI, returning ArviZ ``InferenceData`` with diagnostics, the pointwise log-likelihood (float64,
-for ``az.loo``/``az.compare``) and posterior delay curves.
+"""Offline fitting of the conversion models to a conversion log: NUTS (the reference) or SVI,
+returning ArviZ ``InferenceData`` with named dims (``arm`` with the arm labels), full
+``sample_stats``, ``observed_data`` / ``constant_data`` (the compressed log), posterior delay curves
+and, when asked, the pointwise log-likelihood per play (float64, for ``az.loo``/``az.compare``).
 
-A log has one row per play: ``arm``, ``play_time``, ``conversion_time`` (NaN / empty when no
-conversion has been seen) and the observation ``cutoff`` (per row or one number).
+The likelihood is evaluated on the log's distinct rows with counts (:func:`compress_rows`): exact,
+and O(distinct rows) instead of O(plays). Chains run vectorised (one program for all chains).
+Logs: see :mod:`jaxbandits.bayes.logs` (CSV, Parquet, DataFrames, timestamps, arm labels).
 """
 from __future__ import annotations
 
-import csv
 import functools
-import dataclasses
+import json
 import math
+import warnings
 from typing import Optional
 
 import jax
@@ -18,118 +20,34 @@ import jax.numpy as jnp
 import numpy as np
 
 from .families import family
-from .model import Rows, conversion_model
+from .logs import ConversionLog, conversion_log, from_table, load_log, read_log, warn_empty_arms, write_log
+from .model import WeightedRows, compress_rows, conversion_model
 
-__all__ = ["ConversionLog", "conversion_log", "from_table", "read_log", "write_log", "fit", "diagnostics", "delay_cdf_grid"]
+__all__ = ["ConversionLog", "conversion_log", "from_table", "load_log", "read_log", "write_log", "fit", "diagnostics",
+           "delay_cdf_grid", "compress_log", "AUTO_DISTINCT", "AUTO_RESOLUTION"]
+
+AUTO_DISTINCT = 20_000  # resolution="auto": exact while the log has at most this many distinct rows
+AUTO_RESOLUTION = 1e-2  # ... else times on a geometric grid of ratio exp(0.01) (each moves by < 0.5%)
+_LL_AUTO_BYTES = 64 * 2**20  # log_likelihood="auto": per-play log-likelihood while it takes <= 64 MiB
 
 
-@dataclasses.dataclass(frozen=True)
-class ConversionLog:
-    arm: np.ndarray  # i64[N]
-    play_time: np.ndarray  # f64[N]
-    conversion_time: np.ndarray  # f64[N], NaN = none seen
-    cutoff: np.ndarray  # f64[N]
-    n_arms: int
-
-    def __len__(self):
-        return int(self.arm.shape[0])
-
-    def rows(self, window=None, discrete=False) -> Rows:
-        """Model rows: a conversion after the cutoff or with delay above ``window`` is **not seen**
-        (future information is not trusted); ages are capped at ``window``."""
-        delay = self.conversion_time - self.play_time
-        seen = ~np.isnan(self.conversion_time) & (self.conversion_time <= self.cutoff)
-        age = self.cutoff - self.play_time
-        if window is not None:
-            seen &= delay <= window
-            age = np.minimum(age, window)
-        delay = np.where(seen, delay, 0.0)
+def compress_log(log: ConversionLog, window=None, discrete=False, per_arm_delay=False, resolution="auto"):
+    """The log's distinct rows with counts (see :func:`jaxbandits.bayes.model.compress_rows`).
+    ``resolution``: None (exact), a positive number (relative grid step for continuous times) or
+    ``"auto"`` (exact up to ``AUTO_DISTINCT`` distinct rows, else ``AUTO_RESOLUTION``). Returns
+    ``(WeightedRows, (seen_index, unseen_index), resolution_used)``."""
+    arm, seen, delay, age = log.arrays(window, discrete)
+    if resolution is not None and resolution != "auto":
         if discrete:
-            for name, x in (("play_time", self.play_time), ("conversion_time", self.conversion_time[seen]),
-                            ("cutoff", self.cutoff)):
-                if np.any(x != np.round(x)):
-                    raise ValueError(f"discrete=True needs integer times; {name} has non-integer values")
-        return Rows(jnp.asarray(self.arm, jnp.int32), jnp.asarray(seen, jnp.float32),
-                    jnp.asarray(delay, jnp.float32), jnp.asarray(age, jnp.float32))
-
-
-def conversion_log(arm, play_time, conversion_time, cutoff, n_arms: Optional[int] = None) -> ConversionLog:
-    """Validate a log given as arrays. Raises ``ValueError`` naming the problem: negative times,
-    a conversion before its play, an unknown arm, a cutoff before a play."""
-    arm_a = np.asarray(arm)
-    if arm_a.ndim != 1 or arm_a.size == 0:
-        raise ValueError(f"arm must be a non-empty 1-d array, got shape {arm_a.shape}")
-    if not np.issubdtype(arm_a.dtype, np.integer):
-        if not np.issubdtype(arm_a.dtype, np.floating) or np.any(arm_a != np.round(arm_a)):
-            raise ValueError("arm must hold integer arm indices")
-    arm_a = arm_a.astype(np.int64)
-    N = arm_a.size
-    pt = np.asarray(play_time, np.float64)
-    ct = np.asarray(conversion_time, np.float64)
-    co = np.broadcast_to(np.asarray(cutoff, np.float64), (N,)).copy()
-    for name, x in (("play_time", pt), ("conversion_time", ct)):
-        if x.shape != (N,):
-            raise ValueError(f"{name} must have shape ({N},) like arm, got {x.shape}")
-    if not np.isfinite(pt).all() or not np.isfinite(co).all():
-        raise ValueError("play_time and cutoff must be finite numbers")
-    K = int(arm_a.max()) + 1 if n_arms is None else int(n_arms)
-    if arm_a.min() < 0 or arm_a.max() >= K:
-        bad = int(arm_a[(arm_a < 0) | (arm_a >= K)][0])
-        raise ValueError(f"unknown arm {bad}: arms must lie in [0, {K - 1}]")
-    if (pt < 0).any():
-        raise ValueError(f"negative play_time at row {int(np.argmax(pt < 0))}")
-    has = ~np.isnan(ct)
-    if (ct[has] < 0).any():
-        raise ValueError("negative conversion_time")
-    if (ct[has] < pt[has]).any():
-        i = int(np.flatnonzero(has)[np.argmax(ct[has] < pt[has])])
-        raise ValueError(f"conversion before its play at row {i}: conversion_time {ct[i]} < play_time {pt[i]}")
-    if (co < pt).any():
-        i = int(np.argmax(co < pt))
-        raise ValueError(f"cutoff before the play at row {i}: cutoff {co[i]} < play_time {pt[i]}")
-    return ConversionLog(arm_a, pt, ct, co, K)
-
-
-def read_log(path, cutoff=None, n_arms=None) -> ConversionLog:
-    """Read a CSV log with columns ``arm, play_time, conversion_time`` (empty = none) and
-    ``cutoff`` (or give ``cutoff`` as a number)."""
-    with open(path, newline="") as fh:
-        rd = csv.DictReader(fh)
-        cols = set(rd.fieldnames or [])
-        need = {"arm", "play_time", "conversion_time"} | (set() if cutoff is not None else {"cutoff"})
-        if not need <= cols:
-            raise ValueError(f"{path}: missing column(s) {sorted(need - cols)}; found {sorted(cols)}")
-        arm, pt, ct, co = [], [], [], []
-        for i, r in enumerate(rd):
-            try:
-                arm.append(float(r["arm"]))
-                pt.append(float(r["play_time"]))
-                v = (r["conversion_time"] or "").strip()
-                ct.append(float(v) if v and v.lower() != "nan" else math.nan)
-                co.append(float(r["cutoff"]) if cutoff is None else float(cutoff))
-            except ValueError as e:
-                raise ValueError(f"{path}: row {i + 1}: {e}") from None
-    return conversion_log(np.asarray(arm), pt, ct, co, n_arms)
-
-
-def from_table(table, cutoff=None, n_arms=None) -> ConversionLog:
-    """A log from a pandas DataFrame (or any mapping of columns): ``arm, play_time,
-    conversion_time`` (NaN / None = none seen) and ``cutoff`` (or give ``cutoff``)."""
-    cols = set(table.columns) if hasattr(table, "columns") else set(table)
-    need = {"arm", "play_time", "conversion_time"} | (set() if cutoff is not None else {"cutoff"})
-    if not need <= cols:
-        raise ValueError(f"table: missing column(s) {sorted(need - cols)}; found {sorted(cols)}")
-    col = lambda c: np.asarray(table[c], dtype=np.float64)
-    return conversion_log(col("arm"), col("play_time"), col("conversion_time"),
-                          col("cutoff") if cutoff is None else cutoff, n_arms)
-
-
-def write_log(path, log: ConversionLog):
-    with open(path, "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["arm", "play_time", "conversion_time", "cutoff"])
-        for a, p, c, k in zip(log.arm, log.play_time, log.conversion_time, log.cutoff):
-            w.writerow([int(a), f"{p:g}", "" if math.isnan(c) else f"{c:g}", f"{k:g}"])
+            raise ValueError("resolution applies to continuous times; discrete logs are compressed exactly")
+        if not (isinstance(resolution, (int, float)) and 0 < resolution <= 0.1):
+            raise ValueError(f"resolution must be None, 'auto' or a number in (0, 0.1], got {resolution!r}")
+    res = None if resolution == "auto" else resolution
+    wr, inv = compress_rows(arm, seen, delay, age, log.n_arms, per_arm_delay, res)
+    if resolution == "auto" and not discrete and wr.delay.shape[0] + wr.age.shape[0] > AUTO_DISTINCT:
+        res = AUTO_RESOLUTION
+        wr, inv = compress_rows(arm, seen, delay, age, log.n_arms, per_arm_delay, res)
+    return wr, inv, res
 
 
 def delay_cdf_grid(fam, theta, ages, discrete):
@@ -142,22 +60,127 @@ def delay_cdf_grid(fam, theta, ages, discrete):
     return 1.0 - jnp.exp(ls)
 
 
+def _dims(fam, per_arm_delay):
+    dims = {"p": ["arm"], "pending_conversions": ["arm"]}
+    for k in fam.params:
+        dims[k] = (["arm"] if per_arm_delay else []) + (["delay_bin"] if k == "delay_w" else [])
+    dims["delay_mean_implied"] = ["arm"] if per_arm_delay else []
+    return dims
+
+
+def _per_draw(fn, draws: dict, chunk=256):
+    """``fn`` (jitted, on a dict of ``[chunk, ...]`` draws) over all draws in equal chunks (the last
+    one padded), so memory stays O(chunk x distinct rows)."""
+    S = next(iter(draws.values())).shape[0]
+    outs = []
+    for i in range(0, S, chunk):
+        part = {k: v[i:i + chunk] for k, v in draws.items()}
+        n = next(iter(part.values())).shape[0]
+        if n < chunk:
+            part = {k: np.concatenate([v, np.repeat(v[-1:], chunk - n, 0)]) for k, v in part.items()}
+        out = fn(part)
+        outs.append(jax.tree.map(lambda x: np.asarray(x)[:n], out))
+    return jax.tree.map(lambda *x: np.concatenate(x), *outs)
+
+
+def _release_freed_memory():
+    """Hand freed heap pages back to the system (glibc ``malloc_trim``; a no-op elsewhere), so the
+    per-play arrays of a big log do not add to the peak memory of the compilation that follows."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _init_values(fam, wr, plays, K, per_arm_delay, prior_mean):
+    """Starting values from the data (the seen rates, the seen delays' mean / median), not from
+    prior draws: drawing Beta variates (what ``init_to_median`` does) costs a gamma-sampler compile
+    of about 2 s. Each chain jitters them (see :func:`_init_near`)."""
+    n_conv = np.asarray(wr.n_conv, np.float64)
+    p0 = np.clip((n_conv + 1) / (np.asarray(plays, np.float64) + 2), 1e-3, 0.9)
+    cnt, d = np.asarray(wr.delay_count, np.float64), np.asarray(wr.delay, np.float64)
+    mean_d = float(np.sum(cnt * d) / cnt.sum()) if cnt.sum() > 0 else float(prior_mean)
+    mean_d = max(mean_d, 1.0)
+    shape = (K,) if per_arm_delay else ()
+    full = lambda v: np.full(shape, v, np.float32)
+    vals = {"p": p0.astype(np.float32)}
+    if fam.name in ("exponential", "geometric"):
+        vals["delay_mean"] = full(mean_d)
+    elif fam.name == "weibull":
+        vals.update(delay_mean=full(mean_d), delay_shape=full(1.0))
+    elif fam.name == "lognormal":
+        vals.update(delay_median=full(mean_d / 2), delay_sigma=full(1.0))
+    else:
+        B = len(fam.edges) - 1
+        vals["delay_w"] = np.full(shape + (B,), 1.0 / B, np.float32)
+    return vals
+
+
+def _init_near(values, radius=0.5):
+    """A NumPyro init strategy: ``values`` jittered per chain in the unconstrained space (uniform
+    within ``+-radius`` on the log / logit scale; simplexes re-normalised)."""
+    from numpyro.infer import init_to_median
+
+    def strategy(site=None):
+        if site is None or site["type"] != "sample" or site["is_observed"] or site["name"] not in values:
+            return init_to_median(site=site)
+        v = jnp.asarray(values[site["name"]])
+        u = jax.random.uniform(site["kwargs"]["rng_key"], v.shape, minval=-radius, maxval=radius)
+        if site["name"] == "p":
+            return jax.nn.sigmoid(jnp.log(v) - jnp.log1p(-v) + u)
+        if site["name"] == "delay_w":
+            w = v * jnp.exp(u)
+            return w / jnp.sum(w, -1, keepdims=True)
+        return v * jnp.exp(u)
+
+    return strategy
+
+
+def _to_idata(mcmc, coords, dims):
+    """InferenceData from the sampler's draws and extra fields, named as ArviZ expects (what
+    ``az.from_numpyro`` does, without re-running the model on the data: for a big log that trace
+    costs seconds). sample_stats: ``lp`` (log density = -potential energy), ``energy``,
+    ``diverging``, ``acceptance_rate``, ``step_size``, ``n_steps`` and ``tree_depth``."""
+    import arviz as az
+
+    post = {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items()}
+    ex = {k: np.asarray(v) for k, v in mcmc.get_extra_fields(group_by_chain=True).items()}
+    stats = {"lp": -ex["potential_energy"], "energy": ex["energy"], "diverging": ex["diverging"],
+             "acceptance_rate": ex["accept_prob"], "step_size": ex["adapt_state.step_size"], "n_steps": ex["num_steps"],
+             "tree_depth": (np.floor(np.log2(np.maximum(ex["num_steps"], 1))) + 1).astype(np.int64)}
+    import numpyro
+
+    return az.from_dict(posterior=post, sample_stats=stats, coords=coords, dims={k: v for k, v in dims.items() if k in post},
+                        attrs={"inference_library": "numpyro", "inference_library_version": numpyro.__version__})
+
+
 def fit(log: ConversionLog, model: str = "exponential", method: str = "nuts", *, window=None, discrete=False,
         per_arm_delay=False, priors=None, prior_mean=None, edges=None, num_warmup=500, num_samples=1000,
-        num_chains=4, seed=0, svi_steps=5000, svi_lr=0.01, grid=None):
+        num_chains=4, seed=0, svi_steps=5000, svi_lr=0.01, grid=None, resolution="auto", log_likelihood=False,
+        chain_method="vectorized", progress_bar=False):
     """Fit the joint model to ``log``; returns ``arviz.InferenceData``.
 
-    ``model``: the delay family; ``method``: ``"nuts"`` (reference; sample_stats and a float64
-    log_likelihood group for LOO) or ``"svi"`` (full-rank Gaussian guide, Adam). Posterior extras:
-    ``delay_cdf`` on an age grid (per arm with ``per_arm_delay``) and ``pending_conversions`` per arm
-    (expected conversions still to come among unseen plays: ``sum p S(a) / (1 - p F(a))``)."""
+    ``model``: the delay family; ``method``: ``"nuts"`` (reference; full sample_stats) or ``"svi"``
+    (full-rank Gaussian guide, Adam). The likelihood runs on the log's distinct rows with counts;
+    ``resolution`` (continuous times only): None = exact, a number = relative grid step (each delay
+    and age moves by a factor within ``exp(+-resolution/2)``), ``"auto"`` = exact up to
+    ``AUTO_DISTINCT`` distinct rows, else ``AUTO_RESOLUTION`` (recorded in the attributes).
+    ``log_likelihood``: the pointwise log-likelihood per play (float64, dim ``row``) for
+    ``az.loo``/``az.compare``: False (default), True, or ``"auto"`` (only while it takes <= 64 MiB).
+    ``chain_method``: ``"vectorized"`` (default), ``"sequential"`` or ``"parallel"`` (one device per
+    chain). ``progress_bar``: NumPyro's progress bar. Posterior extras: ``delay_cdf`` on an age
+    grid (per arm with ``per_arm_delay``) and ``pending_conversions`` per arm (expected conversions
+    still to come among unseen plays: ``sum p S(a) / (1 - p F(a))``). Arms with no rows are warned
+    about and listed in ``attrs["empty_arms"]`` (their posterior is the prior)."""
     import arviz as az
     from numpyro.infer import MCMC, NUTS, SVI, Trace_ELBO, init_to_median
     from numpyro.infer.autoguide import AutoMultivariateNormal
     from numpyro.optim import Adam
 
     if not isinstance(log, ConversionLog):
-        raise TypeError(f"log must be a ConversionLog (see conversion_log / read_log), got {type(log).__name__}")
+        raise TypeError(f"log must be a ConversionLog (see conversion_log / load_log), got {type(log).__name__}")
     fam = family(model, edges)
     if method not in ("nuts", "svi"):
         raise ValueError(f"method must be 'nuts' or 'svi', got {method!r}")
@@ -165,52 +188,106 @@ def fit(log: ConversionLog, model: str = "exponential", method: str = "nuts", *,
         raise ValueError("the histogram model needs discrete=True (integer times)")
     if window is not None and not (isinstance(window, (int, float)) and window > 0):
         raise ValueError(f"window must be a positive number or None, got {window!r}")
-    rows = log.rows(window, discrete)
+    if chain_method not in ("vectorized", "sequential", "parallel"):
+        raise ValueError(f"chain_method must be 'vectorized', 'sequential' or 'parallel', got {chain_method!r}")
+    if log_likelihood not in (True, False, "auto"):
+        raise ValueError(f"log_likelihood must be True, False or 'auto', got {log_likelihood!r}")
+    for name, v in (("num_warmup", num_warmup), ("num_samples", num_samples), ("num_chains", num_chains)):
+        if not isinstance(v, (int, np.integer)) or v < (0 if name == "num_warmup" else 1):
+            raise ValueError(f"{name} must be an integer >= {0 if name == 'num_warmup' else 1}, got {v!r}")
+    wr, (inv_d, inv_a), res = compress_log(log, window, discrete, per_arm_delay, resolution)
+    empty = warn_empty_arms(log)
     K = log.n_arms
+    _release_freed_memory()  # the per-play temporaries of the compression, before XLA compiles
     if prior_mean is None:
         prior_mean = float(window) / 4 if window is not None else max(float(np.median(log.cutoff - log.play_time)) / 4, 1.0)
     kw = dict(n_arms=K, fam=fam, discrete=discrete, per_arm_delay=per_arm_delay, priors=priors, prior_mean=prior_mean)
     key = jax.random.key(seed)
+    labels = list(log.arm_labels)
+    coords = {"arm": labels}
+    if fam.name == "histogram":
+        coords["delay_bin"] = [f"[{a},{b})" for a, b in zip(fam.edges[:-1], fam.edges[1:])]
+    dims = _dims(fam, per_arm_delay)
     attrs = {"model": fam.name, "method": method, "window": "none" if window is None else float(window),
              "discrete": int(discrete), "per_arm_delay": int(per_arm_delay), "prior_mean": prior_mean,
-             "priors": str(priors or {}), "n_rows": len(log), "n_arms": K}
+             "priors": str(priors or {}), "n_rows": len(log), "n_arms": K,
+             "n_distinct_rows": int(wr.delay.shape[0] + wr.age.shape[0]),
+             "resolution": "exact" if res is None else float(res), "empty_arms": json.dumps([str(x) for x in empty]),
+             "arm_labels": json.dumps([str(x) for x in labels])}
+    if log.time_unit is not None:
+        attrs.update(time_unit=log.time_unit, time_origin=str(log.origin))
+    model_fn = functools.partial(conversion_model, **kw)  # static options bound; only the data are jitted
     if method == "nuts":
-        model_fn = functools.partial(conversion_model, **kw)  # static options bound; only the data are jitted
-        mcmc = MCMC(NUTS(model_fn, init_strategy=init_to_median), num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
-                    chain_method="sequential", progress_bar=False, jit_model_args=True)
-        mcmc.run(key, rows)
-        idata = az.from_numpyro(mcmc)
-        if "log_likelihood" in idata.groups():  # PSIS needs float64 (spec §8.2 pitfall)
-            idata.log_likelihood["obs"] = idata.log_likelihood["obs"].astype("float64")
+        init = _init_near(_init_values(fam, wr, log.plays_per_arm, K, per_arm_delay, prior_mean))
+        mcmc = MCMC(NUTS(model_fn, init_strategy=init), num_warmup=num_warmup, num_samples=num_samples,
+                    num_chains=num_chains, chain_method=chain_method, progress_bar=progress_bar, jit_model_args=True)
+        with warnings.catch_warnings():  # "not enough devices for parallel chains" is numpyro's own fallback
+            warnings.filterwarnings("ignore", message=".*There are not enough devices.*")
+            mcmc.run(key, wr, extra_fields=("potential_energy", "energy", "num_steps", "accept_prob", "diverging",
+                                            "adapt_state.step_size"))
+        idata = _to_idata(mcmc, coords, dims)
     else:
-        guide = AutoMultivariateNormal(conversion_model, init_loc_fn=init_to_median, init_scale=0.05)
-        svi = SVI(conversion_model, guide, Adam(svi_lr), Trace_ELBO())
-        res = svi.run(key, svi_steps, rows, progress_bar=False, **kw)
-        draws = guide.sample_posterior(jax.random.key(seed + 1), res.params, sample_shape=(num_samples,))
+        guide = AutoMultivariateNormal(model_fn, init_loc_fn=init_to_median, init_scale=0.05)
+        svi = SVI(model_fn, guide, Adam(svi_lr), Trace_ELBO())
+        r = svi.run(key, svi_steps, wr, progress_bar=progress_bar)
+        draws = guide.sample_posterior(jax.random.key(seed + 1), r.params, sample_shape=(num_samples,))
         post = {k: np.asarray(v)[None] for k, v in draws.items()}
-        idata = az.from_dict(posterior=post)
-        attrs["final_elbo_loss"] = float(res.losses[-1])
+        idata = az.from_dict(posterior=post, coords=coords, dims=dims)
+        attrs["final_elbo_loss"] = float(r.losses[-1])
     post = idata.posterior
-    theta = {k: post[k].values.reshape((-1,) + post[k].shape[2:]) for k in fam.params}
-    ages = np.asarray(grid if grid is not None else np.unique(np.round(np.geomspace(1, max(float(rows.age.max()), 2), 60))))
-    cdf = np.asarray(delay_cdf_grid(fam, theta, ages, discrete))  # [S, (K,) G]
     C, S = post.sizes["chain"], post.sizes["draw"]
-    dims = ("chain", "draw", "arm", "age") if per_arm_delay else ("chain", "draw", "age")
-    idata.posterior["delay_cdf"] = (dims, cdf.reshape((C, S) + cdf.shape[1:]))
+    theta = {k: post[k].values.reshape((-1,) + post[k].shape[2:]) for k in fam.params}
+    p_draws = post["p"].values.reshape(-1, K)
+    max_age = float(np.max(log.cutoff - log.play_time))
+    if window is not None:
+        max_age = min(max_age, float(window))
+    ages = np.asarray(grid if grid is not None else np.unique(np.round(np.geomspace(1, max(max_age, 2), 60))))
+    cdf = np.asarray(delay_cdf_grid(fam, theta, ages, discrete))  # [S, (K,) G]
+    cdims = ("chain", "draw", "arm", "age") if per_arm_delay else ("chain", "draw", "age")
+    idata.posterior["delay_cdf"] = (cdims, cdf.reshape((C, S) + cdf.shape[1:]))
     idata.posterior = idata.posterior.assign_coords(age=ages)
-    # expected conversions still to come, per arm
-    p = post["p"].values.reshape(-1, K)
-    unseen = np.asarray(rows.converted) == 0
-    arm_u, age_u = np.asarray(rows.arm)[unseen], np.asarray(rows.age)[unseen]
-    th_rows = {k: (v[:, arm_u] if per_arm_delay else v[:, None]) for k, v in theta.items()}
-    if fam.name == "histogram":
-        th_rows = {"delay_w": theta["delay_w"][:, arm_u] if per_arm_delay else theta["delay_w"][:, None, :]}
-    ls = np.asarray(fam.log_surv(age_u, th_rows) if discrete else fam.log_surv_c(age_u, th_rows))
-    pu = p[:, arm_u]
-    s = np.exp(ls)
-    w = pu * s / np.maximum(1 - pu * (1 - s), 1e-30)
-    pend = np.stack([w[:, arm_u == k].sum(1) for k in range(K)], -1)
-    idata.posterior["pending_conversions"] = (("chain", "draw", "p_dim_0"), pend.reshape(C, S, K))
+
+    # per distinct row, chunked over draws: pending conversions per arm; the pointwise log-likelihood
+    from .model import pointwise_weighted
+
+    def per_chunk(d, want_ll):
+        p = jnp.asarray(d["p"])
+        th = {k: jnp.asarray(d[k]) for k in fam.params}
+
+        def one(pi, thi):
+            log_f, unseen = pointwise_weighted(wr, pi, thi, fam, discrete, per_arm_delay)
+            tha = {k: (v[wr.age_arm] if per_arm_delay else v) for k, v in thi.items()}
+            ls = fam.log_surv(wr.age, tha) if discrete else fam.log_surv_c(wr.age, tha)
+            pa = jnp.clip(pi, 1e-7, 1 - 1e-7)[wr.age_arm]
+            w = wr.age_count * jnp.exp(jnp.log(pa) + ls - unseen)  # p S(a) / (1 - p F(a)), counted
+            pend = jax.ops.segment_sum(w, wr.age_arm, num_segments=K)
+            return (pend, log_f, unseen) if want_ll else (pend,)
+
+        return jax.vmap(one)(p, th)
+
+    n_ll = len(log) * C * S * 8
+    want_ll = bool(log_likelihood is True or (log_likelihood == "auto" and n_ll <= _LL_AUTO_BYTES))
+    outs = _per_draw(jax.jit(functools.partial(per_chunk, want_ll=want_ll)), {"p": p_draws, **theta})
+    idata.posterior["pending_conversions"] = (("chain", "draw", "arm"), outs[0].reshape(C, S, K))
+    if want_ll:
+        log_f, unseen = outs[1].astype(np.float64), outs[2].astype(np.float64)
+        arm, seen, _, _ = log.arrays(window, discrete)
+        ll = np.empty((C * S, len(log)), np.float64)
+        sidx, uidx = np.flatnonzero(seen), np.flatnonzero(~seen)
+        ll[:, sidx] = np.log(np.clip(p_draws, 1e-7, 1 - 1e-7)).astype(np.float32).astype(np.float64)[:, arm[sidx]] + log_f[:, inv_d]
+        ll[:, uidx] = unseen[:, inv_a]
+        idata.add_groups(log_likelihood={"obs": ll.reshape(C, S, -1)}, dims={"obs": ["row"]})
+    # the compressed log: observations and the constants (arms, ages) they go with
+    obs = {"n_conv": np.asarray(wr.n_conv, np.int64), "seen_delay": np.asarray(wr.delay, np.float64),
+           "seen_count": np.asarray(wr.delay_count, np.int64), "unseen_count": np.asarray(wr.age_count, np.int64)}
+    const = {"plays": log.plays_per_arm.astype(np.int64), "seen_arm": np.asarray(wr.delay_arm, np.int64),
+             "unseen_arm": np.asarray(wr.age_arm, np.int64), "unseen_age": np.asarray(wr.age, np.float64)}
+    import xarray as xr
+
+    odims = {"n_conv": ["arm"], "seen_delay": ["seen_row"], "seen_count": ["seen_row"], "unseen_count": ["unseen_row"]}
+    cdims_ = {"plays": ["arm"], "seen_arm": ["seen_row"], "unseen_arm": ["unseen_row"], "unseen_age": ["unseen_row"]}
+    idata.add_groups(observed_data=xr.Dataset({k: (odims[k], v) for k, v in obs.items()}, coords={"arm": labels}),
+                     constant_data=xr.Dataset({k: (cdims_[k], v) for k, v in const.items()}, coords={"arm": labels}))
     idata.posterior.attrs.update(attrs)
     return idata
 

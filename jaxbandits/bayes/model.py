@@ -24,7 +24,7 @@ from numpyro.distributions import constraints
 
 from .families import Family, family
 
-__all__ = ["Rows", "SuffStats", "RingStats", "loglik_ring", "CensoredConversion", "conversion_model", "loglik_rows", "loglik_suffstats",
+__all__ = ["Rows", "WeightedRows", "compress_rows", "loglik_weighted", "pointwise_weighted", "SuffStats", "RingStats", "loglik_ring", "CensoredConversion", "conversion_model", "loglik_rows", "loglik_suffstats",
            "compress", "unseen_log_term"]
 
 _F = jnp.float32
@@ -37,6 +37,20 @@ class Rows(NamedTuple):
     converted: jax.Array  # f32 1 if the conversion was seen (by the cutoff, within the window)
     delay: jax.Array  # f32 its delay (0 when not seen)
     age: jax.Array  # f32 min(cutoff - play_time, window): how long it has been watched
+
+
+class WeightedRows(NamedTuple):
+    """A log compressed to its distinct rows, each with the number of plays it stands for (exact
+    for every family: a seen conversion's term ``log p + log f(d)`` does not depend on its age, so
+    seen rows merge by (arm, delay), or by delay alone with a shared law; unseen rows by (arm, age))."""
+
+    n_conv: jax.Array  # f32[K] conversions seen per arm
+    delay: jax.Array  # f32[D] distinct seen delays
+    delay_arm: jax.Array  # i32[D] their arm (per-arm laws; 0 with a shared law)
+    delay_count: jax.Array  # f32[D] how many seen conversions had that (arm,) delay
+    age: jax.Array  # f32[U] distinct ages of plays with nothing seen
+    age_arm: jax.Array  # i32[U] their arm
+    age_count: jax.Array  # f32[U] how many plays
 
 
 class SuffStats(NamedTuple):
@@ -142,6 +156,9 @@ def conversion_model(data, n_arms: int, fam="exponential", discrete: bool = Fals
     else:
         th = fam.sample(pr, n_arms if per_arm_delay else None)
         numpyro.deterministic("delay_mean_implied", fam.mean(th))
+    if isinstance(data, WeightedRows):  # one compiled call even when the model runs eagerly (initialisation)
+        numpyro.factor("obs", _loglik_weighted_jit(data, p, th, fam, bool(discrete), bool(per_arm_delay)))
+        return
     if isinstance(data, RingStats):
         numpyro.factor("obs", loglik_ring(data, p, th, fam, per_arm_delay))
         return
@@ -199,3 +216,84 @@ def compress(rows: Rows, n_arms: int, window: int, per_arm_delay: bool = False) 
     pend = np.zeros((n_arms, window + 1), np.float32)
     np.add.at(pend, (arm[~c], a[~c]), 1)
     return SuffStats(jnp.asarray(n_conv), jnp.asarray(hist), jnp.asarray(pend))
+
+
+def _round_log_grid(x, resolution):
+    """``x > 0`` moved onto the geometric grid ``exp(resolution * j)`` (a relative change of at most
+    ``exp(resolution / 2) - 1``); zeros stay zero."""
+    pos = x > 0
+    out = x.copy()
+    out[pos] = np.exp(np.round(np.log(x[pos]) / resolution) * resolution)
+    return out
+
+
+def compress_rows(arm, seen, delay, age, n_arms: int, per_arm_delay: bool = False, resolution=None):
+    """Compress a log (numpy arrays, one entry per play: arm index, seen flag, delay, age) to its
+    distinct rows with counts (:class:`WeightedRows`). Exact when ``resolution`` is None. With a
+    ``resolution`` (> 0), seen delays and unseen ages are first rounded onto a geometric grid of
+    ratio ``exp(resolution)``: each moves by a factor within ``exp(+-resolution/2)``.
+
+    Returns ``(WeightedRows, (seen_index, unseen_index))``: for each seen (unseen) play, the
+    position of its distinct row, to expand per-unique quantities back to the plays."""
+    arm = np.asarray(arm, np.int64)
+    seen = np.asarray(seen, bool)
+    delay = np.asarray(delay, np.float64)
+    age = np.asarray(age, np.float64)
+    if resolution is not None:
+        delay = _round_log_grid(delay, float(resolution))
+        age = _round_log_grid(age, float(resolution))
+    n_conv = np.bincount(arm[seen], minlength=n_arms)
+    d, da = delay[seen], (arm[seen] if per_arm_delay else np.zeros(int(seen.sum()), np.int64))
+    ud, uda, cnt_d, inv_d = _unique_pairs(da, d)
+    ua, uaa, cnt_a, inv_a = _unique_pairs(arm[~seen], age[~seen])
+    f32 = lambda x: jnp.asarray(x, jnp.float32)
+    i32 = lambda x: jnp.asarray(x, jnp.int32)
+    wr = WeightedRows(f32(n_conv), f32(ud), i32(uda), f32(cnt_d), f32(ua), i32(uaa), f32(cnt_a))
+    return wr, (inv_d, inv_a)
+
+
+def _unique_pairs(k, x):
+    """Distinct ``(k, x)`` pairs (sorted by k, then x), their counts and each entry's position
+    among them; one lexsort, no (N, 2) copies."""
+    if x.size == 0:
+        return np.zeros(0), np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64)
+    order = np.lexsort((x, k))
+    ks, xs = k[order], x[order]
+    new = np.empty(x.size, bool)
+    new[0] = True
+    np.not_equal(ks[1:], ks[:-1], out=new[1:])
+    new[1:] |= xs[1:] != xs[:-1]
+    start = np.flatnonzero(new)
+    cnt = np.diff(np.append(start, x.size))
+    inv = np.empty(x.size, np.int64)
+    inv[order] = np.cumsum(new) - 1
+    return xs[start], ks[start], cnt, inv
+
+
+def pointwise_weighted(wr: WeightedRows, p, th, fam="exponential", discrete=False, per_arm_delay=False):
+    """Per distinct row: ``(log p + log f(d))`` of each distinct seen delay (``[D]``; with a shared
+    law the ``log p`` of its arm is added by the caller per play) and ``log(1 - p F(a))`` of each
+    distinct unseen (arm, age) (``[U]``). Returns ``(log_f [D], unseen [U])``."""
+    fam = family(fam)
+    p = jnp.clip(p, 1e-7, 1 - 1e-7)
+    log_p, log1m_p = jnp.log(p), jnp.log1p(-p)
+    thd = _take(th, wr.delay_arm, per_arm_delay)
+    tha = _take(th, wr.age_arm, per_arm_delay)
+    if fam.name == "histogram" and not per_arm_delay:
+        thd, tha = th, th
+    if discrete:
+        log_f, log_s = fam.log_pmf(wr.delay, thd), fam.log_surv(wr.age, tha)
+    else:
+        log_f, log_s = fam.log_pdf_c(wr.delay, thd), fam.log_surv_c(wr.age, tha)
+    return log_f, unseen_log_term(log_p[wr.age_arm], log1m_p[wr.age_arm], log_s)
+
+
+def loglik_weighted(wr: WeightedRows, p, th, fam="exponential", discrete=False, per_arm_delay=False):
+    """``sum_k n_conv[k] log p_k + sum_d count_d log f(d) + sum_(k,a) count log(1 - p_k F(a))``:
+    the per-row log-likelihood summed, in O(distinct rows)."""
+    log_f, unseen = pointwise_weighted(wr, p, th, fam, discrete, per_arm_delay)
+    log_p = jnp.log(jnp.clip(p, 1e-7, 1 - 1e-7))
+    return jnp.sum(wr.n_conv * log_p) + jnp.sum(wr.delay_count * log_f) + jnp.sum(wr.age_count * unseen)
+
+
+_loglik_weighted_jit = jax.jit(loglik_weighted, static_argnums=(3, 4, 5))
