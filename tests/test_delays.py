@@ -351,7 +351,7 @@ def test_draws_follow_the_law_chi_square():
 
 def test_geometric_forms_and_vernade_parameter():
     """geometric(mean=mu) has mean exactly mu (rho = mu/(1+mu)); Vernade 2017's "parameter 1/mu"
-    is geometric(1 - 1/mu), mean mu - 1 (spec §1.4: mu = 500, rho = 0.998, mean 499)."""
+    is geometric(1 - 1/mu), mean mu - 1 (mu = 500, rho = 0.998, mean 499)."""
     for mu in [0.5, 3.0, 500.0]:
         law = D.geometric(mean=mu)
         assert abs(law.mean / mu - 1) < 1e-5 and abs(law.variance / (mu * (1 + mu)) - 1) < 1e-5

@@ -188,7 +188,7 @@ def test_channel_checks_and_bad_input():
 
 
 def test_elimination_threshold_is_exactly_strict():
-    """Step 2 eliminates j iff X_j + D_m < max X (strict, spec 2.1: the comparison is '<'). No delay,
+    """Step 2 eliminates j iff X_j + D_m < max X (strict: the comparison is '<'). No delay,
     arm 1 always pays 1, arm 0 pays 1 on alternate rounds: after phase 1 (n_1 = 232 at T = 1000,
     E = 0) X_0 = 0.5 exactly and X_0 + 1/2 = X_1, so arm 0 survives and opens phase 2 at round
     2 n_1; with one reward fewer (115/232) it is eliminated and arm 1 plays on. A '<=' comparison,

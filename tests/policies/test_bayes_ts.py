@@ -396,7 +396,7 @@ def test_shared_delay_model_beats_beta_ts_fast_slice():
     horizon of 10 mean delays, T = 600, M = 255, 128 runs, theta worst first): the delay-model TS
     (HMC) has less regret than naive Beta TS by more than 2 paired SE (measured +4.41 +- 1.13) and
     than Beta TS on closed plays by more than 10 (measured +23.4 +- 1.2), the two TS that ignore the delay
-    law (spec §8.5: the model's gain grows with the delay; closed plays lose the last M rounds)."""
+    law (the model's gain grows with the delay; closed plays lose the last M rounds)."""
     from jaxbandits import experiments as X
 
     exp = X.get("bayes-ts-shared-delay")

@@ -266,7 +266,7 @@ def test_action_sets_of_varying_size():
         assert np.all(acts < ks), pol.name
 
 
-# spec 8.4 (Figure 1 settings, 50 runs): R(500) and R(1000) of the reference-code variants, and of
+# docs/reproductions/vernade2020.md (Figure 1 settings, 50 runs): R(500) and R(1000) of the reference-code variants, and of
 # the paper's printed-width OTFLinUCB that the fast slice below must exclude
 FIG1_EARLY = {("binary", 500, 100): {"ref-UCB": (104, 105), "ref-TS": (100, 123), "paper-UCB": (206, 376)},
               ("binary", 100, 500): {"ref-UCB": (124, 163), "ref-TS": (119, 210), "paper-UCB": (210, 419)},
@@ -280,7 +280,7 @@ def test_fig1_five_other_settings_reduced():
     the reference-code OTFLinUCB (the primary reproduction; OTFLinTS and the paper variants of these
     settings stay in the slow test: each setting is one more compiled program, compilation is
     what this test costs). Each R(500), R(1000) within 3 s.e. (ours and the
-    table's, taken equal) + 5% of spec 8.4; the margin is below half the distance to the paper's
+    table's, taken equal) + 5% of those reference numbers; the margin is below half the distance to the paper's
     printed-width OTFLinUCB at t = 1000 (its R(1000) is 1.4x to 3.6x larger), so an OTFLinUCB using
     sqrt(beta) ||a|| instead of the code's squared norm, or 2 f, cannot pass. Claims: R(1000) of
     ref-UCB has plateaued for m = 500 (R(1000) - R(500) < 15) but still grows for mu = 500

@@ -29,10 +29,10 @@ def test_fig3a_reduced():
     """Fig. 3(a) at the full horizon T = 250 000 for E = 10 with 6 runs (200 in the slow version).
     ODAAF and ODAAF-B pay exactly Delta n_4 (deterministic: 2157.4 and 1591.2; this excludes either
     run with the other's schedule, or with a bridge rule / block length off by one). The ratios to
-    QPM-D at T (spec 4.5: 10.6 and 7.8) must be those values over a QPM-D regret within 3 of its
+    QPM-D at T (10.6 and 7.8) must be those values over a QPM-D regret within 3 of its
     s.e. + 5% of 204 (with 6 runs a band of about 30%: it excludes a QPM-D, or a feed mechanism,
     whose regret is off by more than that; test_anonymous.py pins QPM-D's value with 20 runs).
-    Convergence (spec 4.6.3): after the last kink, over t >= T/2, each ratio varies by less
+    Convergence: after the last kink, over t >= T/2, each ratio varies by less
     than 25% of its final value (a policy still paying for a block after T/2 fails)."""
     T = 250_000
     r = X.run("pikeburke2018-fig3a", runs=6, horizon=T, overrides={"mean_delays": [10]})
@@ -41,7 +41,7 @@ def test_fig3a_reduced():
     assert abs(_median_final(r, lab + "ODAAF-B") - _expected("odaaf_b", T, 10, bound=20)) < 0.05
     q_mean, q_se = _final(r, lab + "QPM-D")
     band = 3 * q_se + 0.05 * 204
-    assert band < 0.35 * 204 and abs(q_mean - 204) < band, (q_mean, q_se)  # spec 4.5
+    assert band < 0.35 * 204 and abs(q_mean - 204) < band, (q_mean, q_se)  # docs/reproductions/pikeburke2018.md
     for name, val in [("ODAAF", 2157.4), ("ODAAF-B", 1591.2)]:
         ratio = _final(r, lab + name)[0] / q_mean
         assert val / (204 + band) <= ratio <= val / (204 - band), (name, ratio)

@@ -120,7 +120,7 @@ def softmax(x):
 # ----------------------------------------------------------------------------- bound / tuning helpers
 def test_thune_formula_helpers_match_the_paper():
     """Thm 1 (rate and max-form bound), Thm 3, Cor 4 (beta and bound), Cor 7, written here from
-    Thune et al. 2019 sec. 3 (spec 3.1), on a grid of (K, T, D, d_max, beta)."""
+    Thune et al. 2019 sec. 3, on a grid of (K, T, D, d_max, beta)."""
     lnk = math.log
     for K, T, Dt, dm, beta, eta, nS, Db in [(2, 4096, 0.0, 0, 3.0, 0.01, 0, 0), (3, 1000, 5e4, 40, 7.5, 0.2, 12, 300),
                                             (10, 2**15, 3.3e7, 1024, 100.0, 1e-4, 77, 4e5)]:
@@ -160,7 +160,7 @@ def _oracle_brute(d, K, T, kterm):
 
 @pytest.mark.parametrize("case", ["random", "example8", "zeros"])
 def test_thune_oracle_thm6_skipped_stats(case):
-    """oracle_bound / oracle_beta = min / argmin of the Thm 3 oracle term (spec 3.1) by brute force;
+    """oracle_bound / oracle_beta = min / argmin of the Thm 3 oracle term by brute force;
     thm6_bound = 15 min{...} + 10 e^2 K ln K + 5 (eKT/2 form and the printed KT form);
     skipped_stats = (#{d >= beta}, sum of d < beta)."""
     rng = np.random.default_rng(11)
@@ -185,7 +185,7 @@ def test_thune_oracle_thm6_skipped_stats(case):
 
 
 def _epochs_ref(d, K, m0=0):
-    """Doubling's epochs (Thune et al. sec. 4, eq. 5-6; spec 2.3): stay in epoch m while
+    """Doubling's epochs (Thune et al. sec. 4, eq. 5-6): stay in epoch m while
     max(|S^m|^2, (e K sigma/2 + D^m) ln K) <= 2^m with round t counted in; otherwise round t opens
     epoch m+1 (counters reset) and is tested again. Returns (epoch[t], jumps[t], skip[t])."""
     lnk = math.log(K)
@@ -386,7 +386,7 @@ def test_dew_skipper_exact_laws(thune_runs, label):
 
 
 def test_dew_generated_bernoulli_world(thune_runs):
-    """E.bernoulli_losses (Thune et al.'s Bern(K, Delta), spec 4.2): reward 1{u_{t,a} < 1 - loss
+    """E.bernoulli_losses (Thune et al.'s Bern(K, Delta)): reward 1{u_{t,a} < 1 - loss
     mean} with one uniform per arm from the round's WORLD key folded with the salt (drawn before
     the game), arm 0 loss mean 0.5 - Delta, the others 0.5; DEW on it matches the reference."""
     st, _, d, _ = thune_runs
@@ -422,7 +422,7 @@ def test_doubling_exact_laws(thune_runs, label):
 # ============================================================================= Wang et al. 2021
 # ----------------------------------------------------------------------------- table / formula helpers
 def _g_table(T, beta):
-    """ARS-EXP3's blocks (Wang et al. Alg. 2; spec 2.2, one rounding everywhere): g(k) = ceil(k^beta),
+    """ARS-EXP3's blocks (Wang et al. Alg. 2, one rounding everywhere): g(k) = ceil(k^beta),
     K = max{k : G(k) <= T}, then the leftover T - G(K)."""
     g, k = [], 1
     while sum(g) + math.ceil(k**beta - 1e-9) <= T:
@@ -466,7 +466,7 @@ def _phases(N, T, d=None, first_end=1024, params="wang"):
 
 def test_wang_helpers_match_the_paper():
     """exp3_block_table, ars_exp3_gamma, clw_phase_table (both parametrisations, ARS-CLW and CLW),
-    update_round_probability (q (1-q)^(2d-1); spec 2.3: 0.018868 at d = 10, 0.0093137 at d = 20),
+    update_round_probability (q (1-q)^(2d-1): 0.018868 at d = 10, 0.0093137 at d = 20),
     h_default (ceil of the cube root) and thm1_log_coefficient (sum_{i >= 2} 8 alpha / Delta_i;
     spec sec. 3: 10 H_8 = 27.18 for the nine arms)."""
     for T, beta in [(1, 0.5), (7, 0.5), (100_000, 0.5), (5000, 0.7), (999, 1.0), (12345, 0.25)]:
@@ -497,7 +497,7 @@ def test_wang_helpers_match_the_paper():
 
 # ----------------------------------------------------------------------------- profiles
 def test_profiles_weights_and_d1_exact():
-    """The lag profiles of Wang et al. sec. 4.1 (spec 1.6), weight by weight: interval X/(d_max -
+    """The lag profiles of Wang et al. sec. 4.1, weight by weight: interval X/(d_max -
     d_min) on {d_min..d_max-1}; linear decreasing (d+1-l) 2/(d(d+1)) and increasing l 2/(d(d+1)) on
     l = 1..d; discounted (1-g) g^(l-1) for l = 1..n, n = ceil(log tol / log g) (tail g^n); polynomial
     l^-g / zeta(g) cut at the first n with tail <= tol (at most max_len lags); renormalised or
@@ -533,10 +533,10 @@ def test_profiles_weights_and_d1_exact():
         chk(Pr.polynomial(g, tol=tol, tail="drop", max_len=max_len), head)
         np.testing.assert_allclose(p.weights, head / head.sum(), rtol=1e-9)
         assert math.isinf(p.d1(0.9)) == (g <= 2)
-    # d_1 of the untruncated law is s_max zeta(2)/zeta(3) = 1.2316 (spec 1.6: 1.232); cutting the tail at
+    # d_1 of the untruncated law is s_max zeta(2)/zeta(3) = 1.2316 (1.232); cutting the tail at
     # 1e-6 (L ~ 700) removes ~1/L of the mean lag: the truncated profile reports 0.1% less
     assert Pr.polynomial(3.0).d1(0.9) == pytest.approx(0.9 * 1.6449340668 / 1.2020569032, rel=2e-3)
-    law = Pr.random_delay(10, 30)  # spec 1.6: mean 20, variance ((b-a+1)^2-1)/12 = 36.67
+    law = Pr.random_delay(10, 30)  # mean 20, variance ((b-a+1)^2-1)/12 = 36.67
     assert float(law.mean) == pytest.approx(20) and float(law.variance) == pytest.approx(440 / 12, rel=1e-5)
 
 
@@ -549,7 +549,7 @@ LABELS = E.synthetic_labels(E.zipf_probs(4), T_W, seed=7)
 
 
 def _f_ref(kind, c, p):
-    """Wang et al.'s block sizes (text after Thm 1; spec 2.1): c k^p (rounded up), 2^(k+c) with
+    """Wang et al.'s block sizes (text after Thm 1): c k^p (rounded up), 2^(k+c) with
     f(1) = 2^(2+c), or the constant c."""
     if kind == "const":
         return lambda k: c
@@ -632,7 +632,7 @@ def _observations(world, acts, s):
 
 
 def _ars_ucb_ref(y, acts, alpha, f, N, label):
-    """ARS-UCB (Wang et al. Alg. 1, single-rule form of spec 2.1): u_i = 1 if N_i = 0, else
+    """ARS-UCB (Wang et al. Alg. 1, in its single-rule form): u_i = 1 if N_i = 0, else
     min{M_i/N_i + sqrt(alpha log t / N_i), 1} with t the slots elapsed; play the argmax, ties to the
     smallest N_i then the lowest index, for f(K_a) consecutive slots, K_a += 1; M_a sums every y
     received while a is played. Returns the number of near-tie excuses."""
@@ -672,7 +672,7 @@ def test_ars_ucb_exact_actions(wang_runs, label):
 
 
 def _ars_exp3_ref(y, acts, act_u, P, N, T, beta, gamma, label):
-    """ARS-EXP3 (Wang et al. Alg. 2; spec 2.2): block k lasts g(k) = ceil(k^beta) slots, its arm drawn
+    """ARS-EXP3 (Wang et al. Alg. 2): block k lasts g(k) = ceil(k^beta) slots, its arm drawn
     at its start from p = (1 - gamma) softmax(w / g(K)) + gamma/N (K the last full block); at its end
     w_a += gamma min(Z(k), g(k)) / (N p_a), Z(k) the observations summed over the block; the leftover
     slots play one more draw with no update. Inside a block the law is the point mass."""
@@ -718,7 +718,7 @@ def _geometric_np(u, q):
 
 
 def _clw_ref(y, acts, act_u, P, key, N, T, d, first_end, rule, params, label):
-    """CLW / ARS-CLW (Wang et al. Alg. 3, App. C; Cesa-Bianchi et al. 2018; spec 2.3-2.4.1).
+    """CLW / ARS-CLW (Wang et al. Alg. 3, App. C; Cesa-Bianchi et al. 2018).
 
     Coins: per phase starting at t0 with success rate q, a Bernoulli(q) sequence given as a renewal
     process: first success t0 + G0 - 1, then gaps G1, G2, ... (Geometric(q) on {1, 2, ...}); the

@@ -103,7 +103,7 @@ def _pois_root(p, c):
 
 
 def pois_klucb(p, nt, beta, cap=1.0):
-    """max{q <= cap : nt d_Pois(p, q) <= beta} (Vernade et al. 2017, sec. 5.3; spec 2.4) per arm:
+    """max{q <= cap : nt d_Pois(p, q) <= beta} (Vernade et al. 2017, sec. 5.3) per arm:
     +inf when nt = 0, p when p >= cap, exactly cap when the cap binds (exact ties)."""
     out = np.empty(len(nt))
     for k, (pk, nk) in enumerate(zip(np.asarray(p, float), np.asarray(nt, float))):
@@ -204,7 +204,7 @@ def conv_world(T, run, window):
 
 
 def delayed_reference(cfg, window, T, run, lib):
-    """DelayedUCB / DelayedKLUCB (Vernade et al. 2017, Alg. 1; spec 2.1-2.5, 2.7), direct sums."""
+    """DelayedUCB / DelayedKLUCB (Vernade et al. 2017, Alg. 1), direct sums."""
     s, d, th = conv_world(T, run, window)
     K = K3
     eps = cfg.get("eps", 0.0)
@@ -271,7 +271,7 @@ def delayed_reference(cfg, window, T, run, lib):
 
 
 def discarding_reference(cfg, window, T, run, lib):
-    """Discarding-UCB / -KLUCB (Vernade et al. 2017, sec. 6; spec 2.6): only closed pulls (age >= m)."""
+    """Discarding-UCB / -KLUCB (Vernade et al. 2017, sec. 6): only closed pulls (age >= m)."""
     s, d, th = conv_world(T, run, window)
     K = K3
     eps = cfg.get("eps", 0.0)
@@ -322,7 +322,7 @@ ANON_LAW = D.uniform(0, 8)  # E = 4, bounded by 8
 
 
 def n_schedule(kind, T, E_, bound=None, var=None, M_=12):
-    """n_m for m = 0..M_ (Pike-Burke et al. 2018, App. A-B as reconstructed in spec 2.2): the smallest
+    """n_m for m = 0..M_ (Pike-Burke et al. 2018, App. A-B as reconstructed in docs/reproductions/pikeburke2018.md): the smallest
     n with n D/2 >= sqrt(2 n L) + (4/3) L + c_m, D = 2^-m, L = log(T D^2), i.e.
     n = (sqrt(2L) + sqrt(2L + (8/3) D L + 2 D c))^2 / D^2, ceil; T + 1 once L <= 0 or beyond T."""
 
@@ -364,7 +364,7 @@ def odaaf_policies():
 
 
 def odaaf_reference(cfg, T, x_of, K):
-    """Algorithm 1 (ODAAF) as in spec 2.1 / 2.3, generated as the action sequence it plays given the
+    """Algorithm 1 (ODAAF) of Pike-Burke et al. 2018, generated as the action sequence it plays given the
     aggregated observations ``x_of(t, actions so far)``; returns (actions, per-arm sums, counts)."""
     n = n_schedule(cfg["kind"], T, cfg["E"], cfg.get("bound"), cfg.get("var"))
     acts, sums, cnts = [], np.zeros(K), np.zeros(K)
@@ -455,7 +455,7 @@ def _split_chain(key):
 
 
 def test_pikeburke2018_qpmd_exact_trajectories(qpmd_runs):
-    """QPM-D (Joulani et al. 2013, Alg. 2; spec 2.7) with UCB1 (s/n + sqrt(2 ln n_tot / n)) and
+    """QPM-D (Joulani et al. 2013, Alg. 2) with UCB1 (s/n + sqrt(2 ln n_tot / n)) and
     KL-UCB (log n_tot / n) as base: per-arm queues of arrived rewards, the base is fed from the
     queue of its recommendation as long as it has something (a value drawn without replacement:
     1 with probability queued-sum / queued-count), and the learner plays the recommendation."""
@@ -554,8 +554,8 @@ def f_theorem1(t1, d, lam, delta, sqrt_lam=True):
 
 
 def lin_reference(cfg, window, T, run, lib):
-    """OTFLinUCB (Alg. 1), OTFLinTS (Alg. 2), their reference-code variants (spec 6) and the
-    LinUCB-wait / LinUCB-ignore-delays baselines (spec 7), from scratch with np.linalg.inv."""
+    """OTFLinUCB (Alg. 1), OTFLinTS (Alg. 2), their reference-code variants and the
+    LinUCB-wait / LinUCB-ignore-delays baselines, from scratch with np.linalg.inv."""
     feats = f32(_lin_features())
     s = streams(T, run)
     dl = world_delays(LIN_LAW, s, T)
