@@ -63,6 +63,23 @@ def play(env, channel, policy, T, n_runs=1, key=0):
     return actions_of(out)
 
 
+def f32(x):
+    """``x`` rounded to float32, as float64: the value the library holds."""
+    return np.asarray(np.asarray(x, np.float32), np.float64)
+
+
+def world_delays(law, s, T):
+    """The world's delay of each round, ``d_t = F^-1(v_t)`` from the delay uniforms of ``s``
+    (:class:`Streams`), or a sequence law's own entries (docs/conventions.md)."""
+    import jax.numpy as jnp
+
+    from jaxbandits import delays as D
+
+    if isinstance(law, D.Sequence):
+        return np.asarray(law.delays, np.int64)[:T]
+    return np.asarray(law.ppf(jnp.asarray(s.v, jnp.float32)), np.int64)
+
+
 def first_mismatch(a, b):
     """Index of the first round where two action sequences differ, or None."""
     a, b = np.asarray(a), np.asarray(b)

@@ -35,7 +35,7 @@ from jaxbandits import profiles as Pr
 from jaxbandits.policies import adversarial as A
 from jaxbandits.policies import composite as W
 
-from reference_tools import Streams, inverse_cdf_np
+from reference_tools import Streams, f32, inverse_cdf_np, world_delays
 
 EU = math.e
 NEAR = 1e-5
@@ -77,17 +77,6 @@ def run_all(problems, T, n_runs, key=0):
     carries = S._run(probs, None, jax.random.key(key), n_runs, None, False, False)[0]
     keep = lambda a: a if jnp.issubdtype(a.dtype, jax.dtypes.prng_key) else np.asarray(a)
     return {lab: jax.tree.map(keep, c.pol_state) for lab, c in carries.items()}
-
-
-def f32(x):
-    return np.asarray(np.asarray(x, np.float32), np.float64)
-
-
-def seq_delays(law, T, s):
-    """The world's delay of each round: a sequence law's entries, else ``F^-1(v_t)`` (conventions)."""
-    if isinstance(law, D.Sequence):
-        return np.asarray(law.delays, np.int64)[:T]
-    return np.asarray(law.ppf(jnp.asarray(s.v, jnp.float32)), np.int64)
 
 
 def draw_check(p, u, a_sim, label, t):
@@ -612,7 +601,7 @@ def _observations(world, acts, s):
     if world in ("A", "B"):
         X = (s.u < f32(MEANS5)[acts]).astype(float)
         if world == "A":
-            d = seq_delays(LAW_A, T, s)
+            d = world_delays(LAW_A, s, T)
             np.add.at(y, np.arange(T) + d, X)
         else:
             for t in range(T):
@@ -620,7 +609,7 @@ def _observations(world, acts, s):
         return y[:T]
     X = (acts == LABELS[:T]).astype(float)
     if world == "ob":
-        d = seq_delays(D.uniform(2, 5), T, s)
+        d = world_delays(D.uniform(2, 5), s, T)
     else:
         best = int(np.argmax(np.bincount(LABELS, minlength=4)))
         streak = np.ones(T, int)

@@ -23,7 +23,6 @@ import functools
 import math
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -35,32 +34,12 @@ from jaxbandits.policies import anonymous as A
 from jaxbandits.policies import conversions as V
 from jaxbandits.policies import linear as L
 
-from conftest import actions_of
-from reference_tools import Streams, argmax_tie_np
+from reference_tools import Streams, argmax_tie_np, f32, play, world_delays
 
 NEAR = 1e-5  # relative index gap below which float32 vs float64 may legitimately disagree
 
 
 # ----------------------------------------------------------------------------- shared helpers
-def play_all(env, channel, pols, T, n_runs, key=0):
-    """The simulator's actions [runs, T] of every policy of a dict, in one compiled simulate call."""
-    from jaxbandits.simulate import simulate
-
-    out = simulate(env, channel, pols, T, jax.random.key(key), n_runs, record=1)
-    return {k: actions_of(v) for k, v in out.items()}
-
-
-def f32(x):
-    return np.asarray(np.asarray(x, np.float32), np.float64)
-
-
-def world_delays(law, s, T):
-    """d_t = F^-1(v_t), the world's delay of each round (conventions: one delay uniform per round)."""
-    if isinstance(law, D.Sequence):
-        return np.asarray(law.delays, np.int64)[:T]
-    return np.asarray(law.ppf(jnp.asarray(s.v, jnp.float32)), np.int64)
-
-
 def check_run(decide, absorb, lib_actions, T, label, near_ok=0):
     """Teacher-forced comparison: ``decide(t) -> (action, index values or None)``; ``absorb(t, a)``
     applies the simulator's action ``a`` (and round t's arrivals). Fails at the first round where the
@@ -185,7 +164,7 @@ def conv_runs():
     env = E.conversions(THETA, WORLD)
     out = {}
     for window, pols in conv_policies().items():
-        acts = play_all(env, C.conversions(window=window), {k: p for k, (p, _) in pols.items()}, T_CONV, R_CONV)
+        acts = play(env, C.conversions(window=window), {k: p for k, (p, _) in pols.items()}, T_CONV, R_CONV)
         for k, (_, cfg) in pols.items():
             out[k] = (window, cfg, acts[k])
     return out
@@ -403,7 +382,7 @@ def odaaf_reference(cfg, T, x_of, K):
 def anon_runs():
     env = E.bernoulli(MU_ANON, delay=ANON_LAW)
     pols = odaaf_policies()
-    acts = play_all(env, C.anonymous(), {k: p for k, (p, _) in pols.items()}, T_ANON, R_ANON)
+    acts = play(env, C.anonymous(), {k: p for k, (p, _) in pols.items()}, T_ANON, R_ANON)
     return {k: (cfg, acts[k]) for k, (_, cfg) in pols.items()}
 
 
@@ -440,7 +419,7 @@ R_QPMD = 2
 @pytest.fixture(scope="module")
 def qpmd_runs():
     env = E.bernoulli(QPMD_MU, delay=QPMD_LAW)
-    return play_all(env, C.attributed(), {"ucb1": A.qpmd(), "kl-ucb": A.qpmd("kl-ucb")}, T_QPMD, R_QPMD)
+    return play(env, C.attributed(), {"ucb1": A.qpmd(), "kl-ucb": A.qpmd("kl-ucb")}, T_QPMD, R_QPMD)
 
 
 @jax.jit
@@ -542,7 +521,7 @@ def lin_runs():
     env = E.linear(TH_LIN, features=_lin_features(), delay=LIN_LAW)
     out = {}
     for window, pols in lin_policies().items():
-        acts = play_all(env, C.conversions(window=window), {k: p for k, (p, _) in pols.items()}, T_LIN, R_LIN)
+        acts = play(env, C.conversions(window=window), {k: p for k, (p, _) in pols.items()}, T_LIN, R_LIN)
         for k, (_, cfg) in pols.items():
             out[k] = (window, cfg, acts[k])
     return out
