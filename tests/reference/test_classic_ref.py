@@ -409,3 +409,17 @@ def test_linear_index_pinned_at_the_threshold(lab):
             feats = jnp.asarray(np.stack([x1, c * (1 + eps) * x2]), jnp.float32)
             a, _ = act(state, Context(jnp.int32(n_rec), feats, jnp.ones(2, bool), jnp.int32(-1)), key)
             assert int(a) == want, (lab, trial, eps)
+
+
+def test_action_time_channel_same_trajectories(streams):
+    """Under the action-time channel the delay d_t is shown before acting; the classic policies
+    ignore it, so they must take the reference's actions exactly as on the attributed channel
+    (the arrivals are the same records at the same rounds)."""
+    pols = {k: ATTR_POLICIES[k] for k in ("ucb1", "kl", "ts", "exp3")}
+    out = simulate(E.bernoulli(MU, delay=LAW), C.action_time(), pols, T, jax.random.key(0), RUNS, record=1)
+    for lab in pols:
+        choose, payload = ATTR_REFS[lab]
+        acts = _acts(out[lab])
+        for r in range(RUNS):
+            ref, _ = run_reference(choose, streams[r], payload=payload)
+            assert first_mismatch(ref, acts[r]) is None, (lab, r, first_mismatch(ref, acts[r]))
