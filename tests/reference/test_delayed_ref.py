@@ -40,6 +40,17 @@ NEAR = 1e-5  # relative index gap below which float32 vs float64 may legitimatel
 
 
 # ----------------------------------------------------------------------------- shared helpers
+def _runs_by_window(env, by_window, T, R):
+    """``{window: {label: (policy, cfg)}}`` -> ``{label: (window, cfg, actions [R, T])}``: one
+    compiled simulate call per censoring window."""
+    out = {}
+    for window, pols in by_window.items():
+        acts = play(env, C.conversions(window=window), {k: p for k, (p, _) in pols.items()}, T, R)
+        for k, (_, cfg) in pols.items():
+            out[k] = (window, cfg, acts[k])
+    return out
+
+
 def check_run(decide, absorb, lib_actions, T, label, near_ok=0):
     """Teacher-forced comparison: ``decide(t) -> (action, index values or None)``; ``absorb(t, a)``
     applies the simulator's action ``a`` (and round t's arrivals). Fails at the first round where the
@@ -161,13 +172,7 @@ def conv_policies():
 
 @pytest.fixture(scope="module")
 def conv_runs():
-    env = E.conversions(THETA, WORLD)
-    out = {}
-    for window, pols in conv_policies().items():
-        acts = play(env, C.conversions(window=window), {k: p for k, (p, _) in pols.items()}, T_CONV, R_CONV)
-        for k, (_, cfg) in pols.items():
-            out[k] = (window, cfg, acts[k])
-    return out
+    return _runs_by_window(E.conversions(THETA, WORLD), conv_policies(), T_CONV, R_CONV)
 
 
 @functools.lru_cache(maxsize=None)
@@ -518,13 +523,7 @@ def lin_policies():
 
 @pytest.fixture(scope="module")
 def lin_runs():
-    env = E.linear(TH_LIN, features=_lin_features(), delay=LIN_LAW)
-    out = {}
-    for window, pols in lin_policies().items():
-        acts = play(env, C.conversions(window=window), {k: p for k, (p, _) in pols.items()}, T_LIN, R_LIN)
-        for k, (_, cfg) in pols.items():
-            out[k] = (window, cfg, acts[k])
-    return out
+    return _runs_by_window(E.linear(TH_LIN, features=_lin_features(), delay=LIN_LAW), lin_policies(), T_LIN, R_LIN)
 
 
 def f_theorem1(t1, d, lam, delta, sqrt_lam=True):
