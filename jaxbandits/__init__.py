@@ -5,12 +5,13 @@ Public API: ``delays``, ``envs``, ``channels``, ``policies``, ``simulate``, ``si
 """
 __version__ = "0.1.0"
 
-from . import channels, delays, envs, mathlib, policies  # noqa: E402
+from . import channels, delays, engine, envs, mathlib, policies, ring  # noqa: E402
+from .envs.base import World  # noqa: E402
 from .results import Results  # noqa: E402
 from .simulate import record_points, simulate, simulate_grid  # noqa: E402
-from .types import NEVER, Arrivals, Context, Policy, ProblemSpec  # noqa: E402
+from .types import ANY, NEVER, Arrivals, Context, Feedback, Needs, Outcome, Policy, ProblemSpec  # noqa: E402
 from . import experiments  # noqa: E402  (registers the core experiments)
 
-__all__ = ["channels", "delays", "envs", "mathlib", "policies", "simulate", "simulate_grid",
-           "record_points", "experiments", "Results", "NEVER", "Arrivals", "Context", "Policy",
-           "ProblemSpec", "__version__"]
+__all__ = ["channels", "delays", "engine", "envs", "mathlib", "policies", "ring", "simulate", "simulate_grid",
+           "record_points", "experiments", "Results", "NEVER", "ANY", "Arrivals", "Context", "Feedback", "Needs",
+           "Outcome", "Policy", "ProblemSpec", "World", "__version__"]

@@ -1,29 +1,46 @@
-"""Feedback channels and the calendar (docs/architecture.md, conventions §3-4).
+"""Feedback channels: what reaches the policy, and when (docs/architecture.md, conventions §3-4).
 
-A channel decides what reaches the policy, and when. The record of the play of round ``s`` is
-put in a ring buffer, the *calendar*, of shape ``[W, P]`` at slot ``(s + lag) mod W``; at round
-``t`` slot ``t mod W`` is read and handed to the policy. Cost per round is ``O(P)`` (``O(W)`` for the
-composite channel) whatever the number of outstanding plays.
+A channel is a component, optax style: an object of pure functions over its own fixed-shape state,
+which declares what it reveals in a typed :class:`~jaxbandits.types.Feedback` record::
 
-Order inside a round (PERFORMANCE.md: on XLA:CPU reading a carried buffer before writing it makes
-XLA copy the whole buffer each round): *all writes first* (clear the slot read last round, insert
-this round's record), *then the one read* (this round's slot).
+    feedback                                   # Feedback: what the policy may see
+    width(world, horizon, payload_size, n_runs, max_hold) -> int    # host, before compiling
+    init(spec: ChannelSpec)        -> state
+    round(spec, state, play: Play) -> (state, Delivery)
+    lost(state)                    -> i32   # records dropped because their lag was >= W
 
-A record with lag ``>= W`` that would otherwise be delivered is dropped, never aliased, and counted
-in ``lost_to_W`` unless its value is all zeros.
+The five channels of the papers are below. A user's channel is a class of their own with these
+methods (docs/composing.md has a complete one: conversions reported in batches).
+
+The calendar: the record of the play of round ``s`` goes into a ring of shape ``[W, P]`` at slot
+``(s + lag) mod W``; at round ``t`` slot ``t mod W`` is read and handed to the policy. Cost per
+round is ``O(P)`` (``O(W)`` for the composite channel) whatever the number of outstanding plays.
+All writes come first (clear the slot read last round, insert this round's record), then the one
+read (:mod:`jaxbandits.ring`). A record with lag ``>= W`` that would otherwise be delivered is
+dropped, never aliased, and counted in ``lost_to_W`` unless its value is all zeros.
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple, Optional
+from typing import Any, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
 
 from . import _validate as V
-from .types import CHANNEL_KINDS
+from . import ring
+from .types import NEVER, Delivery, Feedback, Play
 
 _F = jnp.float32
+
+
+class ChannelSpec(NamedTuple):
+    """Static sizes of a channel in one simulation (fixed before compiling)."""
+
+    horizon: int
+    width: int  # W, the calendar length
+    payload_size: int  # P
+    reveal: int = 0  # H of the reveal ring (a policy's reveal_window), 0: none
 
 
 class Calendar(NamedTuple):
@@ -39,12 +56,11 @@ def calendar_round(cal: Calendar, t, value, lag, deliverable):
     """One round of the calendar: clear last round's slot, insert ``value`` at ``t + lag`` if it is
     ``deliverable`` and ``lag < W``, then read slot ``t``. Returns ``(calendar, arrived[P])``."""
     W = cal.buf.shape[0]
-    buf = cal.buf.at[(t - 1) % W].set(0.0)
+    buf = ring.clear(cal.buf, t - 1)
     fits = lag < W
-    slot = jnp.where(deliverable & fits, (t + jnp.minimum(lag, W)) % W, W)  # W: dropped
-    buf = buf.at[slot].add(value, mode="drop")
+    buf = ring.add(buf, t + jnp.minimum(lag, W), value, deliverable & fits)
     lost = cal.lost + (deliverable & ~fits & jnp.any(value != 0)).astype(jnp.int32)
-    return Calendar(buf, lost), buf[t % W]
+    return Calendar(buf, lost), ring.get(buf, t)
 
 
 def calendar_round_profile(cal: Calendar, t, spread):
@@ -53,84 +69,234 @@ def calendar_round_profile(cal: Calendar, t, spread):
     The spread is rotated by ``t`` (a dynamic slice of ``[spread, spread]``) and added densely:
     under ``vmap`` a W-element scatter per round was ~100x slower on XLA:CPU (W = 4096)."""
     W = cal.buf.shape[0]
-    buf = cal.buf.at[(t - 1) % W].set(0.0)
+    buf = ring.clear(cal.buf, t - 1)
     rolled = jax.lax.dynamic_slice(jnp.concatenate([spread, spread]), ((W - t % W) % W,), (W,))
     buf = buf + rolled[:, None]
-    return Calendar(buf, cal.lost), buf[t % W]
+    return Calendar(buf, cal.lost), ring.get(buf, t)
 
 
-@dataclasses.dataclass(frozen=True)
-class Channel:
-    """A feedback channel: ``kind`` in CHANNEL_KINDS, censoring ``window`` (conversions only) and
-    the calendar width ``width`` (``None``: the safe default of :meth:`resolve_width`)."""
-
-    kind: str
-    window: Optional[int] = None
-    width: Optional[int] = None
-
-    @property
-    def attributed(self) -> bool:
-        return self.kind in ("attributed", "action_time", "conversions")
-
-    def exact_width(self, max_delay: int, horizon: int, max_hold: int = 0) -> int:
-        """The smallest ``W`` that loses nothing: every deliverable lag is ``< W``."""
-        bound = horizon  # a lag >= T - s never arrives anyway
-        if self.kind == "conversions" and self.window is not None:
-            bound = min(bound, max(self.window, max_hold) + 1)
-        bound = min(bound, max(max_delay, max_hold) + 1)
-        return max(int(bound), 1)
-
-    def resolve_width(self, env, horizon: int, payload_size: int, n_runs: int, max_hold: int = 0,
-                      budget_bytes: int = 2 << 30) -> int:
-        """``width`` if given, else the exact width when the calendars of all runs fit in
-        ``budget_bytes``; otherwise the ``1 - 2^-23`` quantile of the delay law plus one (losses,
-        if any, are counted in ``lost_to_W``)."""
-        if self.width is not None:
-            return self.width
-        exact = self.exact_width(env.max_delay, horizon, max_hold)
-        if exact * payload_size * 4 * n_runs <= budget_bytes:
-            return exact
-        q = int(env.delay.ppf(jnp.asarray(1.0 - 2.0**-23, _F)))
-        cap = max(1, budget_bytes // (payload_size * 4 * max(n_runs, 1)))
-        return int(max(1, min(exact, max(q + 1, min(cap, exact)))))
-
-    def __str__(self):
-        extra = [] if self.window is None else [f"window={self.window}"]
-        extra += [] if self.width is None else [f"width={self.width}"]
-        return f"{self.kind}({', '.join(extra)})"
+class CalendarState(NamedTuple):
+    cal: Calendar
+    due: Any  # i32[H] reveal ring: delivery round of each of the last H plays, or NEVER
 
 
 def _width(width):
     return None if width is None else V.integer("width", width, lo=1)
 
 
-def attributed(width: Optional[int] = None) -> Channel:
+class Channel:
+    """Base of the channels: the protocol (see the module docstring) and the calendar sizing.
+
+    ``width`` (an attribute) fixes the calendar length ``W``; ``None`` takes the safe default of
+    :meth:`resolve_width`."""
+
+    feedback: Feedback = Feedback()
+    width: Optional[int] = None
+
+    # -- host-side sizing --------------------------------------------------------------------
+    def exact_width(self, max_delay: int, horizon: int, max_hold: int = 0) -> int:
+        """The smallest ``W`` that loses nothing: every deliverable lag is ``< W``."""
+        bound = horizon  # a lag >= T - s never arrives anyway
+        m = self.feedback.window
+        if m is not None:
+            bound = min(bound, max(m, max_hold) + 1)
+        bound = min(bound, max(max_delay, max_hold) + 1)
+        return max(int(bound), 1)
+
+    def resolve_width(self, env, horizon: int, payload_size: int, n_runs: int, max_hold: int = 0,
+                      budget_bytes: int = 2 << 30) -> int:
+        """``width`` if given, else the exact width when the calendars of all runs fit in
+        ``budget_bytes``; otherwise the ``1 - 2^-23`` quantile of the world's delay law plus one
+        (losses, if any, are counted in ``lost_to_W``)."""
+        if self.width is not None:
+            return self.width
+        exact = self.exact_width(env.max_delay, horizon, max_hold)
+        if exact * payload_size * 4 * n_runs <= budget_bytes:
+            return exact
+        if env.delay is None:
+            return exact
+        q = int(env.delay.ppf(jnp.asarray(1.0 - 2.0**-23, _F)))
+        cap = max(1, budget_bytes // (payload_size * 4 * max(n_runs, 1)))
+        return int(max(1, min(exact, max(q + 1, min(cap, exact)))))
+
+    # -- the component -----------------------------------------------------------------------
+    def init(self, spec: ChannelSpec):
+        raise NotImplementedError
+
+    def round(self, spec: ChannelSpec, state, play: Play):
+        raise NotImplementedError
+
+    def lost(self, state):
+        raise NotImplementedError
+
+
+class CalendarChannel(Channel):
+    """A channel that delivers one record per play through the calendar. Subclasses say what the
+    record of a play is: :meth:`record` returns ``(value f32[P], lag i32, deliverable bool)``."""
+
+    def record(self, spec: ChannelSpec, play: Play):
+        raise NotImplementedError
+
+    def init(self, spec: ChannelSpec) -> CalendarState:
+        return CalendarState(calendar_init(spec.width, spec.payload_size),
+                             jnp.full((spec.reveal,), NEVER, jnp.int32))
+
+    def round(self, spec: ChannelSpec, state: CalendarState, play: Play):
+        t = play.t
+        value, lag, deliverable = self.record(spec, play)
+        deliverable = deliverable & (lag <= spec.horizon - 1 - t)  # later than T - 1: never
+        cal, arrived = calendar_round(state.cal, t, jnp.asarray(value, _F), lag, deliverable)
+        due, rev_age = state.due, None
+        if spec.reveal > 0:  # reveal ages: a play-indexed ring of delivery rounds; write, then read
+            H = spec.reveal
+            due = ring.put(due, t, jnp.where(deliverable & (lag < H), t + lag, NEVER).astype(jnp.int32))
+            rounds, valid = ring.window(due, t)
+            rev_age = (rounds == t) & valid
+        return CalendarState(cal, due), Delivery(arrived, rev_age)
+
+    def lost(self, state: CalendarState):
+        return state.cal.lost
+
+
+def _lag(play: Play):
+    d = jnp.asarray(play.outcome.delay, jnp.int32)
+    return d, jnp.maximum(d, jnp.asarray(play.hold, jnp.int32))
+
+
+@dataclasses.dataclass(frozen=True)
+class Attributed(CalendarChannel):
     """Each arrival carries the policy's payload of its play (timestamped / attributed feedback)."""
-    return Channel("attributed", None, _width(width))
+
+    width: Optional[int] = None
+    feedback = Feedback(attributed=True, zeros_observed=True)
+
+    def record(self, spec, play):
+        d, lag = _lag(play)
+        return play.payload(jnp.asarray(play.outcome.reward, _F), d), lag, d < NEVER
+
+    def __str__(self):
+        return "attributed()" if self.width is None else f"attributed(width={self.width})"
 
 
-def action_time(width: Optional[int] = None) -> Channel:
+@dataclasses.dataclass(frozen=True)
+class ActionTime(Attributed):
     """As attributed, and the delay ``d_t`` is revealed in the context before acting."""
-    return Channel("action_time", None, _width(width))
+
+    width: Optional[int] = None
+    feedback = Feedback(attributed=True, zeros_observed=True, delay_at_action=True)
+
+    def __str__(self):
+        return "action_time()" if self.width is None else f"action_time(width={self.width})"
 
 
-def anonymous(width: Optional[int] = None) -> Channel:
+@dataclasses.dataclass(frozen=True)
+class Anonymous(CalendarChannel):
     """Only the sum ``y_t`` of the rewards arriving at round ``t``: arm and origin hidden."""
-    return Channel("anonymous", None, _width(width))
+
+    width: Optional[int] = None
+    feedback = Feedback(attributed=False, zeros_observed=True)
+
+    def record(self, spec, play):
+        d, lag = _lag(play)
+        return jnp.asarray(play.outcome.reward, _F)[None], lag, d < NEVER
+
+    def __str__(self):
+        return "anonymous()" if self.width is None else f"anonymous(width={self.width})"
 
 
-def conversions(window: Optional[int] = None, width: Optional[int] = None) -> Channel:
+@dataclasses.dataclass(frozen=True)
+class Conversions(CalendarChannel):
+    """Censored conversions: only positive outcomes, only with delay ``d <= window``; each
+    delivered as the policy's payload of a unit reward."""
+
+    window: Optional[int] = None
+    width: Optional[int] = None
+
+    @property
+    def feedback(self) -> Feedback:
+        return Feedback(attributed=True, zeros_observed=False, window=self.window, reveal_ages=True)
+
+    def record(self, spec, play):
+        d, lag = _lag(play)
+        ok = (d < NEVER) & (jnp.asarray(play.outcome.reward, _F) > 0)
+        if self.window is not None:
+            ok = ok & (d <= self.window)
+        return play.payload(jnp.asarray(1.0, _F), d), lag, ok
+
+    def __str__(self):
+        extra = [] if self.window is None else [f"window={self.window}"]
+        extra += [] if self.width is None else [f"width={self.width}"]
+        return f"conversions({', '.join(extra)})"
+
+
+@dataclasses.dataclass(frozen=True)
+class Composite(Channel):
+    """Composite anonymous: the partial rewards of all past plays landing at round ``t``, summed.
+    A world's ``Outcome.profile`` splits a reward over lags ``0..L-1``; without one, the whole
+    reward lands at lag ``d``."""
+
+    width: Optional[int] = None
+    feedback = Feedback(attributed=False, zeros_observed=True, spread=True)
+
+    def resolve_width(self, env, horizon, payload_size, n_runs, max_hold=0, budget_bytes=2 << 30):
+        return self.width or self.exact_width(env.max_delay, horizon)
+
+    def init(self, spec: ChannelSpec) -> CalendarState:
+        return CalendarState(calendar_init(spec.width, 1), jnp.zeros((0,), jnp.int32))
+
+    def round(self, spec: ChannelSpec, state: CalendarState, play: Play):
+        W, T, t = spec.width, spec.horizon, play.t
+        out = play.outcome
+        r = jnp.asarray(out.reward, _F)
+        d = jnp.asarray(out.delay, jnp.int32)
+        if out.profile is not None:
+            L = out.profile.shape[0]
+            prof = out.profile[:W] if L >= W else jnp.pad(out.profile, (0, W - L))
+            spread = r * prof
+            lost_now = (r > 0) & (jnp.sum(out.profile[W:]) > 0) if L > W else jnp.asarray(False)
+        else:
+            spread = r * (jnp.arange(W) == d).astype(_F)
+            lost_now = (r > 0) & (d >= W) & (d < NEVER) & (t + jnp.minimum(d, NEVER) <= T - 1)
+        cal, arrived = calendar_round_profile(state.cal, t, spread)
+        cal = cal._replace(lost=cal.lost + lost_now.astype(jnp.int32))
+        return CalendarState(cal, state.due), Delivery(arrived, None)
+
+    def lost(self, state):
+        return state.cal.lost
+
+    def __str__(self):
+        return "composite()" if self.width is None else f"composite(width={self.width})"
+
+
+def attributed(width: Optional[int] = None) -> Attributed:
+    """Each arrival carries the policy's payload of its play (timestamped / attributed feedback)."""
+    return Attributed(_width(width))
+
+
+def action_time(width: Optional[int] = None) -> ActionTime:
+    """As attributed, and the delay ``d_t`` is revealed in the context before acting."""
+    return ActionTime(_width(width))
+
+
+def anonymous(width: Optional[int] = None) -> Anonymous:
+    """Only the sum ``y_t`` of the rewards arriving at round ``t``: arm and origin hidden."""
+    return Anonymous(_width(width))
+
+
+def conversions(window: Optional[int] = None, width: Optional[int] = None) -> Conversions:
     """Censored conversions: only positive outcomes, only with delay ``d <= window`` (inclusive;
     ``None`` = uncensored, ``0`` = same round only)."""
     if window is not None:
         window = V.integer("window", window, lo=0)
-    return Channel("conversions", window, _width(width))
+    return Conversions(window, _width(width))
 
 
-def composite(width: Optional[int] = None) -> Channel:
+def composite(width: Optional[int] = None) -> Composite:
     """Composite anonymous: the partial rewards of all past plays landing at round ``t``, summed."""
-    return Channel("composite", None, _width(width))
+    return Composite(_width(width))
 
 
-__all__ = ["Channel", "Calendar", "attributed", "action_time", "anonymous", "conversions", "composite",
-           "calendar_init", "calendar_round", "calendar_round_profile", "CHANNEL_KINDS"]
+__all__ = ["Channel", "CalendarChannel", "ChannelSpec", "Calendar", "CalendarState", "Attributed",
+           "ActionTime", "Anonymous", "Conversions", "Composite", "attributed", "action_time",
+           "anonymous", "conversions", "composite", "calendar_init", "calendar_round",
+           "calendar_round_profile", "Feedback"]

@@ -1,25 +1,106 @@
-"""Protocols and shared records of jaxbandits (see docs/architecture.md and docs/conventions.md).
+"""Protocols and shared records of jaxbandits (docs/architecture.md, docs/conventions.md).
 
-A *policy* is a NamedTuple of pure functions (optax style)::
+Three kinds of components meet in one round (docs/architecture.md):
 
-    init(spec, key)            -> state
-    act(state, context, key)   -> (action, memo)
-    payload(memo, reward, delay) -> f32[P]      # attributed / conversions channels only
-    update(state, arrivals)    -> state         # deterministic, takes no key
+* a **world** (:class:`jaxbandits.envs.World`) draws outcomes and reports expected rewards;
+* a **channel** (:class:`jaxbandits.channels.Channel`) decides what reaches the policy and when,
+  and declares it in a typed :class:`Feedback` record;
+* a **policy** (:class:`Policy`), a NamedTuple of pure functions (optax style)::
 
-``act`` returns no state: what it decides travels in the memo and ``update`` commits it from
-``arrivals.memo`` (rule R1). The channel stores only ``payload(...)`` in its calendar (R4).
+      init(spec, key)              -> state
+      act(state, context, key)     -> (action, memo)
+      payload(memo, reward, delay) -> f32[P]    # attributed channels only
+      update(state, arrivals)      -> state     # deterministic, takes no key
+
+  ``act`` returns no state: what it decides travels in the memo and ``update`` commits it from
+  ``arrivals.memo`` (conventions §5.1). An attributed channel stores only ``payload(...)`` (§5.6).
+  A policy states what it requires of a channel in a :class:`Needs` record; the simulator checks
+  ``needs`` against the channel's ``feedback`` before compiling and names what is missing.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, FrozenSet, NamedTuple, Optional
+from typing import Any, Callable, NamedTuple, Optional, Tuple
 
 import jax.numpy as jnp
 
 #: "Never arrives": a delay so large that ``s + NEVER`` still fits in int32.
 NEVER = 2**30
 
-CHANNEL_KINDS = ("attributed", "action_time", "anonymous", "conversions", "composite")
+
+class _AnyWindow:
+    """Sentinel of :attr:`Needs.window`: any censoring window (or none) will do."""
+
+    def __repr__(self):
+        return "ANY"
+
+    def __reduce__(self):
+        return (_any_window, ())
+
+
+def _any_window():
+    return ANY
+
+
+ANY = _AnyWindow()
+
+
+class Feedback(NamedTuple):
+    """What a channel reveals: typed feedback properties (conventions §4).
+
+    A policy reads these from ``spec.feedback`` (never a channel's name), so a new channel with
+    the same properties works with every policy unchanged."""
+
+    attributed: bool = True  # an arrival carries the payload the policy attached to its play
+    zeros_observed: bool = True  # zero outcomes are delivered (False: only positive events, each as 1)
+    delay_at_action: bool = False  # the delay d_t is shown in the context before acting
+    window: Optional[int] = None  # censoring window m: only delays d <= m arrive (None: uncensored)
+    spread: bool = False  # a play's reward may be split over several later rounds (composite)
+    reveal_ages: bool = False  # arrivals.rev_age can flag which past play was revealed this round
+
+    @property
+    def aggregated(self) -> bool:
+        """Arrivals are anonymous sums of rewards (``payload = [y_t]``): not attributed."""
+        return not self.attributed
+
+
+_NEEDS_TEXT = {  # what each required value means
+    ("attributed", True): "arrivals attributed to their play",
+    ("attributed", False): "anonymous sums of rewards",
+    ("zeros_observed", True): "zero outcomes observed",
+    ("zeros_observed", False): "only positive outcomes reported",
+    ("delay_at_action", True): "the delay shown before acting",
+    ("delay_at_action", False): "the delay not shown before acting",
+    ("spread", True): "rewards spread over later rounds",
+    ("spread", False): "each reward arriving whole",
+    ("reveal_ages", True): "reveal ages of past plays",
+    ("reveal_ages", False): "no reveal ages",
+}
+
+
+class Needs(NamedTuple):
+    """What a policy requires of its channel, in the terms of :class:`Feedback`.
+
+    ``None`` (``ANY`` for the window) means "either"; any other value must equal the channel's."""
+
+    attributed: Optional[bool] = None
+    zeros_observed: Optional[bool] = None
+    delay_at_action: Optional[bool] = None
+    window: Any = ANY
+    spread: Optional[bool] = None
+    reveal_ages: Optional[bool] = None
+
+    def missing(self, feedback: Feedback) -> Tuple[str, ...]:
+        """Human-readable list of the requirements ``feedback`` does not meet (empty: all met)."""
+        out = []
+        for f in Needs._fields:
+            want = getattr(self, f)
+            if want is None or want is ANY:
+                continue
+            have = getattr(feedback, f)
+            if have != want:
+                what = _NEEDS_TEXT.get((f, want), "censoring window" if f == "window" else "")
+                out.append(f"{f}={want!r} ({what}), the channel has {f}={have!r}")
+        return tuple(out)
 
 
 class ProblemSpec(NamedTuple):
@@ -28,8 +109,12 @@ class ProblemSpec(NamedTuple):
     n_arms: int
     horizon: int
     dim: Optional[int] = None  # feature dimension of linear worlds
-    channel: str = "attributed"  # the feedback channel's kind
-    window: Optional[int] = None  # censoring window m of the conversions channel (None = inf)
+    feedback: Feedback = Feedback()  # what the channel reveals
+
+    @property
+    def window(self) -> Optional[int]:
+        """The channel's censoring window ``m`` (``None``: uncensored)."""
+        return self.feedback.window
 
 
 class Context(NamedTuple):
@@ -38,7 +123,7 @@ class Context(NamedTuple):
     t: Any  # i32 round index, 0-based
     features: Any = None  # f32[K, d] for linear worlds
     mask: Any = None  # bool[K]: which actions exist this round
-    delay_now: Any = -1  # i32 d_t under the action-time channel, else -1
+    delay_now: Any = -1  # i32 d_t when the channel has feedback.delay_at_action, else -1
 
 
 class Arrivals(NamedTuple):
@@ -47,22 +132,28 @@ class Arrivals(NamedTuple):
     t: Any  # i32
     action: Any  # i32, this round's own action (echo)
     memo: Any  # this round's memo (echo)
-    payload: Any  # f32[P]: sum of the payloads delivered at t (or [y_t] on anonymous channels)
-    rev_age: Any = None  # bool[H]: the play of round t-a is revealed at t (conventions R3c), else None
+    payload: Any  # f32[P]: sum of the payloads delivered at t (or [y_t] on aggregated channels)
+    rev_age: Any = None  # bool[H]: the play of round t-a is revealed at t (conventions §5.5), else None
 
 
 class Policy(NamedTuple):
-    """A bandit policy: pure functions over a fixed-shape pytree state."""
+    """A bandit policy: pure functions over a fixed-shape pytree state.
 
-    init: Callable
-    act: Callable
-    update: Callable
-    payload: Optional[Callable]
-    channels: FrozenSet[str]
+    The memo fields the engine reads are declared, never probed: ``memo_hold`` (the memo has an
+    i32 ``hold``: deliver the play's record at ``s + max(d, hold)``, with ``hold <= max_hold``) and
+    ``memo_probs`` (the memo has ``probs``, f32[K], the law the action was drawn from: expected
+    regret is taken over it)."""
+
+    init: Callable[[ProblemSpec, Any], Any]
+    act: Callable[[Any, Context, Any], Tuple[Any, Any]]
+    update: Callable[[Any, Arrivals], Any]
+    payload: Optional[Callable[[Any, Any, Any], Any]] = None
+    needs: Needs = Needs()
     name: str = "policy"
-    max_hold: int = 0  # the largest memo.hold the policy uses (sizes the calendar: W > max_hold)
-    reveal_window: int = 0  # H > 0: arrivals.rev_age[a] flags the play of round t-a revealed at t (R3c)
-    shard: bool = True  # False: simulate's default runs this policy's program on one device
+    max_hold: int = 0  # the largest memo.hold (sizes the calendar: W > max_hold); 0 with memo_hold: T
+    reveal_window: int = 0  # H > 0: arrivals.rev_age[a] flags the play of round t-a revealed at t
+    memo_hold: bool = False
+    memo_probs: bool = False
 
 
 class Outcome(NamedTuple):
@@ -72,6 +163,22 @@ class Outcome(NamedTuple):
     delay: Any  # i32 delay of that reward (NEVER = never)
     profile: Any = None  # f32[L] composite worlds: the split of the reward over lags 0..L-1
     all_rewards: Any = None  # f32[K] adversarial worlds: every arm's reward this round
+
+
+class Play(NamedTuple):
+    """What a channel receives about the play of round ``t`` (``Channel.round``)."""
+
+    t: Any  # i32
+    outcome: Outcome
+    payload: Optional[Callable[[Any, Any], Any]]  # (reward, delay) -> f32[P], the policy's payload of this play
+    hold: Any = 0  # i32: deliver no earlier than t + hold (the memo's hold, else 0)
+
+
+class Delivery(NamedTuple):
+    """What a channel hands over at the end of round ``t``."""
+
+    payload: Any  # f32[P]
+    rev_age: Any = None  # bool[H] or None
 
 
 def one_hot(a, k):

@@ -10,36 +10,41 @@ def actions_of(out):
     return d.argmax(-1)
 
 
-def final_carry(env, channel, policy, T, n_runs=1, key=0):
-    """Run one simulation through the simulator's internals and return its final carry (policy
-    state, calendar, ...) as numpy arrays (PRNG keys are kept as keys): what tests inspect."""
-    import importlib
-
+def run_many(problems, T, n_runs=1, key=0, record=None):
+    """``{label: (env, channel, policy)}`` run in ONE compiled program by the engine's driver:
+    ``{label: (final run state, records)}`` as numpy (PRNG keys kept as keys; padded runs cut), so
+    tests can inspect a policy's state (``state.policy``) and the channel's (``state.channel``)."""
     import jax
     import jax.numpy as jnp
 
-    S = importlib.import_module("jaxbandits.simulate")
-    prob = S._make_problem(lambda _p: (env, policy), env, policy, channel, T, None, n_runs, False)
-    c = S._run({"p": prob}, None, jax.random.key(key), n_runs, None, False, False)[0]["p"]
-    keep = lambda a: a if jnp.issubdtype(a.dtype, jax.dtypes.prng_key) else np.asarray(a)
-    return jax.tree.map(keep, c)
+    from jaxbandits.engine import driver, problem, record_points
+
+    probs = {lab: problem(e, ch, pol, T, n_runs=n_runs, delayed_regret=False, label=lab)
+             for lab, (e, ch, pol) in problems.items()}
+    carries, recs, _ = driver.run_problems(probs, None, jax.random.key(key), n_runs, record_points(T, record),
+                                           shard=False)
+    keep = lambda a: a if jnp.issubdtype(a.dtype, jax.dtypes.prng_key) else np.asarray(a)[:n_runs]
+    return {lab: (jax.tree.map(keep, carries[lab].state), recs[lab]) for lab in problems}
+
+
+def final_carry(env, channel, policy, T, n_runs=1, key=0):
+    """The final run state (world, policy and channel states) of one simulation: what tests inspect."""
+    return run_many({"p": (env, channel, policy)}, T, n_runs, key)["p"][0]
 
 
 def final_state(env, channel, policy, T, n_runs=1, key=0):
     """The policy's final state after a simulation (see :func:`final_carry`)."""
-    return final_carry(env, channel, policy, T, n_runs, key).pol_state
+    return final_carry(env, channel, policy, T, n_runs, key).policy
 
 
 def reward_uniforms(T, key=0, run=0):
     """The REWARD-stream uniforms u_t of one run, from the simulator's own key scheme: a test can
     rebuild the realised rewards ``1{u_t < mean}`` of the actions it recorded."""
-    import importlib
-
     import jax
     import jax.numpy as jnp
 
+    from jaxbandits.engine import run_keys
     from jaxbandits.mathlib import uniform
 
-    S = importlib.import_module("jaxbandits.simulate")
-    keys = S._run_keys(jax.random.key(key), run)[0]
+    keys = run_keys(jax.random.key(key), run)[0]
     return np.asarray(jax.vmap(lambda t: uniform(jax.random.fold_in(keys.reward, t)))(jnp.arange(T)), np.float64)

@@ -3,9 +3,9 @@ from typing import Any, NamedTuple
 
 import jax.numpy as jnp
 
-from jaxbandits.types import Policy
+from jaxbandits.types import Needs, Policy
 
-ALL = frozenset({"attributed", "action_time", "anonymous", "conversions", "composite"})
+ALL = Needs()  # runs on every channel
 
 
 class RecState(NamedTuple):
@@ -22,7 +22,7 @@ def recorder(T, K):
     record (zero rewards included) is visible exactly; logs every arrival."""
 
     def init(spec, key):
-        P = 1 if spec.channel in ("anonymous", "composite") else T
+        P = T if spec.feedback.attributed else 1
         return RecState(jnp.zeros((T, P), jnp.float32), jnp.zeros((T,), jnp.int32))
 
     def act(state, ctx, key):

@@ -71,7 +71,7 @@ def test_calendar_matches_reference(kind, window, seed):
         env = E.composite(table=R, delay=D.sequence(d))
     else:
         env = E.oblivious(1.0 - R, d)
-    ch = C.Channel(kind, window, W)
+    ch = _channel(kind, window, W)
     out = _run_and_get_state(env, ch, recorder(T, K))
     ref, lost = _reference(R, d, kind, window)
     np.testing.assert_allclose(out["log"], ref, atol=1e-6)
@@ -93,10 +93,14 @@ def test_composite_profile_matches_reference():
     assert out2["lost"] == lost2 > 0
 
 
+def _channel(kind, window=None, width=None):
+    return C.conversions(window, width) if kind == "conversions" else getattr(C, kind)(width)
+
+
 def _run_and_get_state(env, ch, pol):
     """Run one simulation and return the recorder's final log and lost_to_W."""
     c = final_carry(env, ch, pol, T)
-    return {"log": c.pol_state.log[0], "lost": int(c.cal.lost[0])}
+    return {"log": c.policy.log[0], "lost": int(c.channel.cal.lost[0])}
 
 
 def test_action_time_reveals_delay():
@@ -247,7 +251,7 @@ if given is not None:
         R = np.asarray(bits, float).reshape(T, K)
         d = np.asarray(d, np.int64)
         win = window if kind == "conversions" else None
-        out = _run_and_get_state(E.oblivious(1.0 - R, d), C.Channel(kind, win, W), recorder(T, K))
+        out = _run_and_get_state(E.oblivious(1.0 - R, d), _channel(kind, win, W), recorder(T, K))
         ref, lost = _reference(R, d, kind, win)
         np.testing.assert_allclose(out["log"], ref, atol=1e-6)
         assert out["lost"] == lost
@@ -348,7 +352,7 @@ def test_exact_width_brute_force():
             for max_delay in [0, 3, 25, D.NEVER]:
                 for T_ in [1, 10, 200]:
                     for max_hold in [0, 4, 30]:
-                        ch = C.Channel(kind, window, None)
+                        ch = C.conversions(window) if kind == "conversions" else getattr(C, kind)()
                         assert ch.exact_width(max_delay, T_, max_hold) == _exact_width_brute(kind, window, max_delay, T_,
                                                                                              max_hold), \
                             (kind, window, max_delay, T_, max_hold)

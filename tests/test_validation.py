@@ -41,7 +41,7 @@ def test_simulate_rejects_before_compiling():
         simulate(env, C.attributed(), P.ucb1(), 0, jax.random.key(0))
     with pytest.raises(ValueError, match="n_runs"):
         simulate(env, C.attributed(), P.ucb1(), 10, jax.random.key(0), 0)
-    with pytest.raises(ValueError, match="accepts the channels"):
+    with pytest.raises(ValueError, match="cannot run on the channel"):
         simulate(env, C.anonymous(), P.ucb1(), 10, jax.random.key(0))
     with pytest.raises(TypeError, match="channel"):
         simulate(env, "attributed", P.ucb1(), 10, jax.random.key(0))

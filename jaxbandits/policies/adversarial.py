@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import _validate as V
 from .. import mathlib as M
-from ..types import Policy, ProblemSpec, one_hot
+from ..types import Needs, Policy, ProblemSpec, one_hot
 
 __all__ = ["dew", "skipper", "skipper_dew", "doubling", "DEWState", "SkipperState", "DoublingState",
            "thm1_eta", "thm1_bound", "thm3_bound", "cor4_beta", "cor4_bound", "oracle_bound", "oracle_beta",
@@ -28,7 +28,7 @@ __all__ = ["dew", "skipper", "skipper_dew", "doubling", "DEWState", "SkipperStat
 _F = jnp.float32
 _E = math.e
 _CLAMP = 1e30  # spec 2.5 (b): eta * l_hat is clamped (probability below ~e^-87 per round)
-_ATTR = frozenset({"attributed", "action_time"})
+_ATTR = Needs(attributed=True, zeros_observed=True)  # every loss, attributed to its play
 
 
 class DEWState(NamedTuple):
@@ -89,7 +89,7 @@ def dew(eta: float, d_max: Optional[float] = None, name: str = "DEW") -> Policy:
     def update(state, arr):
         return state._replace(logp=_exp_weights_step(state.logp, state.eta, arr.payload))
 
-    return Policy(init, act, update, payload, _ATTR, name)
+    return Policy(init, act, update, payload, _ATTR, name, memo_probs=True)
 
 
 # ----------------------------------------------------------------------------- Skipper
@@ -129,7 +129,9 @@ def skipper(beta: float, base: Policy, count_skipped: bool = True, name: Optiona
         return SkipperState(base.update(state.base, inner), state.skipped + arr.payload[-1])
 
     label = f"Skipper({float(beta):g}, {base.name})" if V.is_concrete(beta) else f"Skipper({base.name})"
-    return Policy(init, act, update, payload, base.channels & _ATTR, name or label, base.max_hold)
+    needs = base.needs._replace(attributed=True, zeros_observed=True)
+    return Policy(init, act, update, payload, needs, name or label, base.max_hold, base.reveal_window,
+                  base.memo_hold, base.memo_probs)
 
 
 def skipper_dew(beta: float, eta: Optional[float] = None, count_skipped: bool = True,
@@ -180,9 +182,6 @@ def doubling(m0: int = 0, lanes: int = 48, name: str = "Doubling") -> Policy:
     lanes = V.integer("lanes", lanes, lo=2, hi=256)
 
     def init(spec: ProblemSpec, key):
-        if spec.channel != "action_time":
-            raise ValueError(f"doubling needs the action_time channel (delays revealed before acting), "
-                             f"got {spec.channel!r}")
         K = spec.n_arms
         if K < 2:
             raise ValueError(f"doubling needs K >= 2 arms, got {K}")
@@ -231,7 +230,7 @@ def doubling(m0: int = 0, lanes: int = 48, name: str = "Doubling") -> Policy:
         return DoublingState(_exp_weights_step(logp, eta, g), memo.m, memo.sigma, memo.n_skip, memo.dsum,
                              state.restarts + memo.jumps)
 
-    return Policy(init, act, update, payload, frozenset({"action_time"}), name)
+    return Policy(init, act, update, payload, _ATTR._replace(delay_at_action=True), name, memo_probs=True)
 
 
 # ----------------------------------------------------------------------------- tunings and bounds (host, float64)

@@ -21,7 +21,7 @@ from jax import lax
 
 from .. import _validate as V
 from .. import mathlib as M
-from ..types import Policy, ProblemSpec, one_hot
+from ..types import Needs, Policy, ProblemSpec, one_hot
 
 __all__ = ["schedule", "odaaf", "odaaf_b", "odaaf_v", "odaaf_naive", "qpmd", "ODAAFState", "QPMDState",
            "phase_timeline"]
@@ -98,8 +98,6 @@ class ODAAFMemo(NamedTuple):
 
 def _odaaf(kind, mean_delay, bound, variance, use_bridge, bridge_rule, name, bridge_len="block") -> Policy:
     def init(spec: ProblemSpec, key):
-        if spec.channel not in ("anonymous", "composite"):
-            raise ValueError(f"{name} runs on the anonymous or composite channel, got {spec.channel!r}")
         K, T = spec.n_arms, spec.horizon
         tab = schedule(kind, T, mean_delay, bound, variance)
         tab = jnp.asarray(np.minimum(tab, 2**30), jnp.int32)
@@ -162,7 +160,7 @@ def _odaaf(kind, mean_delay, bound, variance, use_bridge, bridge_rule, name, bri
         new_left = jnp.maximum(new_left, 1)
         return ODAAFState(arm, m_new, bridge, new_left, active, obs_sum, obs_cnt, elim, tab)
 
-    return Policy(init, act, update, None, frozenset({"anonymous", "composite"}), name)
+    return Policy(init, act, update, None, Needs(attributed=False), name)
 
 
 def _bridge_rule(rule):
@@ -281,5 +279,5 @@ def qpmd(base: str = "ucb1", name: Optional[str] = None) -> Policy:
         J, fc, fs, qc, qs, k = lax.while_loop(cond, body, (st.arm, st.fed_cnt, st.fed_sum, q_cnt, q_sum, st.key))
         return QPMDState(J, fc, fs, qc, qs, k)
 
-    return Policy(init, act, update, payload, frozenset({"attributed", "action_time"}),
+    return Policy(init, act, update, payload, Needs(attributed=True, zeros_observed=True),
                   name or ("QPM-D" if base == "ucb1" else f"QPM-D({base})"))

@@ -35,13 +35,13 @@ from .. import _validate as V
 from .. import mathlib as M
 from ..bayes.families import family
 from ..bayes.model import RingStats, conversion_model
-from ..types import Policy, ProblemSpec, one_hot
+from ..types import Needs, Policy, ProblemSpec, one_hot
 
 __all__ = ["delay_model_ts", "beta_ts", "DelayTSState", "BetaTSState", "ring_update", "refresh_step",
            "unconstrained_init"]
 
 _F = jnp.float32
-_CONV = frozenset({"conversions"})
+_CONV = Needs(attributed=True, zeros_observed=False, reveal_ages=True)  # which play converted
 
 
 # ----------------------------------------------------------------------------- ring bookkeeping (§4.3)
@@ -202,8 +202,6 @@ def delay_model_ts(window: int = 255, model: str = "exponential", engine: str = 
         return p * (1.0 - jnp.exp(fam.log_surv(jnp.asarray(float(M_)), th)))
 
     def init(spec: ProblemSpec, key):
-        if spec.channel != "conversions":
-            raise ValueError(f"delay_model_ts runs on the conversions channel, got {spec.channel!r}")
         if spec.window is not None and spec.window < M_:
             raise ValueError(f"delay_model_ts: window M={M_} must be <= the channel's window m={spec.window}")
         K = spec.n_arms
@@ -241,7 +239,7 @@ def delay_model_ts(window: int = 255, model: str = "exponential", engine: str = 
     # shard=False: with 2 XLA host devices on CPU and ~50 runs per device, the K = 10 engine's program
     # hung in execution (jax 0.10.2; K = 3 and <= 20 runs per device ran); until that is understood
     # the default runs it on one device (an explicit simulate(..., shard=True) still shards).
-    return Policy(init, act, update, payload, _CONV, label, reveal_window=W, shard=False)
+    return Policy(init, act, update, payload, _CONV, label, reveal_window=W)
 
 
 # ----------------------------------------------------------------------------- Beta TS baselines
@@ -270,8 +268,6 @@ def beta_ts(mode: str = "naive", window: int = 255, name: Optional[str] = None) 
     W = M_ + 1
 
     def init(spec: ProblemSpec, key):
-        if spec.channel != "conversions":
-            raise ValueError(f"beta_ts runs on the conversions channel, got {spec.channel!r}")
         K = spec.n_arms
         z = jnp.zeros((K,), _F)
         return BetaTSState(z, z, z, z, jnp.zeros((W,), jnp.int32), jnp.zeros((W,), _F), jnp.zeros((W,), _F))

@@ -17,14 +17,16 @@ from jax.scipy.linalg import cho_solve, solve_triangular
 
 from .. import _validate as V
 from .. import mathlib as M
-from ..types import Policy, ProblemSpec, one_hot
+from ..types import Needs, Policy, ProblemSpec, one_hot
 
 __all__ = ["uniform_random", "ucb1", "kl_ucb", "thompson", "gaussian_thompson", "exp3", "linucb",
            "lints", "IndexState", "LinState"]
 
 _F = jnp.float32
-_STOCHASTIC = frozenset({"attributed", "action_time", "conversions"})
-ALL_CHANNELS = frozenset({"attributed", "action_time", "anonymous", "conversions", "composite"})
+#: attributed feedback (zeros observed or not: with zeros hidden, plays are counted at play time)
+_STOCHASTIC = Needs(attributed=True)
+#: every outcome, attributed: importance-weighted estimators need the zeros too
+_FULL = Needs(attributed=True, zeros_observed=True)
 
 
 # ----------------------------------------------------------------------------- uniform random
@@ -44,8 +46,8 @@ def uniform_random() -> Policy:
         p = mask.astype(_F) / jnp.sum(mask)
         return M.sample_from_probs(p, M.uniform(key)), RandomMemo(p)
 
-    return Policy(init, act, lambda s, arr: s, lambda memo, r, d: jnp.zeros((1,), _F), ALL_CHANNELS,
-                  "random")
+    return Policy(init, act, lambda s, arr: s, lambda memo, r, d: jnp.zeros((1,), _F), Needs(),
+                  "random", memo_probs=True)
 
 
 # ----------------------------------------------------------------------------- index policies
@@ -64,7 +66,7 @@ class IndexMemo(NamedTuple):
 
 def _index_init(spec: ProblemSpec, key):
     z = jnp.zeros((spec.n_arms,), _F)
-    return IndexState(z, z, z, jnp.asarray(spec.channel == "conversions"))
+    return IndexState(z, z, z, jnp.asarray(not spec.feedback.zeros_observed))
 
 
 def _index_payload(memo, reward, delay):
@@ -197,7 +199,7 @@ def exp3(eta: float | None = None, gamma: float = 0.0) -> Policy:
     def update(state, arr):
         return state._replace(cum_loss=state.cum_loss + arr.payload)
 
-    return Policy(init, act, update, payload, frozenset({"attributed", "action_time"}), "Exp3")
+    return Policy(init, act, update, payload, _FULL, "Exp3", memo_probs=True)
 
 
 # ----------------------------------------------------------------------------- linear
@@ -219,7 +221,7 @@ def _lin_init(lam):
             raise ValueError("linear policies need a linear world (ProblemSpec.dim is None)")
         d = spec.dim
         eye = lam * jnp.eye(d, dtype=_F)
-        return LinState(eye, eye, jnp.zeros((d,), _F), jnp.asarray(spec.channel == "conversions"),
+        return LinState(eye, eye, jnp.zeros((d,), _F), jnp.asarray(not spec.feedback.zeros_observed),
                         jnp.zeros((), _F))
 
     return init

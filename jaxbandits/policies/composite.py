@@ -20,7 +20,8 @@ import numpy as np
 
 from .. import _validate as V
 from .. import mathlib as M
-from ..types import Policy, ProblemSpec, one_hot
+from .. import ring as R
+from ..types import Needs, Policy, ProblemSpec, one_hot
 from . import anonymous as _anon
 
 __all__ = ["BlockSize", "f_poly", "f_exp2", "f_const", "block_size", "ars_ucb", "ars_exp3", "ars_clw", "clw",
@@ -31,12 +32,7 @@ __all__ = ["BlockSize", "f_poly", "f_exp2", "f_const", "block_size", "ars_ucb", 
 _F = jnp.float32
 _I = jnp.int32
 _BIG = 2**30
-_ANON = frozenset({"anonymous", "composite"})
-
-
-def _check_channel(spec, name):
-    if spec.channel not in _ANON:
-        raise ValueError(f"{name} runs on the anonymous or composite channel, got {spec.channel!r}")
+_ANON = Needs(attributed=False)  # anonymous sums (the anonymous or the composite channel)
 
 
 # ----------------------------------------------------------------------------- block sizes f(k)
@@ -144,7 +140,6 @@ def ars_ucb(alpha: float = 4.0, f="k^2", name: Optional[str] = None) -> Policy:
     f = block_size(f)
 
     def init(spec: ProblemSpec, key):
-        _check_channel(spec, "ARS-UCB")
         K = spec.n_arms
         z = jnp.zeros((K,), _F)
         a, left, k = _ars_ucb_decide(z, z, jnp.ones((K,), _I), jnp.asarray(alpha, _F), jnp.asarray(1.0, _F), f)
@@ -245,7 +240,6 @@ def ars_exp3(beta: float = 0.5, gamma: Optional[float] = None, name: Optional[st
         V.real("gamma", gamma, lo=0.0, hi=1.0)
 
     def init(spec: ProblemSpec, key):
-        _check_channel(spec, "ARS-EXP3")
         N, T = spec.n_arms, spec.horizon
         tab, K = exp3_block_table(T, beta)
         gam = ars_exp3_gamma(N, T, beta) if gamma is None else gamma
@@ -274,7 +268,7 @@ def ars_exp3(beta: float = 0.5, gamma: Optional[float] = None, name: Optional[st
         return ARSEXP3State(w, mm.arm, mm.p_arm, k + end.astype(_I), left, z, st.gamma, st.gK, st.table,
                             st.n_updates + full.astype(_I))
 
-    return Policy(init, act, update, None, _ANON, name or f"ARS-EXP3(b={beta:g})")
+    return Policy(init, act, update, None, _ANON, name or f"ARS-EXP3(b={beta:g})", memo_probs=True)
 
 
 # ----------------------------------------------------------------------------- ARS-CLW and CLW
@@ -372,7 +366,6 @@ def _clw(d, first_end, h, round_rule, params, name) -> Policy:
         return n1, n1 + _geometric(u2, q)
 
     def init(spec: ProblemSpec, key):
-        _check_channel(spec, name)
         if spec.n_arms < 2:
             raise ValueError(f"{name} needs n_arms >= 2 (log N > 0), got {spec.n_arms}")
         ends, ds, qs, rates = tables(spec)
@@ -393,7 +386,7 @@ def _clw(d, first_end, h, round_rule, params, name) -> Policy:
         ph = st.phase
         dk, q, rate = st.ds[ph], st.qs[ph], st.rates[ph]
         # the window (1/(2d)) sum_{tau = t-d+1}^{t} Z(tau): write this round first, then one read
-        zbuf = st.zbuf.at[t % D_MAX].set(y)
+        zbuf = R.put(st.zbuf, t, y)
         age = (t - jnp.arange(D_MAX)) % D_MAX
         win = jnp.sum(jnp.where((age < dk) & (age <= t), zbuf, 0.0))
         # the round-ending test
@@ -423,7 +416,7 @@ def _clw(d, first_end, h, round_rule, params, name) -> Policy:
         return CLWState(logw, mm.arm, mm.p_arm, in_u | new_phase, ph2, n1, n2, last_u, zbuf, st.key,
                         st.ends, st.ds, st.qs, st.rates, st.n_updates + in_u.astype(_I))
 
-    return Policy(init, act, update, None, _ANON, name)
+    return Policy(init, act, update, None, _ANON, name, memo_probs=True)
 
 
 def ars_clw(first_end: int = 1024, h=h_default, round_rule: str = "wang_forward", name: str = "ARS-CLW") -> Policy:

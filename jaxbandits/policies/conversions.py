@@ -34,13 +34,19 @@ import jax.numpy as jnp
 from .. import _validate as V
 from .. import delays as D
 from .. import mathlib as M
-from ..types import Policy, ProblemSpec, one_hot
+from .. import ring as R
+from ..ring import discounted_value, discounted_window
+from ..types import Needs, Policy, ProblemSpec, one_hot
 
 __all__ = ["delayed_ucb", "delayed_klucb", "discarding_ucb", "discarding_klucb", "DelayedState",
            "DiscardingState", "n_tilde_direct", "delayed_ucb_index", "delayed_klucb_index"]
 
 _F = jnp.float32
-_CONV = frozenset({"conversions"})
+
+
+def _needs(m):
+    """Censored conversions with exactly the window ``m`` the policy was built for."""
+    return Needs(attributed=True, zeros_observed=False, window=m)
 
 
 class DelayedState(NamedTuple):
@@ -121,10 +127,6 @@ def _delayed(index: str, delay, window, eps, cap, iters, online, name) -> Policy
     m = window
 
     def init(spec: ProblemSpec, key):
-        if spec.channel != "conversions":
-            raise ValueError(f"{name} needs the conversions channel, got {spec.channel!r}")
-        if spec.window != m:
-            raise ValueError(f"{name} was built for window={m} but the channel has window={spec.window}")
         K = spec.n_arms
         z = jnp.zeros((K,), _F)
         H = 0
@@ -180,15 +182,13 @@ def _delayed(index: str, delay, window, eps, cap, iters, online, name) -> Policy
         old = st.leave
         e_old = (jnp.arange(K) == old).astype(_F)  # zero vector when old = -1
         nc = st.nc + e_old
-        ring = st.ring.at[t % H].set(arr.action)  # write first ...
-        leave = ring[(t + 1) % H]  # ... then read what closes next round
+        ring = R.put(st.ring, t, arr.action)  # write first ...
+        leave = R.get(ring, t + 1)  # ... then read what closes next round
         if mode == "geom_cens":
             lr = D.geometric_log_rho(delay)
-            rho = jnp.exp(lr)
-            o = rho * st.o - jnp.exp((m + 1) * lr) * e_old + rho * e_a
-            w = st.w - e_old + e_a
-            tau_m = -jnp.expm1((m + 1) * lr)
-            return st._replace(o=o, w=w, nc=nc, ring=ring, leave=leave, n_tilde=tau_m * nc + w - o)
+            o, w = discounted_window(st.o, st.w, e_a, e_old, lr, m)
+            return st._replace(o=o, w=w, nc=nc, ring=ring, leave=leave,
+                               n_tilde=discounted_value(nc, w, o, lr, m))
         if mode == "online_cens":  # tau_hat_d = cumsum(hist)_d / n_d estimates tau_d / tau_m
             hist = st.hist + arr.payload[K:]
             n_d = jnp.sum(hist)
@@ -198,7 +198,7 @@ def _delayed(index: str, delay, window, eps, cap, iters, online, name) -> Policy
         nt = _ring_n_tilde(ring, t, st.tau, st.tau[H], nc, K)
         return st._replace(nc=nc, ring=ring, leave=leave, n_tilde=nt)
 
-    return Policy(init, act, update, payload, _CONV, name)
+    return Policy(init, act, update, payload, _needs(m), name)
 
 
 def _check(delay, window, eps, online):
@@ -251,9 +251,6 @@ def _discarding(index, delay, window, eps, bonus, cap, iters, name) -> Policy:
     m = window
 
     def init(spec: ProblemSpec, key):
-        if spec.channel != "conversions" or spec.window != m:
-            raise ValueError(f"{name} needs the conversions channel with window={m}, got "
-                             f"{spec.channel!r} window={spec.window}")
         K = spec.n_arms
         z = jnp.zeros((K,), _F)
         return DiscardingState(z, z, jnp.full((min(m, spec.horizon),), -1, jnp.int32), jnp.asarray(-1, jnp.int32),
@@ -282,12 +279,11 @@ def _discarding(index, delay, window, eps, bonus, cap, iters, name) -> Policy:
         sc = st.sc + arr.payload  # conversions of the pull that closes now (hold = m)
         if m == 0:
             return st._replace(nc=st.nc + one_hot(arr.action, K), sc=sc)
-        H = st.ring.shape[0]
         e_old = (jnp.arange(K) == st.leave).astype(_F)
-        ring = st.ring.at[arr.t % H].set(arr.action)
-        return st._replace(nc=st.nc + e_old, sc=sc, ring=ring, leave=ring[(arr.t + 1) % H])
+        ring = R.put(st.ring, arr.t, arr.action)
+        return st._replace(nc=st.nc + e_old, sc=sc, ring=ring, leave=R.get(ring, arr.t + 1))
 
-    return Policy(init, act, update, payload, _CONV, name, max_hold=m)
+    return Policy(init, act, update, payload, _needs(m), name, max_hold=m, memo_hold=True)
 
 
 def discarding_ucb(delay, window: int, eps: float = 0.0, bonus: str = "paper", name: Optional[str] = None) -> Policy:

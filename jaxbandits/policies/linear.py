@@ -24,7 +24,13 @@ import jax.numpy as jnp
 
 from .. import _validate as V
 from .. import mathlib as M
-from ..types import Policy, ProblemSpec
+from .. import ring as R
+from ..types import Needs, Policy, ProblemSpec
+
+
+def _conv(m):
+    """Censored conversions with exactly the window ``m`` the policy was built for."""
+    return Needs(attributed=True, zeros_observed=False, window=m)
 
 __all__ = ["otf_linucb", "otf_lints", "linucb_wait", "linucb_ignore_delays", "OTFState", "f_width", "theorem2_bound"]
 
@@ -65,9 +71,6 @@ def _init(lam, m_window, ts_ref_sigma0=None):
     def init(spec: ProblemSpec, key):
         if spec.dim is None:
             raise ValueError("OTFLin policies need a linear world (features)")
-        if spec.channel != "conversions" or spec.window != m_window:
-            raise ValueError(f"OTFLin policies need the conversions channel with window={m_window}, "
-                             f"got {spec.channel!r} window={spec.window}")
         d = spec.dim
         m = max(min(m_window, spec.horizon), 1) if m_window else 1
         reg = lam if ts_ref_sigma0 is None else ts_ref_sigma0**2
@@ -103,12 +106,10 @@ def _update(m_window, stored_kind, ts_ref_sigma0=None, need_exact=True):
             stored = jnp.maximum(a @ vinv @ a, 0.0) / jnp.maximum(c, 1e-12)
         leave_n = st.leave_n
         if m_window:
-            m = st.ring.shape[0]
-            j = arr.t % m
-            ring = st.ring.at[j].set(a)  # write ...
-            ring_n = st.ring_n.at[j].set(stored)
+            ring = R.put(st.ring, arr.t, a)  # write ...
+            ring_n = R.put(st.ring_n, arr.t, stored)
             bias_stored = st.bias_stored - st.leave_n + stored
-            leave_n = ring_n[(arr.t + 1) % m]  # ... then read what leaves next round
+            leave_n = R.get(ring_n, arr.t + 1)  # ... then read what leaves next round
             if need_exact:
                 qs = jnp.einsum("md,de,me->m", ring, vinv, ring)
                 bias_exact = jnp.sum(jnp.sqrt(jnp.maximum(qs, 0.0)))
@@ -164,7 +165,7 @@ def otf_linucb(window: int, lam: float = 1.0, delta: float = 0.1, variant: str =
     nm = name or ("OTFLinUCB" if bias else "OTFLinUCB-nobias")
     exact = variant == "paper" and bias_mode == "exact" and bias
     return Policy(_init(lam, window), act, _update(window, kind, need_exact=exact), _payload,
-                  frozenset({"conversions"}), nm)
+                  _conv(window), nm)
 
 
 def otf_lints(window: int, lam: float = 1.0, delta: float = 0.1, variant: str = "reference_code",
@@ -199,7 +200,7 @@ def otf_lints(window: int, lam: float = 1.0, delta: float = 0.1, variant: str = 
     return Policy(_init(lam, window, sigma0 if ref else None), act,
                   _update(window, "ts_ref" if ref else "norm", sigma0 if ref else None,
                           need_exact=(not ref and bias_mode == "exact")), _payload,
-                  frozenset({"conversions"}), name or "OTFLinTS")
+                  _conv(window), name or "OTFLinTS")
 
 
 # ----------------------------------------------------------------------------- baselines (not in the paper)
@@ -224,8 +225,8 @@ def linucb_wait(window: int, lam: float = 1.0, delta: float = 0.1, name: str = "
     V.positive("lam", lam)
 
     def init(spec: ProblemSpec, key):
-        if spec.dim is None or spec.channel != "conversions" or spec.window != window:
-            raise ValueError(f"{name} needs a linear world and the conversions channel with window={window}")
+        if spec.dim is None:
+            raise ValueError(f"{name} needs a linear world (features)")
         d = spec.dim
         m = min(window, spec.horizon)
         return WaitState(jnp.eye(d, dtype=_F) / lam, jnp.zeros((d,), _F), jnp.zeros((m, d), _F),
@@ -245,10 +246,10 @@ def linucb_wait(window: int, lam: float = 1.0, delta: float = 0.1, name: str = "
         q = old @ st.vinv @ old
         u = st.vinv @ old
         vinv = st.vinv - jnp.outer(u, u) / (1.0 + q)
-        ring = st.ring.at[arr.t % st.ring.shape[0]].set(arr.memo.x)
-        return WaitState(0.5 * (vinv + vinv.T), st.b + arr.payload, ring, ring[(arr.t + 1) % ring.shape[0]], st.t + 1)
+        ring = R.put(st.ring, arr.t, arr.memo.x)
+        return WaitState(0.5 * (vinv + vinv.T), st.b + arr.payload, ring, R.get(ring, arr.t + 1), st.t + 1)
 
-    return Policy(init, act, update, _payload, frozenset({"conversions"}), name, max_hold=window)
+    return Policy(init, act, update, _payload, _conv(window), name, max_hold=window, memo_hold=True)
 
 
 def linucb_ignore_delays(lam: float = 1.0, delta: float = 0.1, name: str = "LinUCB-ignore-delays") -> Policy:
@@ -258,8 +259,8 @@ def linucb_ignore_delays(lam: float = 1.0, delta: float = 0.1, name: str = "LinU
     V.positive("lam", lam)
 
     def init(spec: ProblemSpec, key):
-        if spec.dim is None or spec.channel != "conversions":
-            raise ValueError(f"{name} needs a linear world and the conversions channel")
+        if spec.dim is None:
+            raise ValueError(f"{name} needs a linear world (features)")
         d = spec.dim
         z = jnp.zeros((), _F)
         return OTFState(jnp.eye(d, dtype=_F) / lam, z, jnp.zeros((d,), _F), jnp.zeros((1, d), _F), jnp.zeros((1,), _F),
@@ -273,4 +274,4 @@ def linucb_ignore_delays(lam: float = 1.0, delta: float = 0.1, name: str = "LinU
         a = M.argmax_random_tie(u, M.uniform(key), ctx.mask)
         return a, OTFMemo(x[a])
 
-    return Policy(init, act, _update(0, "norm"), _payload, frozenset({"conversions"}), name)
+    return Policy(init, act, _update(0, "norm"), _payload, Needs(attributed=True, zeros_observed=False), name)

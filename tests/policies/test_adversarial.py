@@ -235,7 +235,7 @@ def test_doubling_needs_action_time_and_no_horizon():
     import inspect
 
     assert set(inspect.signature(A.doubling).parameters) == {"m0", "lanes", "name"}
-    with pytest.raises(ValueError, match="accepts the channels"):
+    with pytest.raises(ValueError, match="cannot run on the channel"):
         simulate(E.bernoulli_losses(2, 0.2), C.attributed(), A.doubling(), 10, jax.random.key(0))
 
 

@@ -17,7 +17,7 @@ from jaxbandits import envs as E
 from jaxbandits.policies import bayes as PB
 from jaxbandits import mathlib as MATH
 from jaxbandits.simulate import simulate, simulate_grid
-from jaxbandits.types import Policy
+from jaxbandits.types import Needs, Policy
 from conftest import actions_of, final_state, reward_uniforms
 from reference_tools import Streams, argmax_tie_np, first_mismatch
 
@@ -144,7 +144,7 @@ def _rev_recorder(T, H):
     def update(st, arr):
         return _Rev(st.log.at[arr.t].set(arr.rev_age))
 
-    return Policy(init, act, update, lambda m, r, d: jnp.ones((1,), jnp.float32), frozenset({"conversions"}),
+    return Policy(init, act, update, lambda m, r, d: jnp.ones((1,), jnp.float32), Needs(attributed=True, zeros_observed=False, reveal_ages=True),
                   "rev", reveal_window=H)
 
 
@@ -184,16 +184,14 @@ def _run_many(env, channel, pols, T, n_runs, key=0):
     (the simulator's internals, as in conftest.final_carry, with every round recorded)."""
     import importlib
 
-    S = importlib.import_module("jaxbandits.simulate")
-    probs = {lab: S._make_problem(lambda _p, pol=pol: (env, pol), env, pol, channel, T, 1, n_runs)
-             for lab, pol in pols.items()}
-    carries = S._run(probs, None, jax.random.key(key), n_runs, None, False, None)[0]
-    keep = lambda a: a if jnp.issubdtype(a.dtype, jax.dtypes.prng_key) else np.asarray(a)[:n_runs]
+    from conftest import run_many
+
+    res = run_many({lab: (env, channel, pol) for lab, pol in pols.items()}, T, n_runs, key, record=1)
     out = {}
-    for lab, c in carries.items():
-        pulls = np.asarray(c.rec.pulls)[:n_runs]
+    for lab, (state, rec) in res.items():
+        pulls = rec.pulls
         acts = np.diff(np.concatenate([np.zeros_like(pulls[:, :1]), pulls], 1), axis=1).argmax(-1)
-        out[lab] = (acts, jax.tree.map(keep, c.pol_state), np.asarray(c.rec.regret)[:n_runs])
+        out[lab] = (acts, state.policy, rec.regret)
     return out
 
 
@@ -364,7 +362,7 @@ def test_window_and_channel_checked():
     env = E.conversions([0.1, 0.2], D.geometric(mean=5.0))
     with pytest.raises(ValueError, match="window M=63"):
         simulate(env, C.conversions(window=20), PB.delay_model_ts(63), 10, jax.random.key(0))
-    with pytest.raises(ValueError, match="conversions"):
+    with pytest.raises(ValueError, match="cannot run on the channel attributed.*zeros_observed=False"):
         simulate(env, C.attributed(), PB.delay_model_ts(63), 10, jax.random.key(0))
 
 
@@ -374,7 +372,7 @@ def test_registered_bayes_experiments_build():
     for name in ("bayes-ts-shared-delay", "bayes-ts-arm-delays"):
         exp = X.get(name)
         env, ch, pols = exp.build(dict(exp.config))
-        assert ch.kind == "conversions" and len(pols) >= 5
+        assert isinstance(ch, C.Conversions) and len(pols) >= 5
     assert X.get("bayes-fit-recovery").runner is not None
 
 

@@ -15,7 +15,7 @@ from jaxbandits import profiles as Pr
 from jaxbandits.policies import anonymous as A
 from jaxbandits.policies import composite as W
 from jaxbandits.simulate import simulate
-from jaxbandits.types import Arrivals, Policy, ProblemSpec
+from jaxbandits.types import Arrivals, Needs, Policy, ProblemSpec
 from tests.conftest import actions_of, final_state, reward_uniforms
 
 S9 = np.linspace(0.9, 0.1, 9)
@@ -202,7 +202,7 @@ def test_ars_exp3_probabilities_and_unbiased_update():
     p = W._exp3_probs(w, 0.2, 1.0)
     assert float(p.min()) >= 0.2 / 4 - 1e-7 and float(p.sum()) == pytest.approx(1.0, abs=1e-6)
     pol = W.ars_exp3(0.5, gamma=0.3)
-    spec = ProblemSpec(4, 100, channel="anonymous")
+    spec = ProblemSpec(4, 100, feedback=C.anonymous().feedback)
     c = jnp.asarray([0.9, 0.2, 0.5, 0.0])
     st0 = pol.init(spec, jax.random.key(0))
     st0 = st0._replace(w=jnp.asarray([0.5, -0.3, 0.0, 0.2]))
@@ -336,7 +336,7 @@ def _constant(arm, T):
     def update(st, arr):
         return _Rec(st.log.at[arr.t].set(arr.payload[0]))
 
-    return Policy(init, act, update, None, frozenset({"anonymous", "composite"}), "constant")
+    return Policy(init, act, update, None, Needs(attributed=False), "constant")
 
 
 @pytest.mark.parametrize("count_current", [True, False])

@@ -217,5 +217,5 @@ def test_bad_input(bad, match):
 def test_window_must_match_channel():
     with pytest.raises(ValueError, match="window"):
         simulate(E.conversions(THETA_L, LAW), C.conversions(window=50), V.delayed_ucb(LAW, 100), 10, jax.random.key(0))
-    with pytest.raises(ValueError, match="accepts the channels"):
+    with pytest.raises(ValueError, match="cannot run on the channel"):
         simulate(E.conversions(THETA_L, LAW), C.attributed(), V.delayed_ucb(LAW, 100), 10, jax.random.key(0))

@@ -69,14 +69,10 @@ def run_all(problems, T, n_runs, key=0):
     """``{label: (env, channel, policy)}`` -> ``{label: final Rec state (numpy, leading run axis)}``,
     every problem traced into ONE compiled program (the simulator's own runner, as
     conftest.final_carry uses it), all facing the same world draws."""
-    S = importlib.import_module("jaxbandits.simulate")
-    probs = {}
-    for lab, (env, ch, pol) in problems.items():
-        rp = recorder(pol, T)
-        probs[lab] = S._make_problem(lambda _p, e=env, p=rp: (e, p), env, rp, ch, T, None, n_runs, False)
-    carries = S._run(probs, None, jax.random.key(key), n_runs, None, False, False)[0]
-    keep = lambda a: a if jnp.issubdtype(a.dtype, jax.dtypes.prng_key) else np.asarray(a)
-    return {lab: jax.tree.map(keep, c.pol_state) for lab, c in carries.items()}
+    from conftest import run_many
+
+    res = run_many({lab: (env, ch, recorder(pol, T)) for lab, (env, ch, pol) in problems.items()}, T, n_runs, key)
+    return {lab: state.policy for lab, (state, _) in res.items()}
 
 
 def draw_check(p, u, a_sim, label, t):

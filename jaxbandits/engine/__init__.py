@@ -1,0 +1,16 @@
+"""The engine: one public round of world + channel + policy, metrics, and the driver.
+
+* :mod:`jaxbandits.engine.round`: :func:`problem` (host checks and sizes), :func:`init` and
+  :func:`round` (pure; call them in your own ``lax.scan``: docs/composing.md);
+* :mod:`jaxbandits.engine.metrics`: running sums and the records read from them;
+* :mod:`jaxbandits.engine.recording`: record points, segments, :class:`SimOutput`;
+* :mod:`jaxbandits.engine.driver`: :func:`simulate`, :func:`simulate_grid` (vmap, shard, chunks,
+  compile once).
+"""
+from . import metrics, recording
+from .driver import clear_cache, simulate, simulate_grid
+from .recording import SimOutput, record_points
+from .round import Problem, RunKeys, RunState, Step, init, problem, round, run_keys  # noqa: A004
+
+__all__ = ["problem", "init", "round", "Problem", "RunState", "RunKeys", "Step", "run_keys", "simulate",
+           "simulate_grid", "record_points", "SimOutput", "metrics", "recording", "clear_cache"]

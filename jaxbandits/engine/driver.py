@@ -1,0 +1,324 @@
+"""The driver: ``vmap`` over runs (and a grid of hyper-parameters) of a scan over segments (the
+rounds between record points / chunk boundaries) of a loop over rounds; sharded over devices
+along the runs axis; compiled once per shape and reused.
+
+Records are scan outputs of the segment scan, never carried: device memory is the records
+requested plus the state of the runs (docs/architecture.md).
+"""
+from __future__ import annotations
+
+import collections
+import math
+import time
+from typing import Any, Callable, Dict, Mapping, NamedTuple, Optional, Tuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from .. import _validate as V
+from ..types import NEVER, Policy
+from . import metrics as M
+from . import round as R
+from .recording import SimOutput, record_points, segment_plan
+
+__all__ = ["simulate", "simulate_grid", "Plan", "run_problems", "program_memory", "clear_cache"]
+
+
+class Plan(NamedTuple):
+    """Static description of one compiled program (hashable)."""
+
+    problems: Tuple[Tuple[str, R.Problem], ...]
+    n_dev: int
+    gridded: bool
+
+
+class Carry(NamedTuple):
+    state: R.RunState
+    metrics: M.Metrics
+
+
+# ----------------------------------------------------------------------------- the programs
+def _run_segments(prob: R.Problem, params, carry: Carry, lo, hi):
+    """One run: scan over segments ``[lo[i], hi[i])``; each emits its records at its end."""
+    world, _ = prob.components(params)
+
+    def body(t, c):
+        state, step = R.round(prob, c.state, t, params)
+        return Carry(state, M.update(prob, world, c.metrics, step))
+
+    def segment(c, x):
+        a, b = x
+        c = lax.fori_loop(a, b, body, c)
+        return c, M.record(prob, world, c.metrics, b - 1, c.state.channel)
+
+    return lax.scan(segment, carry, (lo, hi))
+
+
+def _init_local(plan: Plan, key, run_ids, gp):
+    out = {}
+    for lab, prob in plan.problems:
+        def f(p, r, prob=prob):
+            return Carry(R.init(prob, key, r, p), M.init(prob))
+
+        f_runs = jax.vmap(f, in_axes=(None, 0))
+        out[lab] = jax.vmap(f_runs, in_axes=(0, None))(gp, run_ids) if plan.gridded else f_runs(None, run_ids)
+    return out
+
+
+def _chunk_local(plan: Plan, carries, gp, lo, hi):
+    out, ys = {}, {}
+    for lab, prob in plan.problems:
+        f = lambda p, c, prob=prob: _run_segments(prob, p, c, lo, hi)
+        f_runs = jax.vmap(f, in_axes=(None, 0), out_axes=(0, 1))  # records: [segments, runs, ...]
+        if plan.gridded:
+            out[lab], ys[lab] = jax.vmap(f_runs, in_axes=(0, 0), out_axes=(0, 1))(gp, carries[lab])
+        else:
+            out[lab], ys[lab] = f_runs(None, carries[lab])
+    return out, ys
+
+
+def _mesh(n_dev):
+    return jax.sharding.Mesh(np.array(jax.devices()[:n_dev]), ("runs",))
+
+
+def _init_program(plan: Plan, key, run_ids, gp):
+    if plan.n_dev <= 1:
+        return _init_local(plan, key, run_ids, gp)
+    P = jax.sharding.PartitionSpec
+    carry_spec = P(None, "runs") if plan.gridded else P("runs")
+    f = jax.shard_map(lambda r, g: _init_local(plan, key, r, g), mesh=_mesh(plan.n_dev),
+                      in_specs=(P("runs"), P()), out_specs=carry_spec, check_vma=False)
+    return f(run_ids, gp)
+
+
+def _chunk_program(plan: Plan, carries, gp, lo, hi):
+    """Runs are independent, so each device runs its block with ``shard_map`` and no collective
+    (automatic partitioning turned the Beta sampler's while-loop predicate into an all-reduce)."""
+    if plan.n_dev <= 1:
+        return _chunk_local(plan, carries, gp, lo, hi)
+    P = jax.sharding.PartitionSpec
+    carry_spec = P(None, "runs") if plan.gridded else P("runs")
+    rec_spec = P(None, None, "runs") if plan.gridded else P(None, "runs")
+    f = jax.shard_map(lambda c, g, a, b: _chunk_local(plan, c, g, a, b), mesh=_mesh(plan.n_dev),
+                      in_specs=(carry_spec, P(), P(), P()), out_specs=(carry_spec, rec_spec), check_vma=False)
+    return f(carries, gp, lo, hi)
+
+
+#: compiled programs, keyed by (program, plan, argument shapes): a second identical simulate
+#: compiles nothing. Bounded, least recently used first out.
+_COMPILED: "collections.OrderedDict[Any, Any]" = collections.OrderedDict()
+_CACHE_SIZE = 64
+
+
+def _signature(args):
+    leaves, tree = jax.tree.flatten(args)
+    return tree, tuple((np.shape(a), str(getattr(a, "dtype", type(a)))) for a in leaves)
+
+
+def _compiled(name, fn, plan, args, donate=()):
+    """``(executable, compile seconds)`` of ``fn(plan, *args)``, from the cache when it is there."""
+    key = (name, plan, _signature(args))
+    hit = _COMPILED.get(key)
+    if hit is not None:
+        _COMPILED.move_to_end(key)
+        return hit, 0.0
+    t0 = time.perf_counter()
+    exe = jax.jit(fn, static_argnums=(0,), donate_argnums=donate).lower(plan, *args).compile()
+    dt = time.perf_counter() - t0
+    _COMPILED[key] = exe
+    while len(_COMPILED) > _CACHE_SIZE:
+        _COMPILED.popitem(last=False)
+    return exe, dt
+
+
+def clear_cache():
+    """Forget every compiled program (frees their memory and the worlds they hold)."""
+    _COMPILED.clear()
+
+
+# ----------------------------------------------------------------------------- running
+def _devices(shard, n_runs):
+    if shard is None:  # all devices, unless there are too few runs to be worth padding and splitting
+        return jax.local_device_count() if n_runs >= 8 * jax.local_device_count() else 1
+    if shard is True:
+        return jax.local_device_count()
+    if shard is False:
+        return 1
+    return V.integer("shard", shard, lo=1, hi=jax.local_device_count())
+
+
+def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, record_at, chunk=None,
+                 progress=False, shard=None, first_run=0):
+    """Compile (once) and run every problem in one program per chunk shape.
+    Returns ``(final carries, records {label: Records of numpy [.., runs, R, ...]}, timing)``."""
+    n_dev = _devices(shard, n_runs)
+    n_pad = int(math.ceil(n_runs / n_dev) * n_dev)
+    plan = Plan(tuple(problems.items()), n_dev, grid_params is not None)
+    T = plan.problems[0][1].horizon
+    run_ids = jnp.asarray(np.arange(n_pad, dtype=np.int32) + np.int32(first_run))
+    if n_dev > 1:
+        run_ids = jax.device_put(run_ids, jax.sharding.NamedSharding(_mesh(n_dev), jax.sharding.PartitionSpec("runs")))
+    init_exe, compile_s = _compiled("init", _init_program, plan, (key, run_ids, grid_params))
+    carries = init_exe(key, run_ids, grid_params)
+    seg = segment_plan(T, record_at, chunk)
+    bar = None
+    if progress:
+        try:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=T, unit="round", desc="simulate", leave=False)
+        except ImportError:  # pragma: no cover
+            bar = None
+    run_s = 0.0
+    parts = {lab: [] for lab in problems}
+    for (lo, hi), keep, n_rounds in zip(seg.chunks, seg.keep, seg.rounds):
+        lo, hi = jnp.asarray(lo), jnp.asarray(hi)
+        exe, dt = _compiled("chunk", _chunk_program, plan, (carries, grid_params, lo, hi), donate=(1,))
+        compile_s += dt
+        tr = time.perf_counter()
+        carries, ys = exe(carries, grid_params, lo, hi)
+        ys = jax.device_get(ys)
+        run_s += time.perf_counter() - tr
+        for lab in problems:
+            parts[lab].append(jax.tree.map(lambda a: a[keep], ys[lab]))
+        if bar is not None:
+            bar.update(n_rounds)
+    if bar is not None:
+        bar.close()
+    nb = 2 if plan.gridded else 1
+    recs = {}
+    for lab in problems:
+        cat = jax.tree.map(lambda *a: np.concatenate(a, axis=0), *parts[lab])
+        # [R, (G,) runs, ...] -> [(G,) runs, R, ...], padded runs cut
+        recs[lab] = jax.tree.map(lambda a: np.moveaxis(a, 0, nb)[(slice(None),) * (nb - 1) + (slice(0, n_runs),)], cat)
+    timing = {"compile_s": compile_s, "run_s": run_s, "devices": n_dev, "policies_in_program": len(problems)}
+    return carries, recs, timing
+
+
+def program_memory(problems: Dict[str, R.Problem], n_runs: int, record_at, grid_params=None) -> dict:
+    """Bytes of the compiled program of a whole run (one chunk), from XLA's memory analysis,
+    without running it: ``state`` (the carried runs), ``records`` (the outputs written at the
+    record points), and the program's ``arguments``, ``outputs``, ``temp`` and ``aliased`` (donated)
+    sizes; ``device = arguments + outputs + temp - aliased`` is the peak it needs."""
+    plan = Plan(tuple(problems.items()), 1, grid_params is not None)
+    T = plan.problems[0][1].horizon
+    run_ids = jax.ShapeDtypeStruct((n_runs,), jnp.int32)
+    key = jax.eval_shape(lambda: jax.random.key(0))
+    carries = jax.eval_shape(lambda r, g: _init_program(plan, jax.random.key(0), r, g), run_ids, grid_params)
+    seg = segment_plan(T, record_at)
+    lo, hi = (jax.ShapeDtypeStruct(a.shape, jnp.int32) for a in seg.chunks[0])
+    exe = jax.jit(_chunk_program, static_argnums=(0,), donate_argnums=(1,)).lower(
+        plan, carries, grid_params, lo, hi).compile()
+    ma = exe.memory_analysis()
+    nbytes = lambda tree: sum(int(np.prod(a.shape)) * a.dtype.itemsize for a in jax.tree.leaves(tree))
+    _, ys = jax.eval_shape(lambda c, g, a, b: _chunk_local(plan, c, g, a, b), carries, grid_params, lo, hi)
+    del key
+    out = {"state": nbytes(carries), "records": nbytes(ys), "arguments": int(ma.argument_size_in_bytes),
+           "outputs": int(ma.output_size_in_bytes), "temp": int(ma.temp_size_in_bytes),
+           "aliased": int(ma.alias_size_in_bytes)}
+    out["device"] = out["arguments"] + out["outputs"] + out["temp"] - out["aliased"]
+    return out
+
+
+def _outputs(problems, recs, timing, n_runs, record_at, n_grid=1):
+    outs = {}
+    steps = n_runs * n_grid * next(iter(problems.values())).horizon * len(problems)
+    timing = dict(timing, run_steps_per_s=steps / max(timing["run_s"], 1e-12))
+    for lab, prob in problems.items():
+        r = recs[lab]
+        outs[lab] = SimOutput(
+            t=record_at.astype(np.int64) + 1, regret=r.regret, expected_regret=r.exp_regret, reward=r.reward,
+            pulls=r.pulls, lost_to_W=r.lost[..., -1], width=prob.width, timing=dict(timing),
+            delayed_regret=r.delayed_regret if prob.dl_mode else None,
+            arm_totals=r.arm_totals if prob.world.adversarial else None)
+    return outs
+
+
+def _validate_common(horizon, n_runs, key):
+    horizon = V.integer("horizon", horizon, lo=1, hi=NEVER - 1)
+    n_runs = V.integer("n_runs", n_runs, lo=1)
+    if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+        key = jax.random.key(int(key))
+    elif not (isinstance(key, jax.Array) and jnp.issubdtype(key.dtype, jax.dtypes.prng_key)):
+        raise TypeError(f"key must be a jax.random.key(...) or an int seed, got {type(key).__name__}")
+    return horizon, n_runs, key
+
+
+def simulate(env, channel, policies, horizon: int, key, n_runs: int = 1, *, record=None,
+             chunk: Optional[int] = None, progress: bool = False, shard=None, first_run: int = 0,
+             delayed_regret: Optional[bool] = None):
+    """Simulate ``n_runs`` paired runs of one policy or a ``{label: policy}`` dict.
+
+    All policies are traced into one program (one compile, one call per chunk; a second call with
+    the same components and shapes compiles nothing); every policy faces the same world draws.
+    ``chunk`` splits the horizon into scans of that many rounds (same bits as one scan) with an
+    optional progress bar. ``shard`` spreads runs over the local devices (default: all of them once
+    there are at least 8 runs per device; ``True``: always; ``False``: one device; an int: that
+    many). Runs are numbered ``first_run, first_run + 1, ...`` (run ``r`` is keyed by
+    ``fold_in(key, r)`` whatever the batch: several hosts or calls can split one experiment).
+    ``delayed_regret`` tracks Vernade et al.'s ``L(t)`` (default: on for censoring channels).
+    Returns ``SimOutput`` (or a dict of them for a dict of policies).
+    """
+    horizon, n_runs, key = _validate_common(horizon, n_runs, key)
+    first_run = V.integer("first_run", first_run, lo=0)
+    record_at = record_points(horizon, record)
+    single = isinstance(policies, Policy)
+    pols = {policies.name: policies} if single else dict(policies)
+    if not pols:
+        raise ValueError("policies must be a Policy or a non-empty {label: Policy} dict")
+    problems = {lab: R.problem(env, channel, pol, horizon, n_runs=n_runs, delayed_regret=delayed_regret, label=lab)
+                for lab, pol in pols.items()}
+    _, recs, timing = run_problems(problems, None, key, n_runs, record_at, chunk, progress, shard, first_run)
+    outs = _outputs(problems, recs, timing, n_runs, record_at)
+    return outs[next(iter(outs))] if single else outs
+
+
+def simulate_grid(build: Callable, grid: Mapping[str, Any], channel, horizon: int, key,
+                  n_runs: int = 1, *, record=None, chunk=None, progress=False, shard=None):
+    """Simulate a grid of hyper-parameters in one compiled program.
+
+    ``build(**params)`` returns ``(env, policy)``; ``grid`` maps each parameter name to an array
+    whose leading axis has the common length ``G`` (a row may itself be an array, e.g. a delay
+    sequence per grid point). Every grid point is built once on the host first (which runs the
+    constructors' input checks on concrete values), then ``vmap`` runs all of them. Outputs have a
+    leading axis of size ``G``; every grid point faces the same world draws.
+    """
+    horizon, n_runs, key = _validate_common(horizon, n_runs, key)
+    record_at = record_points(horizon, record)
+    if not grid:
+        raise ValueError("grid must map at least one parameter name to an array of values")
+    arrs = {k: np.asarray(v) for k, v in grid.items()}
+    sizes = {k: a.shape[0] if a.ndim >= 1 else -1 for k, a in arrs.items()}
+    if len(set(sizes.values())) != 1 or -1 in sizes.values():
+        raise ValueError(f"grid values must be arrays with one common leading length, got sizes {sizes}")
+    G = next(iter(sizes.values()))
+    first = None
+    for g in range(G):
+        env, pol = build(**{k: (a[g].item() if a.ndim == 1 else a[g]) for k, a in arrs.items()})
+        R.check_pair(channel, pol, pol.name)
+        first = first or (env, pol)
+    env, pol = first
+    params = {k: jnp.asarray(a) for k, a in arrs.items()}
+    prob = R.problem(env, channel, pol, horizon, n_runs=n_runs, build=_Splat(build))
+    _, recs, timing = run_problems({pol.name: prob}, params, key, n_runs, record_at, chunk, progress, shard)
+    return _outputs({pol.name: prob}, recs, timing, n_runs, record_at, n_grid=G)[pol.name]
+
+
+class _Splat:
+    """``build(**params)`` as ``f(params)``, equal for the same ``build`` (so programs are reused)."""
+
+    __slots__ = ("build",)
+
+    def __init__(self, build):
+        self.build = build
+
+    def __call__(self, params):
+        return self.build(**params)
+
+    def __hash__(self):
+        return hash(("splat", id(self.build)))
+
+    def __eq__(self, other):
+        return isinstance(other, _Splat) and other.build is self.build

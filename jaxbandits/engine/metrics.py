@@ -1,0 +1,143 @@
+"""Metrics: running sums carried from round to round, and the records read from them at the
+record points (conventions §7). Records are never carried: the driver emits them as scan outputs.
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax.numpy as jnp
+
+from .. import ring
+from ..mathlib import kahan_add
+
+_F = jnp.float32
+
+
+class Accum(NamedTuple):
+    """Running sums (float32 with Kahan compensation)."""
+
+    regret: Any
+    regret_c: Any
+    exp_regret: Any
+    exp_regret_c: Any
+    reward: Any
+    reward_c: Any
+    exp_reward: Any  # sum <p_t, r_t> (adversarial expected reward)
+    exp_reward_c: Any
+    pulls: Any  # i32[K]
+    arm_totals: Any  # f32[K] cumulative reward of every arm (adversarial G(t))
+    arm_totals_c: Any
+
+
+class DelayedRegret(NamedTuple):
+    """Vernade et al. (2017) delayed regret ``L(t) = sum_s Delta_{A_s} tau_{min(t-s, m)}`` (eqs. 1, 3),
+    kept exactly: geometric laws by O(1) recursions (censored: with a ring of the last ``m`` gaps),
+    other laws by a ring of the last ``H`` gaps (``H = m``, or uncensored the length where
+    ``1 - tau_H <= 1e-6``); the O(H) sum is taken only at record points. Ring order: write this
+    round's gap first, then read the one that leaves the window next round (carried in ``leave``)."""
+
+    closed: Any  # f32 sum of the gaps of pulls older than the window
+    win: Any  # f32 sum of the gaps in the window (geometric censored)
+    geo: Any  # f32 sum over the window of gap * rho^(age+1) (geometric)
+    ring: Any  # f32[H] gaps of the last H pulls, slot s mod H
+    leave: Any  # f32 gap of the pull that leaves the window at the next round
+
+
+class Metrics(NamedTuple):
+    acc: Accum
+    dl: DelayedRegret
+
+
+class Records(NamedTuple):
+    """What is written at one record point (a scan output, never carried)."""
+
+    regret: Any  # f32 pseudo-regret (adversarial: vs the best arm on the prefix, realised)
+    exp_regret: Any  # f32 regret of the policy's expected reward (memo.probs), else = regret
+    reward: Any  # f32 realised cumulative reward (generated, not arrived)
+    pulls: Any  # i32[K]
+    delayed_regret: Any  # f32 L(t), or f32[0] when not tracked
+    arm_totals: Any  # f32[K] adversarial worlds: G(t) of every arm (f32[0] otherwise)
+    lost: Any  # i32 records dropped by the channel so far (lost_to_W)
+
+
+def init(prob) -> Metrics:
+    K = prob.spec.n_arms
+    z = jnp.zeros((), _F)
+    zk = jnp.zeros((K,), _F)
+    acc = Accum(z, z, z, z, z, z, z, z, jnp.zeros((K,), jnp.int32), zk, zk)
+    return Metrics(acc, DelayedRegret(z, z, z, jnp.zeros((prob.dl_len,), _F), z))
+
+
+def _dl_update(prob, world, dl: DelayedRegret, t, gap):
+    """Advance the L(t) state by the gap of round t's pull."""
+    from ..delays import geometric_log_rho
+
+    m = prob.spec.feedback.window
+    H = prob.dl_len
+    if m == 0:
+        return dl
+    if prob.dl_mode == "geom":
+        lr = geometric_log_rho(world.delay)
+        if m is None:  # G <- rho (G + gap), L = R - G
+            return dl._replace(geo=ring.discounted_total(dl.geo, gap, lr))
+        old = jnp.where(t >= m, dl.leave, 0.0)
+        geo, win = ring.discounted_window(dl.geo, dl.win, gap, old, lr, m)
+        closed = dl.closed + old
+        buf = ring.put(dl.ring, t, gap)
+        return DelayedRegret(closed, win, geo, buf, ring.get(buf, t + 1))
+    old = jnp.where(t >= H, dl.leave, 0.0)
+    closed = dl.closed + old
+    buf = ring.put(dl.ring, t, gap)
+    return DelayedRegret(closed, dl.win, dl.geo, buf, ring.get(buf, t + 1))
+
+
+def _dl_value(prob, world, dl: DelayedRegret, t, regret):
+    """L(t) after round t's update."""
+    from ..delays import geometric_log_rho
+
+    m = prob.spec.feedback.window
+    H = prob.dl_len
+    if m == 0:  # only same-round conversions count: L = tau_0 R
+        return world.delay.cdf(0) * regret
+    if prob.dl_mode == "geom":
+        if m is None:
+            return regret - dl.geo
+        return ring.discounted_value(dl.closed, dl.win, dl.geo, geometric_log_rho(world.delay), m)
+    # general law: closed pulls weigh tau_H' (H' = m censored; uncensored tau_H ~ 1 - 1e-6)
+    tau = world.delay.cdf_table(H + 1)
+    ages, live = ring.ages(t, H)
+    return tau[H] * dl.closed + jnp.sum(jnp.where(live, dl.ring * tau[ages], 0.0))
+
+
+def update(prob, world, met: Metrics, step) -> Metrics:
+    """Add one round's :class:`~jaxbandits.engine.round.Step` to the running sums."""
+    acc = met.acc
+    if step.arm_rewards is not None:
+        arm_totals, arm_totals_c = kahan_add(acc.arm_totals, acc.arm_totals_c, step.arm_rewards)
+        exp_reward, exp_reward_c = kahan_add(acc.exp_reward, acc.exp_reward_c, step.expected_reward)
+        regret, regret_c, exp_regret, exp_regret_c = acc.regret, acc.regret_c, acc.exp_regret, acc.exp_regret_c
+    else:
+        regret, regret_c = kahan_add(acc.regret, acc.regret_c, step.gap)
+        exp_regret, exp_regret_c = kahan_add(acc.exp_regret, acc.exp_regret_c, step.expected_gap)
+        arm_totals, arm_totals_c = acc.arm_totals, acc.arm_totals_c
+        exp_reward, exp_reward_c = acc.exp_reward, acc.exp_reward_c
+    reward, reward_c = kahan_add(acc.reward, acc.reward_c, step.reward)
+    pulls = acc.pulls.at[step.action].add(1)
+    acc = Accum(regret, regret_c, exp_regret, exp_regret_c, reward, reward_c, exp_reward, exp_reward_c,
+                pulls, arm_totals, arm_totals_c)
+    dl = _dl_update(prob, world, met.dl, step.t, step.gap) if prob.dl_mode is not None else met.dl
+    return Metrics(acc, dl)
+
+
+def record(prob, world, met: Metrics, t, channel_state) -> Records:
+    """The records after round ``t``."""
+    acc = met.acc
+    if world.adversarial:
+        best_g = jnp.max(acc.arm_totals)
+        rg, erg = best_g - acc.reward, best_g - acc.exp_reward
+        totals = acc.arm_totals
+    else:
+        rg, erg = acc.regret, acc.exp_regret
+        totals = jnp.zeros((0,), _F)
+    dl = _dl_value(prob, world, met.dl, t, acc.regret) if prob.dl_mode is not None else jnp.zeros((0,), _F)
+    return Records(rg, erg, acc.reward, acc.pulls, dl, totals, prob.channel.lost(channel_state))

@@ -1,0 +1,288 @@
+"""One round of world + channel + policy: a pure function (docs/composing.md).
+
+Round ``t`` (conventions §2): context -> act -> outcome -> channel (calendar insert, read slot
+``t``) -> update. The round returns the new state and a :class:`Step` of per-round quantities;
+accumulating them into metrics is the recorder's business (:mod:`jaxbandits.engine.metrics`), so
+the round can be called from a user's own ``lax.scan``, training loop or serving code::
+
+    prob = engine.problem(world, channel, policy, horizon)   # host: checks and sizes
+    state = engine.init(prob, key, run=0)                    # pure
+    state, step = engine.round(prob, state, t)               # pure, jit/vmap/scan-able
+
+PRNG (conventions §8)::
+
+    k_run = fold_in(key, r)       r = the global run index (independent of n_runs, shards, chunks)
+    k_env = fold_in(k_run, 0); k_pol = fold_in(k_run, 1)
+    stream S of the world = fold_in(k_env, S): 0 SETUP, 1 REWARD, 2 DELAY, 3 CONTEXT, 4 WORLD
+    round t draws from fold_in(stream, t); policy init key fold_in(k_pol, 0);
+    act key fold_in(fold_in(k_pol, 1), t)
+
+so every policy, grid point and channel of one experiment faces the same world draws.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+
+from .. import _validate as V
+from ..channels import Channel, ChannelSpec
+from ..mathlib import uniform
+from ..types import NEVER, Arrivals, Context, Play, Policy, ProblemSpec
+
+_F = jnp.float32
+SETUP, REWARD, DELAY, CONTEXT, WORLD = range(5)
+
+__all__ = ["Problem", "problem", "init", "round", "RunKeys", "RunState", "Step", "run_keys"]
+
+
+class RunKeys(NamedTuple):
+    reward: Any
+    delay: Any
+    context: Any
+    world: Any
+    act: Any
+
+
+class RunState(NamedTuple):
+    """Everything one run carries from round to round (and nothing else)."""
+
+    keys: RunKeys
+    world: Any  # the world's state
+    policy: Any  # the policy's state
+    channel: Any  # the channel's state
+
+
+class Step(NamedTuple):
+    """What one round produced (per-round quantities; sums over rounds are the recorder's)."""
+
+    t: Any  # i32
+    action: Any  # i32
+    reward: Any  # f32 realised reward of the action (generated now, arriving whenever it does)
+    delay: Any  # i32 its delay (NEVER: never)
+    gap: Any  # f32 max_a mu_t[a] - mu_t[A_t] (stochastic worlds; 0 for adversarial ones)
+    expected_gap: Any  # f32 the gap of the policy's law memo.probs (memo_probs), else = gap
+    arm_rewards: Any  # f32[K] every arm's reward this round (adversarial worlds), else None
+    expected_reward: Any  # f32 <memo.probs, arm_rewards> (adversarial worlds), else None
+    arrivals: Arrivals  # what the policy received this round
+
+
+def _hashable(x):
+    try:
+        hash(x)
+        return True
+    except TypeError:
+        return False
+
+
+class Problem:
+    """Everything static about one (world, channel, policy) simulation: the components and the
+    sizes fixed before compiling. Equal (and hashed) by the identity of its world, policy and
+    builder, and by value otherwise, so a second identical ``simulate`` call reuses the program."""
+
+    __slots__ = ("world", "channel", "policy", "horizon", "spec", "cspec", "build", "dl_mode", "dl_len",
+                 "_key")
+
+    def __init__(self, world, channel, policy, horizon, spec, cspec, build=None, dl_mode=None, dl_len=0):
+        self.world, self.channel, self.policy = world, channel, policy
+        self.horizon, self.spec, self.cspec, self.build = horizon, spec, cspec, build
+        self.dl_mode, self.dl_len = dl_mode, dl_len
+        ch = channel if _hashable(channel) else _Id(channel)
+        if build is None:
+            comp = (_Id(world), _Id(policy))
+        else:  # a grid: the program builds its components from build(params)
+            comp = (build if _hashable(build) else _Id(build), type(world))
+        self._key = (comp, ch, horizon, spec, cspec, dl_mode, dl_len)
+
+    @property
+    def width(self) -> int:
+        return self.cspec.width
+
+    @property
+    def payload_size(self) -> int:
+        return self.cspec.payload_size
+
+    def components(self, params=None):
+        """``(world, policy)``: the stored ones, or ``build(params)`` on a grid."""
+        if self.build is None:
+            return self.world, self.policy
+        return self.build(params)
+
+    def __hash__(self):
+        return hash(self._key)
+
+    def __eq__(self, other):
+        return isinstance(other, Problem) and self._key == other._key
+
+    def __repr__(self):
+        return (f"Problem({type(self.world).__name__}, {self.channel}, {self.policy.name}, T={self.horizon}, "
+                f"W={self.width}, P={self.payload_size})")
+
+
+class _Id:
+    """Hash and compare by identity (worlds and policies hold arrays and closures)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __hash__(self):
+        return id(self.obj)
+
+    def __eq__(self, other):
+        return isinstance(other, _Id) and other.obj is self.obj
+
+
+# ----------------------------------------------------------------------------- host-side checks
+def check_world(world):
+    from ..envs.base import World
+
+    if not isinstance(world, World):
+        raise TypeError(f"world must be a jaxbandits.envs.World (subclass it: docs/envs.md), got "
+                        f"{type(world).__name__}")
+    n = getattr(world, "n_arms", None)  # an attribute the protocol requires: check it exists
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise ValueError(f"world.n_arms must be an int >= 1, got {n!r}")
+    md = world.max_delay
+    if not isinstance(md, int) or md < 0:
+        raise ValueError(f"world.max_delay must be an int >= 0 (NEVER if unbounded), got {md!r}")
+
+
+def check_pair(channel, policy, label):
+    """The policy's needs against the channel's feedback, before anything compiles."""
+    if not isinstance(channel, Channel):
+        raise TypeError(f"channel must be a jaxbandits.channels.Channel, got {type(channel).__name__}")
+    if not isinstance(policy, Policy):
+        raise TypeError(f"policy {label!r} must be a jaxbandits Policy, got {type(policy).__name__}")
+    fb = channel.feedback
+    missing = policy.needs.missing(fb)
+    if missing:
+        raise ValueError(f"policy {label!r} ({policy.name}) cannot run on the channel {channel}: it needs "
+                         + "; ".join(missing))
+    if fb.attributed and policy.payload is None:
+        raise ValueError(f"policy {label!r} ({policy.name}) has no payload function: it cannot use the "
+                         f"attributed channel {channel}")
+    if policy.reveal_window and not fb.reveal_ages:
+        raise ValueError(f"policy {label!r} ({policy.name}) reads reveal ages (reveal_window="
+                         f"{policy.reveal_window}) but the channel {channel} does not report them")
+
+
+def _delayed_regret_mode(world, channel, horizon, delayed_regret):
+    """Which L(t) tracker to use: by default for a censoring channel (zeros hidden) of a stochastic
+    K-armed world with a delay law."""
+    from ..delays import geometric_log_rho, truncation_length
+
+    fb = channel.feedback
+    want = (not fb.zeros_observed and fb.attributed) if delayed_regret is None else bool(delayed_regret)
+    if not want:
+        return None, 0
+    if world.adversarial or world.delay is None or world.dim is not None:
+        if delayed_regret:
+            raise ValueError("delayed_regret needs a stochastic K-armed world with a delay law")
+        return None, 0
+    m = fb.window
+    if m is not None:
+        m = min(m, horizon)
+    if geometric_log_rho(world.delay) is not None and m != 0:
+        return "geom", (m if m is not None else 0)
+    H = m if m is not None else truncation_length(world.delay, horizon)
+    return "ring", (max(int(H), 1) if m != 0 else 0)
+
+
+def problem(world, channel, policy, horizon: int, *, n_runs: int = 1, delayed_regret: Optional[bool] = None,
+            label: Optional[str] = None, build: Optional[Callable] = None) -> Problem:
+    """Check a (world, channel, policy) triple and fix its static sizes (calendar width ``W``,
+    payload size ``P``, reveal ring): everything before compiling. ``build(params) -> (world,
+    policy)`` (grids) rebuilds the components from traced parameters inside the program."""
+    horizon = V.integer("horizon", horizon, lo=1, hi=NEVER - 1)
+    label = policy.name if label is None and isinstance(policy, Policy) else label
+    check_pair(channel, policy, label)
+    check_world(world)
+    fb = channel.feedback
+    spec = ProblemSpec(world.n_arms, horizon, world.dim, fb)
+    # shapes of a memo and payload, without compiling
+    k = jax.random.key(0)
+    st = jax.eval_shape(lambda: policy.init(spec, k))
+    feats = jax.eval_shape(lambda: world.context(world.setup(k), 0, k))
+    ctx = Context(jnp.int32(0), *feats, jnp.int32(-1))
+    _, memo = jax.eval_shape(lambda s, c: policy.act(s, c, k), st, ctx)
+    for flag, field in ((policy.memo_hold, "hold"), (policy.memo_probs, "probs")):
+        if flag and field not in getattr(type(memo), "_fields", ()):
+            raise ValueError(f"policy {label!r} ({policy.name}) declares memo_{field}=True but its memo "
+                             f"({type(memo).__name__}) has no field {field!r}")
+    if fb.attributed:
+        pl = jax.eval_shape(lambda m: policy.payload(m, jnp.float32(1), jnp.int32(0)), memo)
+        if pl.ndim != 1:
+            raise ValueError(f"{policy.name}: payload must be a 1-d array, got shape {pl.shape}")
+        P = int(pl.shape[0])
+    else:
+        P = 1
+    # a memo's hold is data: the policy declares its bound (Policy.max_hold), else W covers the horizon
+    max_hold = (policy.max_hold or horizon) if policy.memo_hold else 0
+    W = int(channel.resolve_width(world, horizon, P, n_runs, max_hold))
+    dl_mode, dl_len = _delayed_regret_mode(world, channel, horizon, delayed_regret)
+    cspec = ChannelSpec(horizon, W, P, int(policy.reveal_window or 0))
+    return Problem(world, channel, policy, horizon, spec, cspec, build, dl_mode, dl_len)
+
+
+# ----------------------------------------------------------------------------- the round
+def run_keys(key, run):
+    """The keys of run ``run`` (conventions §8): ``(RunKeys, setup key, policy init key)``."""
+    k_run = jax.random.fold_in(key, run)
+    k_env, k_pol = jax.random.fold_in(k_run, 0), jax.random.fold_in(k_run, 1)
+    s = lambda i: jax.random.fold_in(k_env, i)
+    keys = RunKeys(s(REWARD), s(DELAY), s(CONTEXT), s(WORLD), jax.random.fold_in(k_pol, 1))
+    return keys, s(SETUP), jax.random.fold_in(k_pol, 0)
+
+
+def init(prob: Problem, key, run=0, params=None) -> RunState:
+    """The state of run ``run`` before round 0 (pure)."""
+    world, policy = prob.components(params)
+    keys, k_setup, k_init = run_keys(key, run)
+    return RunState(keys, world.setup(k_setup), policy.init(prob.spec, k_init), prob.channel.init(prob.cspec))
+
+
+def round(prob: Problem, state: RunState, t, params=None):  # noqa: A001  (the round of the papers)
+    """One round ``t`` of world + channel + policy: ``(state, t) -> (state, Step)`` (pure)."""
+    world, policy = prob.components(params)
+    channel, fb = prob.channel, prob.spec.feedback
+    keys = state.keys
+    u = uniform(jax.random.fold_in(keys.reward, t))
+    v = uniform(jax.random.fold_in(keys.delay, t))
+    k_ctx = jax.random.fold_in(keys.context, t)
+    k_world = jax.random.fold_in(keys.world, t)
+    k_act = jax.random.fold_in(keys.act, t)
+    # 1. context
+    features, mask = world.context(state.world, t, k_ctx)
+    delay_now = world.delay_at(state.world, t, v) if fb.delay_at_action else jnp.asarray(-1, jnp.int32)
+    ctx = Context(t, features, mask, delay_now)
+    # 2. act
+    action, memo = policy.act(state.policy, ctx, k_act)
+    action = jnp.asarray(action, jnp.int32)
+    # 3. outcome
+    mu = world.means(state.world, t, features)
+    out, wstate = world.outcome(state.world, t, action, u, v, features, k_world)
+    out = out._replace(reward=jnp.asarray(out.reward, _F), delay=jnp.asarray(out.delay, jnp.int32))
+    # 4-5. the channel: insert, then read slot t
+    hold = jnp.asarray(memo.hold, jnp.int32) if policy.memo_hold else 0
+    payload = None if policy.payload is None else (lambda r, d: policy.payload(memo, r, d))
+    cstate, got = channel.round(prob.cspec, state.channel, Play(t, out, payload, hold))
+    arr = Arrivals(t, action, memo, got.payload, got.rev_age)
+    # 6. update
+    pstate = policy.update(state.policy, arr)
+    # per-round quantities
+    probs = memo.probs if policy.memo_probs else None
+    if world.adversarial:
+        row = out.all_rewards
+        p_r = row[action] if probs is None else jnp.dot(probs, row)
+        gap = exp_gap = jnp.zeros((), _F)
+    else:
+        row = p_r = None
+        mu_m = mu if mask is None else jnp.where(mask, mu, -jnp.inf)
+        best = jnp.max(mu_m)
+        gap = best - mu[action]
+        exp_gap = gap if probs is None else best - jnp.dot(probs, jnp.where(probs > 0, mu, 0.0))
+    step = Step(t, action, out.reward, out.delay, gap, exp_gap, row, p_r, arr)
+    return RunState(keys, wstate, pstate, cstate), step
