@@ -10,7 +10,7 @@ from .envs.base import World  # noqa: E402
 from .results import Results  # noqa: E402
 from .simulate import record_points, simulate, simulate_grid  # noqa: E402
 from .types import ANY, NEVER, Arrivals, Context, Feedback, Needs, Outcome, Policy, ProblemSpec  # noqa: E402
-from . import experiments  # noqa: E402  (registers the core experiments)
+from . import experiments  # noqa: E402  (a table of named experiments; imports none of them)
 
 __all__ = ["channels", "delays", "engine", "envs", "mathlib", "policies", "ring", "simulate", "simulate_grid",
            "record_points", "experiments", "Results", "NEVER", "ANY", "Arrivals", "Context", "Feedback", "Needs",

@@ -2,8 +2,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+
+#: Environment variable naming the folder of the persistent compilation cache of ``jaxbandits run``.
+CACHE_ENV = "JAXBANDITS_CACHE_DIR"
 
 
 def _use_all_cores():
@@ -13,6 +17,59 @@ def _use_all_cores():
     if "xla_force_host_platform_device_count" not in flags:
         n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         os.environ["XLA_FLAGS"] = (flags + f" --xla_force_host_platform_device_count={max(1, n)}").strip()
+
+
+def compile_cache_dir() -> str:
+    """Where ``jaxbandits run`` keeps compiled programs: ``$JAXBANDITS_CACHE_DIR`` if set, else
+    JAX's own ``jax_compilation_cache_dir`` if the user configured one (``JAX_COMPILATION_CACHE_DIR``),
+    else ``$XDG_CACHE_HOME/jaxbandits/jax`` (``~/.cache/jaxbandits/jax`` without XDG_CACHE_HOME)."""
+    d = os.environ.get(CACHE_ENV)
+    if not d:
+        import jax
+
+        d = jax.config.jax_compilation_cache_dir
+    if not d:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        d = os.path.join(base, "jaxbandits", "jax")
+    return os.path.abspath(os.path.expanduser(d))
+
+
+_CACHE_KEYS = ("jax_enable_compilation_cache", "jax_compilation_cache_dir",
+               "jax_persistent_cache_min_compile_time_secs", "jax_persistent_cache_min_entry_size_bytes")
+
+
+@contextlib.contextmanager
+def compile_cache(enabled: bool = True):
+    """JAX's persistent compilation cache on (at :func:`compile_cache_dir`, every program cached,
+    however small or quick to compile) or off, for the duration of the block; yields the folder or
+    None. JAX's settings are restored on exit, so calling :func:`main` in a process of one's own
+    leaves no trace. The folder is trusted: whoever can write to it can run code in this process."""
+    import jax
+    from jax.experimental.compilation_cache import compilation_cache as cc
+
+    old = {k: getattr(jax.config, k) for k in _CACHE_KEYS}
+    d = compile_cache_dir() if enabled else None
+    if d is not None:
+        try:
+            os.makedirs(d, exist_ok=True)
+        except OSError as e:
+            print(f"jaxbandits: warning: no compilation cache ({e}); set {CACHE_ENV} or pass --no-compile-cache",
+                  file=sys.stderr)
+            d = None
+    if d is not None:
+        jax.config.update("jax_enable_compilation_cache", True)
+        jax.config.update("jax_compilation_cache_dir", d)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)  # -1: no size floor
+    else:
+        jax.config.update("jax_enable_compilation_cache", False)
+    cc.reset_cache()  # JAX decides once per process whether it uses the cache: decide again now
+    try:
+        yield d
+    finally:
+        for k, v in old.items():
+            jax.config.update(k, v)
+        cc.reset_cache()
 
 
 def main(argv=None):
@@ -29,6 +86,8 @@ def main(argv=None):
                    help="override a config entry (repeatable)")
     r.add_argument("--no-progress", action="store_true")
     r.add_argument("--single-device", action="store_true", help="do not shard runs across CPU cores")
+    r.add_argument("--no-compile-cache", action="store_true",
+                   help=f"do not use the persistent compilation cache (${CACHE_ENV}, default ~/.cache/jaxbandits/jax)")
     pl = sub.add_parser("plot", help="re-plot a results folder")
     pl.add_argument("dir")
     pl.add_argument("--logx", action="store_true")
@@ -65,9 +124,14 @@ def main(argv=None):
 
     try:
         if a.cmd == "list":
-            for name, e in sorted(X.REGISTRY.items()):
-                print(f"{name:24s} {e.description}")
-            return 0
+            bad = 0
+            for name in X.names():
+                try:
+                    print(f"{name:24s} {X.get(name).description}")
+                except Exception as e:  # a user's experiment that does not load: say so, list the others
+                    bad += 1
+                    print(f"{name:24s} (could not be loaded: {type(e).__name__}: {e})")
+            return 0 if not bad else 1
         if a.cmd == "plot":
             from .plotting import plot_regret
             from .results import Results
@@ -81,8 +145,9 @@ def main(argv=None):
         if a.horizon is not None and a.horizon < 1:
             raise ValueError(f"--horizon must be >= 1, got {a.horizon}")
         out = a.out or os.path.join("results", a.name)
-        res = X.run(a.name, runs=a.runs, horizon=a.horizon, seed=a.seed, overrides=overrides, out=out,
-                    progress=not a.no_progress)
+        with compile_cache(not a.no_compile_cache) as cache:
+            res = X.run(a.name, runs=a.runs, horizon=a.horizon, seed=a.seed, overrides=overrides, out=out,
+                        progress=not a.no_progress)
     except (ValueError, TypeError) as e:
         print(f"jaxbandits: error: {e}", file=sys.stderr)
         return 2
@@ -97,7 +162,7 @@ def main(argv=None):
         print(f"  {lab:12s} final regret {v['final_regret_mean']:10.2f} ± {v['final_regret_se']:.2f}")
     t = s["timing"]
     print(f"  compile {t['compile_s']:.1f} s, run {t['run_s']:.1f} s, {t['run_steps_per_s']:.3g} run-steps/s "
-          f"on {t['devices']} device(s)")
+          f"on {t['devices']} device(s)" + (f"; compilation cache {cache}" if cache else ""))
     print(f"wrote {out}/summary.json, {out}/results.nc, {out}/regret.png")
     return 0
 

@@ -1,14 +1,28 @@
-"""The registry of named experiments: a config (world, channel, delay law, policies and their
-parameters, horizon, runs) and a ``build(config)`` that turns it into objects.
+"""Named experiments: a config (world, channel, delay law, policies and their parameters,
+horizon, runs) and a ``build(config)`` that turns it into objects.
 
-Paper reproductions register themselves from their own modules; ``experiments/`` holds the
-scripts and notes that use them.
+Experiments are found in three places, and nothing is registered by importing a module for its
+side effects:
+
+* :data:`BUILTIN`, an explicit table ``{name: "module:attribute"}`` of the experiments that ship
+  with jaxbandits (the core ones below and the paper reproductions in
+  ``jaxbandits/reproductions/``). A module is imported only when one of its experiments is asked
+  for, so ``import jaxbandits.experiments`` imports no reproduction (nor NumPyro).
+* Python entry points in the group ``jaxbandits.experiments`` (:data:`ENTRY_POINT_GROUP`), for
+  experiments that live in a user's own package: ``[project.entry-points."jaxbandits.experiments"]``
+  ``my-exp = "mypkg.experiments:MY_EXP"`` in its ``pyproject.toml``.
+* :func:`register`, for an experiment defined in the current session (a notebook, a script).
+
+A name defined in two places is an error naming both. ``experiments/`` holds the scripts and notes
+that use the reproductions.
 """
 from __future__ import annotations
 
 import ast
 import dataclasses
-from typing import Callable, Dict, Optional
+import importlib
+from importlib import metadata
+from typing import Callable, Dict, List, Optional, Tuple
 
 import jax
 import numpy as np
@@ -51,20 +65,124 @@ class Experiment:
     ratio_to: Optional[str] = None  # plot each panel's curves as ratios to this policy's mean regret
 
 
-REGISTRY: Dict[str, Experiment] = {}
+# ----------------------------------------------------------------------------- where experiments are found
+#: The experiments that ship with jaxbandits: name -> "module:attribute", imported on first use.
+BUILTIN: Dict[str, str] = {
+    "quickstart": "jaxbandits.experiments:QUICKSTART",
+    "classic-bernoulli": "jaxbandits.experiments:CLASSIC_BERNOULLI",
+    "classic-delayed": "jaxbandits.experiments:CLASSIC_DELAYED",
+    "vernade2017-fig1": "jaxbandits.reproductions.vernade2017:FIG1",
+    "vernade2017-fig2": "jaxbandits.reproductions.vernade2017:FIG2",
+    "vernade2017-fig3": "jaxbandits.reproductions.vernade2017:FIG3",
+    "thune2019-example8": "jaxbandits.reproductions.thune2019:EXAMPLE8",
+    "thune2019-heavy-tail": "jaxbandits.reproductions.thune2019:HEAVY_TAIL",
+    "thune2019-bounds": "jaxbandits.reproductions.thune2019:BOUNDS",
+    "pikeburke2018-fig3a": "jaxbandits.reproductions.pikeburke2018:FIG3A",
+    "pikeburke2018-fig3b": "jaxbandits.reproductions.pikeburke2018:FIG3B",
+    "pikeburke2018-appF": "jaxbandits.reproductions.pikeburke2018:APP_F",
+    "vernade2020-fig1": "jaxbandits.reproductions.vernade2020:FIG1",
+    "vernade2020-fig3": "jaxbandits.reproductions.vernade2020:FIG3",
+    "bayes-fit-recovery": "jaxbandits.reproductions.bayes:FIT_RECOVERY",
+    "bayes-ts-shared-delay": "jaxbandits.reproductions.bayes:TS_SHARED_DELAY",
+    "bayes-ts-arm-delays": "jaxbandits.reproductions.bayes:TS_ARM_DELAYS",
+    "wang2021-fig2": "jaxbandits.reproductions.wang2021:FIG2",
+    "wang2021-fig3": "jaxbandits.reproductions.wang2021:FIG3",
+    "wang2021-fig4": "jaxbandits.reproductions.wang2021:FIG4",
+    "wang2021-fig5": "jaxbandits.reproductions.wang2021:FIG5",
+}
+
+#: The entry-point group in which other packages declare their experiments.
+ENTRY_POINT_GROUP = "jaxbandits.experiments"
+
+_SESSION: Dict[str, Experiment] = {}  # register()ed in this process
 
 
-def register(exp: Experiment) -> Experiment:
-    if exp.name in REGISTRY:
-        raise ValueError(f"experiment {exp.name!r} is already registered")
-    REGISTRY[exp.name] = exp
-    return exp
+def _entry_points() -> list:
+    return list(metadata.entry_points(group=ENTRY_POINT_GROUP))
+
+
+def _table() -> Dict[str, Tuple[str, object]]:
+    """name -> (where it is defined, what to load), over the three sources; imports nothing."""
+    table: Dict[str, Tuple[str, object]] = {}
+
+    def add(name, where, target):
+        if name in table:
+            raise ValueError(f"experiment name {name!r} is defined twice: by {table[name][0]} and by {where}; "
+                             f"rename one of them")
+        table[name] = (where, target)
+
+    for name, ref in BUILTIN.items():
+        add(name, f"jaxbandits ({ref})", ref)
+    for ep in _entry_points():
+        dist = getattr(getattr(ep, "dist", None), "name", None)
+        add(ep.name, f"the entry point {ep.name} = {ep.value!r} (group {ENTRY_POINT_GROUP!r}"
+                     + (f", package {dist})" if dist else ")"), ep)
+    for name, exp in _SESSION.items():
+        add(name, "jaxbandits.experiments.register()", exp)
+    return table
+
+
+def _load(name: str, where: str, target) -> Experiment:
+    if isinstance(target, str):  # "module:attribute"
+        module, _, attr = target.partition(":")
+        obj = importlib.import_module(module)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    elif isinstance(target, Experiment):
+        obj = target
+    else:  # an entry point
+        obj = target.load()
+    if not isinstance(obj, Experiment):
+        raise TypeError(f"experiment {name!r}: {where} must name a jaxbandits.experiments.Experiment, "
+                        f"got {type(obj).__name__}")
+    if obj.name != name:
+        raise ValueError(f"experiment {name!r}: {where} names an Experiment called {obj.name!r}; "
+                         f"the two names must agree")
+    return obj
+
+
+def names() -> List[str]:
+    """The names of every experiment (built in, entry points, registered), sorted; imports no
+    experiment module."""
+    return sorted(_table())
 
 
 def get(name: str) -> Experiment:
-    if name not in REGISTRY:
-        raise ValueError(f"unknown experiment {name!r}; registered: {', '.join(sorted(REGISTRY))}")
-    return REGISTRY[name]
+    """The experiment called ``name``; imports the module that defines it (only that one)."""
+    table = _table()
+    if name not in table:
+        raise ValueError(f"unknown experiment {name!r}; registered: {', '.join(sorted(table))}")
+    return _load(name, *table[name])
+
+
+def load_all() -> Dict[str, Experiment]:
+    """Every experiment, by name (sorted); imports every module that defines one."""
+    return {name: _load(name, *src) for name, src in sorted(_table().items())}
+
+
+def register(exp: Experiment, *, replace: bool = False) -> Experiment:
+    """Make ``exp`` available by its name in this process (``get``, ``run``, ``names``). A name
+    already used by a built-in or entry-point experiment is an error; one registered earlier in
+    this session is an error unless ``replace=True``."""
+    if not isinstance(exp, Experiment):
+        raise TypeError(f"register expects a jaxbandits.experiments.Experiment, got {type(exp).__name__}")
+    if not isinstance(exp.name, str) or not exp.name:
+        raise ValueError(f"an experiment's name must be a non-empty string, got {exp.name!r}")
+    if not (replace and exp.name in _SESSION):
+        table = _table()
+        if exp.name in table:
+            raise ValueError(f"experiment name {exp.name!r} is already defined by {table[exp.name][0]}"
+                             + ("; pass replace=True to replace it" if exp.name in _SESSION else "; choose another name"))
+    _SESSION[exp.name] = exp
+    return exp
+
+
+def unregister(name: str) -> None:
+    """Remove an experiment added by :func:`register` in this session."""
+    if name not in _SESSION:
+        raise ValueError(f"experiment {name!r} was not added by register(); registered in this session: "
+                         f"{', '.join(sorted(_SESSION)) or 'none'}")
+    del _SESSION[name]
 
 
 def parse_set(items) -> dict:
@@ -153,12 +271,12 @@ def _build_quickstart(cfg):
     return env, ch, pols
 
 
-register(Experiment(
+QUICKSTART = Experiment(
     "quickstart",
     "Conversions with geometric delays seen through a censored window: UCB1, KL-UCB, Thompson, random",
     _build_quickstart,
     {"theta": [0.5, 0.4, 0.3, 0.2], "delay_mean": 50.0, "window": 200},
-    horizon=10000, runs=1000))
+    horizon=10000, runs=1000)
 
 
 def _build_classic(cfg):
@@ -168,10 +286,10 @@ def _build_classic(cfg):
     return env, C.attributed(), pols
 
 
-register(Experiment(
+CLASSIC_BERNOULLI = Experiment(
     "classic-bernoulli",
     "K=10 Bernoulli arms, means linspace(0.1, 0.9), no delay: UCB1, KL-UCB, Thompson, Exp3",
-    _build_classic, {"n_arms": 10, "low": 0.1, "high": 0.9}, horizon=10000, runs=200))
+    _build_classic, {"n_arms": 10, "low": 0.1, "high": 0.9}, horizon=10000, runs=200)
 
 
 def _build_delayed(cfg):
@@ -181,10 +299,8 @@ def _build_delayed(cfg):
     return env, C.attributed(), pols
 
 
-register(Experiment(
+CLASSIC_DELAYED = Experiment(
     "classic-delayed",
     "classic-bernoulli with uniform delays on {0..max_delay}: the cost of waiting for feedback",
-    _build_delayed, {"n_arms": 10, "low": 0.1, "high": 0.9, "max_delay": 200}, horizon=10000, runs=200))
+    _build_delayed, {"n_arms": 10, "low": 0.1, "high": 0.9, "max_delay": 200}, horizon=10000, runs=200)
 
-
-from . import reproductions  # noqa: E402,F401  (registers the paper experiments)

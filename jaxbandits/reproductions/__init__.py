@@ -1,2 +1,3 @@
-"""Paper reproductions: each module registers its named experiments."""
-from . import bayes, pikeburke2018, thune2019, vernade2017, vernade2020, wang2021  # noqa: F401
+"""Paper reproductions, one module per paper; each defines its experiments as module attributes
+(``FIG1 = Experiment(...)``), listed by name in :data:`jaxbandits.experiments.BUILTIN`. Importing
+this package imports none of them."""

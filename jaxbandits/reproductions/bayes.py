@@ -22,7 +22,7 @@ import numpy as np
 from .. import channels as C
 from .. import delays as D
 from .. import envs as E
-from ..experiments import Experiment, register
+from ..experiments import Experiment
 from ..policies import bayes as PB
 from ..policies import conversions as PC
 
@@ -59,15 +59,15 @@ def _arm_delays(cfg):
     return env, C.conversions(), pols
 
 
-register(Experiment("bayes-ts-shared-delay",
-                    "Bayesian delay-model TS vs naive/closed Beta TS, DelayedKLUCB and the oracle, one geometric delay law",
-                    _shared, {"theta": [0.05, 0.07, 0.10], "delay_mean": 50.0, "window": 255, "prior_mean": 30.0},
-                    horizon=10_000, runs=100, record=("log", 60), checkpoints=(2000, 10_000)))
-register(Experiment("bayes-ts-arm-delays",
-                    "Per-arm delay laws: the best arm converts a little more often but much more slowly",
-                    _arm_delays, {"theta": [0.06, 0.08, 0.10], "delay_means": [10.0, 10.0, 300.0], "window": 1023,
-                                  "prior_mean": 60.0},
-                    horizon=10_000, runs=50, record=("log", 60), checkpoints=(2000, 5000, 10_000)))
+TS_SHARED_DELAY = Experiment("bayes-ts-shared-delay",
+                             "Bayesian delay-model TS vs naive/closed Beta TS, DelayedKLUCB and the oracle, one geometric delay law",
+                             _shared, {"theta": [0.05, 0.07, 0.10], "delay_mean": 50.0, "window": 255, "prior_mean": 30.0},
+                             horizon=10_000, runs=100, record=("log", 60), checkpoints=(2000, 10_000))
+TS_ARM_DELAYS = Experiment("bayes-ts-arm-delays",
+                           "Per-arm delay laws: the best arm converts a little more often but much more slowly",
+                           _arm_delays, {"theta": [0.06, 0.08, 0.10], "delay_means": [10.0, 10.0, 300.0], "window": 1023,
+                                         "prior_mean": 60.0},
+                           horizon=10_000, runs=50, record=("log", 60), checkpoints=(2000, 5000, 10_000))
 
 
 # ----------------------------------------------------------------------------- fit recovery
@@ -158,8 +158,8 @@ def _fit_recovery(cfg, runs, seed, horizon):
     return FitRecovery("bayes-fit-recovery", dict(cfg), seed, rows)
 
 
-register(Experiment("bayes-fit-recovery",
-                    "Offline NUTS on simulated logs (truth drawn from the prior): 90% interval coverage of p and the delay law",
-                    None, {"model": "weibull", "n_arms": 3, "p_low": 0.02, "p_high": 0.2, "n_plays": 3000, "span": 300.0,
-                           "prior_mean": 30.0, "prior_scale": 0.5},
-                    horizon=1, runs=40, runner=_fit_recovery))
+FIT_RECOVERY = Experiment("bayes-fit-recovery",
+                          "Offline NUTS on simulated logs (truth drawn from the prior): 90% interval coverage of p and the delay law",
+                          None, {"model": "weibull", "n_arms": 3, "p_low": 0.02, "p_high": 0.2, "n_plays": 3000, "span": 300.0,
+                                 "prior_mean": 30.0, "prior_scale": 0.5},
+                          horizon=1, runs=40, runner=_fit_recovery)

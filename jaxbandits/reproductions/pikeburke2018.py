@@ -13,7 +13,7 @@ import numpy as np
 from .. import channels as C
 from .. import delays as D
 from .. import envs as E
-from ..experiments import Experiment, Panel, register
+from ..experiments import Experiment, Panel
 from ..policies import anonymous as A
 from ..simulate import simulate
 from ..sweeps import SweepResults
@@ -78,15 +78,15 @@ def _appF(cfg, runs, seed, horizon):
     return res
 
 
-register(Experiment("pikeburke2018-fig3a",
-                    "Pike-Burke et al. 2018 Fig. 3(a): ODAAF and ODAAF-B over QPM-D, bounded (uniform) delays",
-                    _fig3a, dict(CFG), horizon=250_000, runs=200, record=("log", 200), layout=(1, 2),
-                    ratio_to="QPM-D", checkpoints=(25_000, 50_000, 125_000, 250_000)))
-register(Experiment("pikeburke2018-fig3b",
-                    "Pike-Burke et al. 2018 Fig. 3(b): ODAAF and ODAAF-V over QPM-D, Poisson/exponential/half-normal",
-                    _fig3b, dict(CFG), horizon=250_000, runs=200, record=("log", 200), layout=(2, 3),
-                    ratio_to="QPM-D", checkpoints=(25_000, 50_000, 125_000, 250_000)))
-register(Experiment("pikeburke2018-appF",
-                    "Pike-Burke et al. 2018 App. F: regret of ODAAF, ODAAF-B and QPM-D against E[tau] (paired streams)",
-                    None, {"means": [0.5, 0.6], "delays": [0, 5, 10, 25, 50, 100], "families": ["unif", "const"],
-                           "horizon": 250_000}, horizon=250_000, runs=40, runner=_appF))
+FIG3A = Experiment("pikeburke2018-fig3a",
+                   "Pike-Burke et al. 2018 Fig. 3(a): ODAAF and ODAAF-B over QPM-D, bounded (uniform) delays",
+                   _fig3a, dict(CFG), horizon=250_000, runs=200, record=("log", 200), layout=(1, 2),
+                   ratio_to="QPM-D", checkpoints=(25_000, 50_000, 125_000, 250_000))
+FIG3B = Experiment("pikeburke2018-fig3b",
+                   "Pike-Burke et al. 2018 Fig. 3(b): ODAAF and ODAAF-V over QPM-D, Poisson/exponential/half-normal",
+                   _fig3b, dict(CFG), horizon=250_000, runs=200, record=("log", 200), layout=(2, 3),
+                   ratio_to="QPM-D", checkpoints=(25_000, 50_000, 125_000, 250_000))
+APP_F = Experiment("pikeburke2018-appF",
+                   "Pike-Burke et al. 2018 App. F: regret of ODAAF, ODAAF-B and QPM-D against E[tau] (paired streams)",
+                   None, {"means": [0.5, 0.6], "delays": [0, 5, 10, 25, 50, 100], "families": ["unif", "const"],
+                          "horizon": 250_000}, horizon=250_000, runs=40, runner=_appF)

@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import channels as C
 from .. import envs as E
-from ..experiments import Experiment, register
+from ..experiments import Experiment
 from ..policies import adversarial as A
 from ..simulate import simulate, simulate_grid
 from ..sweeps import SweepResults
@@ -171,15 +171,15 @@ def _bounds(cfg, runs, seed, horizon):
     return res
 
 
-register(Experiment("thune2019-example8",
-                    "Thune et al. 2019 Example 8 (d_t = T - t early): Cor4 vs Doubling vs oracle vs DEW, sweep over T",
-                    None, {"n_arms": 2, "gap": 0.25, "log2_T": [12, 13, 14, 15, 16, 17]}, horizon=2**17, runs=20,
-                    runner=_example8))
-register(Experiment("thune2019-heavy-tail",
-                    "Thune et al. 2019: Pareto(1.5) and contaminated delays, DEW (rate cut) vs Skipper vs Doubling",
-                    None, {"n_arms": 2, "gap": 0.25, "alpha": 1.5, "models": ["pareto", "contaminated"],
-                           "log2_T": [12, 13, 14, 15, 16]}, horizon=2**16, runs=20, runner=_heavy_tail))
-register(Experiment("thune2019-bounds",
+EXAMPLE8 = Experiment("thune2019-example8",
+                      "Thune et al. 2019 Example 8 (d_t = T - t early): Cor4 vs Doubling vs oracle vs DEW, sweep over T",
+                      None, {"n_arms": 2, "gap": 0.25, "log2_T": [12, 13, 14, 15, 16, 17]}, horizon=2**17, runs=20,
+                      runner=_example8)
+HEAVY_TAIL = Experiment("thune2019-heavy-tail",
+                        "Thune et al. 2019: Pareto(1.5) and contaminated delays, DEW (rate cut) vs Skipper vs Doubling",
+                        None, {"n_arms": 2, "gap": 0.25, "alpha": 1.5, "models": ["pareto", "contaminated"],
+                               "log2_T": [12, 13, 14, 15, 16]}, horizon=2**16, runs=20, runner=_heavy_tail)
+BOUNDS = Experiment("thune2019-bounds",
                     "Thune et al. 2019: constant delays, every run under its bound, regret ~ sqrt((KT + D) ln K)",
                     None, {"n_arms": 2, "gap": 0.25, "log2_T": 15, "delays": [0, 8, 32, 128, 256, 512, 1024]},
-                    horizon=2**15, runs=20, runner=_bounds))
+                    horizon=2**15, runs=20, runner=_bounds)

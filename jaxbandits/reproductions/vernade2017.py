@@ -7,7 +7,7 @@ from .. import _validate as V
 from .. import channels as C
 from .. import delays as D
 from .. import envs as E
-from ..experiments import Experiment, Panel, register
+from ..experiments import Experiment, Panel
 from ..policies import conversions as P
 
 THETA_H = [0.5, 0.4, 0.3]
@@ -69,13 +69,13 @@ def _fig3(cfg):
                    "ud-klucb (online rho)": P.delayed_klucb(None, None, eps, online=True)})]
 
 
-register(Experiment("vernade2017-fig1",
-                    "Vernade et al. 2017 Fig. 1: DelayedUCB vs DelayedKLUCB, theta_H and theta_L, censored and not",
-                    _fig1, dict(CFG), horizon=10_000, runs=100, checkpoints=(1000, 2000, 5000, 10000), layout=(1, 4)))
-register(Experiment("vernade2017-fig2",
-                    "Vernade et al. 2017 Fig. 2: Discarding vs delay-corrected UCB/KLUCB, theta_L, censored",
-                    _fig2, dict(CFG), horizon=10_000, runs=200,
-                    checkpoints=(250, 500, 1000, 1500, 2000, 3000, 4000, 5000, 8000, 10000), layout=(1, 2)))
-register(Experiment("vernade2017-fig3",
-                    "Vernade et al. 2017 Fig. 3 (App. D): DelayedKLUCB with known vs online-estimated delay CDF",
-                    _fig3, dict(CFG), horizon=10_000, runs=100, checkpoints=(1000, 2000, 5000, 10000), layout=(1, 2)))
+FIG1 = Experiment("vernade2017-fig1",
+                  "Vernade et al. 2017 Fig. 1: DelayedUCB vs DelayedKLUCB, theta_H and theta_L, censored and not",
+                  _fig1, dict(CFG), horizon=10_000, runs=100, checkpoints=(1000, 2000, 5000, 10000), layout=(1, 4))
+FIG2 = Experiment("vernade2017-fig2",
+                  "Vernade et al. 2017 Fig. 2: Discarding vs delay-corrected UCB/KLUCB, theta_L, censored",
+                  _fig2, dict(CFG), horizon=10_000, runs=200,
+                  checkpoints=(250, 500, 1000, 1500, 2000, 3000, 4000, 5000, 8000, 10000), layout=(1, 2))
+FIG3 = Experiment("vernade2017-fig3",
+                  "Vernade et al. 2017 Fig. 3 (App. D): DelayedKLUCB with known vs online-estimated delay CDF",
+                  _fig3, dict(CFG), horizon=10_000, runs=100, checkpoints=(1000, 2000, 5000, 10000), layout=(1, 2))

@@ -9,7 +9,7 @@ import numpy as np
 from .. import channels as C
 from .. import delays as D
 from .. import envs as E
-from ..experiments import Experiment, Panel, register
+from ..experiments import Experiment, Panel
 from ..policies import classic as P
 from ..policies import linear as L
 
@@ -46,12 +46,12 @@ def _fig3(cfg):
     return panels
 
 
-register(Experiment("vernade2020-fig1",
-                    "Vernade et al. 2020 Fig. 1: OTFLinUCB vs OTFLinTS, geometric delays, (m, mu) in "
-                    "{(100,100), (500,100), (100,500)}; binary and uniform action sets",
-                    _fig1, {"settings": [[100, 100], [500, 100], [100, 500]], "action_sets": ["binary", "uniform"]},
-                    horizon=3000, runs=50, layout=(2, 3), checkpoints=(500, 1000, 2000, 3000)))
-register(Experiment("vernade2020-fig3",
-                    "Vernade et al. 2020 Fig. 3: heavy-tailed (Criteo-like) delays, T = 1e4, m = 2000",
-                    _fig3, {"window": 2000, "action_sets": ["binary", "uniform"]}, horizon=10_000, runs=20,
-                    layout=(1, 2), checkpoints=(1000, 2000, 5000, 10_000)))
+FIG1 = Experiment("vernade2020-fig1",
+                  "Vernade et al. 2020 Fig. 1: OTFLinUCB vs OTFLinTS, geometric delays, (m, mu) in "
+                  "{(100,100), (500,100), (100,500)}; binary and uniform action sets",
+                  _fig1, {"settings": [[100, 100], [500, 100], [100, 500]], "action_sets": ["binary", "uniform"]},
+                  horizon=3000, runs=50, layout=(2, 3), checkpoints=(500, 1000, 2000, 3000))
+FIG3 = Experiment("vernade2020-fig3",
+                  "Vernade et al. 2020 Fig. 3: heavy-tailed (Criteo-like) delays, T = 1e4, m = 2000",
+                  _fig3, {"window": 2000, "action_sets": ["binary", "uniform"]}, horizon=10_000, runs=20,
+                  layout=(1, 2), checkpoints=(1000, 2000, 5000, 10_000))

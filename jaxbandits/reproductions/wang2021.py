@@ -16,7 +16,7 @@ import numpy as np
 from .. import channels as C
 from .. import envs as E
 from .. import profiles as Pr
-from ..experiments import Experiment, Panel, register
+from ..experiments import Experiment, Panel
 from ..policies import anonymous as A
 from ..policies import composite as W
 
@@ -102,22 +102,22 @@ def _fig5(cfg):
     return panels
 
 
-register(Experiment("wang2021-fig2",
-                    "Wang et al. 2021 Fig. 2: ARS-UCB (vary alpha / f) vs ODAAF-V and ODAAF, random delays U{10..30}, U{0..60}",
-                    _fig2, {**BASE, "delays": [[10, 30], [0, 60]]}, horizon=100_000, runs=50, record=("log", 120),
-                    layout=(2, 2), checkpoints=CHECKPOINTS))
-register(Experiment("wang2021-fig3",
-                    "Wang et al. 2021 Fig. 3: ARS-UCB vs generalized ODAAF, bounded-interval and linear profiles",
-                    _fig3, {**BASE, "profiles": [["interval", 30, 40], ["interval", 10, 20], ["lin-dec", 100, 0],
-                                                 ["lin-dec", 50, 0], ["lin-inc", 100, 0], ["lin-inc", 50, 0]]},
-                    horizon=100_000, runs=50, record=("log", 120), layout=(2, 3), checkpoints=CHECKPOINTS))
-register(Experiment("wang2021-fig4",
-                    "Wang et al. 2021 Fig. 4: ARS-UCB alone on infinite-support profiles (discounted, polynomial), truncated",
-                    _fig4, {**BASE, "profiles": [["discounted", 0.8], ["discounted", 0.9], ["polynomial", 3.0],
-                                                 ["polynomial", 2.0]], "tol": 1e-6, "max_len": 4096},
-                    horizon=100_000, runs=50, record=("log", 120), layout=(2, 2), checkpoints=CHECKPOINTS))
-register(Experiment("wang2021-fig5",
-                    "Wang et al. 2021 Fig. 5: ARS-EXP3 vs CLW on synthetic stand-ins for Outbrain (non-oblivious) and Coupon (oblivious)",
-                    _fig5, {"ds": [10, 20], "beta": 0.5, "stream_length": 100_000, "stream_seed": 2021,
-                            "outbrain_categories": 10, "zipf_s": 1.0, "coupon_weights": COUPON_WEIGHTS},
-                    horizon=100_000, runs=20, record=("log", 120), layout=(2, 2), checkpoints=CHECKPOINTS))
+FIG2 = Experiment("wang2021-fig2",
+                  "Wang et al. 2021 Fig. 2: ARS-UCB (vary alpha / f) vs ODAAF-V and ODAAF, random delays U{10..30}, U{0..60}",
+                  _fig2, {**BASE, "delays": [[10, 30], [0, 60]]}, horizon=100_000, runs=50, record=("log", 120),
+                  layout=(2, 2), checkpoints=CHECKPOINTS)
+FIG3 = Experiment("wang2021-fig3",
+                  "Wang et al. 2021 Fig. 3: ARS-UCB vs generalized ODAAF, bounded-interval and linear profiles",
+                  _fig3, {**BASE, "profiles": [["interval", 30, 40], ["interval", 10, 20], ["lin-dec", 100, 0],
+                                               ["lin-dec", 50, 0], ["lin-inc", 100, 0], ["lin-inc", 50, 0]]},
+                  horizon=100_000, runs=50, record=("log", 120), layout=(2, 3), checkpoints=CHECKPOINTS)
+FIG4 = Experiment("wang2021-fig4",
+                  "Wang et al. 2021 Fig. 4: ARS-UCB alone on infinite-support profiles (discounted, polynomial), truncated",
+                  _fig4, {**BASE, "profiles": [["discounted", 0.8], ["discounted", 0.9], ["polynomial", 3.0],
+                                               ["polynomial", 2.0]], "tol": 1e-6, "max_len": 4096},
+                  horizon=100_000, runs=50, record=("log", 120), layout=(2, 2), checkpoints=CHECKPOINTS)
+FIG5 = Experiment("wang2021-fig5",
+                  "Wang et al. 2021 Fig. 5: ARS-EXP3 vs CLW on synthetic stand-ins for Outbrain (non-oblivious) and Coupon (oblivious)",
+                  _fig5, {"ds": [10, 20], "beta": 0.5, "stream_length": 100_000, "stream_seed": 2021,
+                          "outbrain_categories": 10, "zipf_s": 1.0, "coupon_weights": COUPON_WEIGHTS},
+                  horizon=100_000, runs=20, record=("log", 120), layout=(2, 2), checkpoints=CHECKPOINTS)
