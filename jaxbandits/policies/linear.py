@@ -8,11 +8,11 @@ censored-conversions channel with window m.
     f_{t,delta} = sqrt(lam) + sqrt(2 log(1/delta) + d log((d lam + t)/(d lam)))     (Theorem 1)
     bias_t = sum over the last m actions of ||A_s||_{V_t^-1}   ("exact") or ||A_s||_{V_s^-1} ("stored")
 
-``variant="paper"`` uses these formulas; ``variant="reference_code"`` (the default, spec section 6)
+``variant="paper"`` uses these formulas; ``variant="reference_code"`` (the default)
 uses the authors' code's width, which squares the norms and drops the factor 2, and is the one that
 reproduces the paper's figures (the printed width explores forever at these horizons, worse than
 uniform random). V^-1 is kept by Sherman-Morrison, symmetrised each update. The ring of the last
-m actions is written in ``update`` and read right after (PERFORMANCE.md); the bias sums are
+m actions is written in ``update`` and read right after (conventions §12); the bias sums are
 carried to ``act`` as scalars.
 """
 from __future__ import annotations
