@@ -1,5 +1,6 @@
-"""Thune, Cesa-Bianchi and Seldin (2019): DEW, Skipper, Doubling. The spec's pitfalls as test
-cases (specs/thune2019_dew_skipper.md section 5), the invariants of Lemma 11 (section 3.3), the
+"""Thune, Cesa-Bianchi and Seldin (2019): DEW, Skipper, Doubling. Timing, play-time importance
+weights, simultaneous arrivals, the skip boundary, truncation and Doubling's epochs as test cases,
+invariants derived from Lemma 11's argument, the
 doubling epochs on a hand-computed sequence, and bound compliance for every run."""
 import math
 from typing import Any, NamedTuple
@@ -50,7 +51,7 @@ def with_history(pol, T, seq=None):
 def dew_reference(losses, d, seq, eta, beta=np.inf, weight_at="play"):
     """float64 DEW: p_t = softmax(-eta L_hat_{t-1}); at the end of round t every (s, l_s) with
     s + d_s = t and d_s < beta adds l_s / p_s[A_s] (play-time probability) to L_hat[A_s].
-    ``weight_at="arrival"``: the wrong weight p_t[A_s] (pitfall P2), for the negative control."""
+    ``weight_at="arrival"``: the wrong weight p_t[A_s] (arrival time), for the negative control."""
     T, K = losses.shape
     L = np.zeros(K)
     P = np.zeros((T, K))
@@ -351,7 +352,8 @@ def test_bound_compliance_every_run(compliance_runs, i):
 
 
 def test_bounds_reference_numbers():
-    """Spec 4.2 E1 (K = 2, T = 2^12 and 2^17, Example 8 delays) and E3 (d = 0, T = 2^15)."""
+    """Experiments E1 (K = 2, T = 2^12 and 2^17, Example 8 delays) and E3 (d = 0, T = 2^15) of
+    docs/reproductions/thune2019.md."""
     for T, beta4, bstar, b_cor4, b_or in [(2**12, 252, 11.7, 3795, 284), (2**17, 3411, 65.9, 51420, 1608)]:
         n = math.ceil(math.sqrt(2 * T / math.log(2))) - 1
         d = np.where(np.arange(T) < n, T - 1 - np.arange(T), 0)
