@@ -86,7 +86,7 @@ def _pmf_d64(name, d, th, edges=HIST_EDGES):
 
 
 def _ref_loglik_rows(arm, play, conv_time, cutoff, p, name, th, discrete, window=None, per_arm=False):
-    """Per-row log-likelihood of the raw log (§2.2), float64: a conversion after the cutoff or with a
+    """Per-row log-likelihood of the raw log (docs/bayes.md, The model), float64: a conversion after the cutoff or with a
     delay above the window is not seen; the age is capped at the window."""
     out = np.empty(len(arm))
     for i, (k, s, c, co) in enumerate(zip(arm, play, conv_time, cutoff)):
