@@ -86,8 +86,8 @@ def _pmf_d64(name, d, th, edges=HIST_EDGES):
 
 
 def _ref_loglik_rows(arm, play, conv_time, cutoff, p, name, th, discrete, window=None, per_arm=False):
-    """Per-row log-likelihood of the raw log (docs/bayes.md, The model), float64: a conversion after the cutoff or with a
-    delay above the window is not seen; the age is capped at the window."""
+    """Per-row log-likelihood of the raw log (docs/bayes.md, The model), float64: a conversion after
+    the cutoff or with a delay above the window is not seen; the age is capped at the window."""
     out = np.empty(len(arm))
     for i, (k, s, c, co) in enumerate(zip(arm, play, conv_time, cutoff)):
         thk = {n: float(v[k]) if per_arm else float(v) for n, v in th.items() if n != "delay_w"}
@@ -105,8 +105,9 @@ def _ref_loglik_rows(arm, play, conv_time, cutoff, p, name, th, discrete, window
 
 
 def _ref_log_prior(name, p, th, prior_mean, per_arm, pa=1.0, pb=1.0, mean_scale=1.5, edges=HIST_EDGES):
-    """The priors of docs/bayes.md (The model), float64: p ~ Beta(pa, pb); scale parameters LogNormal(log prior_mean,
-    mean_scale); Weibull shape and log-normal sigma LogNormal(0, 0.5); histogram Dirichlet(1)."""
+    """The priors of docs/bayes.md (The model), float64: p ~ Beta(pa, pb); scale parameters
+    LogNormal(log prior_mean, mean_scale); Weibull shape and log-normal sigma LogNormal(0, 0.5);
+    histogram Dirichlet(1)."""
     lp = float(np.sum(stats.beta.logpdf(p, pa, pb)))
     ln = lambda x, loc, s: float(np.sum(stats.lognorm.logpdf(x, s, scale=loc)))
     if name in ("exponential", "geometric"):

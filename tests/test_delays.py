@@ -54,7 +54,8 @@ def test_geometric_reference_table():
 
 
 def test_pareto_is_thune_law():
-    # the heavy-tailed law of docs/reproductions/thune2019.md: d = floor(U^(-1/alpha)) - 1, so P(d >= k) = (k+1)^(-alpha)
+    # the heavy-tailed law of docs/reproductions/thune2019.md: d = floor(U^(-1/alpha)) - 1,
+    # so P(d >= k) = (k+1)^(-alpha)
     law = D.pareto(1.5)
     for k in [1, 5, 40]:
         assert abs((1 - float(law.cdf(k - 1))) - (k + 1) ** -1.5) < 1e-6
@@ -315,7 +316,8 @@ def test_ppf_is_the_inverse_cdf(case):
 
 
 def test_pareto_ppf_is_thune_formula():
-    """The heavy-tailed law of docs/reproductions/thune2019.md: d = floor(U^(-1/alpha)) - 1 with U = 1 - u; scale s: floor(s((1-u)^(-1/a) - 1))."""
+    """The heavy-tailed law of docs/reproductions/thune2019.md: d = floor(U^(-1/alpha)) - 1 with
+    U = 1 - u; scale s: floor(s((1-u)^(-1/a) - 1))."""
     u = ((np.arange(1, 2**23, 4099) + 0.5) * U_LATTICE).astype(np.float32)
     for a, s in [(1.5, 1.0), (0.75, 1.0), (2.5, 4.0)]:
         x = s * ((1 - u.astype(np.float64)) ** (-1 / a) - 1)

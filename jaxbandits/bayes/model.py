@@ -73,8 +73,9 @@ class RingStats(NamedTuple):
 
 
 def loglik_ring(rs: RingStats, p, th, fam="exponential", per_arm_delay=False):
-    """The sufficient statistics with the ring: ``sum n_conv log p + sum hist log f + sum n_closed log(1 - p F(M))
-    + sum_ring pend log(1 - p_arm F(age))``, ``age = (t - slot) mod W``. O(K + M + W)."""
+    """The sufficient statistics with the ring: ``sum n_conv log p + sum hist log f
+    + sum n_closed log(1 - p F(M)) + sum_ring pend log(1 - p_arm F(age))``,
+    ``age = (t - slot) mod W``. O(K + M + W)."""
     fam = family(fam)
     W = rs.ring_arm.shape[0]
     M = W - 1
@@ -108,7 +109,8 @@ def _take(th, arm, per_arm):
 
 
 class CensoredConversion(dist.Distribution):
-    """Per-row censored likelihood (docs/bayes.md, *The model*). The value of a row is ``[converted, delay]`` (event shape 2)."""
+    """Per-row censored likelihood (docs/bayes.md, *The model*). The value of a row is
+    ``[converted, delay]`` (event shape 2)."""
 
     arg_constraints = {}
     support = constraints.real_vector
@@ -145,9 +147,9 @@ def _priors(fam: Family, priors: Optional[dict], prior_mean: float) -> dict:
 
 def conversion_model(data, n_arms: int, fam="exponential", discrete: bool = False, per_arm_delay: bool = False,
                      priors: Optional[dict] = None, prior_mean: float = 30.0, fixed_delay: Optional[dict] = None):
-    """The NumPyro model: ``p ~ Beta(p_a, p_b)`` per arm, delay parameters under the priors of docs/bayes.md (or
-    ``fixed_delay``: the oracle that knows the law), and the censored likelihood of ``data``
-    (:class:`Rows`, :class:`SuffStats` or :class:`RingStats`)."""
+    """The NumPyro model: ``p ~ Beta(p_a, p_b)`` per arm, delay parameters under the priors of
+    docs/bayes.md (or ``fixed_delay``: the oracle that knows the law), and the censored likelihood of
+    ``data`` (:class:`Rows`, :class:`SuffStats` or :class:`RingStats`)."""
     fam = family(fam)
     pr = _priors(fam, priors, prior_mean)
     p = numpyro.sample("p", dist.Beta(pr["p_a"], pr["p_b"]).expand([n_arms]).to_event(1))
@@ -178,7 +180,8 @@ def loglik_rows(rows: Rows, p, th, fam="exponential", discrete=False, per_arm_de
 
 
 def loglik_suffstats(ss: SuffStats, p, th, fam="exponential", per_arm_delay=False):
-    """The sufficient statistics: ``sum_k n_conv log p_k + sum_d hist[d] log f(d) + sum_{k,a} pend[k,a] log(1 - p_k F(a))``."""
+    """The sufficient statistics: ``sum_k n_conv log p_k + sum_d hist[d] log f(d)
+    + sum_{k,a} pend[k,a] log(1 - p_k F(a))``."""
     fam = family(fam)
     M1 = ss.pend.shape[1]
     ages = jnp.arange(M1, dtype=_F)

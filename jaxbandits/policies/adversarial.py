@@ -253,8 +253,9 @@ def thm3_bound(K: int, T: int, n_skipped: float, D_beta: float, beta: float, eta
 
 
 def cor4_beta(K: int, T: int, D: float) -> float:
-    """Corollary 4's threshold ``sqrt((e K T / 2 + (1 + 4e) D) / (16 e^2 ln K))``: the exact minimiser of Theorem 3's bound at
-    ``eta = 1/(4e beta)`` with ``|S_beta| <= D/beta`` and ``D_beta <= D``, which gives Corollary 4's bound."""
+    """Corollary 4's threshold ``sqrt((e K T / 2 + (1 + 4e) D) / (16 e^2 ln K))``: the exact
+    minimiser of Theorem 3's bound at ``eta = 1/(4e beta)`` with ``|S_beta| <= D/beta`` and
+    ``D_beta <= D``, which gives Corollary 4's bound."""
     return math.sqrt((_E * K * T / 2 + (1 + 4 * _E) * D) / (16 * _E**2 * math.log(K)))
 
 

@@ -162,8 +162,9 @@ def test_qpmd_waits_for_first_arrivals():
 
 
 def test_qpmd_regret_and_queue_law():
-    """QPM-D's regret at T = 250k is about 200 (reference, docs/reproductions/pikeburke2018.md) (mu = (0.5, 0.6), E = 10). The draw
-    without replacement preserves each arm's law: fed means estimate the true means."""
+    """QPM-D's regret at T = 250k is about 200 (mu = (0.5, 0.6), E = 10; the reference of
+    docs/reproductions/pikeburke2018.md). The draw without replacement preserves each arm's law: fed
+    means estimate the true means."""
     env = E.bernoulli([0.5, 0.6], delay=D.uniform(0, 20))
     o = simulate(env, C.attributed(), A.qpmd(), T_REF, jax.random.key(0), 20)
     m, se = o.regret[:, -1].mean(), o.regret[:, -1].std(ddof=1) / np.sqrt(20)

@@ -51,7 +51,8 @@ def _drive(arm, conv, d, K, M, upto, per_arm=False, snapshots=()):
 
 def _geom_loglik64(arm, conv, d, t, M, p, mean):
     """Float64 log-likelihood of the plays of rounds 0..t seen at the end of round t with window M
-    (docs/bayes.md, The model; discretised exponential, closed form: f(d) = e^{-d/mu}(1 - e^{-1/mu}), S(a) = e^{-(a+1)/mu});
+    (docs/bayes.md, The model; discretised exponential, closed form:
+    f(d) = e^{-d/mu}(1 - e^{-1/mu}), S(a) = e^{-(a+1)/mu});
     ``mean`` per arm (array) or shared (scalar)."""
     mean = np.broadcast_to(np.asarray(mean, np.float64), (len(p),))
     out = 0.0

@@ -1,6 +1,7 @@
 """Pike-Burke et al. (2018) Fig. 3 and App. F against the reference numbers and acceptance criteria
-of docs/reproductions/pikeburke2018.md (reconstructed parameters, conventions §11: mu = (0.5, 0.6), T = 250 000; the ODAAF-family regrets there are
-deterministic, Delta n_{m_e}, because elimination happens at phase 4 in every run)."""
+of docs/reproductions/pikeburke2018.md (reconstructed parameters, conventions §11: mu = (0.5, 0.6),
+T = 250 000; the ODAAF-family regrets there are deterministic, Delta n_{m_e}, because elimination
+happens at phase 4 in every run)."""
 import numpy as np
 import pytest
 
