@@ -270,7 +270,7 @@ def poisson_kl_ucb(p_hat, n_eff, beta, cap=1.0, iters: int = 10):
 
 
 def poisson_kl_ucb_bisect(p_hat, n_eff, beta, cap=1.0, iters: int = 60):
-    """Reference bisection for :func:`poisson_kl_ucb` (spec sec. 2.4), for tests."""
+    """Reference bisection for :func:`poisson_kl_ucb` (Vernade et al. 2017, Sec. 5.3), for tests."""
     ok_n = n_eff > 0
     c = beta / jnp.where(ok_n, n_eff, 1.0)
     p = jnp.maximum(p_hat, 0.0)

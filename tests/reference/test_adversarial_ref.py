@@ -218,9 +218,9 @@ def _adv_world(T, K, seed):
     rng = np.random.default_rng(seed)
     losses = (rng.random((T, K)) < np.linspace(0.3, 0.7, K)).astype(float)
     d = rng.integers(0, 9, T)
-    d[40:60] = 75 - np.arange(40, 60)  # staircase: 20 arrivals at the end of round 75 (P3)
+    d[40:60] = 75 - np.arange(40, 60)  # staircase: 20 arrivals at the end of round 75 (simultaneous arrivals)
     d[rng.random(T) < 0.03] = 25  # some long ones (skipped by small betas)
-    d[5] = D.NEVER  # never arrives (P7)
+    d[5] = D.NEVER  # never arrives
     d[T - 4] = 30  # lands after the horizon
     d[[100, 300, 500]] = 16  # exactly d_max of "dew_trunc" (kept: the drop rule is delay > d_max)
     return losses, d
@@ -341,7 +341,7 @@ def _thune_runs():
 
 DEW_CASES = {  # label -> (eta', keep rule), from Thune et al. Thm 1 truncation and Alg. 2's skip rule
     "dew": (0.04, lambda x: True),
-    "dew_trunc": (1 / (4 * EU * 16), lambda x: x <= 16),  # docstring: a delay above d_max is dropped (P5)
+    "dew_trunc": (1 / (4 * EU * 16), lambda x: x <= 16),  # docstring: a delay above d_max is dropped
     "skip5": (0.05, lambda x: x < 5.0),
     "skip5.5_nocount": (0.05, lambda x: x < 5.5),
     "skipdew": (1 / (4 * EU * 9.0), lambda x: x < 9.0),
