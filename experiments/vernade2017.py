@@ -1,6 +1,6 @@
-"""Reproduce Vernade, Cappe and Perchet (2017), Figures 1-3, and compare with the reference
-numbers of the spec (section 4.4). Writes each figure's results folder and a markdown table of
-ours vs reference (with z-scores) used by docs/reproductions/vernade2017.md.
+"""Reproduce Vernade, Cappe and Perchet (2017), Figures 1-3, and compare with the reference numbers
+of an independent numpy simulation (conventions §11). Writes each figure's results folder and a
+markdown table of ours vs reference (with z-scores) used by docs/reproductions/vernade2017.md.
 
     python experiments/vernade2017.py --out results/vernade2017
 """

@@ -1,4 +1,4 @@
-"""Reproduce Wang, Wang and Huang (2021), Figures 2-5, and check the paper's claims (spec 4.3)
+"""Reproduce Wang, Wang and Huang (2021), Figures 2-5, and check the paper's claims (its Sec. 4)
 claim by claim. Runs the four registered experiments (or reuses their results folders with
 ``--reuse``) and writes ``claims.md`` next to them (the tables of docs/reproductions/wang2021.md).
 

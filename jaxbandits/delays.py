@@ -487,7 +487,8 @@ def log_normal_mixture(p0: float, weights, mus, sigmas) -> LogNormalMixture:
                             jnp.asarray(sigmas, _F))
 
 
-# Published statistics of the rescaled Criteo attribution delays (Vernade et al. 2020, spec 8.3):
+# Statistics of the rescaled Criteo attribution delays of Vernade et al. 2020 (their Fig. 2, delays
+# times 0.01), measured on the delay distribution that accompanies the authors' code:
 CRITEO_STATS = {"mean": 5720.0, "median": 2913.0, "p0": 0.073, "tau_500": 0.31, "tau_2000": 0.445,
                 "tau_5000": 0.60, "tau_10000": 0.76}
 # Parameters fitted by experiments/fit_criteo_like.py (least squares on the statistics above).

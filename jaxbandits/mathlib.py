@@ -252,7 +252,7 @@ def poisson_kl_ucb(p_hat, n_eff, beta, cap=1.0, iters: int = 10):
     bracket ``p + c + sqrt(c^2 + 2pc)`` (valid because ``d_Pois(p, q) >= (q-p)^2/(2q)``): the iterates
     decrease monotonically to the root, so each is a valid upper bound. When the cap binds the
     index is exactly ``cap`` (exact ties, broken at random by the policy); ``p_hat >= cap`` returns
-    ``p_hat``. Tested against the spec's brentq vectors and a bisection.
+    ``p_hat``. Tested against float64 ``brentq`` roots and a bisection.
     """
     ok_n = n_eff > 0
     c = beta / jnp.where(ok_n, n_eff, 1.0)
@@ -270,7 +270,7 @@ def poisson_kl_ucb(p_hat, n_eff, beta, cap=1.0, iters: int = 10):
 
 
 def poisson_kl_ucb_bisect(p_hat, n_eff, beta, cap=1.0, iters: int = 60):
-    """Reference bisection for :func:`poisson_kl_ucb` (spec sec. 2.4), for tests."""
+    """Reference bisection for :func:`poisson_kl_ucb` (Vernade et al. 2017, Sec. 5.3), for tests."""
     ok_n = n_eff > 0
     c = beta / jnp.where(ok_n, n_eff, 1.0)
     p = jnp.maximum(p_hat, 0.0)

@@ -1,4 +1,4 @@
-"""Lag profiles of composite rewards (Wang, Wang and Huang 2021, Sec. 4.1; spec 1.6).
+"""Lag profiles of composite rewards (Wang, Wang and Huang 2021, Sec. 4.1).
 
 A pull's total ``X`` is split over later rounds: ``w[l]`` of it lands ``l`` rounds later
 (``sum w = 1``). The six families of the paper's stochastic simulations are here, as host-side
@@ -53,7 +53,7 @@ class Profile:
         return float(np.dot(np.arange(self.length), self.weights))
 
     def d1(self, s_max: float) -> float:
-        """Theorem 1's ``d_1`` when every arm shares this split scaled by ``s_i`` (spec 1.2)."""
+        """Theorem 1's ``d_1`` when every arm shares this split scaled by ``s_i`` (Sec. 2.1)."""
         return d1_constant(self, s_max)
 
     def info(self) -> dict:

@@ -1,5 +1,6 @@
-"""Bayesian conversion-and-delay models (spec `bayes_delay_models.md` §7: T1 against a float64
-likelihood for every family, T5, the log checks, SVI against NUTS and a small two-sided coverage run)."""
+"""Bayesian conversion-and-delay models (docs/bayes.md, *Tests of the offline models*): the exact
+compression against a float64 likelihood for every family, NUTS recovery, the log checks, SVI
+against NUTS and a small two-sided coverage run."""
 import math
 
 import jax.numpy as jnp
@@ -11,7 +12,7 @@ from jaxbandits import bayes as B
 from jaxbandits import cli
 
 # ----------------------------------------------------------------------------- float64 reference likelihood
-# Spec bayes_delay_models.md §2.2-2.3, written out in float64 (never through the library's code):
+# The likelihood of docs/bayes.md (The model), written out in float64 (never through the library's code):
 #   seen conversion with delay d:    log p + log f(d)
 #   nothing seen by age a (capped):  log(1 - p F(a))
 # discrete delays D = floor(X): S(a) = S_c(a + 1), f(d) = S_c(d) - S_c(d + 1); geometric in its closed
@@ -85,8 +86,8 @@ def _pmf_d64(name, d, th, edges=HIST_EDGES):
 
 
 def _ref_loglik_rows(arm, play, conv_time, cutoff, p, name, th, discrete, window=None, per_arm=False):
-    """Per-row log-likelihood of the raw log (§2.2), float64: a conversion after the cutoff or with a
-    delay above the window is not seen; the age is capped at the window."""
+    """Per-row log-likelihood of the raw log (docs/bayes.md, The model), float64: a conversion after
+    the cutoff or with a delay above the window is not seen; the age is capped at the window."""
     out = np.empty(len(arm))
     for i, (k, s, c, co) in enumerate(zip(arm, play, conv_time, cutoff)):
         thk = {n: float(v[k]) if per_arm else float(v) for n, v in th.items() if n != "delay_w"}
@@ -104,8 +105,9 @@ def _ref_loglik_rows(arm, play, conv_time, cutoff, p, name, th, discrete, window
 
 
 def _ref_log_prior(name, p, th, prior_mean, per_arm, pa=1.0, pb=1.0, mean_scale=1.5, edges=HIST_EDGES):
-    """Spec §2.4 priors, float64: p ~ Beta(pa, pb); scale parameters LogNormal(log prior_mean,
-    mean_scale); Weibull shape and log-normal sigma LogNormal(0, 0.5); histogram Dirichlet(1)."""
+    """The priors of docs/bayes.md (The model), float64: p ~ Beta(pa, pb); scale parameters
+    LogNormal(log prior_mean, mean_scale); Weibull shape and log-normal sigma LogNormal(0, 0.5);
+    histogram Dirichlet(1)."""
     lp = float(np.sum(stats.beta.logpdf(p, pa, pb)))
     ln = lambda x, loc, s: float(np.sum(stats.lognorm.logpdf(x, s, scale=loc)))
     if name in ("exponential", "geometric"):
@@ -145,8 +147,8 @@ def _th32(th):
 @pytest.mark.parametrize("name", ["exponential", "geometric", "weibull", "lognormal", "histogram"])
 def test_log_density_and_compression_equal_the_float64_likelihood(name, per_arm):
     """Every family, shared and per-arm laws: (1) the per-row log-likelihood (discrete, window
-    M = 40, and continuous where the family has it) equals the float64 formula of §2.2 row by row
-    and in sum; (2) the sufficient statistics of §2.5 give the same number; (3) the NumPyro model's
+    M = 40, and continuous where the family has it) equals the float64 formula above row by row
+    and in sum; (2) the sufficient statistics give the same number; (3) the NumPyro model's
     log joint on rows and on the statistics equals float64 prior + likelihood (a tempered or
     re-weighted likelihood, or a wrong prior, fails here directly)."""
     from numpyro.infer.util import log_density
@@ -230,7 +232,7 @@ def test_histogram_log_density_by_hand():
 
 
 def test_offline_nuts_recovers_truth_and_reports_diagnostics():
-    """T5 at a smaller size: truth inside the 94% HDI, r_hat < 1.01, no divergences; posterior
+    """NUTS recovery at a smaller size: truth inside the 94% HDI, r_hat < 1.01, no divergences; posterior
     delay curves and pending conversions present."""
     import arviz as az
 

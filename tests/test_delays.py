@@ -54,7 +54,8 @@ def test_geometric_reference_table():
 
 
 def test_pareto_is_thune_law():
-    # Thune et al. 2019 spec: d = floor(U^(-1/alpha)) - 1, so P(d >= k) = (k+1)^(-alpha)
+    # the heavy-tailed law of docs/reproductions/thune2019.md: d = floor(U^(-1/alpha)) - 1,
+    # so P(d >= k) = (k+1)^(-alpha)
     law = D.pareto(1.5)
     for k in [1, 5, 40]:
         assert abs((1 - float(law.cdf(k - 1))) - (k + 1) ** -1.5) < 1e-6
@@ -88,8 +89,8 @@ def test_error_names_parameter():
 
 def test_log_normal_mixture_ecdf_and_criteo_statistics():
     """The Criteo-like law: its CDF matches 1e6 samples (3 sigma), and it stays within the documented
-    distance of the published statistics of the rescaled Criteo delays (Vernade et al. 2020 spec
-    8.3: mean 5720, median 2913, P(D=0) = 0.073, tau_500 0.31, tau_2000 0.445, tau_5000 0.60,
+    distance of the statistics of the rescaled Criteo delays (Vernade et al. 2020, Fig. 2;
+    delays.CRITEO_STATS: mean 5720, median 2913, P(D=0) = 0.073, tau_500 0.31, tau_2000 0.445, tau_5000 0.60,
     tau_10000 0.76)."""
     law = D.criteo_like()
     s = np.asarray(law.sample(jax.random.key(3), (N,)))
@@ -315,7 +316,8 @@ def test_ppf_is_the_inverse_cdf(case):
 
 
 def test_pareto_ppf_is_thune_formula():
-    """Thune et al. 2019 spec: d = floor(U^(-1/alpha)) - 1 with U = 1 - u; scale s: floor(s((1-u)^(-1/a) - 1))."""
+    """The heavy-tailed law of docs/reproductions/thune2019.md: d = floor(U^(-1/alpha)) - 1 with
+    U = 1 - u; scale s: floor(s((1-u)^(-1/a) - 1))."""
     u = ((np.arange(1, 2**23, 4099) + 0.5) * U_LATTICE).astype(np.float32)
     for a, s in [(1.5, 1.0), (0.75, 1.0), (2.5, 4.0)]:
         x = s * ((1 - u.astype(np.float64)) ** (-1 / a) - 1)
@@ -362,7 +364,7 @@ def test_geometric_forms_and_vernade_parameter():
 
 
 def test_exponential_is_geometric_and_log_rho():
-    """floor(Exp(scale)) is geometric with rho = exp(-1/scale) (Vernade 2017 spec table):
+    """floor(Exp(scale)) is geometric with rho = exp(-1/scale) (the reading of Vernade et al. 2017's delays):
     geometric_log_rho gives log rho for both, None for every other law (shifted geometric included)."""
     for scale in [0.7, 10.0, 500.0]:
         e = D.exponential(scale)

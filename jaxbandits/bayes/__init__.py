@@ -1,4 +1,4 @@
-"""Bayesian delayed-conversion models in NumPyro (spec `bayes_delay_models.md`): the conversion
+"""Bayesian delayed-conversion models in NumPyro (docs/bayes.md): the conversion
 rate of each arm and the delay law inferred jointly, with the exact right-censored likelihood.
 
     log = bayes.read_log("experiments/data/example_log.csv")

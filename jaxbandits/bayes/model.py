@@ -1,4 +1,4 @@
-"""Joint conversion-rate and delay models (spec `bayes_delay_models.md` §2): each play of arm
+"""Joint conversion-rate and delay models (docs/bayes.md, *The model*): each play of arm
 ``k`` converts with probability ``p_k``; a conversion arrives after a delay from a family whose
 parameters are inferred (shared by all arms, or one law per arm). The likelihood is the exact
 right-censored one, in log space:
@@ -8,7 +8,7 @@ right-censored one, in log space:
   ``log(1 - p F(a)) = logaddexp(log1p(-p), log p + log S(a))``.
 
 Two data layouts give the same log density for discrete data: per-row :class:`Rows` (offline
-fits, pointwise log-likelihood for LOO) and fixed-size :class:`SuffStats` (§2.5: conversions per
+fits, pointwise log-likelihood for LOO) and fixed-size :class:`SuffStats` (conversions per
 arm, a delay histogram, and pending plays by arm and age).
 """
 from __future__ import annotations
@@ -54,7 +54,7 @@ class WeightedRows(NamedTuple):
 
 
 class SuffStats(NamedTuple):
-    """Exact compression of a discrete log with window ``M`` (§2.5)."""
+    """Exact compression of a discrete log with window ``M``."""
 
     n_conv: jax.Array  # f32[K] conversions seen per arm
     hist: jax.Array  # f32[M+1] (shared law) or f32[K, M+1] (per-arm laws): seen delays
@@ -62,7 +62,7 @@ class SuffStats(NamedTuple):
 
 
 class RingStats(NamedTuple):
-    """The in-scan policy's statistics after round ``t`` (§4.2): exact for window ``M = W - 1``."""
+    """The in-scan policy's statistics after round ``t`` (conventions §2): exact for window ``M = W - 1``."""
 
     n_conv: jax.Array  # f32[K] conversions seen (delay <= M)
     hist: jax.Array  # f32[M+1] seen delays (shared law) or f32[K, M+1] (per-arm laws)
@@ -73,8 +73,9 @@ class RingStats(NamedTuple):
 
 
 def loglik_ring(rs: RingStats, p, th, fam="exponential", per_arm_delay=False):
-    """§2.5 with the ring: ``sum n_conv log p + sum hist log f + sum n_closed log(1 - p F(M))
-    + sum_ring pend log(1 - p_arm F(age))``, ``age = (t - slot) mod W``. O(K + M + W)."""
+    """The sufficient statistics with the ring: ``sum n_conv log p + sum hist log f
+    + sum n_closed log(1 - p F(M)) + sum_ring pend log(1 - p_arm F(age))``,
+    ``age = (t - slot) mod W``. O(K + M + W)."""
     fam = family(fam)
     W = rs.ring_arm.shape[0]
     M = W - 1
@@ -99,7 +100,7 @@ def loglik_ring(rs: RingStats, p, th, fam="exponential", per_arm_delay=False):
 
 
 def unseen_log_term(log_p, log1m_p, log_s):
-    """``log(1 - p F(a)) = logaddexp(log(1-p), log p + log S(a))`` (pitfall 1)."""
+    """``log(1 - p F(a)) = logaddexp(log(1-p), log p + log S(a))`` (in log space: conventions §9)."""
     return jnp.logaddexp(log1m_p, log_p + log_s)
 
 
@@ -108,7 +109,8 @@ def _take(th, arm, per_arm):
 
 
 class CensoredConversion(dist.Distribution):
-    """Per-row likelihood of §2.2. The value of a row is ``[converted, delay]`` (event shape 2)."""
+    """Per-row censored likelihood (docs/bayes.md, *The model*). The value of a row is
+    ``[converted, delay]`` (event shape 2)."""
 
     arg_constraints = {}
     support = constraints.real_vector
@@ -145,9 +147,9 @@ def _priors(fam: Family, priors: Optional[dict], prior_mean: float) -> dict:
 
 def conversion_model(data, n_arms: int, fam="exponential", discrete: bool = False, per_arm_delay: bool = False,
                      priors: Optional[dict] = None, prior_mean: float = 30.0, fixed_delay: Optional[dict] = None):
-    """The NumPyro model: ``p ~ Beta(p_a, p_b)`` per arm, delay parameters under §2.4's priors (or
-    ``fixed_delay``: the oracle that knows the law), and the censored likelihood of ``data``
-    (:class:`Rows`, :class:`SuffStats` or :class:`RingStats`)."""
+    """The NumPyro model: ``p ~ Beta(p_a, p_b)`` per arm, delay parameters under the priors of
+    docs/bayes.md (or ``fixed_delay``: the oracle that knows the law), and the censored likelihood of
+    ``data`` (:class:`Rows`, :class:`SuffStats` or :class:`RingStats`)."""
     fam = family(fam)
     pr = _priors(fam, priors, prior_mean)
     p = numpyro.sample("p", dist.Beta(pr["p_a"], pr["p_b"]).expand([n_arms]).to_event(1))
@@ -178,7 +180,8 @@ def loglik_rows(rows: Rows, p, th, fam="exponential", discrete=False, per_arm_de
 
 
 def loglik_suffstats(ss: SuffStats, p, th, fam="exponential", per_arm_delay=False):
-    """§2.5: ``sum_k n_conv log p_k + sum_d hist[d] log f(d) + sum_{k,a} pend[k,a] log(1 - p_k F(a))``."""
+    """The sufficient statistics: ``sum_k n_conv log p_k + sum_d hist[d] log f(d)
+    + sum_{k,a} pend[k,a] log(1 - p_k F(a))``."""
     fam = family(fam)
     M1 = ss.pend.shape[1]
     ages = jnp.arange(M1, dtype=_F)

@@ -106,7 +106,8 @@ class LabelStreamEnv(World):
     ``1{a = labels[t]}`` (``||r_a(t)||_1``), all of it at one lag. The lag is the oblivious law
     ``delay`` or, when ``adaptive_d > 0``, the non-oblivious rule of Fig. 5(a,b): ``adaptive_d`` if
     the chosen arm is ``best`` and has been played ``streak_factor * adaptive_d`` rounds in a row,
-    else 1 (spec 1.7; ``count_current``: the streak counts the current play)."""
+    else 1 (Wang et al. 2021, Sec. 4.2; the streak rule is our reading, ``count_current``: the streak
+    counts the current play)."""
 
     labels: jax.Array  # i32[T]
     delay: D.DelayLaw
@@ -192,7 +193,7 @@ def synthetic_labels(probs, horizon: int, seed: int = 0, drift: float = 0.0) -> 
 
 
 def zipf_probs(n: int, s: float = 1.0) -> np.ndarray:
-    """``p_k ~ k^-s``, ``k = 1..n`` (the spec's Zipf(1.0) stand-in for Outbrain categories)."""
+    """``p_k ~ k^-s``, ``k = 1..n`` (our Zipf(1.0) stand-in for the Outbrain categories)."""
     k = np.arange(1, V.integer("n", n, lo=2) + 1, dtype=np.float64)
     w = k ** -float(s)
     return w / w.sum()

@@ -58,7 +58,8 @@ def composite(means=None, profile=None, delay=None, table=None, total: str = "be
     [0, 1]) spread by ``profile`` (a fixed split over lags ``0..L-1``, normalised here; a
     :class:`jaxbandits.profiles.Profile` is accepted) or, with ``delay``, landing whole after a
     delay drawn from that law (a sequence law: given per round). ``total="beta"`` draws the total
-    from ``Beta(s_a k, (1 - s_a) k)`` (``k = concentration``) instead: same mean (spec 1.6)."""
+    from ``Beta(s_a k, (1 - s_a) k)`` (``k = concentration``) instead: same mean (Wang et al. 2021
+    give only the means)."""
     V.choice("total", total, ("bernoulli", "beta"))
     V.positive("concentration", concentration)
     if (means is None) == (table is None):

@@ -5,8 +5,8 @@ regret bound as a host-side function (float64).
 
 Losses are ``l = 1 - r``. DEW keeps normalised log-probabilities; a play attaches
 ``(e_A, log p_A, probs)`` to its memo and its payload is the importance-weighted loss
-``e_A l exp(-log p_A)``, so the probability **at play time** weights it (pitfall P2) whenever it
-arrives, and any number of arrivals in one round simply add (P3).
+``e_A l exp(-log p_A)``, so the probability **at play time** weights it whenever it arrives
+(Algorithm 1), and any number of arrivals in one round simply add (conventions §5.3).
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ __all__ = ["dew", "skipper", "skipper_dew", "doubling", "DEWState", "SkipperStat
 
 _F = jnp.float32
 _E = math.e
-_CLAMP = 1e30  # spec 2.5 (b): eta * l_hat is clamped (probability below ~e^-87 per round)
+_CLAMP = 1e30  # conventions §9: eta * l_hat is clamped (binds with probability below ~e^-87 per round)
 _ATTR = Needs(attributed=True, zeros_observed=True)  # every loss, attributed to its play
 
 
@@ -67,7 +67,7 @@ def _iw_loss(memo, reward):
 def dew(eta: float, d_max: Optional[float] = None, name: str = "DEW") -> Policy:
     """DEW (Algorithm 1): exponential weights on importance-weighted losses, one update per arriving
     feedback, rate ``eta' = min(eta, 1/(4e d_max))``. Feedback with delay above ``d_max`` would void
-    the guarantee (P5): it is dropped, i.e. bare DEW behaves as Skipper(d_max + 1)."""
+    the guarantee of Theorem 1: it is dropped, i.e. bare DEW behaves as Skipper(d_max + 1)."""
     V.positive("eta", eta)
     if d_max is not None:
         V.nonneg("d_max", d_max)
@@ -100,7 +100,7 @@ class SkipperState(NamedTuple):
 
 def skipper(beta: float, base: Policy, count_skipped: bool = True, name: Optional[str] = None) -> Policy:
     """Skipper(beta, base) (Algorithm 2), a wrapper as in optax: feedback whose delay is ``>= beta``
-    is discarded (P4: the inequality is not strict), everything else goes to ``base`` unchanged.
+    is discarded (the inequality is not strict, Alg. 2), everything else goes to ``base`` unchanged.
     ``count_skipped`` adds one payload lane counting the discarded arrivals (they must fit in the
     calendar to be counted; with ``False`` a width of ``ceil(beta)`` is exact)."""
     V.real("beta", beta, allow_inf=True)
@@ -177,7 +177,7 @@ def doubling(m0: int = 0, lanes: int = 48, name: str = "Doubling") -> Policy:
     included; the round that breaks it opens the next epoch and is tested again (several empty
     epochs in one round are possible). A restart resets the weights and drops every pending
     feedback of earlier epochs: payloads are lane-structured by epoch (``one_hot(m mod lanes)``)
-    and ``update`` reads the current epoch's lane only. Knows neither T nor D (P9)."""
+    and ``update`` reads the current epoch's lane only (conventions §5.3). Knows neither T nor D."""
     m0 = V.integer("m0", m0, lo=0, hi=40)
     lanes = V.integer("lanes", lanes, lo=2, hi=256)
 
@@ -252,7 +252,9 @@ def thm3_bound(K: int, T: int, n_skipped: float, D_beta: float, beta: float, eta
 
 
 def cor4_beta(K: int, T: int, D: float) -> float:
-    """Corollary 4's threshold ``sqrt((e K T / 2 + (1 + 4e) D) / (16 e^2 ln K))`` (spec 2.2, 6.1)."""
+    """Corollary 4's threshold ``sqrt((e K T / 2 + (1 + 4e) D) / (16 e^2 ln K))``: the exact
+    minimiser of Theorem 3's bound at ``eta = 1/(4e beta)`` with ``|S_beta| <= D/beta`` and
+    ``D_beta <= D``, which gives Corollary 4's bound."""
     return math.sqrt((_E * K * T / 2 + (1 + 4 * _E) * D) / (16 * _E**2 * math.log(K)))
 
 
@@ -291,7 +293,7 @@ def _oracle(delays, K, T, kterm):
 
 def oracle_bound(delays, K: int, T: int, kterm: Optional[float] = None) -> float:
     """``min_beta |S_beta| + 4e beta ln K + (kterm + D_beta)/(4e beta)``, exactly (piecewise convex
-    in beta between delay values; spec 3.1). ``kterm`` defaults to ``e K T / 2``."""
+    in beta between consecutive delay values). ``kterm`` defaults to ``e K T / 2``."""
     return _oracle(delays, K, T, _E * K * T / 2 if kterm is None else kterm)[0]
 
 

@@ -38,7 +38,7 @@ _ANON = Needs(attributed=False)  # anonymous sums (the anonymous or the composit
 # ----------------------------------------------------------------------------- block sizes f(k)
 @dataclasses.dataclass(frozen=True)
 class BlockSize:
-    """ARS-UCB's block-size function ``f(k)`` (k = 1, 2, ...), spec 2.1: ``poly``
+    """ARS-UCB's block-size function ``f(k)`` (k = 1, 2, ...; Algorithm 1): ``poly``
     ``ceil(c k^p)``, ``exp2`` ``2^(k+c)`` with ``f(1) = 2^(2+c)``, ``const`` ``c`` (tests)."""
 
     kind: str
@@ -113,7 +113,7 @@ class ARSUCBState(NamedTuple):
     left: Any  # i32 slots left in the current block, this one included
     n: Any  # f32[N] N_i: slots in which i was played
     m: Any  # f32[N] M_i: sum of the observations received while i was played (spill-in included)
-    m_c: Any  # f32[N] Kahan compensation of M (pitfall 15)
+    m_c: Any  # f32[N] Kahan compensation of M (conventions §9)
     k: Any  # i32[N] K_i: index of i's next block (1 before its first)
     alpha: Any  # f32
 
@@ -127,7 +127,7 @@ def _ars_ucb_decide(n, m, k, alpha, t_paper, f: BlockSize):
     ``a in argmax u`` with ties to the smallest ``N_i`` then the lowest index; play ``f(K_a)``."""
     nn = jnp.maximum(n, 1.0)
     u = jnp.where(n > 0, jnp.minimum(m / nn + jnp.sqrt(alpha * jnp.log(t_paper) / nn), 1.0), 1.0)
-    cand = u == jnp.max(u)  # exact comparison (pitfall 4)
+    cand = u == jnp.max(u)  # exact comparison (conventions §9, §10)
     a = jnp.argmin(jnp.where(cand, n, jnp.inf)).astype(_I)
     return a, jnp.maximum(f(k[a]), 1), k.at[a].add(1)
 
@@ -135,7 +135,7 @@ def _ars_ucb_decide(n, m, k, alpha, t_paper, f: BlockSize):
 def ars_ucb(alpha: float = 4.0, f="k^2", name: Optional[str] = None) -> Policy:
     """ARS-UCB (Algorithm 1): play the arm of largest clipped UCB for ``f(K_a)`` consecutive slots,
     ``K_a`` its own block count; ``M_a`` sums every ``y`` received meanwhile. Anytime, no knowledge of
-    the delays. Theorem 1 needs ``alpha > 4`` (the experiments use 4): not enforced (pitfall 5)."""
+    the delays. Theorem 1 needs ``alpha > 4`` (the experiments use 4): not enforced (conventions §9)."""
     V.positive("alpha", alpha)
     f = block_size(f)
 
@@ -154,7 +154,7 @@ def ars_ucb(alpha: float = 4.0, f="k^2", name: Optional[str] = None) -> Policy:
         n = st.n + e
         m, m_c = M.kahan_add(st.m, st.m_c, e * arr.payload[0])
         left = st.left - 1
-        t_paper = (arr.t + 1).astype(_F)  # slots elapsed (spec 1.1)
+        t_paper = (arr.t + 1).astype(_F)  # slots elapsed (conventions §1)
         a, blen, k = _ars_ucb_decide(n, m, st.k, st.alpha, t_paper, f)
         done = left == 0
         return ARSUCBState(jnp.where(done, a, st.arm), jnp.where(done, blen, left), n, m, m_c,
@@ -172,7 +172,7 @@ def thm1_log_coefficient(means, alpha: float = 4.0) -> float:
 
 # ----------------------------------------------------------------------------- ARS-EXP3 (Algorithm 2)
 def exp3_block_table(horizon: int, beta: float = 0.5):
-    """Block sizes ``g(k) = ceil(k^beta)`` (one rounding everywhere, pitfall 7), ``K = max{k :
+    """Block sizes ``g(k) = ceil(k^beta)`` (one rounding everywhere, conventions §9), ``K = max{k :
     G(k) <= T}`` and the leftover ``T - G(K) < g(K+1)``. Returns ``(table, K)`` with
     ``table = [g(1), ..., g(K), leftover]`` (int64)."""
     T = V.integer("horizon", horizon, lo=1)
@@ -218,7 +218,7 @@ class DrawMemo(NamedTuple):
 
 
 def _exp3_probs(w, gamma, scale):
-    """``p = (1 - gamma) softmax(w / scale) + gamma / N`` (log-sum-exp; pitfall 8)."""
+    """``p = (1 - gamma) softmax(w / scale) + gamma / N`` (log-sum-exp; conventions §9)."""
     return (1.0 - gamma) * jax.nn.softmax(w / scale) + gamma / w.shape[0]
 
 
@@ -262,7 +262,7 @@ def ars_exp3(beta: float = 0.5, gamma: Optional[float] = None, name: Optional[st
         end = left == 0
         full = end & (k <= n_full)
         N = st.w.shape[0]
-        z_clip = jnp.minimum(z, blen.astype(_F))  # Z'(k) = min{Z(k), g(k)} (pitfall 7)
+        z_clip = jnp.minimum(z, blen.astype(_F))  # Z'(k) = min{Z(k), g(k)}, the actual block length (conventions §9)
         w = st.w + full * one_hot(mm.arm, N) * st.gamma * z_clip / (N * mm.p_arm)
         w = w - jnp.max(w)  # softmax is shift-invariant: keep the weights bounded
         return ARSEXP3State(w, mm.arm, mm.p_arm, k + end.astype(_I), left, z, st.gamma, st.gK, st.table,
@@ -273,7 +273,8 @@ def ars_exp3(beta: float = 0.5, gamma: Optional[float] = None, name: Optional[st
 
 # ----------------------------------------------------------------------------- ARS-CLW and CLW
 def h_default(T: int) -> int:
-    """The spec's default guess of ``d`` from a phase's end time: ``max(1, ceil(T^(1/3)))`` [C]."""
+    """The default guess of ``d`` from a phase's end time, ``max(1, ceil(T^(1/3)))`` (our choice:
+    Algorithm 3 only asks for an increasing ``h`` with ``h(T) < T``)."""
     r = int(round(T ** (1 / 3)))
     return max(1, r if r**3 >= T and (r - 1) ** 3 < T else int(math.ceil(T ** (1 / 3))))
 
@@ -307,12 +308,12 @@ def clw_phase_table(n_arms: int, horizon: int, d=None, first_end: int = 1024, h=
 
 
 def update_round_probability(q: float, d: int) -> float:
-    """``P(t in U) = q (1 - q)^(2d - 1)`` under the forward rule (spec 2.3)."""
+    """``P(t in U) = q (1 - q)^(2d - 1)`` under the forward rule (Algorithm 3, App. C)."""
     return q * (1 - q) ** (2 * d - 1)
 
 
 def coin_forward_step(t, next_one, next_next, d, gap):
-    """One slot of the forward coin rule as a renewal process (spec 2.3): ``t in U`` iff
+    """One slot of the forward coin rule as a renewal process (Algorithm 3, App. C): ``t in U`` iff
     ``B_t = 1`` and ``B_{t+1} = ... = B_{t+2d-1} = 0``, i.e. ``t`` is a success and the next one is
     ``>= 2d`` later. ``gap``: a fresh Geometric(q) on {1, 2, ...}, used only when ``t`` is a success.
     Returns ``(in_U, next_one, next_next)``."""
@@ -336,7 +337,7 @@ class CLWState(NamedTuple):
     next_next: Any  # i32 the success after it
     last_u: Any  # i32 backward rule: the last update round
     zbuf: Any  # f32[D_MAX] the last observations, slot t mod D_MAX
-    key: Any  # coin randomness (R2: a key kept in the state)
+    key: Any  # coin randomness (conventions §5.2: a key kept in the state)
     ends: Any  # i32[P] T^(k)
     ds: Any  # i32[P] d^(k)
     qs: Any  # f32[P]
@@ -403,7 +404,7 @@ def _clw(d, first_end, h, round_rule, params, name) -> Policy:
         if params == "colt":  # loss-Exp3 (no mixing) on the average composite loss of the window
             loss = (dk.astype(_F) - win) / (2.0 * dk)
             logw = M.log_normalize(st.logw - e * rate * loss / mm.p_arm)
-        else:  # reward-Exp3 (spec 2.5)
+        else:  # reward-Exp3 in ARS-EXP3's form (our choice: the paper does not give CLW's Exp3)
             logw = st.logw + e * rate * (win / (2.0 * dk)) / (N * mm.p_arm)
             logw = logw - jnp.max(logw)
         # phase change at the end of T^(k) (ARS-CLW): restart Exp3 and the coins
@@ -421,7 +422,7 @@ def _clw(d, first_end, h, round_rule, params, name) -> Policy:
 
 def ars_clw(first_end: int = 1024, h=h_default, round_rule: str = "wang_forward", name: str = "ARS-CLW") -> Policy:
     """ARS-CLW (Algorithm 3, App. C): CLW restarted on doubling phases ``T^(k) = first_end
-    2^(k-1)``, each with the guess ``d^(k) = h(T^(k))`` (default ``max(1, ceil(T^(1/3)))`` [C])."""
+    2^(k-1)``, each with the guess ``d^(k) = h(T^(k))`` (default ``max(1, ceil(T^(1/3)))``, our choice)."""
     first_end = V.integer("first_end", first_end, lo=1)
     if not callable(h):
         raise TypeError(f"h must be a function T -> int, got {type(h).__name__}")
@@ -429,8 +430,9 @@ def ars_clw(first_end: int = 1024, h=h_default, round_rule: str = "wang_forward"
 
 
 def clw(d: int, round_rule: str = "wang_forward", clw_params: str = "wang", name: Optional[str] = None) -> Policy:
-    """CLW with known ``d`` (spec 2.4.1 [C]): one ARS-CLW phase over the whole horizon, ``q = 1/(2d)``,
-    ``gamma = min(1, sqrt(2dN log N/(T+d)))``, the forward coin rule and the ``(1/(2d))``-scaled
+    """CLW (Cesa-Bianchi, Gentile and Mansour 2018) with known ``d``, in Wang et al. 2021's form: one
+    ARS-CLW phase over the whole horizon, ``q = 1/(2d)``, ``gamma = min(1, sqrt(2dN log N/(T+d)))``,
+    the forward coin rule and the ``(1/(2d))``-scaled
     window of the last ``d`` observations. ``round_rule="original"``: the COLT backward test;
     ``clw_params="colt"``: the COLT constants (``q = 1/(2(2d-1))``, loss-Exp3 with ``eta``)."""
     d = V.integer("d", d, lo=1)
@@ -440,9 +442,10 @@ def clw(d: int, round_rule: str = "wang_forward", clw_params: str = "wang", name
 # ----------------------------------------------------------------------------- generalized ODAAF
 def generalized_odaaf(d: int, mean_lag: Optional[float] = None, bridge_rule: str = "best",
                       name: Optional[str] = None) -> Policy:
-    """Generalized ODAAF (Garg and Akash 2019) as the spec builds it [C]: the ODAAF machine with
-    ODAAF-B's schedule, delay bound ``d`` (the reward-interval size) and ``E[tau] = d`` (only ``d``
-    is known), or ``E[tau] = mean_lag`` (the true mean lag; favourable to the baseline)."""
+    """Generalized ODAAF (Garg and Akash 2019) as built here (our choice: Wang et al. 2021 do not
+    give its schedule): the ODAAF machine with ODAAF-B's schedule, delay bound ``d`` (the
+    reward-interval size) and ``E[tau] = d`` (only ``d`` is known), or ``E[tau] = mean_lag`` (the
+    true mean lag; favourable to the baseline)."""
     d = V.integer("d", d, lo=0)
     e = float(d) if mean_lag is None else V.nonneg("mean_lag", mean_lag)
     return _anon.odaaf_b(e, float(d), bridge_rule=bridge_rule, name=name or f"gen. ODAAF(d={d})")

@@ -4,26 +4,28 @@ Conversions arrive after a random delay with a known CDF ``tau`` (the same for e
 seen only if they arrive within the window ``m`` (censored) and zeros are never seen. The policies
 correct the pull counts by the probability that a conversion would already be visible:
 
-    N_k(t)   = sum_{s<=t} 1{A_s = k}                                (spec 2.1)
-    S_k(t)   = conversions of arm k revealed by the end of round t   (E1)
+    N_k(t)   = sum_{s<=t} 1{A_s = k}                                (sec. 5.1)
+    S_k(t)   = conversions of arm k revealed by the end of round t   (each counted once)
     Ñ_k(t)   = sum_{s<=t} 1{A_s = k} tau_{min(t-s, m)}              (effective sample size)
     theta_k  = S_k / Ñ_k                                            (eq. 5; never clipped)
 
-    DelayedUCB   U_k = theta_k + sqrt(beta N_k / 2) / Ñ_k                  (sec. 5.2, spec 2.3)
-    DelayedKLUCB U_k = max{q <= 1 : Ñ_k d_Pois(theta_k, q) <= beta}       (sec. 5.3, spec 2.4)
-    beta(t)      = (1 + eps) log t, t the 1-based round being decided      (spec 2.2)
+    DelayedUCB   U_k = theta_k + sqrt(beta N_k / 2) / Ñ_k                  (sec. 5.2)
+    DelayedKLUCB U_k = max{q <= 1 : Ñ_k d_Pois(theta_k, q) <= beta}       (sec. 5.3)
+    beta(t)      = (1 + eps) log t, t the 1-based round being decided      (conventions §1)
 
-Rounds 1..K play each arm once; then argmax with uniformly random ties (spec 2.5: the paper
-lists the best arm first, so lowest-index ties would bias every result).
+Rounds 1..K play each arm once; then argmax with uniformly random ties (conventions §10: the
+paper lists the best arm first, so lowest-index ties would bias every result). ``eps`` defaults
+to 0: the paper does not say which ``eps`` its experiments use.
 
-``Ñ`` is kept in O(K) per round for geometric delays (the recursions of spec 2.8) and through a
+``Ñ`` is kept in O(K) per round for geometric delays (``O <- rho (O + e_A)``, ``Ñ = N - O``: the
+recursion of sec. 7 with its index set right, tested against the direct sum) and through a
 ring of the last ``m`` arms and the table ``tau_0..tau_m`` otherwise (O(mK)); uncensored general
 laws use a ring truncated where ``1 - tau_L <= 1e-6``. The ring is written first and read after
-(PERFORMANCE.md): ``update`` stores the arm, then recomputes ``Ñ`` and carries it to ``act``; the
+(conventions §12): ``update`` stores the arm, then recomputes ``Ñ`` and carries it to ``act``; the
 arm that closes next round is read after the write and carried as a scalar.
 
-Also: Discarding-UCB / -KLUCB (sec. 6, spec 2.6) on closed pulls only, with conversions delivered
-when their pull closes (``hold = m``); and the online delay-CDF heuristics of App. D (spec 2.7).
+Also: Discarding-UCB / -KLUCB (sec. 6) on closed pulls only, with conversions delivered when
+their pull closes (``hold = m``, conventions §5.4); and the online delay-CDF heuristics of App. D.
 """
 from __future__ import annotations
 
@@ -55,7 +57,7 @@ class DelayedState(NamedTuple):
     n: Any  # f32[K] N_k: pulls
     s: Any  # f32[K] S_k: revealed conversions
     n_tilde: Any  # f32[K] Ñ_k after the last update (read by act: the ring is never read there)
-    o: Any  # f32[K] geometric: sum over the window of 1{A_s=k} rho^(t-s+1) (spec 2.8 invariant)
+    o: Any  # f32[K] geometric: sum over the window of 1{A_s=k} rho^(t-s+1) (invariant of the recursion)
     w: Any  # f32[K] geometric censored: pulls in the window
     nc: Any  # f32[K] censored: closed pulls N_k(t-m) (weight tau_m)
     ring: Any  # i32[H] the last H arms, slot s mod H, -1 = empty
@@ -95,7 +97,7 @@ def _mode(delay, window, online):
 
 
 def delayed_ucb_index(s, n, n_tilde, beta):
-    """DelayedUCB index ``S/Ñ + sqrt(beta N / 2) / Ñ`` (sec. 5.2, spec 2.3); ``+inf`` when Ñ = 0.
+    """DelayedUCB index ``S/Ñ + sqrt(beta N / 2) / Ñ`` (sec. 5.2); ``+inf`` when Ñ = 0.
     ``N`` is the true pull count: the bonus is UCB's inflated by ``sqrt(N/Ñ)``."""
     ok = n_tilde > 0
     safe = jnp.where(ok, n_tilde, 1.0)
@@ -103,7 +105,7 @@ def delayed_ucb_index(s, n, n_tilde, beta):
 
 
 def delayed_klucb_index(s, n_tilde, beta, cap=1.0, iters: int = 8):
-    """DelayedKLUCB index ``max{q <= cap : Ñ d_Pois(S/Ñ, q) <= beta}`` (sec. 5.3, spec 2.4)."""
+    """DelayedKLUCB index ``max{q <= cap : Ñ d_Pois(S/Ñ, q) <= beta}`` (sec. 5.3)."""
     theta = s / jnp.where(n_tilde > 0, n_tilde, 1.0)
     return M.poisson_kl_ucb(theta, n_tilde, beta, cap, iters)
 
@@ -175,7 +177,7 @@ def _delayed(index: str, delay, window, eps, cap, iters, online, name) -> Policy
                 st2 = st._replace(dsum=st.dsum + arr.payload[K], dcnt=st.dcnt + jnp.sum(conv))
                 mu = st2.dsum / jnp.maximum(st2.dcnt, 1.0)
                 rho = mu / (1.0 + mu)
-            o = rho * (st2.o + e_a)  # O <- rho (O + e_A), spec 2.8
+            o = rho * (st2.o + e_a)  # O <- rho (O + e_A), then Ñ = N - O
             return st2._replace(o=o, n_tilde=st2.n - o)
         # censored ring (and uncensored truncated ring): pull t - H closes now
         H = st.ring.shape[0]
@@ -262,9 +264,9 @@ def _discarding(index, delay, window, eps, bonus, cap, iters, name) -> Policy:
         beta = _beta(t, eps)
         ok = st.nc > 0
         n_eff = st.tau_m * st.nc
-        theta = st.sc / jnp.where(ok, n_eff, 1.0)  # S^c / (tau_m N^c)  (E5)
+        theta = st.sc / jnp.where(ok, n_eff, 1.0)  # S^c / (tau_m N^c): closed pulls' conversions only (sec. 6)
         if index == "ucb":
-            denom = n_eff if bonus == "paper" else st.tau_m * n_eff  # E6: as printed, or tau_m^2
+            denom = n_eff if bonus == "paper" else st.tau_m * n_eff  # sec. 6's bonus as printed, or tau_m^2
             u = jnp.where(ok, theta + jnp.sqrt(beta / (2.0 * jnp.where(ok, denom, 1.0))), jnp.inf)
         else:
             u = M.poisson_kl_ucb(theta, n_eff, beta, cap, iters)
@@ -288,7 +290,7 @@ def _discarding(index, delay, window, eps, bonus, cap, iters, name) -> Policy:
 
 def discarding_ucb(delay, window: int, eps: float = 0.0, bonus: str = "paper", name: Optional[str] = None) -> Policy:
     """Discarding-UCB (sec. 6): UCB on closed pulls only, bonus ``sqrt(beta / (2 tau_m N^c))`` as
-    printed (``bonus="tau2"``: ``tau_m^2``, spec E6)."""
+    printed (``bonus="tau2"``: ``tau_m^2``, which is what DelayedUCB reduces to when every pull is closed)."""
     window = V.integer("window", window, lo=0)
     _check(delay, window, eps, False)
     V.choice("bonus", bonus, ("paper", "tau2"))
@@ -304,7 +306,7 @@ def discarding_klucb(delay, window: int, eps: float = 0.0, cap: Optional[float] 
     return _discarding("kl", delay, window, eps, "paper", cap, iters, name or "Discarding-KLUCB")
 
 
-# ----------------------------------------------------------------------------- theory (spec 3.1, 3.4)
+# ----------------------------------------------------------------------------- theory (Theorems 3, 4, 9)
 def _kl_np(p, q):
     import numpy as np
 

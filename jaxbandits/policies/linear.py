@@ -8,11 +8,11 @@ censored-conversions channel with window m.
     f_{t,delta} = sqrt(lam) + sqrt(2 log(1/delta) + d log((d lam + t)/(d lam)))     (Theorem 1)
     bias_t = sum over the last m actions of ||A_s||_{V_t^-1}   ("exact") or ||A_s||_{V_s^-1} ("stored")
 
-``variant="paper"`` uses these formulas; ``variant="reference_code"`` (the default, spec section 6)
+``variant="paper"`` uses these formulas; ``variant="reference_code"`` (the default)
 uses the authors' code's width, which squares the norms and drops the factor 2, and is the one that
 reproduces the paper's figures (the printed width explores forever at these horizons, worse than
 uniform random). V^-1 is kept by Sherman-Morrison, symmetrised each update. The ring of the last
-m actions is written in ``update`` and read right after (PERFORMANCE.md); the bias sums are
+m actions is written in ``update`` and read right after (conventions §12); the bias sums are
 carried to ``act`` as scalars.
 """
 from __future__ import annotations
@@ -139,7 +139,7 @@ def otf_linucb(window: int, lam: float = 1.0, delta: float = 0.1, variant: str =
     """OTFLinUCB. ``variant="paper"``: ``U(a) = <a, theta_hat> + (2 f + bias) ||a||_{V^-1}`` with the
     exact (``V_t``) or stored (``V_s``) bias; ``"reference_code"``: ``<a, theta_hat> +
     (sqrt(beta'_t + lam) + sum b_s) ||a||^2_{V^-1}``, ``b_s = ||A_s||^2_{V_s^-1}``, ``beta'_t = 2 log(1/delta)
-    + d log(1 + n/(lam d))`` (spec section 6). ``bias=False`` drops the bias term (the baseline
+    + d log(1 + n/(lam d))`` (the authors' code). ``bias=False`` drops the bias term (the baseline
     "OTFLinUCB without the bias term", not from the paper)."""
     window = _check(window, lam, delta, variant, bias_mode)
     V.positive("width_scale", width_scale)
@@ -174,7 +174,7 @@ def otf_lints(window: int, lam: float = 1.0, delta: float = 0.1, variant: str = 
     """OTFLinTS. ``variant="paper"``: ``theta ~ N(theta_hat, beta V^-1)``, ``beta = 1 + bias/f``
     (Algorithm 2's stored norms by default); ``scale="conservative"``: covariance ``(f + bias)^2 V^-1``
     (the paper's "more conservative choice", our reading). ``"reference_code"``: ``V' = sigma0^2 I +
-    sum A A^T`` and ``theta ~ N(V'^-1 B, c_t V'^-1)`` with ``c_t = sigma0 + sum b'_s`` (spec section 6)."""
+    sum A A^T`` and ``theta ~ N(V'^-1 B, c_t V'^-1)`` with ``c_t = sigma0 + sum b'_s`` (the authors' code)."""
     window = _check(window, lam, delta, variant, bias_mode)
     V.choice("scale", scale, ("paper", "conservative"))
     V.positive("sigma0", sigma0)

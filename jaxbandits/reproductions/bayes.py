@@ -1,4 +1,4 @@
-"""Experiments of the Bayesian delay models (spec `bayes_delay_models.md` §8; docs/bayes.md):
+"""Experiments of the Bayesian delay models (docs/bayes.md, *Experiments*):
 
 * ``bayes-fit-recovery``: offline NUTS fits on simulated logs; how often the posterior intervals
   cover the true rates and delay parameters.
@@ -8,7 +8,7 @@
 * ``bayes-ts-arm-delays``: the best arm converts a little more often but much more slowly; per-arm
   delay-model TS against the same baselines and the per-arm oracle.
 
-Arms are listed worst first (the best arm is not arm 0, spec pitfall 6) and every TS breaks ties at
+Arms are listed worst first (the best arm is not arm 0, conventions §10) and every TS breaks ties at
 random.
 """
 from __future__ import annotations

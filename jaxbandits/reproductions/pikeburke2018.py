@@ -1,7 +1,8 @@
-"""Pike-Burke et al. (2018), Figure 3 and Appendix F, with the spec's reconstructed parameters
-(the seed lost every number of the experimental section): two Bernoulli arms mu = (0.5, 0.6),
-T = 250 000, 200 replications, E[tau] in {10, 20}; the suboptimal arm first in ODAAF's order; the
-bridge arm is the empirical leader; half-normal delays read as sigma = E sqrt(pi/2) (spec 1.4 (a)).
+"""Pike-Burke et al. (2018), Figure 3 and Appendix F, with reconstructed parameters (the text we
+worked from lost every number of the experimental section; conventions §11): two Bernoulli arms
+mu = (0.5, 0.6), T = 250 000, 200 replications, E[tau] in {10, 20}; the suboptimal arm first in
+ODAAF's order; the bridge arm is the empirical leader; half-normal delays with mean E read as
+sigma = E sqrt(pi/2).
 """
 from __future__ import annotations
 

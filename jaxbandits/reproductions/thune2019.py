@@ -1,5 +1,5 @@
-"""Thune, Cesa-Bianchi and Seldin (2019): the paper has no experiments; these are the spec's
-proposed ones (section 4.2), with ``Bern(K, Delta)`` oblivious losses (arm 0 has mean loss
+"""Thune, Cesa-Bianchi and Seldin (2019): the paper has no experiments; these are ours
+(docs/reproductions/thune2019.md), with ``Bern(K, Delta)`` oblivious losses (arm 0 has mean loss
 ``0.5 - Delta``, the others 0.5, i.i.d. per arm and round) and the expected-loss regret against
 the realised best arm.
 

@@ -1,5 +1,6 @@
-"""Vernade, Cappe and Perchet (2017), Figures 1-3 (spec section 4): K = 3, geometric delays
-"with parameter 1/mu", mu = 500 (rho = 1 - 1/mu = 0.998, spec E3), window m = 1000, T = 1e4,
+"""Vernade, Cappe and Perchet (2017), Figures 1-3 (Sec. 7): K = 3, geometric delays
+"with parameter 1/mu", mu = 500 (rho = 1 - 1/mu = 0.998: the paper's own formulas use it as the
+survival ratio), window m = 1000, T = 1e4,
 beta = log t (eps = 0), round-robin start, random ties."""
 from __future__ import annotations
 

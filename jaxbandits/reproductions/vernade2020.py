@@ -1,4 +1,4 @@
-"""Vernade et al. (2020), Figures 1 and 3 (spec section 8): d = 5, K = 10 fresh actions per round
+"""Vernade et al. (2020), Figures 1 and 3: d = 5, K = 10 fresh actions per round
 (binary {0,1}^5 normalised: the paper's text, the primary table; uniform [0,1]^5 normalised: the
 authors' code, the second table), theta = 1/sqrt(5) in every coordinate, delta = 0.1, lam = 1.
 Geometric delays with p = 1/mu on {1, 2, ...} (the zero-based law shifted by one)."""

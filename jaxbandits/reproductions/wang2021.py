@@ -1,13 +1,13 @@
-"""Wang, Wang and Huang (2021), Figures 2-5, with the spec's reproduction defaults [C] (the paper
-gives no T, no run count, no alpha grid or f set): T = 1e5, 50 runs (Figs. 2-4) and 20 runs
+"""Wang, Wang and Huang (2021), Figures 2-5, with our reproduction defaults (the paper gives no T,
+no run count, no alpha grid or f set; conventions §11): T = 1e5, 50 runs (Figs. 2-4) and 20 runs
 (Fig. 5); nine arms s = (0.9, ..., 0.1) with Bernoulli totals; "vary alpha" panels fix f = k^2 and
 take alpha in {2, 4, 6, 8}, "vary f" panels fix alpha = 4 and take f in {k, k^2, k^3, 2^k}.
 
 Fig. 5 uses **synthetic click streams as stand-ins** for the Outbrain and Coupon logs (which
 cannot be fetched here): i.i.d. Zipf(1.0) labels over 10 categories, and i.i.d. weekday labels
 over 7 days with the weights ``coupon_weights`` (default ``COUPON_WEIGHTS``, a weekend peak); one fixed stream per setting (numpy seed
-``stream_seed``), shared by every run and policy. Panel letters are inferred (spec 4.1), so panels
-are named by their setting.
+``stream_seed``), shared by every run and policy. Panel letters are inferred (the text we worked
+from lost them), so panels are named by their setting.
 """
 from __future__ import annotations
 

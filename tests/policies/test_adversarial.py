@@ -1,5 +1,6 @@
-"""Thune, Cesa-Bianchi and Seldin (2019): DEW, Skipper, Doubling. The spec's pitfalls as test
-cases (specs/thune2019_dew_skipper.md section 5), the invariants of Lemma 11 (section 3.3), the
+"""Thune, Cesa-Bianchi and Seldin (2019): DEW, Skipper, Doubling. Timing, play-time importance
+weights, simultaneous arrivals, the skip boundary, truncation and Doubling's epochs as test cases,
+invariants derived from Lemma 11's argument, the
 doubling epochs on a hand-computed sequence, and bound compliance for every run."""
 import math
 from typing import Any, NamedTuple
@@ -50,7 +51,7 @@ def with_history(pol, T, seq=None):
 def dew_reference(losses, d, seq, eta, beta=np.inf, weight_at="play"):
     """float64 DEW: p_t = softmax(-eta L_hat_{t-1}); at the end of round t every (s, l_s) with
     s + d_s = t and d_s < beta adds l_s / p_s[A_s] (play-time probability) to L_hat[A_s].
-    ``weight_at="arrival"``: the wrong weight p_t[A_s] (pitfall P2), for the negative control."""
+    ``weight_at="arrival"``: the wrong weight p_t[A_s] (arrival time), for the negative control."""
     T, K = losses.shape
     L = np.zeros(K)
     P = np.zeros((T, K))
@@ -67,8 +68,8 @@ def _world(T=120, K=3, seed=0):
     rng = np.random.default_rng(seed)
     losses = (rng.random((T, K)) < [0.3, 0.5, 0.6][:K]).astype(float)
     d = rng.integers(0, 12, T)
-    d[10:20] = 30 - np.arange(10, 20)  # staircase: rounds 10..19 all arrive at the end of round 30 (P3)
-    d[5] = D.NEVER  # never arrives (P7)
+    d[10:20] = 30 - np.arange(10, 20)  # staircase: rounds 10..19 all arrive at the end of round 30 (simultaneous arrivals)
+    d[5] = D.NEVER  # never arrives
     d[T - 3] = 50  # lands after the horizon
     seq = rng.integers(0, K, T)
     return losses, d, seq
@@ -89,7 +90,7 @@ def test_dew_matches_float64_reference_with_delays():
 
 
 def test_dew_without_delay_is_exp3():
-    """P1: all d = 0: DEW is loss-based Exp3 without mixing, step by step."""
+    """Timing: all d = 0: DEW is loss-based Exp3 without mixing, step by step."""
     losses, _, seq = _world(seed=2)
     T = losses.shape[0]
     d = np.zeros(T, int)
@@ -101,7 +102,7 @@ def test_dew_without_delay_is_exp3():
 
 
 def test_skip_boundary():
-    """P4: skip iff d >= beta (not strict); beta <= 0 skips everything (uniform forever);
+    """Skip boundary: skip iff d >= beta (not strict); beta <= 0 skips everything (uniform forever);
     beta = inf is bare DEW."""
     pol = A.skipper(5.0, A.dew(0.1))
     memo = A.DEWMemo(jnp.array([0.0, 1.0]), jnp.log(0.5), jnp.array([0.5, 0.5]))
@@ -122,7 +123,7 @@ def test_skip_boundary():
 
 
 def test_truncation():
-    """P5: eta' = min(eta, 1/(4e d_max)); d_max = 0: no truncation; Skipper-DEW at Cor 4's eta: none."""
+    """Truncation: eta' = min(eta, 1/(4e d_max)); d_max = 0: no truncation; Skipper-DEW at Cor 4's eta: none."""
     spec = ProblemSpec(2, 100)
     assert np.isclose(float(A.dew(1.0, d_max=10).init(spec, None).eta), 1 / (40 * math.e))
     assert float(A.dew(0.3, d_max=0).init(spec, None).eta) == pytest.approx(0.3)
@@ -231,7 +232,7 @@ def test_doubling_restart_discards_old_feedback():
 
 
 def test_doubling_needs_action_time_and_no_horizon():
-    """P9/P10: Doubling refuses observation-time feedback; its constructor takes neither T nor D."""
+    """Doubling refuses observation-time feedback; its constructor takes neither T nor D."""
     import inspect
 
     assert set(inspect.signature(A.doubling).parameters) == {"m0", "lanes", "name"}
@@ -351,7 +352,8 @@ def test_bound_compliance_every_run(compliance_runs, i):
 
 
 def test_bounds_reference_numbers():
-    """Spec 4.2 E1 (K = 2, T = 2^12 and 2^17, Example 8 delays) and E3 (d = 0, T = 2^15)."""
+    """Experiments E1 (K = 2, T = 2^12 and 2^17, Example 8 delays) and E3 (d = 0, T = 2^15) of
+    docs/reproductions/thune2019.md."""
     for T, beta4, bstar, b_cor4, b_or in [(2**12, 252, 11.7, 3795, 284), (2**17, 3411, 65.9, 51420, 1608)]:
         n = math.ceil(math.sqrt(2 * T / math.log(2))) - 1
         d = np.where(np.arange(T) < n, T - 1 - np.arange(T), 0)
@@ -368,7 +370,7 @@ def test_bounds_reference_numbers():
 
 
 def test_int64_host_sums_and_never():
-    """P14: totals of huge delays need int64 on the host; NEVER never arrives and never overflows."""
+    """Totals of huge delays need int64 on the host; NEVER never arrives and never overflows."""
     d = np.full(2**17, 2**30 - 1, np.int64)
     n_s, d_beta = A.skipped_stats(d, beta=2.0**31)
     assert n_s == 0 and d_beta == (2**30 - 1) * 2**17

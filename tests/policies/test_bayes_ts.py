@@ -1,5 +1,6 @@
-"""The in-scan delay-model Thompson policy (spec `bayes_delay_models.md` §4, tests T2, T3, T9) and
-the reveal ages of the conversions channel (conventions R3c)."""
+"""The in-scan delay-model Thompson policy (docs/bayes.md, *Thompson sampling inside the scan*):
+exact ring statistics, the HMC refresh against offline NUTS, information hiding; and the reveal ages
+of the conversions channel (conventions §5.5)."""
 import math
 from typing import Any, NamedTuple
 
@@ -50,7 +51,8 @@ def _drive(arm, conv, d, K, M, upto, per_arm=False, snapshots=()):
 
 def _geom_loglik64(arm, conv, d, t, M, p, mean):
     """Float64 log-likelihood of the plays of rounds 0..t seen at the end of round t with window M
-    (§2.2; discretised exponential, closed form: f(d) = e^{-d/mu}(1 - e^{-1/mu}), S(a) = e^{-(a+1)/mu});
+    (docs/bayes.md, The model; discretised exponential, closed form:
+    f(d) = e^{-d/mu}(1 - e^{-1/mu}), S(a) = e^{-(a+1)/mu});
     ``mean`` per arm (array) or shared (scalar)."""
     mean = np.broadcast_to(np.asarray(mean, np.float64), (len(p),))
     out = 0.0
@@ -66,7 +68,7 @@ def _geom_loglik64(arm, conv, d, t, M, p, mean):
 
 @pytest.mark.parametrize("per_arm", [False, True])
 def test_ring_statistics_equal_the_per_row_likelihood(per_arm):
-    """T2: the ring statistics after round t give exactly the per-row log-likelihood of the log
+    """The ring statistics after round t give exactly the per-row log-likelihood of the log
     observed at the end of round t (window M), at several rounds (delay 0, delay M and evictions),
     for a shared delay law and for one law per arm (histogram [K, M+1]); both equal the float64
     formula, and the NumPyro model's log joint on the ring is float64 prior + that likelihood."""
@@ -95,7 +97,7 @@ def test_ring_statistics_equal_the_per_row_likelihood(per_arm):
 
 
 def test_in_scan_engine_agrees_with_offline_nuts():
-    """T3: the in-scan HMC refresh run on fixed data targets the offline NUTS posterior (means within
+    """The in-scan HMC refresh run on fixed data targets the offline NUTS posterior (means within
     0.2 posterior sd, sds within 15%); Laplace means within 0.3 sd."""
     K, M, T = 3, 255, 600
     arm, conv, d = _simulated_rounds(T, K, [0.10, 0.07, 0.05], 50.0, 3)
@@ -149,7 +151,7 @@ def _rev_recorder(T, H):
 
 
 def test_reveal_ages_flag_exactly_the_revealed_plays():
-    """R3c: rev_age[a] at round t is 1 iff the play of round t-a converts with delay a <= window."""
+    """Conventions §5.5: rev_age[a] at round t is 1 iff the play of round t-a converts with delay a <= window."""
     T, H, m = 80, 12, 9
     d = np.random.default_rng(1).integers(0, 15, T)
     env = E.conversions([0.6, 0.9], D.sequence(d))
@@ -226,7 +228,7 @@ def test_policies_run_under_vmap_without_nan(ref_run):
 
 @pytest.mark.parametrize("lab", ["hmc", "weibull"])
 def test_ring_statistics_equal_a_numpy_recount(ref_run, lab):
-    """DelayModelTS state after T rounds (§4.2-4.3) recounted in numpy from the actions and the
+    """DelayModelTS state after T rounds recounted in numpy from the actions and the
     world draws: conversions seen within M by arm, the seen-delay histogram (shared, or [K, M+1]
     per arm), closed plays (age > M) that never converted within M, the ring of the last W plays
     with their pending flags, and t."""
@@ -259,8 +261,8 @@ def test_ring_statistics_equal_a_numpy_recount(ref_run, lab):
 
 
 def _beta_stats_np(d, acts, X, mode, t):
-    """Beta TS's parameters at the act of round t (feedback of rounds s + d_s <= t - 1), float64
-    from the spec (§4.7): naive Beta(1 + S, 1 + N - S) over every play and every delivered
+    """Beta TS's parameters at the act of round t (feedback of rounds s + d_s <= t - 1), float64:
+    naive Beta(1 + S, 1 + N - S) over every play and every delivered
     conversion (d <= m); closed: plays older than M (s <= t - 1 - W) and their conversions within M."""
     K, W = len(THETA), M_REF + 1
     s = np.arange(t)
@@ -313,7 +315,7 @@ def test_beta_ts_reference(ref_run, mode):
 
 
 def test_hidden_outcomes_do_not_change_actions():
-    """T9 on what the conversions channel hides (window m = 40, horizon T = 300): the delays of
+    """Information hiding on what the conversions channel hides (window m = 40, horizon T = 300): the delays of
     zero outcomes (u_s >= max theta: no arm converts), the delays of conversions beyond the window
     (d > m, changed to other values > m) and of conversions beyond the horizon (s + d >= T) are
     perturbed: the delay-model TS's actions must not change. Visible control: changing the delays

@@ -1,5 +1,5 @@
 """Wang, Wang and Huang (2021): ARS-UCB, ARS-EXP3, ARS-CLW, CLW, generalized ODAAF, the composite
-worlds and profiles (spec `wang2021_ars.md` §6 acceptance tests)."""
+worlds and profiles (docs/policies/ars.md lists what is tested)."""
 import math
 from typing import Any, NamedTuple
 
@@ -38,8 +38,8 @@ def _observations(X, actions, w):
     return y[:T], y[T:].sum()
 
 
-# ----------------------------------------------------------------------------- profiles (spec 1.6)
-# d_1 = s_1 E[lag] with s_1 = 0.9: the spec's table (wang2021_ars.md §1.6)
+# ----------------------------------------------------------------------------- profiles (Wang et al. 2021, Sec. 4.1)
+# d_1 = s_1 E[lag] with s_1 = 0.9 (Sec. 2.1's d_1 for one split scaled by s_i), computed by hand
 D1_REF = {"interval(30,40)": 31.05, "interval(10,20)": 13.05, "lin-dec(d=100)": 30.6, "lin-dec(d=50)": 15.6,
           "lin-inc(d=100)": 60.3, "lin-inc(d=50)": 30.3, "discounted(gamma=0.8)": 4.5, "discounted(gamma=0.9)": 9.0,
           "polynomial(gamma=3)": 1.232}
@@ -54,7 +54,7 @@ def test_profiles_sum_to_one_and_match_the_d1_table(prof):
 
 
 def test_profile_truncation_reported():
-    p2 = Pr.polynomial(2)  # spec 1.6: tail beyond 4096 is 1.5e-4; d_1 infinite
+    p2 = Pr.polynomial(2)  # tail beyond 4096 is 1.5e-4; d_1 infinite (the mean lag sum 1/l diverges)
     assert p2.length == 4096 and p2.tail_mass == pytest.approx(1.5e-4, rel=0.05) and math.isinf(p2.d1(0.9))
     assert Pr.polynomial(3).tail_mass <= 1e-6 and Pr.discounted(0.9, tol=1e-6).tail_mass <= 1e-6
     dropped = Pr.polynomial(2, tail="drop")
@@ -62,7 +62,7 @@ def test_profile_truncation_reported():
     assert Pr.interval(30, 40).weights[30:40].tolist() == [0.1] * 10 and Pr.interval(30, 40).weights[:30].sum() == 0
     lin = Pr.linear_decreasing(4).weights  # (d+1-l) 2/(d(d+1)) for l = 1..4
     np.testing.assert_allclose(lin, [0, 0.4, 0.3, 0.2, 0.1])
-    # the random-delay case is a law: moments of spec 1.6
+    # the random-delay case is a law: U{0..60} has mean 30 and variance 310
     law = Pr.random_delay(0, 60)
     assert float(law.mean) == pytest.approx(30) and float(law.variance) == pytest.approx(310, rel=1e-3)
 

@@ -1,7 +1,8 @@
-"""Vernade, Cappe and Perchet (2017): the acceptance tests of the spec (section 6).
+"""Vernade, Cappe and Perchet (2017): statistics, index formulas, recursions, unbiasedness and
+behaviour of DelayedUCB, DelayedKLUCB and Discarding.
 
-Reference numbers are copied from specs/vernade2017_delayed_conversions.md (the project's spec of
-the paper), sections 2.1, 2.3, 2.4 and 4.4; those were produced by an independent numpy simulation.
+Reference numbers (a worked example, index test vectors, regret cells) were computed independently
+in float64, by hand or by an independent numpy simulation (conventions §11).
 """
 import math
 
@@ -38,7 +39,7 @@ def fixed_actions(policy, seq):
 
 # ------------------------------------------------------------------------- statistics
 def test_worked_example_n_tilde():
-    # spec 2.1: rho = 0.5, arms [0,1,0,0,2,0,1] at rounds 1..7, after t = 7
+    # worked example: rho = 0.5, arms [0,1,0,0,2,0,1] at rounds 1..7, after t = 7
     law = D.geometric(0.5)
     seq = [0, 1, 0, 0, 2, 0, 1]
     env = E.conversions([0.2, 0.2, 0.2], law)
@@ -69,7 +70,7 @@ def test_recursions_equal_direct_sums(law, window):
 @pytest.mark.parametrize("window", [None, 20])
 @pytest.mark.parametrize("law", [D.geometric(0.9), D.uniform(0, 40)], ids=lambda l: type(l).__name__)
 def test_unbiasedness_monte_carlo(window, law):
-    """E[S_k(T) | actions] = theta_k Ñ_k(T) (spec 6.2: K=2, T=60, m=20, rho=0.9, theta=(0.3, 0.6))."""
+    """E[S_k(T) | actions] = theta_k Ñ_k(T) (K=2, T=60, m=20, rho=0.9, theta=(0.3, 0.6))."""
     rng = np.random.default_rng(1)
     T, R = 60, 200_000
     seq = rng.integers(0, 2, T)
@@ -141,7 +142,7 @@ def test_scaling_invariance():
 
 # ------------------------------------------------------------------------- behaviour
 def test_discarding_blind_phase():
-    """Spec 6.7: with random ties Discarding plays uniformly until ~m + K: R(1000) = 40.0 +- 0.2
+    """With random ties Discarding plays uniformly until ~m + K: R(1000) = 40.0 +- 0.2
     on theta_L (200 runs)."""
     env = E.conversions(THETA_L, LAW)
     o = simulate(env, C.conversions(window=1000), {"u": V.discarding_ucb(LAW, 1000), "k": V.discarding_klucb(LAW, 1000)},
@@ -170,7 +171,7 @@ def test_hygiene_no_nan_vmap_loop_replay():
 
 
 def test_random_ties_do_not_favour_arm_order():
-    """Reversed arm order gives the same regret law (spec pitfall 9)."""
+    """Reversed arm order gives the same regret law (conventions §10)."""
     out = {}
     for name, th in [("fwd", THETA_L), ("rev", THETA_L[::-1].copy())]:
         o = simulate(E.conversions(th, LAW), C.conversions(window=1000), V.discarding_klucb(LAW, 1000), 2000,

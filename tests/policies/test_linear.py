@@ -1,5 +1,6 @@
-"""Vernade et al. (2020) OTFLinUCB / OTFLinTS: the spec's minimum test list (section 11) and a
-reduced reproduction of its calibration table (section 8.4, an independent numpy re-simulation:
+"""Vernade et al. (2020) OTFLinUCB / OTFLinTS: formulas, invariants and a
+reduced reproduction of the calibration table of docs/reproductions/vernade2020.md (an independent
+numpy re-simulation, conventions §11:
 binary actions, (m, mu) = (100, 100), T = 3000, 50 runs: ref-UCB 62/67/72/73 +- 2, ref-TS
 83/113/141/155, paper-UCB 188/329/546/694, paper-TS 94/139/187/213 at t = 500/1000/2000/3000)."""
 import math
@@ -129,7 +130,7 @@ def test_window_and_channel_checks():
 
 def test_calibration_reduced():
     """Binary actions, (m, mu) = (100, 100), 50 runs, T = 3000: every variant within 3 s.e. (plus a
-    3% margin for the reference's own noise) of spec 8.4."""
+    3% margin for the reference's own noise) of the calibration table."""
     env = E.linear(TH, n_actions=10, action_set="binary", normalize=True, delay=D.shift(D.geometric(0.99), 1))
     o = simulate(env, C.conversions(window=100),
                  {"ref-UCB": L.otf_linucb(100), "ref-TS": L.otf_lints(100), "paper-UCB": L.otf_linucb(100, variant="paper"),
@@ -146,7 +147,7 @@ def test_calibration_reduced():
 
 
 def test_linucb_wait_uses_closed_actions_only():
-    """LinUCB-wait (not in the paper): V and B cover exactly the actions of age >= m (spec 7)."""
+    """LinUCB-wait (not in the paper): V and B cover exactly the actions of age >= m."""
     T, m = 300, 20
     env, feats = _history_env(T, 5, m)
     ch = C.conversions(window=m)
@@ -248,7 +249,7 @@ def test_masked_padding_is_never_chosen():
 
 
 def test_action_sets_of_varying_size():
-    """K_t varies from round to round (spec 11.9): the chosen action is always one that exists in
+    """K_t varies from round to round: the chosen action is always one that exists in
     that round, for every policy, and the regret is measured against the existing actions only."""
     env = E.linear(TH, n_actions=10, action_set="uniform", normalize=True, delay=D.fixed(2), min_valid=2)
     T = 500
@@ -311,7 +312,7 @@ def test_fig1_five_other_settings_reduced():
 
 @pytest.mark.slow
 def test_fig1_all_settings_against_calibration():
-    """Spec 8.4, Figure 1 (50 runs, R(3000)): every variant on both action laws within 3 s.e. + 3%."""
+    """Calibration table, Figure 1 (50 runs, R(3000)): every variant on both action laws within 3 s.e. + 3%."""
     from jaxbandits import experiments as X
 
     ref = {("binary", 100, 100): (73, 155, 694, 213), ("binary", 500, 100): (105, 147, 809, 230),

@@ -1,6 +1,7 @@
-"""Pike-Burke et al. (2018) Fig. 3 and App. F against specs/pikeburke2018_odaaf.md section 4.5/4.6
-(reconstructed parameters: mu = (0.5, 0.6), T = 250 000; the ODAAF-family regrets there are
-deterministic, Delta n_{m_e}, because elimination happens at phase 4 in every run)."""
+"""Pike-Burke et al. (2018) Fig. 3 and App. F against the reference numbers and acceptance criteria
+of docs/reproductions/pikeburke2018.md (reconstructed parameters, conventions §11: mu = (0.5, 0.6),
+T = 250 000; the ODAAF-family regrets there are deterministic, Delta n_{m_e}, because elimination
+happens at phase 4 in every run)."""
 import numpy as np
 import pytest
 
@@ -53,7 +54,7 @@ def test_fig3a_reduced():
 
 
 def test_fig3b_orderings_reduced():
-    """Low variance (Poisson): ODAAF-V < ODAAF; exponential (V = E^2): ODAAF-V > ODAAF (spec 4.6.4)."""
+    """Low variance (Poisson): ODAAF-V < ODAAF; exponential (V = E^2): ODAAF-V > ODAAF (the paper's claim)."""
     T = 90_000
     r = X.run("pikeburke2018-fig3b", runs=4, horizon=T, overrides={"mean_delays": [10]})
     f = lambda lab: _median_final(r, lab)
@@ -65,9 +66,9 @@ def test_fig3b_orderings_reduced():
 
 @pytest.mark.slow
 def test_fig3_full_acceptance():
-    """Spec 4.6: ratios converge (variation below 25% of the final ratio over t >= T/2, or from
+    """Acceptance: ratios converge (variation below 25% of the final ratio over t >= T/2, or from
     the curve's last kink when that is later: exponential E = 20 ODAAF-V is still paying for its
-    phase-4 block until t = 166 637, which is claim 4.3(5), "only just eliminated at T", and
+    phase-4 block until t = 166 637, which is the paper's claim 5 of Fig. 3(b), "only just eliminated at T", and
     conflicts with a window starting at T/2); the orderings; exponential E = 20: ODAAF-V
     eliminates only at 215 314 > 0.8 T (regret 0.1 x 87997); QPM-D about 200 everywhere."""
     ra = X.run("pikeburke2018-fig3a")

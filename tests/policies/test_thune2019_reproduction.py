@@ -1,6 +1,6 @@
-"""Thune et al. (2019) experiments against the acceptance criteria and indicative numbers of
-specs/thune2019_dew_skipper.md section 4.2 (its own float64 numpy reference, 20 seeds; "expect
-agreement within a few standard errors", s.e. about 3% of the mean)."""
+"""Thune et al. (2019) experiments (docs/reproductions/thune2019.md) against our acceptance criteria
+and the indicative numbers of an independent float64 numpy reference (20 seeds, conventions §11;
+agreement expected within a few standard errors, s.e. about 3% of the mean)."""
 import jax
 import numpy as np
 import pytest
@@ -30,7 +30,7 @@ def _uniform_regret(res, T):
 
 
 def _check_e1(res):
-    """Indicative numbers (4 s.e. incl. the spec's 3%), and every run under its bound wherever the
+    """Indicative numbers (4 s.e. incl. the reference's 3%), and every run under its bound wherever the
     bound is below uniform play's regret (at 2^12 / 2^13 that is the oracle bound only: Cor 4's
     3795, DEW-Thm1's >= 4e (T-1) ln 2 and Doubling's Thm 6 >= 15 x oracle are above T/8)."""
     n_checked = 0
@@ -49,7 +49,7 @@ def _check_e1(res):
 def test_example8_reduced():
     """E1 at T = 2^12, 2^13 (20 runs): the indicative numbers, the ordering oracle < Doubling < Cor4,
     and a fast slice of the slope claim (the slow test asks slope < 0.6 / > 0.7 over 2^14..2^17):
-    over this one doubling slope(Doubling) < 0.75 and slope(Skipper-Cor4) > 0.8 (spec E1: 0.58 and
+    over this one doubling slope(Doubling) < 0.75 and slope(Skipper-Cor4) > 0.8 (reference: 0.58 and
     0.97 over 2^12..2^14). This excludes a Doubling that does not skip (Example 8's never-arriving
     delays then enter D^m, the epoch jumps to omega ~ T^1.5 ln K and eta_m ~ T^-3/4: near-linear,
     like DEW-Thm1's 0.99) and a Cor4 threshold that does not grow with D (e.g. beta* of the oracle,
@@ -66,7 +66,7 @@ def test_example8_reduced():
 def test_heavy_tail_contaminated_reduced():
     """E2's contaminated model (d_t = 0, or never with probability T^-1/2), a fast slice of the slow
     test's claims: Skipper-Cor4 / Doubling grows from T = 2^11 to 2^13 and slope(Doubling) < 0.7
-    (spec E2: ratio 2.33 -> 4.05 over 2^12..2^14, slope 0.55; Cor4 0.95). One delay sequence per T
+    (reference: ratio 2.33 -> 4.05 over 2^12..2^14, slope 0.55; Cor4 0.95). One delay sequence per T
     (numpy seed), 10 runs, both policies in one program on the action-time channel (Skipper ignores
     the revealed delay). Excludes a Doubling that does not skip (the never-arriving rounds enter
     D^m: omega_m ~ T^2 at the first one, then a rate ~ 1/T, linear regret, ratio falling) and one
@@ -120,7 +120,7 @@ def test_bounds_reduced():
                 checked.append((lab, res.x[i]))
     assert len(checked) >= 3, checked
     ratio = np.array(res.extra["DEW / sqrt((eKT/2+D) lnK)"])
-    assert np.all((ratio > 0.8) & (ratio < 1.2))  # flat in d while learning (spec E3: 1.03, 1.02, 1.00)
+    assert np.all((ratio > 0.8) & (ratio < 1.2))  # flat in d while learning (reference: 1.03, 1.02, 1.00)
 
 
 @pytest.mark.slow

@@ -1,6 +1,6 @@
-"""Statistical agreement with the reference numbers of Vernade et al. (2017) as given in
-specs/vernade2017_delayed_conversions.md, section 4.4 (an independent numpy simulation under the
-same conventions: rho = 0.998, m = 1000, eps = 0, random ties, round-robin start). A cell agrees
+"""Statistical agreement with the reference numbers of Vernade et al. (2017) given in
+docs/reproductions/vernade2017.md (an independent numpy simulation under the same conventions,
+conventions §11: rho = 0.998, m = 1000, eps = 0, random ties, round-robin start). A cell agrees
 if it is within 3 combined standard errors."""
 import numpy as np
 import pytest

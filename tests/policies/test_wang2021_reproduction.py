@@ -1,4 +1,4 @@
-"""Wang, Wang and Huang (2021), Figs. 2-5: the claims of spec 4.3 (small scale by default; the full
+"""Wang, Wang and Huang (2021), Figs. 2-5: the paper's claims (its Sec. 4; small scale by default; the full
 reproduction behind docs/reproductions/wang2021.md under ``pytest -m slow``)."""
 import jax
 import numpy as np
@@ -35,7 +35,7 @@ def test_registered_experiments_build():
 
 
 def test_fig5a_mechanism_small():
-    """Spec §6 regression: under the non-oblivious rule CLW's regret keeps its slope (linear) while
+    """Fig. 5(a) regression: under the non-oblivious rule CLW's regret keeps its slope (linear) while
     ARS-EXP3's slope decays, and CLW ends above (T = 3e4, 8 runs; full scale under -m slow)."""
     T = 30000
     lab = E.synthetic_labels(E.zipf_probs(10), T, 2021)

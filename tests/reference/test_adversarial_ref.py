@@ -3,10 +3,9 @@ Skipper-DEW, Doubling; jaxbandits/policies/adversarial.py) and Wang, Wang and Hu
 ARS-EXP3, ARS-CLW, CLW; jaxbandits/policies/composite.py), their bound / tuning / table helpers,
 the composite lag profiles (jaxbandits/profiles.py) and the adversarial / composite worlds.
 
-Every reference here is plain numpy float64 written from the papers (as transcribed in the
-project's specs thune2019_dew_skipper.md and wang2021_ars.md, numbers copied here with their
-source), NOT from the library's code. Each is fed the same world draws, rebuilt from the PRNG rule
-of docs/conventions.md (tests/reference_tools.Streams), and runs *teacher-forced*: at every round
+Every reference here is plain numpy float64 written from the papers (numbers copied here with
+their source), NOT from the library's code. Each is fed the same world draws, rebuilt from the PRNG
+rule of conventions §8 (tests/reference_tools.Streams), and runs *teacher-forced*: at every round
 it computes the law / the decision itself, checks the simulator's recorded law against it (to
 float32 precision) and its action against an inverse-CDF draw with the round's act uniform, then
 absorbs the simulator's action. A disagreement is excused only where the float64 reference's
@@ -215,9 +214,9 @@ def _adv_world(T, K, seed):
     rng = np.random.default_rng(seed)
     losses = (rng.random((T, K)) < np.linspace(0.3, 0.7, K)).astype(float)
     d = rng.integers(0, 9, T)
-    d[40:60] = 75 - np.arange(40, 60)  # staircase: 20 arrivals at the end of round 75 (P3)
+    d[40:60] = 75 - np.arange(40, 60)  # staircase: 20 arrivals at the end of round 75 (simultaneous arrivals)
     d[rng.random(T) < 0.03] = 25  # some long ones (skipped by small betas)
-    d[5] = D.NEVER  # never arrives (P7)
+    d[5] = D.NEVER  # never arrives
     d[T - 4] = 30  # lands after the horizon
     d[[100, 300, 500]] = 16  # exactly d_max of "dew_trunc" (kept: the drop rule is delay > d_max)
     return losses, d
@@ -338,7 +337,7 @@ def _thune_runs():
 
 DEW_CASES = {  # label -> (eta', keep rule), from Thune et al. Thm 1 truncation and Alg. 2's skip rule
     "dew": (0.04, lambda x: True),
-    "dew_trunc": (1 / (4 * EU * 16), lambda x: x <= 16),  # docstring: a delay above d_max is dropped (P5)
+    "dew_trunc": (1 / (4 * EU * 16), lambda x: x <= 16),  # docstring: a delay above d_max is dropped
     "skip5": (0.05, lambda x: x < 5.0),
     "skip5.5_nocount": (0.05, lambda x: x < 5.5),
     "skipdew": (1 / (4 * EU * 9.0), lambda x: x < 9.0),
@@ -430,7 +429,7 @@ def _cube_root_ceil(T):
 
 def _phases(N, T, d=None, first_end=1024, params="wang"):
     """ARS-CLW phases (Wang et al. Alg. 3, App. C): T^(k) = first_end 2^(k-1) until one reaches T,
-    d^(k) = h(T^(k)) = ceil(T^(k)^(1/3)) (the spec's default h [C]), gamma^(k) = min(1,
+    d^(k) = h(T^(k)) = ceil(T^(k)^(1/3)) (our default h), gamma^(k) = min(1,
     sqrt(2 d N log N / (T^(k) + d))), q = 1/(2d). CLW: one phase (T, d). COLT constants (Cesa-Bianchi
     et al. 2018, Cor. of Thm 1): q = 1/(2(2d - 1)), eta = 4 sqrt(d ln N / ((4N + 1) T))."""
     if d is not None:
@@ -453,7 +452,7 @@ def test_wang_helpers_match_the_paper():
     """exp3_block_table, ars_exp3_gamma, clw_phase_table (both parametrisations, ARS-CLW and CLW),
     update_round_probability (q (1-q)^(2d-1): 0.018868 at d = 10, 0.0093137 at d = 20),
     h_default (ceil of the cube root) and thm1_log_coefficient (sum_{i >= 2} 8 alpha / Delta_i;
-    spec sec. 3: 10 H_8 = 27.18 for the nine arms)."""
+    sum 1/Delta_i = 10 H_8 = 27.18 for the nine arms s = (0.9, ..., 0.1))."""
     for T, beta in [(1, 0.5), (7, 0.5), (100_000, 0.5), (5000, 0.7), (999, 1.0), (12345, 0.25)]:
         tab, K = W.exp3_block_table(T, beta)
         g, left = _g_table(T, beta)
@@ -714,7 +713,7 @@ def _clw_ref(y, acts, act_u, P, key, N, T, d, first_end, rule, params, label):
     At an update round t the played arm gets the window (1/(2d)) sum_{tau=t-d+1}^{t} y_tau:
     reward-Exp3 (wang): log w_a += gamma (window) / (N p_a), p = (1 - gamma) softmax + gamma/N;
     loss-Exp3 (colt): log w_a -= eta ((d - sum y)/(2d)) / p_a, p = softmax (the loss of a slot taken
-    as 1 - y, the library's documented choice [C]). A new arm is drawn after an update round and at a
+    as 1 - y, the library's documented choice). A new arm is drawn after an update round and at a
     phase start; Exp3 and the coins restart at every phase end T^(k)."""
     ends, ds, qs, rates = _phases(N, T, d, first_end, params)
     n_u = 2 * (max(ends) + 2 * max(ds)) + 4

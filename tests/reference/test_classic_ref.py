@@ -7,7 +7,7 @@ Randomised policies take the library's random *primitives* (``mathlib.beta_sampl
 ``jax.random.beta``, ``mathlib.normals``) with the round's act key as a given stream; every
 statistic, posterior parameter, index, probability and tie is computed here.
 
-Feedback rules (docs/conventions.md §2, §4; classic.py's module docstring): a record of round
+Feedback rules (conventions §2, §4; classic.py's module docstring): a record of round
 ``s`` with delay ``d_s`` reaches ``update`` at the end of round ``s + d_s`` (``d = 0`` included),
 so round ``t`` acts on the records with ``s + d_s <= t - 1``. On the attributed channel the
 index policies divide by the number of *arrived* records; on the censored conversions channel

@@ -3,9 +3,9 @@ Vernade et al. 2017 (DelayedUCB / DelayedKLUCB / Discarding, conversions.py), Pi
 2018 (ODAAF family and QPM-D, anonymous.py) and Vernade et al. 2020 (OTFLinUCB / OTFLinTS and the
 two LinUCB baselines, linear.py).
 
-Each reference is a plain numpy float64 re-implementation written from the paper / the project's
-spec (specs/vernade2017_delayed_conversions.md sec. 2, pikeburke2018_odaaf.md sec. 2,
-vernade2020_otflin.md secs. 2-7), NOT from the library's code. It is fed the same world draws
+Each reference is a plain numpy float64 re-implementation written from the papers (Vernade et al.
+2017, Secs. 5-6; Pike-Burke et al. 2018, Alg. 1 and Joulani et al. 2013, Alg. 2; Vernade et al.
+2020, Algs. 1-2) and conventions §1-2, NOT from the library's code. It is fed the same world draws
 (tests/reference_tools.Streams: reward uniforms u_t, delay uniforms v_t, act keys) and runs
 *teacher-forced*: at every round it makes its own decision, which must equal the simulator's
 action, and then absorbs the simulator's action (so a first disagreement is reported at its round
