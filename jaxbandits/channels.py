@@ -54,8 +54,14 @@ def calendar_init(width: int, size: int) -> Calendar:
 
 def calendar_round(cal: Calendar, t, value, lag, deliverable):
     """One round of the calendar: clear last round's slot, insert ``value`` at ``t + lag`` if it is
-    ``deliverable`` and ``lag < W``, then read slot ``t``. Returns ``(calendar, arrived[P])``."""
+    ``deliverable`` and ``lag < W``, then read slot ``t``. Returns ``(calendar, arrived[P])``.
+    With ``W = 1`` nothing waits: the record of lag 0 arrives at once and no buffer is touched."""
     W = cal.buf.shape[0]
+    if W == 1:
+        fits = lag < 1
+        arrived = 0.0 + jnp.where(deliverable & fits, value, 0.0)  # 0 + x, as the buffer's slot
+        lost = cal.lost + (deliverable & ~fits & jnp.any(value != 0)).astype(jnp.int32)
+        return Calendar(cal.buf, lost), arrived
     buf = ring.clear(cal.buf, t - 1)
     fits = lag < W
     buf = ring.add(buf, t + jnp.minimum(lag, W), value, deliverable & fits)

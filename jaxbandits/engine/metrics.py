@@ -14,19 +14,17 @@ _F = jnp.float32
 
 
 class Accum(NamedTuple):
-    """Running sums (float32 with Kahan compensation)."""
+    """Running sums (float32 with Kahan compensation). The four scalar sums share one vector, so
+    a round updates them in one fused operation."""
 
-    regret: Any
-    regret_c: Any
-    exp_regret: Any
-    exp_regret_c: Any
-    reward: Any
-    reward_c: Any
-    exp_reward: Any  # sum <p_t, r_t> (adversarial expected reward)
-    exp_reward_c: Any
+    sums: Any  # f32[4]: REGRET, EXP_REGRET, REWARD, EXP_REWARD (sum <p_t, r_t>, adversarial)
+    comp: Any  # f32[4] their Kahan compensations
     pulls: Any  # i32[K]
     arm_totals: Any  # f32[K] cumulative reward of every arm (adversarial G(t))
     arm_totals_c: Any
+
+
+REGRET, EXP_REGRET, REWARD, EXP_REWARD = range(4)
 
 
 class DelayedRegret(NamedTuple):
@@ -64,7 +62,7 @@ def init(prob) -> Metrics:
     K = prob.spec.n_arms
     z = jnp.zeros((), _F)
     zk = jnp.zeros((K,), _F)
-    acc = Accum(z, z, z, z, z, z, z, z, jnp.zeros((K,), jnp.int32), zk, zk)
+    acc = Accum(jnp.zeros((4,), _F), jnp.zeros((4,), _F), jnp.zeros((K,), jnp.int32), zk, zk)
     return Metrics(acc, DelayedRegret(z, z, z, jnp.zeros((prob.dl_len,), _F), z))
 
 
@@ -112,19 +110,17 @@ def _dl_value(prob, world, dl: DelayedRegret, t, regret):
 def update(prob, world, met: Metrics, step) -> Metrics:
     """Add one round's :class:`~jaxbandits.engine.round.Step` to the running sums."""
     acc = met.acc
+    zero = jnp.zeros((), _F)
     if step.arm_rewards is not None:
         arm_totals, arm_totals_c = kahan_add(acc.arm_totals, acc.arm_totals_c, step.arm_rewards)
-        exp_reward, exp_reward_c = kahan_add(acc.exp_reward, acc.exp_reward_c, step.expected_reward)
-        regret, regret_c, exp_regret, exp_regret_c = acc.regret, acc.regret_c, acc.exp_regret, acc.exp_regret_c
+        vals = jnp.stack([zero, zero, step.reward, step.expected_reward])
     else:
-        regret, regret_c = kahan_add(acc.regret, acc.regret_c, step.gap)
-        exp_regret, exp_regret_c = kahan_add(acc.exp_regret, acc.exp_regret_c, step.expected_gap)
         arm_totals, arm_totals_c = acc.arm_totals, acc.arm_totals_c
-        exp_reward, exp_reward_c = acc.exp_reward, acc.exp_reward_c
-    reward, reward_c = kahan_add(acc.reward, acc.reward_c, step.reward)
-    pulls = acc.pulls.at[step.action].add(1)
-    acc = Accum(regret, regret_c, exp_regret, exp_regret_c, reward, reward_c, exp_reward, exp_reward_c,
-                pulls, arm_totals, arm_totals_c)
+        exp_gap = step.expected_gap if prob.policy.memo_probs else zero  # else read as the regret
+        vals = jnp.stack([step.gap, exp_gap, step.reward, zero])
+    sums, comp = kahan_add(acc.sums, acc.comp, vals)
+    pulls = acc.pulls + (jnp.arange(acc.pulls.shape[0]) == step.action).astype(jnp.int32)
+    acc = Accum(sums, comp, pulls, arm_totals, arm_totals_c)
     dl = _dl_update(prob, world, met.dl, step.t, step.gap) if prob.dl_mode is not None else met.dl
     return Metrics(acc, dl)
 
@@ -132,12 +128,13 @@ def update(prob, world, met: Metrics, step) -> Metrics:
 def record(prob, world, met: Metrics, t, channel_state) -> Records:
     """The records after round ``t``."""
     acc = met.acc
+    sums = acc.sums
     if world.adversarial:
         best_g = jnp.max(acc.arm_totals)
-        rg, erg = best_g - acc.reward, best_g - acc.exp_reward
+        rg, erg = best_g - sums[REWARD], best_g - sums[EXP_REWARD]
         totals = acc.arm_totals
     else:
-        rg, erg = acc.regret, acc.exp_regret
+        rg, erg = sums[REGRET], sums[EXP_REGRET if prob.policy.memo_probs else REGRET]
         totals = jnp.zeros((0,), _F)
-    dl = _dl_value(prob, world, met.dl, t, acc.regret) if prob.dl_mode is not None else jnp.zeros((0,), _F)
-    return Records(rg, erg, acc.reward, acc.pulls, dl, totals, prob.channel.lost(channel_state))
+    dl = _dl_value(prob, world, met.dl, t, sums[REGRET]) if prob.dl_mode is not None else jnp.zeros((0,), _F)
+    return Records(rg, erg, sums[REWARD], acc.pulls, dl, totals, prob.channel.lost(channel_state))
