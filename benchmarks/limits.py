@@ -337,6 +337,15 @@ def check_same(label, lib, hand):
     return float(np.max(np.abs(lr - hr) / np.maximum(np.abs(lr), 1e-30)))
 
 
+def library_memory(env, ch, pol, T, n_runs, stride):
+    """The library program's memory from XLA's analysis (no run): device bytes, records, state."""
+    from jaxbandits.engine import driver, problem, record_points
+
+    prob = problem(env, ch, pol, T, n_runs=n_runs, delayed_regret=False)
+    m = driver.program_memory({"p": prob}, n_runs, record_points(T, stride))
+    return {"program_bytes": m["device"], "records_bytes": m["records"], "state_bytes": m["state"]}
+
+
 def peak_device_bytes():
     import jax
 
@@ -357,7 +366,8 @@ def measure(algo, a, key, n_runs, repeat=1):
     lib, lt = run_library(env, ch, pol, T, key, n_runs, stride, repeat)
     row = {"algo": algo, "runs": n_runs, "T": T, "K": K, "record_stride": stride,
            "library": {**lt, "run_steps_per_s": n_runs * T / lt["run_s"],
-                       "peak_device_bytes_so_far": peak_device_bytes()}}
+                       "peak_device_bytes_so_far": peak_device_bytes(),
+                       **library_memory(env, ch, pol, T, n_runs, stride)}}
     lost = int(np.sum(lib.lost_to_W))
     hands = {}
     if algo == "DelayedKLUCB":
@@ -393,7 +403,7 @@ def _fmt_bytes(b):
 
 
 def print_table(rows, platform_name):
-    mem_col = "peak MiB" if platform_name == "gpu" else "naive prog MiB"
+    mem_col = "peak MiB" if platform_name == "gpu" else "prog MiB lib/naive"
     head = (f"{'algorithm':13s} {'runs':>8s} {'library':>10s} {'naive':>10s} {'fused':>10s} {'lib/naive':>9s} "
             f"{'lib/fused':>9s} {'compile s lib/naive/fused':>26s} {'2nd compile':>11s} {mem_col:>14s}")
     print(head)
@@ -404,7 +414,7 @@ def print_table(rows, platform_name):
         if platform_name == "gpu":
             mem = _fmt_bytes(r["library"]["peak_device_bytes_so_far"])
         else:
-            mem = _fmt_bytes(r["naive"]["program_bytes"])
+            mem = _fmt_bytes(r["library"]["program_bytes"]) + "/" + _fmt_bytes(r["naive"]["program_bytes"])
         print(f"{r['algo']:13s} {r['runs']:8d} {r['library']['run_steps_per_s']:10.3e} "
               f"{r['naive']['run_steps_per_s']:10.3e} " + (f"{fused['run_steps_per_s']:10.3e} " if fused else f"{'-':>10s} ")
               + f"{r['library_over_naive']:9.2f} " + (f"{r['library_over_fused']:9.2f} " if fused else f"{'-':>9s} ")

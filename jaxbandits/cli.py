@@ -85,6 +85,10 @@ def main(argv=None):
     r.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config entry (repeatable)")
     r.add_argument("--no-progress", action="store_true")
+    r.add_argument("--chunk", type=int, default=None,
+                   help="rounds per chunk (checkpoint, progress and Ctrl-C stop at chunk ends; default T/20)")
+    r.add_argument("--resume", action="store_true",
+                   help="continue the interrupted run in --out from its checkpoint (bitwise as if never stopped)")
     r.add_argument("--single-device", action="store_true", help="do not shard runs across CPU cores")
     r.add_argument("--no-compile-cache", action="store_true",
                    help=f"do not use the persistent compilation cache (${CACHE_ENV}, default ~/.cache/jaxbandits/jax)")
@@ -121,6 +125,7 @@ def main(argv=None):
     if a.cmd == "run" and not a.single_device:
         _use_all_cores()
     from . import experiments as X
+    from .engine.checkpoint import Interrupted
 
     try:
         if a.cmd == "list":
@@ -146,8 +151,13 @@ def main(argv=None):
             raise ValueError(f"--horizon must be >= 1, got {a.horizon}")
         out = a.out or os.path.join("results", a.name)
         with compile_cache(not a.no_compile_cache) as cache:
-            res = X.run(a.name, runs=a.runs, horizon=a.horizon, seed=a.seed, overrides=overrides, out=out,
-                        progress=not a.no_progress)
+            try:
+                res = X.run(a.name, runs=a.runs, horizon=a.horizon, seed=a.seed, overrides=overrides, out=out,
+                            progress=not a.no_progress, chunk=a.chunk, resume=a.resume)
+            except Interrupted as e:
+                print(f"jaxbandits: {e}; partial results marked in {os.path.join(out, 'summary.json')}\n"
+                      f"resume with: {e.resume_command}", file=sys.stderr)
+                return 130
     except (ValueError, TypeError) as e:
         print(f"jaxbandits: error: {e}", file=sys.stderr)
         return 2

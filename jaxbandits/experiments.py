@@ -19,8 +19,10 @@ that use the reproductions.
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import importlib
+import os
 from importlib import metadata
 from typing import Callable, Dict, List, Optional, Tuple
 
@@ -32,6 +34,7 @@ from . import channels as C
 from . import delays as D
 from . import envs as E
 from .policies import classic as P
+from .engine.checkpoint import Checkpoint, Interrupted, graceful_stop
 from .results import Results
 from .simulate import simulate
 
@@ -214,14 +217,25 @@ def resolve_config(exp: Experiment, overrides: Optional[dict]) -> dict:
 
 def run(name: str, runs: Optional[int] = None, horizon: Optional[int] = None, seed: int = 0,
         overrides: Optional[dict] = None, out: Optional[str] = None, progress: bool = False,
-        chunk: Optional[int] = None) -> Results:
-    """Run a registered experiment (all its policies in one compiled program); save to ``out``."""
+        chunk: Optional[int] = None, resume: bool = False) -> Results:
+    """Run a registered experiment (all its policies in one compiled program); save to ``out``.
+
+    With ``out``, the run is checkpointed in ``out/.checkpoint`` after every chunk (default: 20
+    chunks) and SIGINT / SIGTERM stop it at the end of the current chunk: the work done is saved,
+    ``out/summary.json`` says ``"partial": true`` with the command that resumes, and
+    :class:`~jaxbandits.engine.checkpoint.Interrupted` is raised. ``resume=True`` continues such a
+    run; its results are bitwise those of an uninterrupted run (docs/results.md)."""
     exp = get(name)
     runs = exp.runs if runs is None else V.integer("runs", runs, lo=1)
     horizon = exp.horizon if horizon is None else V.integer("horizon", horizon, lo=1)
     seed = V.integer("seed", seed, lo=0)
     cfg = resolve_config(exp, overrides)
+    if resume and out is None:
+        raise ValueError("resume=True needs out=, the folder of the interrupted run")
     if exp.runner is not None:  # a sweep (regret against T, d, ...): its own loop over settings
+        if resume:
+            raise ValueError(f"resume: {name!r} is a sweep (a loop over settings), which is not checkpointed; "
+                             f"run it again without --resume")
         res = exp.runner(cfg, runs, seed, None if horizon == exp.horizon else horizon)
         if out is not None:
             res.save(out)
@@ -229,8 +243,12 @@ def run(name: str, runs: Optional[int] = None, horizon: Optional[int] = None, se
     built = exp.build(cfg)
     panels = built if isinstance(built, list) else [Panel("", *built)]
     ch = chunk if chunk is not None else exp.chunk
-    if ch is None and progress:
+    if ch is None and (progress or out is not None):  # chunks: progress, checkpoints, resume
         ch = max(1, horizon // 20)
+    ckpt_root = None if out is None else os.path.join(out, ".checkpoint")
+    if resume and not os.path.isdir(ckpt_root):
+        raise ValueError(f"resume: nothing to resume in {out} (no {os.path.join(out, '.checkpoint')}): "
+                         f"the run finished or never started there")
     checkpoints = tuple(c for c in exp.checkpoints if c <= horizon)
     record = exp.record
     if checkpoints:  # make sure every checkpoint is a record point
@@ -238,17 +256,28 @@ def run(name: str, runs: Optional[int] = None, horizon: Optional[int] = None, se
 
         record = np.union1d(record_points(horizon, record), np.asarray(checkpoints) - 1)
     outs, panel_of, lines, timing = {}, {}, {}, {"compile_s": 0.0, "run_s": 0.0, "devices": 1}
-    for p in panels:
-        o = simulate(p.env, p.channel, p.policies, horizon, jax.random.key(seed), runs, record=record,
-                     chunk=ch, progress=progress)
-        for lab, x in o.items():
-            key = f"{p.name}: {lab}" if p.name else lab
-            outs[key], panel_of[key] = x, p.name
-            tm = x.timing
-        timing["compile_s"] += tm["compile_s"]
-        timing["run_s"] += tm["run_s"]
-        timing["devices"] = tm["devices"]
-        lines[p.name] = dict(p.log_lines)
+    cps = []
+    with contextlib.ExitStack() as stack:
+        stop = None
+        if out is not None:
+            stop = stack.enter_context(graceful_stop(
+                "jaxbandits: stopping at the end of this chunk (Ctrl-C again to abort at once)"))
+        for i, p in enumerate(panels):
+            cp = None
+            if ckpt_root is not None:
+                cp = Checkpoint(os.path.join(ckpt_root, f"panel-{i}"),
+                                extra={"experiment": name, "config": repr(sorted(cfg.items())), "seed": seed,
+                                       "panel": p.name})
+                cps.append(cp)
+            try:
+                o = simulate(p.env, p.channel, p.policies, horizon, jax.random.key(seed), runs, record=record,
+                             chunk=ch, progress=progress, checkpoint=cp, resume=bool(resume and cp.exists()),
+                             stop=stop)
+            except Interrupted as e:
+                e.resume_command = _resume_command(name, runs, horizon, seed, overrides, out, chunk)
+                _write_partial(out, name, cfg, seed, runs, horizon, i, len(panels), e)
+                raise
+            _collect(o, p, outs, panel_of, lines, timing)
     steps = runs * horizon * len(outs)
     timing["run_steps_per_s"] = steps / max(timing["run_s"], 1e-12)
     full_cfg = {"channels": sorted({str(p.channel) for p in panels}), **cfg}
@@ -260,7 +289,54 @@ def run(name: str, runs: Optional[int] = None, horizon: Optional[int] = None, se
     res.ratio_to = exp.ratio_to
     if out is not None:
         res.save(out)
+        for cp in cps:  # the results are safely written: the checkpoints have done their job
+            cp.remove()
+        with contextlib.suppress(OSError):
+            os.rmdir(ckpt_root)
     return res
+
+
+def _collect(o, p, outs, panel_of, lines, timing):
+    """Add one panel's outputs to the experiment's."""
+    tm = {}
+    for lab, x in o.items():
+        key = f"{p.name}: {lab}" if p.name else lab
+        outs[key], panel_of[key] = x, p.name
+        tm = x.timing
+    timing["compile_s"] += tm["compile_s"]
+    timing["run_s"] += tm["run_s"]
+    timing["devices"] = tm["devices"]
+    lines[p.name] = dict(p.log_lines)
+
+
+def _resume_command(name, runs, horizon, seed, overrides, out, chunk) -> str:
+    import shlex
+
+    cmd = ["jaxbandits", "run", name]
+    if runs is not None:
+        cmd += ["--runs", str(runs)]
+    if horizon is not None:
+        cmd += ["--horizon", str(horizon)]
+    cmd += ["--seed", str(seed)]
+    for k, v in (overrides or {}).items():
+        cmd += ["--set", f"{k}={v!r}"]
+    if chunk is not None:
+        cmd += ["--chunk", str(chunk)]
+    return " ".join(shlex.quote(c) for c in cmd + ["--out", str(out), "--resume"])
+
+
+def _write_partial(out, name, cfg, seed, runs, horizon, panel, n_panels, err):
+    """``summary.json`` of an interrupted run: partial, how far it got, how to resume."""
+    import json
+
+    from .engine.checkpoint import _atomic
+
+    doc = {"experiment": name, "config": {k: repr(v) for k, v in cfg.items()}, "seed": seed, "runs": runs,
+           "horizon": horizon, "partial": True, "panels_done": panel, "panels": n_panels,
+           "rounds_done_in_panel": err.rounds_done, "checkpoint": os.path.join(out, ".checkpoint"),
+           "resume": err.resume_command}
+    os.makedirs(out, exist_ok=True)
+    _atomic(os.path.join(out, "summary.json"), lambda f: f.write(json.dumps(doc, indent=1).encode()))
 
 
 # ----------------------------------------------------------------------------- core experiments

@@ -8,6 +8,7 @@ requested plus the state of the runs (docs/architecture.md).
 from __future__ import annotations
 
 import collections
+import functools
 import math
 import time
 from typing import Any, Callable, Dict, Mapping, NamedTuple, Optional, Tuple
@@ -109,7 +110,7 @@ def _chunk_program(plan: Plan, carries, gp, lo, hi):
 #: compiled programs, keyed by (program, plan, argument shapes): a second identical simulate
 #: compiles nothing. Bounded, least recently used first out.
 _COMPILED: "collections.OrderedDict[Any, Any]" = collections.OrderedDict()
-_CACHE_SIZE = 64
+_CACHE_SIZE = 32
 
 
 def _signature(args):
@@ -125,7 +126,9 @@ def _compiled(name, fn, plan, args, donate=()):
         _COMPILED.move_to_end(key)
         return hit, 0.0
     t0 = time.perf_counter()
-    exe = jax.jit(fn, static_argnums=(0,), donate_argnums=donate).lower(plan, *args).compile()
+    # a fresh partial per program: JAX's tracing caches are keyed by the function, so they let go
+    # of the traced program (and the constants it holds) once this cache drops the executable
+    exe = jax.jit(functools.partial(fn, plan), donate_argnums=tuple(d - 1 for d in donate)).lower(*args).compile()
     dt = time.perf_counter() - t0
     _COMPILED[key] = exe
     while len(_COMPILED) > _CACHE_SIZE:
@@ -149,10 +152,46 @@ def _devices(shard, n_runs):
     return V.integer("shard", shard, lo=1, hi=jax.local_device_count())
 
 
+def _fingerprint(plan: Plan, key, n_runs, record_at, chunk, first_run, extra=None) -> dict:
+    """What a checkpoint must match to be resumed: the components as far as they can be named,
+    every size, the key, the record points and chunks, and the versions that change the bits."""
+    import hashlib
+
+    import jaxbandits
+
+    def digest(tree):
+        h = hashlib.sha256()
+        for a in jax.tree.leaves(tree):
+            a = jax.random.key_data(a) if isinstance(a, jax.Array) and jnp.issubdtype(a.dtype, jax.dtypes.prng_key) else a
+            h.update(np.asarray(a).tobytes())
+        return h.hexdigest()[:16]
+
+    probs = {lab: f"{p.policy.name} | {p.channel} | {type(p.world).__name__} {digest(p.world)} | W={p.width} "
+                  f"P={p.payload_size} H={p.cspec.reveal} T={p.horizon} dl={p.dl_mode},{p.dl_len}"
+             for lab, p in plan.problems}
+    return {"problems": probs, "key": digest(key), "n_runs": int(n_runs), "first_run": int(first_run),
+            "record_at": digest(np.asarray(record_at)), "chunk": chunk, "devices": plan.n_dev,
+            "gridded": plan.gridded, "jax": jax.__version__, "jaxbandits": jaxbandits.__version__,
+            "x64": bool(jax.config.jax_enable_x64), **(extra or {})}
+
+
+def _place(tree, like):
+    """Host arrays of a loaded state onto the devices, each as its fresh counterpart ``like`` is
+    placed (the program was compiled for those shardings)."""
+    return jax.tree.map(lambda a, t: jax.device_put(a, t.sharding), tree, like)
+
+
 def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, record_at, chunk=None,
-                 progress=False, shard=None, first_run=0):
+                 progress=False, shard=None, first_run=0, checkpoint=None, resume=False, stop=None):
     """Compile (once) and run every problem in one program per chunk shape.
-    Returns ``(final carries, records {label: Records of numpy [.., runs, R, ...]}, timing)``."""
+    Returns ``(final carries, records {label: Records of numpy [.., runs, R, ...]}, timing)``.
+
+    ``checkpoint`` (a folder, or a :class:`~jaxbandits.engine.checkpoint.Checkpoint`) saves the
+    state and the records after every chunk; ``resume=True`` continues from it (bitwise as if never
+    stopped); ``stop()`` is asked after every chunk: when it says so, the run stops there and
+    raises :class:`~jaxbandits.engine.checkpoint.Interrupted` (its work saved in the checkpoint)."""
+    from .checkpoint import Checkpoint, Interrupted
+
     n_dev = _devices(shard, n_runs)
     n_pad = int(math.ceil(n_runs / n_dev) * n_dev)
     plan = Plan(tuple(problems.items()), n_dev, grid_params is not None)
@@ -163,6 +202,26 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
     init_exe, compile_s = _compiled("init", _init_program, plan, (key, run_ids, grid_params))
     carries = init_exe(key, run_ids, grid_params)
     seg = segment_plan(T, record_at, chunk)
+    if checkpoint is not None:
+        if not isinstance(checkpoint, Checkpoint):
+            checkpoint = Checkpoint(checkpoint)
+        if checkpoint.fingerprint is None:
+            checkpoint.fingerprint = checkpoint._norm(
+                _fingerprint(plan, key, n_runs, record_at, chunk, first_run, checkpoint.extra))
+    labels = list(problems)
+    parts = {lab: [] for lab in labels}
+    start = 0
+    if resume:
+        if checkpoint is None or not checkpoint.exists():
+            raise ValueError("resume=True needs the checkpoint folder of an interrupted run "
+                             f"({'no checkpoint given' if checkpoint is None else 'none in ' + checkpoint.folder})")
+        start, state, saved = checkpoint.load(carries)
+        carries = _place(state, carries)
+        rec_tree = jax.tree.structure({lab: M.Records(*([0] * len(M.Records._fields))) for lab in labels})
+        for flat in saved:  # each chunk's records, as saved: the leaves of {label: Records}
+            chunk_recs = jax.tree.unflatten(rec_tree, flat)
+            for lab in labels:
+                parts[lab].append(chunk_recs[lab])
     bar = None
     if progress:
         try:
@@ -172,8 +231,12 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
         except ImportError:  # pragma: no cover
             bar = None
     run_s = 0.0
-    parts = {lab: [] for lab in problems}
-    for (lo, hi), keep, n_rounds in zip(seg.chunks, seg.keep, seg.rounds):
+    n_chunks = len(seg.chunks)
+    for i, ((lo, hi), keep, n_rounds) in enumerate(zip(seg.chunks, seg.keep, seg.rounds)):
+        if i < start:
+            if bar is not None:
+                bar.update(n_rounds)
+            continue
         lo, hi = jnp.asarray(lo), jnp.asarray(hi)
         exe, dt = _compiled("chunk", _chunk_program, plan, (carries, grid_params, lo, hi), donate=(1,))
         compile_s += dt
@@ -181,10 +244,17 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
         carries, ys = exe(carries, grid_params, lo, hi)
         ys = jax.device_get(ys)
         run_s += time.perf_counter() - tr
-        for lab in problems:
-            parts[lab].append(jax.tree.map(lambda a: a[keep], ys[lab]))
+        new = {lab: jax.tree.map(lambda a: a[keep], ys[lab]) for lab in labels}
+        for lab in labels:
+            parts[lab].append(new[lab])
         if bar is not None:
             bar.update(n_rounds)
+        if checkpoint is not None:
+            checkpoint.save(i + 1, carries, jax.tree.leaves(new))
+        if stop is not None and i + 1 < n_chunks and stop():
+            if bar is not None:
+                bar.close()
+            raise Interrupted(int(np.asarray(hi)[-1]), T, None if checkpoint is None else checkpoint.folder)
     if bar is not None:
         bar.close()
     nb = 2 if plan.gridded else 1
@@ -248,7 +318,7 @@ def _validate_common(horizon, n_runs, key):
 
 def simulate(env, channel, policies, horizon: int, key, n_runs: int = 1, *, record=None,
              chunk: Optional[int] = None, progress: bool = False, shard=None, first_run: int = 0,
-             delayed_regret: Optional[bool] = None):
+             delayed_regret: Optional[bool] = None, checkpoint=None, resume: bool = False, stop=None):
     """Simulate ``n_runs`` paired runs of one policy or a ``{label: policy}`` dict.
 
     All policies are traced into one program (one compile, one call per chunk; a second call with
@@ -259,6 +329,10 @@ def simulate(env, channel, policies, horizon: int, key, n_runs: int = 1, *, reco
     many). Runs are numbered ``first_run, first_run + 1, ...`` (run ``r`` is keyed by
     ``fold_in(key, r)`` whatever the batch: several hosts or calls can split one experiment).
     ``delayed_regret`` tracks Vernade et al.'s ``L(t)`` (default: on for censoring channels).
+    ``checkpoint`` (a folder) saves the state and records after every chunk; ``resume=True``
+    continues an interrupted run from it, bitwise as if it had never stopped; ``stop`` (a callable,
+    e.g. from :func:`jaxbandits.engine.checkpoint.graceful_stop`) is asked after every chunk and
+    ends the run there with :class:`~jaxbandits.engine.checkpoint.Interrupted` (docs/results.md).
     Returns ``SimOutput`` (or a dict of them for a dict of policies).
     """
     horizon, n_runs, key = _validate_common(horizon, n_runs, key)
@@ -270,7 +344,8 @@ def simulate(env, channel, policies, horizon: int, key, n_runs: int = 1, *, reco
         raise ValueError("policies must be a Policy or a non-empty {label: Policy} dict")
     problems = {lab: R.problem(env, channel, pol, horizon, n_runs=n_runs, delayed_regret=delayed_regret, label=lab)
                 for lab, pol in pols.items()}
-    _, recs, timing = run_problems(problems, None, key, n_runs, record_at, chunk, progress, shard, first_run)
+    _, recs, timing = run_problems(problems, None, key, n_runs, record_at, chunk, progress, shard, first_run,
+                                   checkpoint, resume, stop)
     outs = _outputs(problems, recs, timing, n_runs, record_at)
     return outs[next(iter(outs))] if single else outs
 
