@@ -94,6 +94,31 @@ def unconstrained_init(fam, K, per_arm, prior_mean, fixed):
     return z
 
 
+@jax.custom_batching.custom_vmap
+def _eigh(h):
+    """``jnp.linalg.eigh(h)`` (eigenvalues, eigenvectors), the same bits; under ``vmap`` on CPU it
+    decomposes one matrix at a time (``lax.map``), elsewhere one batched call.
+
+    Why: jaxlib's CPU LAPACK kernels (0.10) split a large enough batch into chunks scheduled on the
+    intra-op thread pool and block the calling pool thread until they are done. Runs sharded over
+    host devices execute one program per device at once; when every pool thread sits in such a wait
+    (two devices on two cores), no thread is left to run the chunks and the simulation hangs for
+    ever. A call on one matrix runs on the calling thread, and LAPACK decomposes each matrix of a
+    batch exactly as it does alone."""
+    lam, vec = jnp.linalg.eigh(h)
+    return lam, vec
+
+
+@_eigh.def_vmap
+def _eigh_vmap(axis_size, in_batched, h):
+    del axis_size
+    if not in_batched[0]:
+        return _eigh(h), (False, False)
+    out = jax.lax.platform_dependent(h, cpu=lambda x: jax.lax.map(_eigh, x),
+                                     default=lambda x: tuple(jnp.linalg.eigh(x)))
+    return out, (True, True)
+
+
 class Engine(NamedTuple):
     z: Any  # f32[d] chain state (unconstrained)
     mode: Any  # f32[d] Newton-tracked posterior mode
@@ -110,7 +135,7 @@ def refresh_step(potential, eng: Engine, key, engine: str, num_steps: int = 4, s
     old state (§4.4)."""
     g, Hm = jax.grad(potential)(eng.mode), jax.hessian(potential)(eng.mode)
     Hm = 0.5 * (Hm + Hm.T)
-    lam, vec = jnp.linalg.eigh(Hm)
+    lam, vec = _eigh(Hm)
     lam = jnp.maximum(lam, floor)
     step = -vec @ ((vec.T @ g) / lam)
     mode = eng.mode + jnp.clip(step, -max_newton, max_newton)
@@ -238,10 +263,7 @@ def delay_model_ts(window: int = 255, model: str = "exponential", engine: str = 
         return DelayTSState(rs, eng, st.key)
 
     label = name or ("Oracle TS" if fixed_delay is not None else f"DelayModel TS ({engine}, k={k_ref})")
-    # shard=False: with 2 XLA host devices on CPU and ~50 runs per device, the K = 10 engine's program
-    # hung in execution (jax 0.10.2; K = 3 and <= 20 runs per device ran); until that is understood
-    # the default runs it on one device (an explicit simulate(..., shard=True) still shards).
-    return Policy(init, act, update, payload, _CONV, label, reveal_window=W, shard=False)
+    return Policy(init, act, update, payload, _CONV, label, reveal_window=W)
 
 
 # ----------------------------------------------------------------------------- Beta TS baselines
