@@ -23,7 +23,6 @@ plays older than ``M`` and their conversions: unbiased for ``p F(M)``); the orac
 """
 from __future__ import annotations
 
-import math
 from typing import Any, NamedTuple, Optional
 
 import jax
@@ -88,8 +87,7 @@ def unconstrained_init(fam, K, per_arm, prior_mean, fixed):
     shape = (K,) if per_arm else ()
     z = {"p": jnp.zeros((K,), _F)}
     if fixed is None:
-        for name in fam.params:
-            loc = math.log(prior_mean) if name in ("delay_mean", "delay_median") else 0.0
+        for name, loc in fam.unconstrained_locs(prior_mean).items():
             z[name] = jnp.full(shape, loc, _F)
     return z
 
@@ -191,8 +189,8 @@ def delay_model_ts(window: int = 255, model: str = "exponential", engine: str = 
     ``argmax p`` (shared law) or ``argmax p_k F_k(M)`` (per-arm laws), ties broken at random."""
     M_ = V.integer("window", window, lo=1)
     fam = family(model)
-    if fam.name == "histogram":
-        raise ValueError("delay_model_ts: the histogram family is offline only here (use exponential, geometric, "
+    if not fam.in_scan:
+        raise ValueError(f"delay_model_ts: the {fam.name} family is offline only here (use exponential, geometric, "
                          "weibull or lognormal)")
     V.choice("engine", engine, ("hmc", "laplace"))
     k_ref = V.integer("refresh", refresh, lo=1)
