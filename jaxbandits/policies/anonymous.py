@@ -22,6 +22,7 @@ from jax import lax
 from .. import _validate as V
 from .. import mathlib as M
 from ..types import Policy, ProblemSpec, one_hot
+from . import classic
 
 __all__ = ["schedule", "odaaf", "odaaf_b", "odaaf_v", "odaaf_naive", "qpmd", "ODAAFState", "QPMDState",
            "phase_timeline"]
@@ -220,17 +221,7 @@ class QPMDMemo(NamedTuple):
     onehot: Any
 
 
-def _base_index(base):
-    def ucb1(s, n, total):
-        return jnp.where(n > 0, s / jnp.maximum(n, 1.0) + jnp.sqrt(2.0 * jnp.log(jnp.maximum(total, 1.0))
-                                                                   / jnp.maximum(n, 1.0)), jnp.inf)
-
-    def klucb(s, n, total):
-        mean = jnp.clip(s / jnp.maximum(n, 1.0), 0.0, 1.0)
-        b = M.kl_ucb_exploration(total) / jnp.maximum(n, 1.0)
-        return jnp.where(n > 0, M.kl_ucb_bernoulli(mean, b), jnp.inf)
-
-    return {"ucb1": ucb1, "kl-ucb": klucb}[base]
+_BASE_INDEX = {"ucb1": classic.ucb1_index, "kl-ucb": classic.kl_ucb_index}  # (sums, n, t): the classic indices
 
 
 def qpmd(base: str = "ucb1", name: Optional[str] = None) -> Policy:
@@ -244,7 +235,7 @@ def qpmd(base: str = "ucb1", name: Optional[str] = None) -> Policy:
     the FIFO (values are i.i.d. per arm and availability does not depend on them); for other
     rewards it is an approximation. Payload ``[e_A, e_A r]``."""
     V.choice("base", base, ("ucb1", "kl-ucb"))
-    index = _base_index(base)
+    index = _BASE_INDEX[base]  # its log runs on n = the rewards fed so far
 
     def init(spec: ProblemSpec, key):
         K = spec.n_arms
