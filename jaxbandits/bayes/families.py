@@ -9,7 +9,7 @@ name to decide what to compute; a family of one's own (a subclass) works whereve
 
 Discrete delays ``D = floor(X)`` use ``log S(a) = log S_c(a + 1)`` and
 ``log f(d) = log S_c(d) + log(-expm1(log S_c(d+1) - log S_c(d)))`` (never a difference of
-survivals in linear space, see docs/conventions.md). The histogram family is discrete only.
+survivals in linear space: conventions §9). The histogram family is discrete only.
 
 Parameters of a family are a dict ``{"delay_mean": ..., ...}``; with per-arm laws every entry has a
 trailing arm axis (before the bin axis of the histogram's weights) and the functions broadcast
@@ -37,7 +37,7 @@ _TINY = 1e-30
 
 
 def _safe_pos(x):
-    """``x`` with zeros replaced by 1 (the double-where trick: select after, see docs/conventions.md)."""
+    """``x`` with zeros replaced by 1 (the double-where rule of conventions §9: select after)."""
     return jnp.where(x > 0, x, 1.0)
 
 

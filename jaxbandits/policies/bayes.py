@@ -1,7 +1,7 @@
-"""Thompson sampling with a Bayesian delay model, inside the scan (spec `bayes_delay_models.md` §4),
-and its cheap baselines.
+"""Thompson sampling with a Bayesian delay model, inside the scan (docs/bayes.md, *Thompson sampling
+inside the scan*), and its cheap baselines.
 
-``delay_model_ts`` keeps the exact fixed-size statistics of §2.5 (conversions per arm, a histogram
+``delay_model_ts`` keeps exact fixed-size sufficient statistics (conversions per arm, a histogram
 of seen delays, closed plays per arm, and a ring of the last ``W = M + 1`` plays) and refreshes a
 posterior sample every ``k`` rounds with a pure inference step built from the NumPyro model's own
 potential (:func:`jaxbandits.bayes.conversion_model` on :class:`~jaxbandits.bayes.RingStats`):
@@ -9,13 +9,13 @@ potential (:func:`jaxbandits.bayes.conversion_model` on :class:`~jaxbandits.baye
 * ``engine="hmc"`` (default): one Newton step tracks the posterior mode; the Hessian there (floored
   eigenvalues) is the dense mass matrix of one HMC transition (4 leapfrog steps of 0.6) of a chain
   carried in the state. The mass matrix depends only on the data and the previous mode, never on
-  the chain's position (a z-dependent one froze the spec's prototype). Energies are recomputed for
+  the chain's position (a z-dependent one froze an earlier prototype). Energies are recomputed for
   the new data at every refresh (no stale cache).
 * ``engine="laplace"``: the same Newton-tracked mode; every round draws afresh from
   ``N(mode, H^-1)``.
 
 It needs to know *which* play converted: it declares ``reveal_window = W`` and reads
-``arrivals.rev_age`` (conventions R3c) on the conversions channel.
+``arrivals.rev_age`` (conventions §5.5) on the conversions channel.
 
 Baselines (``beta_ts``): ``mode="naive"`` (pending plays counted as failures), ``"closed"`` (only
 plays older than ``M`` and their conversions: unbiased for ``p F(M)``); the oracle is
@@ -43,7 +43,7 @@ _F = jnp.float32
 _CONV = frozenset({"conversions"})
 
 
-# ----------------------------------------------------------------------------- ring bookkeeping (§4.3)
+# ----------------------------------------------------------------------------- ring bookkeeping
 def _reflect(x, t):
     """``y[j] = x[(t - j) mod W]`` along axis 0: maps a slot-indexed ring to age order and back (an involution).
     A dynamic slice of the reversed ring, twice: dense, unlike a W-element gather/scatter under
@@ -130,7 +130,7 @@ def refresh_step(potential, eng: Engine, key, engine: str, num_steps: int = 4, s
                  floor: float = 1e-2, max_newton: float = 2.0):
     """One refresh on the current data: a damped Newton step on the mode (the Hessian there gives
     the mass matrix), then (``hmc``) one HMC transition of the chain. Non-finite results keep the
-    old state (§4.4)."""
+    old state."""
     g, Hm = jax.grad(potential)(eng.mode), jax.hessian(potential)(eng.mode)
     Hm = 0.5 * (Hm + Hm.T)
     lam, vec = _eigh(Hm)
@@ -170,7 +170,7 @@ def refresh_step(potential, eng: Engine, key, engine: str, num_steps: int = 4, s
 class DelayTSState(NamedTuple):
     stats: RingStats
     eng: Engine
-    key: Any  # refresh randomness (R2: a key kept in the state)
+    key: Any  # refresh randomness (conventions §5.2: a key kept in the state)
 
 
 class TSMemo(NamedTuple):
@@ -247,7 +247,7 @@ def delay_model_ts(window: int = 255, model: str = "exponential", engine: str = 
         return a, TSMemo(a)
 
     def payload(memo, reward, delay):
-        return jnp.ones((1,), _F)  # unused: the ring reads rev_age (R3c)
+        return jnp.ones((1,), _F)  # unused: the ring reads rev_age (conventions §5.5)
 
     def update(st: DelayTSState, arr):
         K = st.stats.n_conv.shape[0]
@@ -281,7 +281,7 @@ class BetaMemo(NamedTuple):
 
 
 def beta_ts(mode: str = "naive", window: int = 255, name: Optional[str] = None) -> Policy:
-    """Beta-Bernoulli Thompson sampling that ignores the delay law (spec §4.7):
+    """Beta-Bernoulli Thompson sampling that ignores the delay law (docs/bayes.md):
     ``"naive"``: ``Beta(1 + S_k, 1 + N_k - S_k)`` with every seen conversion and every play (pending
     plays count as failures); ``"closed"``: only plays older than ``window`` and their conversions
     (unbiased for ``p F(M)``, the Discarding idea)."""
