@@ -468,3 +468,27 @@ def test_a_family_of_ones_own_runs_through_models_and_the_policy(per_arm):
     o = simulate(env, C.conversions(), PB.delay_model_ts(15, model=fam, per_arm_delay=per_arm), 60,
                  jax.random.key(0), 2)
     assert np.isfinite(o.regret).all() and o.pulls[:, -1].sum() == 2 * 60
+
+
+@pytest.mark.parametrize("name", ["exponential", "weibull", "lognormal", "histogram"])
+def test_delay_cdf_grid_is_each_draws_cdf(name):
+    """fit()'s posterior delay curves: F(a) on a grid for every draw (and arm), each equal to the
+    float64 CDF of that draw's own parameters (the grid axis goes before the histogram's bin axis)."""
+    from jaxbandits.bayes.fit import delay_cdf_grid
+
+    ages = np.array([0.0, 1.0, 3.0, 7.0, 12.0, 30.0, 59.0])
+    per_arm = TH_PER_ARM[name]
+    draws = {k: np.stack([v, v[::-1]]) for k, v in per_arm.items()}  # [S=2, K=3(, bins)]
+    for discrete in ([True] if name == "histogram" else [True, False]):
+        fam = B.family(name, HIST_EDGES) if name == "histogram" else name
+        got = np.asarray(delay_cdf_grid(fam, draws, ages, discrete), np.float64)
+        assert got.shape == (2, 3, len(ages))
+        shared = np.asarray(delay_cdf_grid(fam, {k: v[:, 0] for k, v in draws.items()}, ages, discrete), np.float64)
+        assert shared.shape == (2, len(ages))
+        for s in range(2):
+            for k in range(3):
+                th = {n: np.asarray(v[s, k], np.float32).astype(np.float64) for n, v in draws.items()}
+                surv = [_surv_d64(name, a, th) if discrete else _surv_c64(name, a, th) for a in ages]
+                np.testing.assert_allclose(got[s, k], 1 - np.asarray(surv), atol=2e-6)
+                if k == 0:
+                    np.testing.assert_allclose(shared[s], got[s, 0], atol=1e-7)
