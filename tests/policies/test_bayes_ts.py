@@ -1,11 +1,6 @@
 """The in-scan delay-model Thompson policy (spec `bayes_delay_models.md` §4, tests T2, T3, T9) and
 the reveal ages of the conversions channel (conventions R3c)."""
-import json
 import math
-import os
-import subprocess
-import sys
-import textwrap
 from typing import Any, NamedTuple
 
 import jax
@@ -437,31 +432,36 @@ def test_eigh_one_matrix_per_call_same_bits():
             assert np.asarray(x).tobytes() == np.asarray(y).tobytes(), shape
         if jax.default_backend() == "cpu":
             calls = [l for l in jax.jit(f).lower(a).compile().as_text().splitlines() if "syevd" in l]
-            assert calls and all(re.search(rf"custom-call\(%[\w.-]+\)", l) for l in calls)
+            assert calls and all(re.search(r"custom-call\(%[\w.-]+\)", l) for l in calls)
             d = shape[-1]
             assert all(f"(f32[{d},{d}]" in l for l in calls), calls
 
 
-SHARDED_TS_SCRIPT = textwrap.dedent("""
-    import os, json
-    os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
-    if hasattr(os, "sched_setaffinity"):  # two cores: the intra-op pool the hang needed
-        os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:2])
-    import jax, numpy as np
-    from jaxbandits import channels as C, delays as D, envs as E
-    from jaxbandits.policies import bayes as PB
-    from jaxbandits.simulate import simulate
-    env = E.conversions(list(np.linspace(0.05, 0.1, 10)), D.geometric(mean=10.0))
-    pols = {"hmc": PB.delay_model_ts(31, prior_mean=8.0), "lap": PB.delay_model_ts(31, engine="laplace")}
-    o = simulate(env, C.conversions(), pols, 20, jax.random.key(0), 100, shard=SHARD)
-    print(json.dumps({k: [v.timing["devices"], bool(np.isfinite(v.regret).all())] for k, v in o.items()}))
-""")
+SHARDED_TS_SCRIPT = """
+import os, json
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+if hasattr(os, "sched_setaffinity"):  # two cores: the intra-op pool the hang needed
+    os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:2])
+import jax, numpy as np
+from jaxbandits import channels as C, delays as D, envs as E
+from jaxbandits.policies import bayes as PB
+from jaxbandits.simulate import simulate
+env = E.conversions(list(np.linspace(0.05, 0.1, 10)), D.geometric(mean=10.0))
+pols = {"hmc": PB.delay_model_ts(31, prior_mean=8.0), "lap": PB.delay_model_ts(31, engine="laplace")}
+o = simulate(env, C.conversions(), pols, 20, jax.random.key(0), 100, shard=SHARD)
+print(json.dumps({k: [v.timing["devices"], bool(np.isfinite(v.regret).all())] for k, v in o.items()}))
+"""
 
 
 def test_k10_delay_model_ts_runs_sharded_over_two_host_devices():
     """K = 10 delay-model TS, 100 runs on 2 host devices (sharded by default) on two cores: it used
     to hang for ever in the batched LAPACK eigh (each device's program waiting on the thread pool
     for chunks that no free thread could run)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
     env = dict(os.environ)
     env.pop("XLA_FLAGS", None)
     for shard in ("True", "None"):  # asked for, and simulate's default
