@@ -23,7 +23,6 @@ from jax import lax
 from .. import _validate as V
 from .. import mathlib as M
 from ..types import Policy, ProblemSpec, one_hot
-from . import classic
 
 __all__ = ["schedule", "odaaf", "odaaf_b", "odaaf_v", "odaaf_naive", "qpmd", "ODAAFState", "QPMDState",
            "phase_timeline"]
@@ -222,9 +221,6 @@ class QPMDMemo(NamedTuple):
     onehot: Any
 
 
-_BASE_INDEX = {"ucb1": classic.ucb1_index, "kl-ucb": classic.kl_ucb_index}  # (sums, n, t): the classic indices
-
-
 def qpmd(base: str = "ucb1", name: Optional[str] = None) -> Policy:
     """QPM-D: per-arm queues of arrived rewards; the base (``"ucb1"``: Auer et al. with
     ``ln n``, n = rewards fed; ``"kl-ucb"``) is fed from the queue of the arm it recommends, as many
@@ -236,7 +232,9 @@ def qpmd(base: str = "ucb1", name: Optional[str] = None) -> Policy:
     the FIFO (values are i.i.d. per arm and availability does not depend on them); for other
     rewards it is an approximation. Payload ``[e_A, e_A r]``."""
     V.choice("base", base, ("ucb1", "kl-ucb"))
-    index = _BASE_INDEX[base]  # its log runs on n = the rewards fed so far
+    from .classic import kl_ucb_index, ucb1_index  # the classic indices (sums, n, t)
+
+    index = {"ucb1": ucb1_index, "kl-ucb": kl_ucb_index}[base]  # its log runs on n = the rewards fed so far
 
     def init(spec: ProblemSpec, key):
         K = spec.n_arms
