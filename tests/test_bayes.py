@@ -394,3 +394,103 @@ def test_kaplan_meier_matches_truth_without_censoring():
     log = B.synthetic_log([0.4], 20000, span=1, cutoff=1000, mean=10, seed=9)  # every play watched ~1000
     km = kaplan_meier_conversion(log, 0, [5, 10, 30])
     np.testing.assert_allclose(km, 0.4 * (1 - np.exp(-np.array([5, 10, 30]) / 10)), atol=0.012)
+
+
+class _Lomax(B.Family):
+    """A family of one's own, written outside the package: Lomax (Pareto II) delays,
+    ``S_c(x) = (1 + x / delay_scale)^(-delay_alpha)``."""
+
+    def __init__(self):
+        super().__init__("lomax", ("delay_scale", "delay_alpha"))
+
+    def default_priors(self, prior_mean):
+        return {"delay_scale_loc": prior_mean, "delay_scale_scale": 1.5, "delay_alpha_scale": 0.5}
+
+    def sample(self, priors, n_laws=None):
+        import numpyro
+        import numpyro.distributions as dist
+
+        def ln(loc, s):
+            d = dist.LogNormal(math.log(loc), s)
+            return d if n_laws is None else d.expand((n_laws,)).to_event(1)
+
+        return {"delay_scale": numpyro.sample("delay_scale", ln(priors["delay_scale_loc"], priors["delay_scale_scale"])),
+                "delay_alpha": numpyro.sample("delay_alpha", ln(2.0, priors["delay_alpha_scale"]))}
+
+    def unconstrained_locs(self, prior_mean):
+        return {"delay_scale": math.log(prior_mean), "delay_alpha": math.log(2.0)}
+
+    def log_surv_c(self, x, th):
+        return -th["delay_alpha"] * jnp.log1p(jnp.asarray(x, jnp.float32) / th["delay_scale"])
+
+    def log_pdf_c(self, x, th):
+        a, s = th["delay_alpha"], th["delay_scale"]
+        return jnp.log(a / s) - (a + 1.0) * jnp.log1p(jnp.asarray(x, jnp.float32) / s)
+
+    def mean(self, th):
+        return th["delay_scale"] / (th["delay_alpha"] - 1.0)
+
+
+@pytest.mark.parametrize("per_arm", [False, True], ids=["shared", "per-arm"])
+def test_a_family_of_ones_own_runs_through_models_and_the_policy(per_arm):
+    """A family defined here (no name known to the library) goes through every path that takes a
+    family: the per-row likelihood equals the float64 formula, the compressed one equals it, the
+    NumPyro model's log joint is prior + likelihood, and the in-scan TS runs on it."""
+    import jax
+    from numpyro.infer.util import log_density
+
+    from jaxbandits import channels as C, delays as D, envs as E
+    from jaxbandits.policies import bayes as PB
+    from jaxbandits.simulate import simulate
+
+    fam, K, M = _Lomax(), 3, 40
+    th = ({"delay_scale": np.array([12.0, 30.0, 20.0]), "delay_alpha": np.array([1.5, 3.0, 2.2])} if per_arm
+          else {"delay_scale": 25.0, "delay_alpha": 2.5})
+    th64 = {k: np.asarray(v, np.float32).astype(np.float64) for k, v in th.items()}
+    p32, p64 = jnp.asarray(P_TRUE, jnp.float32), P_TRUE.astype(np.float32).astype(np.float64)
+    log = _edge_case_log(True)
+    rows = log.rows(window=M, discrete=True)
+    S = lambda x, k: (1 + x / (th64["delay_scale"][k] if per_arm else th64["delay_scale"])) ** -(
+        th64["delay_alpha"][k] if per_arm else th64["delay_alpha"])
+    ref = 0.0
+    for k, c, d, a in zip(np.asarray(rows.arm), np.asarray(rows.converted), np.asarray(rows.delay), np.asarray(rows.age)):
+        ref += (math.log(p64[k]) + math.log(S(d, k) - S(d + 1, k)) if c > 0
+                else math.log(1 - p64[k] * (1 - S(a + 1, k))))
+    got = float(B.loglik_rows(rows, p32, _th32(th), fam, True, per_arm_delay=per_arm))
+    assert got == pytest.approx(ref, rel=1e-5)
+    ss = B.compress(rows, K, M, per_arm_delay=per_arm)
+    assert float(B.loglik_suffstats(ss, p32, _th32(th), fam, per_arm_delay=per_arm)) == pytest.approx(ref, rel=1e-5)
+    ln = lambda x, loc, s: float(np.sum(stats.lognorm.logpdf(x, s, scale=loc)))
+    prior = (float(np.sum(stats.beta.logpdf(p64, 1, 1))) + ln(th64["delay_scale"], 25.0, 1.5)
+             + ln(th64["delay_alpha"], 2.0, 0.5))
+    kw = dict(n_arms=K, fam=fam, discrete=True, per_arm_delay=per_arm, prior_mean=25.0)
+    lj = float(log_density(B.conversion_model, (ss,), kw, {"p": p32, **_th32(th)})[0])
+    assert lj == pytest.approx(ref + prior, rel=1e-5)
+    env = E.conversions([0.2, 0.3, 0.4], D.geometric(mean=5.0))
+    o = simulate(env, C.conversions(), PB.delay_model_ts(15, model=fam, per_arm_delay=per_arm), 60,
+                 jax.random.key(0), 2)
+    assert np.isfinite(o.regret).all() and o.pulls[:, -1].sum() == 2 * 60
+
+
+@pytest.mark.parametrize("name", ["exponential", "weibull", "lognormal", "histogram"])
+def test_delay_cdf_grid_is_each_draws_cdf(name):
+    """fit()'s posterior delay curves: F(a) on a grid for every draw (and arm), each equal to the
+    float64 CDF of that draw's own parameters (the grid axis goes before the histogram's bin axis)."""
+    from jaxbandits.bayes.fit import delay_cdf_grid
+
+    ages = np.array([0.0, 1.0, 3.0, 7.0, 12.0, 30.0, 59.0])
+    per_arm = TH_PER_ARM[name]
+    draws = {k: np.stack([v, v[::-1]]) for k, v in per_arm.items()}  # [S=2, K=3(, bins)]
+    for discrete in ([True] if name == "histogram" else [True, False]):
+        fam = B.family(name, HIST_EDGES) if name == "histogram" else name
+        got = np.asarray(delay_cdf_grid(fam, draws, ages, discrete), np.float64)
+        assert got.shape == (2, 3, len(ages))
+        shared = np.asarray(delay_cdf_grid(fam, {k: v[:, 0] for k, v in draws.items()}, ages, discrete), np.float64)
+        assert shared.shape == (2, len(ages))
+        for s in range(2):
+            for k in range(3):
+                th = {n: np.asarray(v[s, k], np.float32).astype(np.float64) for n, v in draws.items()}
+                surv = [_surv_d64(name, a, th) if discrete else _surv_c64(name, a, th) for a in ages]
+                np.testing.assert_allclose(got[s, k], 1 - np.asarray(surv), atol=2e-6)
+                if k == 0:
+                    np.testing.assert_allclose(shared[s], got[s, 0], atol=1e-7)

@@ -5,14 +5,15 @@ rate of each arm and the delay law inferred jointly, with the exact right-censor
     idata = bayes.fit(log, model="weibull", method="nuts")   # arviz.InferenceData
 """
 from .convert import delay_law, delay_laws
-from .families import DEFAULT_EDGES, FAMILIES, Family, family
+from .families import DEFAULT_EDGES, FAMILIES, Exponential, Family, Geometric, Histogram, LogNormal, Weibull, family
 from .fit import (AUTO_DISTINCT, AUTO_RESOLUTION, ConversionLog, compress_log, conversion_log, delay_cdf_grid, diagnostics, fit,
                   from_table, load_log, read_log, write_log)
 from .model import (CensoredConversion, RingStats, Rows, SuffStats, WeightedRows, compress, compress_rows, conversion_model,
                     loglik_ring, loglik_rows, loglik_suffstats, loglik_weighted, pointwise_weighted, unseen_log_term)
 from .synth import synthetic_log
 
-__all__ = ["delay_law", "delay_laws", "Family", "FAMILIES", "family", "DEFAULT_EDGES", "ConversionLog", "conversion_log", "from_table", "read_log", "load_log",
+__all__ = ["delay_law", "delay_laws", "Family", "Exponential", "Geometric", "Weibull", "LogNormal", "Histogram", "FAMILIES",
+           "family", "DEFAULT_EDGES", "ConversionLog", "conversion_log", "from_table", "read_log", "load_log",
            "compress_log", "AUTO_DISTINCT", "AUTO_RESOLUTION", "WeightedRows", "compress_rows", "loglik_weighted", "pointwise_weighted",
            "write_log", "fit", "diagnostics", "delay_cdf_grid", "Rows", "SuffStats", "CensoredConversion",
            "conversion_model", "RingStats", "loglik_ring", "loglik_rows", "loglik_suffstats", "compress", "unseen_log_term", "synthetic_log"]

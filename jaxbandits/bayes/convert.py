@@ -1,7 +1,8 @@
 """From a fitted delay model to the delay laws a simulation takes.
 
 The discrete-time models and the simulator's laws use the same discretisation (``D = floor(X)``), so
-each family maps onto one law of :mod:`jaxbandits.delays` with the same CDF:
+each family maps onto one law of :mod:`jaxbandits.delays` with the same CDF (its
+:meth:`~jaxbandits.bayes.Family.law`):
 
 * exponential / geometric (mean ``m``): ``delays.exponential(scale=m)``;
 * Weibull (mean ``m``, shape ``k``): ``delays.weibull(k, m / Gamma(1 + 1/k))``;
@@ -11,7 +12,6 @@ each family maps onto one law of :mod:`jaxbandits.delays` with the same CDF:
 """
 from __future__ import annotations
 
-import math
 from typing import Optional
 
 import numpy as np
@@ -26,18 +26,7 @@ def delay_law(fam, params: dict) -> D.DelayLaw:
     """The :mod:`jaxbandits.delays` law of one parameter set ``params`` (scalars, or the bin
     weights of the histogram) of the family ``fam`` (a name or a :class:`Family`)."""
     fam = fam if isinstance(fam, Family) else family(fam)
-    p = {k: np.asarray(v, np.float64) for k, v in params.items()}
-    if fam.name in ("exponential", "geometric"):
-        return D.exponential(float(p["delay_mean"]))
-    if fam.name == "weibull":
-        k = float(p["delay_shape"])
-        return D.weibull(k, float(p["delay_mean"]) / math.gamma(1.0 + 1.0 / k))
-    if fam.name == "lognormal":
-        return D.log_normal(math.log(float(p["delay_median"])), float(p["delay_sigma"]))
-    e = np.asarray(fam.edges, np.int64)
-    w = p["delay_w"]
-    pmf = np.repeat(w / np.diff(e), np.diff(e))
-    return D.histogram(pmf)
+    return fam.law({k: np.asarray(v, np.float64) for k, v in params.items()})
 
 
 def _family_of(idata) -> Family:
@@ -46,11 +35,7 @@ def _family_of(idata) -> Family:
         name = idata.attrs.get("model")
     if name is None:
         raise ValueError("idata has no attrs['model']: pass a fit() result")
-    if name != "histogram":
-        return family(name)
-    bins = [str(b) for b in idata.posterior["delay_w"].coords["delay_bin"].values]  # "[a,b)"
-    edges = [int(b[1:-1].split(",")[0]) for b in bins] + [int(bins[-1][1:-1].split(",")[1])]
-    return family(name, edges=edges)
+    return family(name).from_posterior(idata.posterior)  # the histogram reads its bin edges back
 
 
 def delay_laws(idata, draws: Optional[int] = None, seed: int = 0):

@@ -1,13 +1,19 @@
-"""Delay families of the Bayesian conversion models (spec `bayes_delay_models.md` §2.3-2.4).
+"""Delay families of the Bayesian conversion models (docs/bayes.md, "Models").
 
-Each family samples its parameters under the priors of §2.4 (scale parameters through a location,
-log-normal priors) and gives the continuous log-survival ``log S_c(x)`` and log-density
-``log f_c(x)``. Discrete delays ``D = floor(X)`` use ``log S(a) = log S_c(a + 1)`` and
+Each family is an object (a subclass of :class:`Family`) that owns everything that depends on the
+law: its parameter names, the priors it samples them under (scale parameters through a location,
+log-normal priors), the continuous log-survival ``log S_c(x)`` and log-density ``log f_c(x)``, the
+discrete law of ``D = floor(X)``, the implied mean, the starting values of a fit and the
+:mod:`jaxbandits.delays` law with the same CDF. Nothing outside this module asks a family for its
+name to decide what to compute; a family of one's own (a subclass) works wherever a name does.
+
+Discrete delays ``D = floor(X)`` use ``log S(a) = log S_c(a + 1)`` and
 ``log f(d) = log S_c(d) + log(-expm1(log S_c(d+1) - log S_c(d)))`` (never a difference of
-survivals in linear space, pitfall 2). The histogram family is discrete only.
+survivals in linear space: conventions §9). The histogram family is discrete only.
 
 Parameters of a family are a dict ``{"delay_mean": ..., ...}``; with per-arm laws every entry has a
-trailing arm axis and the functions broadcast over it.
+trailing arm axis (before the bin axis of the histogram's weights) and the functions broadcast
+over it.
 """
 from __future__ import annotations
 
@@ -21,153 +27,334 @@ import numpyro
 import numpyro.distributions as dist
 from jax.scipy.special import gammaln, log_ndtr
 
-__all__ = ["Family", "FAMILIES", "family", "DEFAULT_EDGES"]
+from .. import delays as D
+
+__all__ = ["Family", "Exponential", "Geometric", "Weibull", "LogNormal", "Histogram", "FAMILIES", "family",
+           "DEFAULT_EDGES"]
 
 DEFAULT_EDGES = (0, 4, 8, 16, 24, 32, 48, 64, 96, 128)
 _TINY = 1e-30
 
 
 def _safe_pos(x):
-    """``x`` with zeros replaced by 1 (the double-where trick: select after, pitfall 3)."""
+    """``x`` with zeros replaced by 1 (the double-where rule of conventions §9: select after)."""
     return jnp.where(x > 0, x, 1.0)
+
+
+def _log_normal_prior(loc, scale, shape):
+    d = dist.LogNormal(math.log(loc), scale)
+    return d if not shape else d.expand(shape).to_event(1)
 
 
 @dataclasses.dataclass(frozen=True)
 class Family:
-    """A delay family: its name, parameter names and prior defaults."""
+    """A delay family: its name, parameter names and the methods of its law.
+
+    Subclasses give ``default_priors``, ``sample``, ``log_surv_c``, ``log_pdf_c``, ``mean``,
+    ``law`` and ``init_values``; the discrete law (``log_surv``, ``log_pmf``) follows from the
+    continuous survival unless a family overrides it (the histogram)."""
 
     name: str
     params: tuple
     discrete_only: bool = False
     edges: Optional[tuple] = None  # histogram bin edges (integers, e_0 = 0)
 
-    # ---------------------------------------------------------------- priors (§2.4)
+    in_scan = True  # the in-scan Thompson policy can run it (class attribute, not a field)
+    event_dims = {}  # per parameter: the names of its own axes after the arm axis (histogram: bins)
+
+    # ---------------------------------------------------------------- construction
+    def with_edges(self, edges) -> "Family":
+        """The family with histogram bin ``edges`` (only the histogram has edges)."""
+        raise ValueError("edges apply to the histogram model only")
+
+    def coords(self) -> dict:
+        """Coordinates of the parameters' own axes (for ArviZ)."""
+        return {}
+
+    def from_posterior(self, posterior) -> "Family":
+        """The family as it was fitted, read back from a posterior's coordinates."""
+        return self
+
+    # ---------------------------------------------------------------- priors
     def default_priors(self, prior_mean: float) -> dict:
-        if self.name in ("exponential", "geometric"):
-            return {"delay_mean_loc": prior_mean, "delay_mean_scale": 1.5}
-        if self.name == "weibull":
-            return {"delay_mean_loc": prior_mean, "delay_mean_scale": 1.5, "delay_shape_scale": 0.5}
-        if self.name == "lognormal":
-            return {"delay_median_loc": prior_mean, "delay_median_scale": 1.5, "delay_sigma_scale": 0.5}
-        return {"delay_w_alpha": 1.0}
+        raise NotImplementedError
 
     def sample(self, priors: dict, n_laws: Optional[int] = None) -> dict:
         """Sample the delay parameters inside a NumPyro model (one law, or ``n_laws`` per arm)."""
-        shape = () if n_laws is None else (n_laws,)
+        raise NotImplementedError
 
-        def ln(loc, scale):
-            d = dist.LogNormal(math.log(loc), scale)
-            return d if not shape else d.expand(shape).to_event(1)
-
-        if self.name in ("exponential", "geometric"):
-            return {"delay_mean": numpyro.sample("delay_mean", ln(priors["delay_mean_loc"], priors["delay_mean_scale"]))}
-        if self.name == "weibull":
-            return {"delay_mean": numpyro.sample("delay_mean", ln(priors["delay_mean_loc"], priors["delay_mean_scale"])),
-                    "delay_shape": numpyro.sample("delay_shape", ln(1.0, priors["delay_shape_scale"]))}
-        if self.name == "lognormal":
-            return {"delay_median": numpyro.sample("delay_median", ln(priors["delay_median_loc"],
-                                                                      priors["delay_median_scale"])),
-                    "delay_sigma": numpyro.sample("delay_sigma", ln(1.0, priors["delay_sigma_scale"]))}
-        B = len(self.edges) - 1
-        d = dist.Dirichlet(jnp.full((B,), float(priors["delay_w_alpha"])))
-        if shape:
-            d = d.expand(shape).to_event(1)
-        return {"delay_w": numpyro.sample("delay_w", d)}
+    def unconstrained_locs(self, prior_mean: float) -> dict:
+        """Per parameter, the prior median in NumPyro's unconstrained space (log of the scale)."""
+        raise NotImplementedError
 
     # ---------------------------------------------------------------- continuous time
     def log_surv_c(self, x, th):
-        x = jnp.asarray(x, jnp.float32)
-        if self.name in ("exponential", "geometric"):
-            return -x / th["delay_mean"]
-        if self.name == "weibull":
-            k = th["delay_shape"]
-            scale = th["delay_mean"] / jnp.exp(gammaln(1.0 + 1.0 / k))
-            xs = _safe_pos(x)
-            return jnp.where(x > 0, -((xs / scale) ** k), 0.0)
-        if self.name == "lognormal":
-            xs = _safe_pos(x)
-            u = (jnp.log(xs) - jnp.log(th["delay_median"])) / th["delay_sigma"]
-            return jnp.where(x > 0, log_ndtr(-u), 0.0)
-        raise ValueError("the histogram family is discrete only (discrete=True)")
+        raise NotImplementedError
 
     def log_pdf_c(self, x, th):
-        x = jnp.asarray(x, jnp.float32)
-        if self.name in ("exponential", "geometric"):
-            return -jnp.log(th["delay_mean"]) - x / th["delay_mean"]
-        if self.name == "weibull":
-            k = th["delay_shape"]
-            scale = th["delay_mean"] / jnp.exp(gammaln(1.0 + 1.0 / k))
-            xs = _safe_pos(x)
-            z = xs / scale
-            v = jnp.log(k) - jnp.log(scale) + (k - 1.0) * jnp.log(z) - z**k
-            return jnp.where(x > 0, v, jnp.where(k < 1, jnp.inf, jnp.where(k == 1, -jnp.log(scale), -jnp.inf)))
-        if self.name == "lognormal":
-            xs = _safe_pos(x)
-            s = th["delay_sigma"]
-            v = (-0.5 * ((jnp.log(xs) - jnp.log(th["delay_median"])) / s) ** 2 - jnp.log(s)
-                 - 0.5 * math.log(2 * math.pi) - jnp.log(xs))
-            return jnp.where(x > 0, v, -jnp.inf)
-        raise ValueError("the histogram family is discrete only (discrete=True)")
+        raise NotImplementedError
 
     # ---------------------------------------------------------------- discrete time (D = floor X)
     def log_surv(self, a, th):
         """``log P(D > a)`` for integer ages ``a >= 0``."""
         a = jnp.asarray(a, jnp.float32)
-        if self.name == "histogram":
-            e = jnp.asarray(self.edges, jnp.float32)
-            lo, hi = e[:-1], e[1:]
-            frac = jnp.clip((hi - (a[..., None] + 1.0)) / (hi - lo), 0.0, 1.0)
-            w = th["delay_w"]
-            return jnp.log(jnp.maximum(jnp.sum(w * frac, -1), _TINY))
         return self.log_surv_c(a + 1.0, th)
 
     def log_pmf(self, d, th):
         """``log P(D = d)`` for integers ``d >= 0``."""
         d = jnp.asarray(d, jnp.float32)
-        if self.name == "histogram":
-            e = jnp.asarray(self.edges, jnp.float32)
-            lo, hi = e[:-1], e[1:]
-            inside = (d[..., None] >= lo) & (d[..., None] < hi)
-            w = th["delay_w"]
-            dens = jnp.sum(jnp.where(inside, w / (hi - lo), 0.0), -1)
-            return jnp.log(jnp.maximum(dens, _TINY))
         s0 = self.log_surv_c(d, th)
         s1 = self.log_surv_c(d + 1.0, th)
         return s0 + jnp.log(jnp.maximum(-jnp.expm1(s1 - s0), _TINY))
 
     def mean(self, th):
         """The delay mean (continuous law; the histogram's discrete mean)."""
-        if self.name in ("exponential", "geometric", "weibull"):
-            return th["delay_mean"]
-        if self.name == "lognormal":
-            return th["delay_median"] * jnp.exp(0.5 * th["delay_sigma"] ** 2)
+        raise NotImplementedError
+
+    # ---------------------------------------------------------------- helpers of fits and simulations
+    def with_grid_axis(self, th) -> dict:
+        """The parameters with an axis inserted before each one's own axes, so they broadcast
+        against a grid of ages (``[..., G]``)."""
+        return {k: jnp.expand_dims(jnp.asarray(v), jnp.ndim(v) - len(self.event_dims.get(k, ()))) for k, v in th.items()}
+
+    def init_values(self, mean_delay: float, shape: tuple) -> dict:
+        """Starting values of a fit from the seen delays' mean (numpy float32, ``shape``: ``()`` or
+        ``(K,)``)."""
+        raise NotImplementedError
+
+    def law(self, params: dict):
+        """The :mod:`jaxbandits.delays` law with the same discretisation (``D = floor(X)``) for one
+        parameter set (numpy float64 scalars, or the histogram's bin weights)."""
+        raise NotImplementedError
+
+
+@dataclasses.dataclass(frozen=True)
+class Exponential(Family):
+    """Exponential delays of mean ``delay_mean``."""
+
+    name: str = "exponential"
+    params: tuple = ("delay_mean",)
+
+    def default_priors(self, prior_mean):
+        return {"delay_mean_loc": prior_mean, "delay_mean_scale": 1.5}
+
+    def sample(self, priors, n_laws=None):
+        shape = () if n_laws is None else (n_laws,)
+        return {"delay_mean": numpyro.sample("delay_mean", _log_normal_prior(priors["delay_mean_loc"],
+                                                                             priors["delay_mean_scale"], shape))}
+
+    def unconstrained_locs(self, prior_mean):
+        return {"delay_mean": math.log(prior_mean)}
+
+    def log_surv_c(self, x, th):
+        x = jnp.asarray(x, jnp.float32)
+        return -x / th["delay_mean"]
+
+    def log_pdf_c(self, x, th):
+        x = jnp.asarray(x, jnp.float32)
+        return -jnp.log(th["delay_mean"]) - x / th["delay_mean"]
+
+    def mean(self, th):
+        return th["delay_mean"]
+
+    def init_values(self, mean_delay, shape):
+        return {"delay_mean": np.full(shape, mean_delay, np.float32)}
+
+    def law(self, params):
+        return D.exponential(float(params["delay_mean"]))
+
+
+@dataclasses.dataclass(frozen=True)
+class Geometric(Exponential):
+    """The discretised exponential: ``D = floor(X)``, ``X`` exponential of mean ``delay_mean``, is
+    geometric on ``{0, 1, ...}``. The same law and code as :class:`Exponential` under its own name
+    (the model of integer delays)."""
+
+    name: str = "geometric"
+
+
+@dataclasses.dataclass(frozen=True)
+class Weibull(Family):
+    """Weibull delays of mean ``delay_mean`` and shape ``delay_shape`` (scale ``mean / Gamma(1 + 1/k)``)."""
+
+    name: str = "weibull"
+    params: tuple = ("delay_mean", "delay_shape")
+
+    def default_priors(self, prior_mean):
+        return {"delay_mean_loc": prior_mean, "delay_mean_scale": 1.5, "delay_shape_scale": 0.5}
+
+    def sample(self, priors, n_laws=None):
+        shape = () if n_laws is None else (n_laws,)
+        return {"delay_mean": numpyro.sample("delay_mean", _log_normal_prior(priors["delay_mean_loc"],
+                                                                             priors["delay_mean_scale"], shape)),
+                "delay_shape": numpyro.sample("delay_shape", _log_normal_prior(1.0, priors["delay_shape_scale"], shape))}
+
+    def unconstrained_locs(self, prior_mean):
+        return {"delay_mean": math.log(prior_mean), "delay_shape": 0.0}
+
+    def log_surv_c(self, x, th):
+        x = jnp.asarray(x, jnp.float32)
+        k = th["delay_shape"]
+        scale = th["delay_mean"] / jnp.exp(gammaln(1.0 + 1.0 / k))
+        xs = _safe_pos(x)
+        return jnp.where(x > 0, -((xs / scale) ** k), 0.0)
+
+    def log_pdf_c(self, x, th):
+        x = jnp.asarray(x, jnp.float32)
+        k = th["delay_shape"]
+        scale = th["delay_mean"] / jnp.exp(gammaln(1.0 + 1.0 / k))
+        xs = _safe_pos(x)
+        z = xs / scale
+        v = jnp.log(k) - jnp.log(scale) + (k - 1.0) * jnp.log(z) - z**k
+        return jnp.where(x > 0, v, jnp.where(k < 1, jnp.inf, jnp.where(k == 1, -jnp.log(scale), -jnp.inf)))
+
+    def mean(self, th):
+        return th["delay_mean"]
+
+    def init_values(self, mean_delay, shape):
+        return {"delay_mean": np.full(shape, mean_delay, np.float32), "delay_shape": np.full(shape, 1.0, np.float32)}
+
+    def law(self, params):
+        k = float(params["delay_shape"])
+        return D.weibull(k, float(params["delay_mean"]) / math.gamma(1.0 + 1.0 / k))
+
+
+@dataclasses.dataclass(frozen=True)
+class LogNormal(Family):
+    """Log-normal delays of median ``delay_median`` and log-scale sd ``delay_sigma``."""
+
+    name: str = "lognormal"
+    params: tuple = ("delay_median", "delay_sigma")
+
+    def default_priors(self, prior_mean):
+        return {"delay_median_loc": prior_mean, "delay_median_scale": 1.5, "delay_sigma_scale": 0.5}
+
+    def sample(self, priors, n_laws=None):
+        shape = () if n_laws is None else (n_laws,)
+        return {"delay_median": numpyro.sample("delay_median", _log_normal_prior(priors["delay_median_loc"],
+                                                                                 priors["delay_median_scale"], shape)),
+                "delay_sigma": numpyro.sample("delay_sigma", _log_normal_prior(1.0, priors["delay_sigma_scale"], shape))}
+
+    def unconstrained_locs(self, prior_mean):
+        return {"delay_median": math.log(prior_mean), "delay_sigma": 0.0}
+
+    def log_surv_c(self, x, th):
+        x = jnp.asarray(x, jnp.float32)
+        xs = _safe_pos(x)
+        u = (jnp.log(xs) - jnp.log(th["delay_median"])) / th["delay_sigma"]
+        return jnp.where(x > 0, log_ndtr(-u), 0.0)
+
+    def log_pdf_c(self, x, th):
+        x = jnp.asarray(x, jnp.float32)
+        xs = _safe_pos(x)
+        s = th["delay_sigma"]
+        v = (-0.5 * ((jnp.log(xs) - jnp.log(th["delay_median"])) / s) ** 2 - jnp.log(s)
+             - 0.5 * math.log(2 * math.pi) - jnp.log(xs))
+        return jnp.where(x > 0, v, -jnp.inf)
+
+    def mean(self, th):
+        return th["delay_median"] * jnp.exp(0.5 * th["delay_sigma"] ** 2)
+
+    def init_values(self, mean_delay, shape):
+        return {"delay_median": np.full(shape, mean_delay / 2, np.float32), "delay_sigma": np.full(shape, 1.0, np.float32)}
+
+    def law(self, params):
+        return D.log_normal(math.log(float(params["delay_median"])), float(params["delay_sigma"]))
+
+
+@dataclasses.dataclass(frozen=True)
+class Histogram(Family):
+    """Integer delays with bin weights ``delay_w`` on the integer ``edges`` (uniform within a bin):
+    ``P(D = d) = w_b / (e_{b+1} - e_b)`` for ``e_b <= d < e_{b+1}``. Discrete only; offline fits
+    only (not the in-scan policy)."""
+
+    name: str = "histogram"
+    params: tuple = ("delay_w",)
+    discrete_only: bool = True
+    edges: Optional[tuple] = DEFAULT_EDGES
+
+    in_scan = False
+    event_dims = {"delay_w": ("delay_bin",)}
+
+    def with_edges(self, edges):
+        e = np.asarray(edges)
+        if e.ndim != 1 or e.size < 2 or e[0] != 0 or np.any(np.diff(e) <= 0) or np.any(e != np.round(e)):
+            raise ValueError(f"edges must be increasing integers starting at 0, got {edges!r}")
+        return dataclasses.replace(self, edges=tuple(int(x) for x in e))
+
+    def coords(self):
+        return {"delay_bin": [f"[{a},{b})" for a, b in zip(self.edges[:-1], self.edges[1:])]}
+
+    def from_posterior(self, posterior):
+        bins = [str(b) for b in posterior["delay_w"].coords["delay_bin"].values]  # "[a,b)"
+        edges = [int(b[1:-1].split(",")[0]) for b in bins] + [int(bins[-1][1:-1].split(",")[1])]
+        return self.with_edges(edges)
+
+    def default_priors(self, prior_mean):
+        return {"delay_w_alpha": 1.0}
+
+    def sample(self, priors, n_laws=None):
+        shape = () if n_laws is None else (n_laws,)
+        B = len(self.edges) - 1
+        d = dist.Dirichlet(jnp.full((B,), float(priors["delay_w_alpha"])))
+        if shape:
+            d = d.expand(shape).to_event(1)
+        return {"delay_w": numpyro.sample("delay_w", d)}
+
+    def unconstrained_locs(self, prior_mean):
+        return {"delay_w": 0.0}
+
+    def log_surv_c(self, x, th):
+        raise ValueError("the histogram family is discrete only (discrete=True)")
+
+    def log_pdf_c(self, x, th):
+        raise ValueError("the histogram family is discrete only (discrete=True)")
+
+    def log_surv(self, a, th):
+        a = jnp.asarray(a, jnp.float32)
+        e = jnp.asarray(self.edges, jnp.float32)
+        lo, hi = e[:-1], e[1:]
+        frac = jnp.clip((hi - (a[..., None] + 1.0)) / (hi - lo), 0.0, 1.0)
+        w = th["delay_w"]
+        return jnp.log(jnp.maximum(jnp.sum(w * frac, -1), _TINY))
+
+    def log_pmf(self, d, th):
+        d = jnp.asarray(d, jnp.float32)
+        e = jnp.asarray(self.edges, jnp.float32)
+        lo, hi = e[:-1], e[1:]
+        inside = (d[..., None] >= lo) & (d[..., None] < hi)
+        w = th["delay_w"]
+        dens = jnp.sum(jnp.where(inside, w / (hi - lo), 0.0), -1)
+        return jnp.log(jnp.maximum(dens, _TINY))
+
+    def mean(self, th):
         e = np.asarray(self.edges, np.float64)
         mids = jnp.asarray((e[:-1] + e[1:] - 1) / 2, jnp.float32)
         return jnp.sum(th["delay_w"] * mids, -1)
 
+    def init_values(self, mean_delay, shape):
+        B = len(self.edges) - 1
+        return {"delay_w": np.full(shape + (B,), 1.0 / B, np.float32)}
 
-FAMILIES = {
-    "exponential": Family("exponential", ("delay_mean",)),
-    "geometric": Family("geometric", ("delay_mean",)),
-    "weibull": Family("weibull", ("delay_mean", "delay_shape")),
-    "lognormal": Family("lognormal", ("delay_median", "delay_sigma")),
-    "histogram": Family("histogram", ("delay_w",), discrete_only=True, edges=DEFAULT_EDGES),
-}
+    def law(self, params):
+        e = np.asarray(self.edges, np.int64)
+        w = params["delay_w"]
+        pmf = np.repeat(w / np.diff(e), np.diff(e))
+        return D.histogram(pmf)
+
+
+FAMILIES = {f.name: f for f in (Exponential(), Geometric(), Weibull(), LogNormal(), Histogram())}
 
 
 def family(name, edges=None) -> Family:
     """The family called ``name`` (``exponential``, ``geometric``, ``weibull``, ``lognormal``,
-    ``histogram``; ``edges``: the histogram's integer bin edges, increasing from 0)."""
+    ``histogram``; ``edges``: the histogram's integer bin edges, increasing from 0), or ``name``
+    itself when it is already a :class:`Family`."""
     if isinstance(name, Family):
         return name
     if name not in FAMILIES:
         raise ValueError(f"model must be one of {sorted(FAMILIES)}, got {name!r}")
     fam = FAMILIES[name]
     if edges is not None:
-        if name != "histogram":
-            raise ValueError("edges apply to the histogram model only")
-        e = np.asarray(edges)
-        if e.ndim != 1 or e.size < 2 or e[0] != 0 or np.any(np.diff(e) <= 0) or np.any(e != np.round(e)):
-            raise ValueError(f"edges must be increasing integers starting at 0, got {edges!r}")
-        fam = dataclasses.replace(fam, edges=tuple(int(x) for x in e))
+        fam = fam.with_edges(edges)
     return fam

@@ -54,8 +54,7 @@ def delay_cdf_grid(fam, theta, ages, discrete):
     """``F(a)`` on a grid for every posterior draw (theta entries ``[S]`` or ``[S, K]``)."""
     fam = family(fam)
     ages = jnp.asarray(ages, jnp.float32)
-    th = {k: jnp.asarray(v)[..., None] if fam.name != "histogram" else jnp.asarray(v)[..., None, :]
-          for k, v in theta.items()}
+    th = fam.with_grid_axis({k: jnp.asarray(v) for k, v in theta.items()})
     ls = fam.log_surv(ages, th) if discrete else fam.log_surv_c(ages, th)
     return 1.0 - jnp.exp(ls)
 
@@ -63,7 +62,7 @@ def delay_cdf_grid(fam, theta, ages, discrete):
 def _dims(fam, per_arm_delay):
     dims = {"p": ["arm"], "pending_conversions": ["arm"]}
     for k in fam.params:
-        dims[k] = (["arm"] if per_arm_delay else []) + (["delay_bin"] if k == "delay_w" else [])
+        dims[k] = (["arm"] if per_arm_delay else []) + list(fam.event_dims.get(k, ()))
     dims["delay_mean_implied"] = ["arm"] if per_arm_delay else []
     return dims
 
@@ -104,18 +103,7 @@ def _init_values(fam, wr, plays, K, per_arm_delay, prior_mean):
     mean_d = float(np.sum(cnt * d) / cnt.sum()) if cnt.sum() > 0 else float(prior_mean)
     mean_d = max(mean_d, 1.0)
     shape = (K,) if per_arm_delay else ()
-    full = lambda v: np.full(shape, v, np.float32)
-    vals = {"p": p0.astype(np.float32)}
-    if fam.name in ("exponential", "geometric"):
-        vals["delay_mean"] = full(mean_d)
-    elif fam.name == "weibull":
-        vals.update(delay_mean=full(mean_d), delay_shape=full(1.0))
-    elif fam.name == "lognormal":
-        vals.update(delay_median=full(mean_d / 2), delay_sigma=full(1.0))
-    else:
-        B = len(fam.edges) - 1
-        vals["delay_w"] = np.full(shape + (B,), 1.0 / B, np.float32)
-    return vals
+    return {"p": p0.astype(np.float32), **fam.init_values(mean_d, shape)}
 
 
 def _init_near(values, radius=0.5):
@@ -204,9 +192,7 @@ def fit(log: ConversionLog, model: str = "exponential", method: str = "nuts", *,
     kw = dict(n_arms=K, fam=fam, discrete=discrete, per_arm_delay=per_arm_delay, priors=priors, prior_mean=prior_mean)
     key = jax.random.key(seed)
     labels = list(log.arm_labels)
-    coords = {"arm": labels}
-    if fam.name == "histogram":
-        coords["delay_bin"] = [f"[{a},{b})" for a, b in zip(fam.edges[:-1], fam.edges[1:])]
+    coords = {"arm": labels, **fam.coords()}
     dims = _dims(fam, per_arm_delay)
     attrs = {"model": fam.name, "method": method, "window": "none" if window is None else float(window),
              "discrete": int(discrete), "per_arm_delay": int(per_arm_delay), "prior_mean": prior_mean,

@@ -188,9 +188,7 @@ def loglik_suffstats(ss: SuffStats, p, th, fam="exponential", per_arm_delay=Fals
     p = jnp.clip(p, 1e-7, 1 - 1e-7)
     log_p, log1m_p = jnp.log(p), jnp.log1p(-p)
     if per_arm_delay:  # parameters [K]: evaluate each arm's law on the age grid
-        thk = {k: v[:, None] for k, v in th.items()}
-        if fam.name == "histogram":
-            thk = {"delay_w": th["delay_w"][:, None, :]}
+        thk = {k: v[:, None] for k, v in th.items()}  # the histogram's weights: [K, 1, bins]
         log_f = fam.log_pmf(ages[None, :], thk)  # [K, M+1]
         log_s = fam.log_surv(ages[None, :], thk)
         conv = jnp.sum(ss.hist * log_f)
@@ -282,8 +280,6 @@ def pointwise_weighted(wr: WeightedRows, p, th, fam="exponential", discrete=Fals
     log_p, log1m_p = jnp.log(p), jnp.log1p(-p)
     thd = _take(th, wr.delay_arm, per_arm_delay)
     tha = _take(th, wr.age_arm, per_arm_delay)
-    if fam.name == "histogram" and not per_arm_delay:
-        thd, tha = th, th
     if discrete:
         log_f, log_s = fam.log_pmf(wr.delay, thd), fam.log_surv(wr.age, tha)
     else:

@@ -3,7 +3,8 @@ Anonymous Feedback* (ICML): ODAAF, ODAAF-B, ODAAF-V (Algorithm 1: phased elimina
 anonymous channel, which shows only the sum ``X_t`` of the rewards arriving at round t), and the
 baseline QPM-D (Joulani et al. 2013) with UCB1 as base, on the attributed channel.
 
-The seed lost its math; the schedules ``n_m`` are the spec's reconstruction (tagged [R?] there):
+The schedules ``n_m`` are reconstructed (the text we worked from lost the paper's formulas;
+conventions §11):
 ``n_m = (1/D_m^2) (sqrt(2 L_m) + sqrt(2 L_m + (8/3) D_m L_m + 2 D_m c_m))^2`` with
 ``D_m = 2^-m``, ``L_m = log(T D_m^2)`` and the corruption budget ``c_m`` of each variant:
 ODAAF ``3 m E[tau]`` (eq. 2, no bridge), ODAAF-B ``max(n'_m, m min(d, n_m^ODAAF/m))`` with
@@ -34,7 +35,7 @@ def _n_exact(T, m, c):
     dm = 2.0**-m
     L = math.log(T * dm * dm)
     if L <= 0:
-        return None  # guard (spec 2.2.6): T D_m^2 <= 1, the phase never completes
+        return None  # guard (conventions §9): T D_m^2 <= 1, the phase never completes
     return (math.sqrt(2 * L) + math.sqrt(2 * L + (8 / 3) * dm * L + 2 * dm * c)) ** 2 / (dm * dm)
 
 
@@ -79,7 +80,7 @@ def phase_timeline(n_table, K: int, use_bridge: bool, phases: int):
 
 # ----------------------------------------------------------------------------- ODAAF family
 class ODAAFState(NamedTuple):
-    """Algorithm 1's machine (spec 2.5). Deterministic: the key is unused."""
+    """Algorithm 1's machine (Pike-Burke et al. 2018, Alg. 1). Deterministic: the key is unused."""
 
     arm: Any  # i32 arm to play next
     m: Any  # i32 current phase, 1-based
@@ -145,7 +146,7 @@ def _odaaf(kind, mean_delay, bound, variance, use_bridge, bridge_rule, name, bri
         go_next = play & done & has_next
         arm = jnp.where(go_next, nxt, arm)
         new_left = jnp.where(go_next, nu(st.m), new_left)
-        if use_bridge:  # bridge of nu_m rounds ("block", spec 2.3) or a fixed length
+        if use_bridge:  # bridge of nu_m rounds ("block", the default) or a fixed length
             arm = jnp.where(end_step1, b_arm, arm)
             blen = nu(st.m) if bridge_len == "block" else jnp.asarray(bridge_len, jnp.int32)
             new_left = jnp.where(end_step1, blen, new_left)
@@ -174,7 +175,7 @@ def _bridge_len(length):
 def odaaf(mean_delay: float, use_bridge: bool = False, bridge_rule: str = "best", bridge_len="block",
           name: str = "ODAAF") -> Policy:
     """ODAAF: known expected delay, schedule eq. (2), no bridge (as in the paper's experiments;
-    ``use_bridge=True`` is an ablation). ``bridge_len``: ``"block"`` (nu_m, the spec's default) or a
+    ``use_bridge=True`` is an ablation). ``bridge_len``: ``"block"`` (nu_m, the default) or a
     number of rounds; ``bridge_rule``: ``"best"`` (the empirical leader) or ``"first_next"``."""
     V.nonneg("mean_delay", mean_delay)
     return _odaaf("odaaf", mean_delay, None, None, use_bridge, _bridge_rule(bridge_rule), name, _bridge_len(bridge_len))
@@ -211,38 +212,27 @@ class QPMDState(NamedTuple):
     fed_sum: Any  # f32[K] base sums
     q_cnt: Any  # f32[K] queued (arrived, not yet fed) rewards per arm
     q_sum: Any  # f32[K] their sum
-    key: Any  # key for the draws without replacement from the queues (R2: update has no key)
+    key: Any  # key for the draws without replacement from the queues (conventions §5.2: update has no key)
 
 
 class QPMDMemo(NamedTuple):
     onehot: Any
 
 
-def _base_index(base):
-    def ucb1(s, n, total):
-        return jnp.where(n > 0, s / jnp.maximum(n, 1.0) + jnp.sqrt(2.0 * jnp.log(jnp.maximum(total, 1.0))
-                                                                   / jnp.maximum(n, 1.0)), jnp.inf)
-
-    def klucb(s, n, total):
-        mean = jnp.clip(s / jnp.maximum(n, 1.0), 0.0, 1.0)
-        b = M.kl_ucb_exploration(total) / jnp.maximum(n, 1.0)
-        return jnp.where(n > 0, M.kl_ucb_bernoulli(mean, b), jnp.inf)
-
-    return {"ucb1": ucb1, "kl-ucb": klucb}[base]
-
-
 def qpmd(base: str = "ucb1", name: Optional[str] = None) -> Policy:
     """QPM-D: per-arm queues of arrived rewards; the base (``"ucb1"``: Auer et al. with
     ``ln n``, n = rewards fed; ``"kl-ucb"``) is fed from the queue of the arm it recommends, as many
     times as it can, and the learner plays its recommendation while that queue is empty. Ties go to
-    the lowest index (spec 2.7).
+    the lowest index (conventions §10).
 
     Queues are kept as (count, sum) per arm and a fed value is drawn **without replacement** from
-    its arm's queue (Option B of the spec, conventions §6): for Bernoulli rewards this has the law of
+    its arm's queue (conventions §6): for Bernoulli rewards this has the law of
     the FIFO (values are i.i.d. per arm and availability does not depend on them); for other
     rewards it is an approximation. Payload ``[e_A, e_A r]``."""
     V.choice("base", base, ("ucb1", "kl-ucb"))
-    index = _base_index(base)
+    from .classic import kl_ucb_index, ucb1_index  # the classic indices (sums, n, t)
+
+    index = {"ucb1": ucb1_index, "kl-ucb": kl_ucb_index}[base]  # its log runs on n = the rewards fed so far
 
     def init(spec: ProblemSpec, key):
         K = spec.n_arms

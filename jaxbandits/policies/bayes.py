@@ -1,7 +1,7 @@
-"""Thompson sampling with a Bayesian delay model, inside the scan (spec `bayes_delay_models.md` §4),
-and its cheap baselines.
+"""Thompson sampling with a Bayesian delay model, inside the scan (docs/bayes.md, *Thompson sampling
+inside the scan*), and its cheap baselines.
 
-``delay_model_ts`` keeps the exact fixed-size statistics of §2.5 (conversions per arm, a histogram
+``delay_model_ts`` keeps exact fixed-size sufficient statistics (conversions per arm, a histogram
 of seen delays, closed plays per arm, and a ring of the last ``W = M + 1`` plays) and refreshes a
 posterior sample every ``k`` rounds with a pure inference step built from the NumPyro model's own
 potential (:func:`jaxbandits.bayes.conversion_model` on :class:`~jaxbandits.bayes.RingStats`):
@@ -9,13 +9,13 @@ potential (:func:`jaxbandits.bayes.conversion_model` on :class:`~jaxbandits.baye
 * ``engine="hmc"`` (default): one Newton step tracks the posterior mode; the Hessian there (floored
   eigenvalues) is the dense mass matrix of one HMC transition (4 leapfrog steps of 0.6) of a chain
   carried in the state. The mass matrix depends only on the data and the previous mode, never on
-  the chain's position (a z-dependent one froze the spec's prototype). Energies are recomputed for
+  the chain's position (a z-dependent one froze an earlier prototype). Energies are recomputed for
   the new data at every refresh (no stale cache).
 * ``engine="laplace"``: the same Newton-tracked mode; every round draws afresh from
   ``N(mode, H^-1)``.
 
 It needs to know *which* play converted: it declares ``reveal_window = W`` and reads
-``arrivals.rev_age`` (conventions R3c) on the conversions channel.
+``arrivals.rev_age`` (conventions §5.5) on the conversions channel.
 
 Baselines (``beta_ts``): ``mode="naive"`` (pending plays counted as failures), ``"closed"`` (only
 plays older than ``M`` and their conversions: unbiased for ``p F(M)``); the oracle is
@@ -23,7 +23,6 @@ plays older than ``M`` and their conversions: unbiased for ``p F(M)``); the orac
 """
 from __future__ import annotations
 
-import math
 from typing import Any, NamedTuple, Optional
 
 import jax
@@ -44,7 +43,7 @@ _F = jnp.float32
 _CONV = Needs(attributed=True, zeros_observed=False, reveal_ages=True)  # which play converted
 
 
-# ----------------------------------------------------------------------------- ring bookkeeping (§4.3)
+# ----------------------------------------------------------------------------- ring bookkeeping
 def _reflect(x, t):
     """``y[j] = x[(t - j) mod W]`` along axis 0: maps a slot-indexed ring to age order and back (an involution).
     A dynamic slice of the reversed ring, twice: dense, unlike a W-element gather/scatter under
@@ -88,10 +87,34 @@ def unconstrained_init(fam, K, per_arm, prior_mean, fixed):
     shape = (K,) if per_arm else ()
     z = {"p": jnp.zeros((K,), _F)}
     if fixed is None:
-        for name in fam.params:
-            loc = math.log(prior_mean) if name in ("delay_mean", "delay_median") else 0.0
+        for name, loc in fam.unconstrained_locs(prior_mean).items():
             z[name] = jnp.full(shape, loc, _F)
     return z
+
+
+@jax.custom_batching.custom_vmap
+def _eigh(h):
+    """``jnp.linalg.eigh(h)`` (eigenvalues, eigenvectors), the same bits; under ``vmap`` on CPU it
+    decomposes one matrix at a time (``lax.map``), elsewhere one batched call.
+
+    Why: jaxlib's CPU LAPACK kernels (0.10) split a large enough batch into chunks scheduled on the
+    intra-op thread pool and block the calling pool thread until they are done. Runs sharded over
+    host devices execute one program per device at once; when every pool thread sits in such a wait
+    (two devices on two cores), no thread is left to run the chunks and the simulation hangs for
+    ever. A call on one matrix runs on the calling thread, and LAPACK decomposes each matrix of a
+    batch exactly as it does alone."""
+    lam, vec = jnp.linalg.eigh(h)
+    return lam, vec
+
+
+@_eigh.def_vmap
+def _eigh_vmap(axis_size, in_batched, h):
+    del axis_size
+    if not in_batched[0]:
+        return _eigh(h), (False, False)
+    out = jax.lax.platform_dependent(h, cpu=lambda x: jax.lax.map(_eigh, x),
+                                     default=lambda x: tuple(jnp.linalg.eigh(x)))
+    return out, (True, True)
 
 
 class Engine(NamedTuple):
@@ -107,10 +130,10 @@ def refresh_step(potential, eng: Engine, key, engine: str, num_steps: int = 4, s
                  floor: float = 1e-2, max_newton: float = 2.0):
     """One refresh on the current data: a damped Newton step on the mode (the Hessian there gives
     the mass matrix), then (``hmc``) one HMC transition of the chain. Non-finite results keep the
-    old state (§4.4)."""
+    old state."""
     g, Hm = jax.grad(potential)(eng.mode), jax.hessian(potential)(eng.mode)
     Hm = 0.5 * (Hm + Hm.T)
-    lam, vec = jnp.linalg.eigh(Hm)
+    lam, vec = _eigh(Hm)
     lam = jnp.maximum(lam, floor)
     step = -vec @ ((vec.T @ g) / lam)
     mode = eng.mode + jnp.clip(step, -max_newton, max_newton)
@@ -147,7 +170,7 @@ def refresh_step(potential, eng: Engine, key, engine: str, num_steps: int = 4, s
 class DelayTSState(NamedTuple):
     stats: RingStats
     eng: Engine
-    key: Any  # refresh randomness (R2: a key kept in the state)
+    key: Any  # refresh randomness (conventions §5.2: a key kept in the state)
 
 
 class TSMemo(NamedTuple):
@@ -166,8 +189,8 @@ def delay_model_ts(window: int = 255, model: str = "exponential", engine: str = 
     ``argmax p`` (shared law) or ``argmax p_k F_k(M)`` (per-arm laws), ties broken at random."""
     M_ = V.integer("window", window, lo=1)
     fam = family(model)
-    if fam.name == "histogram":
-        raise ValueError("delay_model_ts: the histogram family is offline only here (use exponential, geometric, "
+    if not fam.in_scan:
+        raise ValueError(f"delay_model_ts: the {fam.name} family is offline only here (use exponential, geometric, "
                          "weibull or lognormal)")
     V.choice("engine", engine, ("hmc", "laplace"))
     k_ref = V.integer("refresh", refresh, lo=1)
@@ -222,7 +245,7 @@ def delay_model_ts(window: int = 255, model: str = "exponential", engine: str = 
         return a, TSMemo(a)
 
     def payload(memo, reward, delay):
-        return jnp.ones((1,), _F)  # unused: the ring reads rev_age (R3c)
+        return jnp.ones((1,), _F)  # unused: the ring reads rev_age (conventions §5.5)
 
     def update(st: DelayTSState, arr):
         K = st.stats.n_conv.shape[0]
@@ -236,9 +259,6 @@ def delay_model_ts(window: int = 255, model: str = "exponential", engine: str = 
         return DelayTSState(rs, eng, st.key)
 
     label = name or ("Oracle TS" if fixed_delay is not None else f"DelayModel TS ({engine}, k={k_ref})")
-    # shard=False: with 2 XLA host devices on CPU and ~50 runs per device, the K = 10 engine's program
-    # hung in execution (jax 0.10.2; K = 3 and <= 20 runs per device ran); until that is understood
-    # the default runs it on one device (an explicit simulate(..., shard=True) still shards).
     return Policy(init, act, update, payload, _CONV, label, reveal_window=W)
 
 
@@ -259,7 +279,7 @@ class BetaMemo(NamedTuple):
 
 
 def beta_ts(mode: str = "naive", window: int = 255, name: Optional[str] = None) -> Policy:
-    """Beta-Bernoulli Thompson sampling that ignores the delay law (spec §4.7):
+    """Beta-Bernoulli Thompson sampling that ignores the delay law (docs/bayes.md):
     ``"naive"``: ``Beta(1 + S_k, 1 + N_k - S_k)`` with every seen conversion and every play (pending
     plays count as failures); ``"closed"``: only plays older than ``window`` and their conversions
     (unbiased for ``p F(M)``, the Discarding idea)."""

@@ -20,7 +20,7 @@ from .. import mathlib as M
 from ..types import Needs, Policy, ProblemSpec, one_hot
 
 __all__ = ["uniform_random", "ucb1", "kl_ucb", "thompson", "gaussian_thompson", "exp3", "linucb",
-           "lints", "IndexState", "LinState"]
+           "lints", "IndexState", "LinState", "ucb1_index", "kl_ucb_index"]
 
 _F = jnp.float32
 #: attributed feedback (zeros observed or not: with zeros hidden, plays are counted at play time)
@@ -97,14 +97,27 @@ def _index_policy(name, index_fn) -> Policy:
     return Policy(_index_init, act, _index_update, _index_payload, _STOCHASTIC, name)
 
 
+def ucb1_index(sums, n, t, alpha: float = 2.0):
+    """The UCB1 index ``sums / n + sqrt(alpha log(t) / n)`` of each arm (``inf`` where ``n = 0``),
+    ``t`` the 1-based round (or whatever count the log runs on)."""
+    mean = sums / jnp.maximum(n, 1.0)
+    return mean + M.ucb1_width(n, t, alpha)
+
+
+def kl_ucb_index(sums, n, t, c: float = 0.0, iters: int = 4):
+    """The Bernoulli KL-UCB index of each arm: the largest ``q`` with
+    ``n kl(sums / n, q) <= log(t) + c log log(t)`` (``inf`` where ``n = 0``)."""
+    mean = jnp.clip(sums / jnp.maximum(n, 1.0), 0.0, 1.0)
+    bound = jnp.where(n > 0, M.kl_ucb_exploration(t, c) / jnp.maximum(n, 1.0), jnp.inf)
+    return jnp.where(n > 0, M.kl_ucb_bernoulli(mean, bound, iters), jnp.inf)
+
+
 def ucb1(alpha: float = 2.0) -> Policy:
     """UCB1 (Auer et al. 2002): ``mean + sqrt(alpha log(t+1) / n)``; alpha = 2 is the paper's."""
     V.positive("alpha", alpha)
 
     def index(state, t, key):
-        n = counts(state)
-        mean = state.sums / jnp.maximum(n, 1.0)
-        return mean + M.ucb1_width(n, t + 1, alpha)
+        return ucb1_index(state.sums, counts(state), t + 1, alpha)
 
     return _index_policy("UCB1", index)
 
@@ -117,10 +130,7 @@ def kl_ucb(c: float = 0.0, iters: int = 4) -> Policy:
     iters = V.integer("iters", iters, lo=1, hi=64)
 
     def index(state, t, key):
-        n = counts(state)
-        mean = jnp.clip(state.sums / jnp.maximum(n, 1.0), 0.0, 1.0)
-        bound = jnp.where(n > 0, M.kl_ucb_exploration(t + 1, c) / jnp.maximum(n, 1.0), jnp.inf)
-        return jnp.where(n > 0, M.kl_ucb_bernoulli(mean, bound, iters), jnp.inf)
+        return kl_ucb_index(state.sums, counts(state), t + 1, c, iters)
 
     return _index_policy("KL-UCB", index)
 

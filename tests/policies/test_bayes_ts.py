@@ -412,3 +412,63 @@ def test_shared_delay_model_beats_beta_ts_fast_slice():
     print(f"naive - model {d_naive.mean():.2f} +- {se(d_naive):.2f}, closed - model {d_closed.mean():.2f} +- {se(d_closed):.2f}")
     assert d_naive.mean() > 2 * se(d_naive), (d_naive.mean(), se(d_naive))
     assert d_closed.mean() > max(10.0, 5 * se(d_closed)), (d_closed.mean(), se(d_closed))
+
+
+def test_eigh_one_matrix_per_call_same_bits():
+    """The engine's eigh under vmap (nested too) gives jnp.linalg.eigh's bits, and on CPU the
+    compiled program decomposes one matrix per LAPACK call (a batched call can hang sharded runs,
+    see the next test)."""
+    import re
+
+    rng = np.random.default_rng(0)
+    for shape in [(11, 11), (64, 11, 11), (3, 5, 4, 4)]:
+        a = rng.standard_normal(shape).astype(np.float32)
+        a = a + np.swapaxes(a, -1, -2)
+        f = PB._eigh
+        for _ in range(len(shape) - 2):
+            f = jax.vmap(f)
+        got, want = jax.jit(f)(a), jnp.linalg.eigh(a)
+        for x, y in zip(got, want):
+            assert np.asarray(x).tobytes() == np.asarray(y).tobytes(), shape
+        if jax.default_backend() == "cpu":
+            calls = [l for l in jax.jit(f).lower(a).compile().as_text().splitlines() if "syevd" in l]
+            assert calls and all(re.search(r"custom-call\(%[\w.-]+\)", l) for l in calls)
+            d = shape[-1]
+            assert all(f"(f32[{d},{d}]" in l for l in calls), calls
+
+
+SHARDED_TS_SCRIPT = """
+import os, json
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+if hasattr(os, "sched_setaffinity"):  # two cores: the intra-op pool the hang needed
+    os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:2])
+import jax, numpy as np
+from jaxbandits import channels as C, delays as D, envs as E
+from jaxbandits.policies import bayes as PB
+from jaxbandits.simulate import simulate
+env = E.conversions(list(np.linspace(0.05, 0.1, 10)), D.geometric(mean=10.0))
+pols = {"hmc": PB.delay_model_ts(31, prior_mean=8.0), "lap": PB.delay_model_ts(31, engine="laplace")}
+o = simulate(env, C.conversions(), pols, 20, jax.random.key(0), 100, shard=SHARD)
+print(json.dumps({k: [v.timing["devices"], bool(np.isfinite(v.regret).all())] for k, v in o.items()}))
+"""
+
+
+def test_k10_delay_model_ts_runs_sharded_over_two_host_devices():
+    """K = 10 delay-model TS, 100 runs on 2 host devices (sharded by default) on two cores: it used
+    to hang for ever in the batched LAPACK eigh (each device's program waiting on the thread pool
+    for chunks that no free thread could run)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ)
+    env.pop("XLA_FLAGS", None)
+    for shard in ("True", "None"):  # asked for, and simulate's default
+        try:
+            out = subprocess.run([sys.executable, "-c", f"SHARD = {shard}\n" + SHARDED_TS_SCRIPT], capture_output=True,
+                                 text=True, env=env, timeout=300)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"shard={shard}: K = 10 delay-model TS did not finish in 300 s (the eigh thread-pool hang)")
+        assert out.returncode == 0, out.stderr[-3000:]
+        assert json.loads(out.stdout.strip().splitlines()[-1]) == {"hmc": [2, True], "lap": [2, True]}, shard
