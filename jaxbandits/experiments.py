@@ -27,6 +27,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import jax
 import numpy as np
 
+from . import _io
 from . import _validate as V
 from . import channels as C
 from . import delays as D
@@ -214,15 +215,31 @@ def resolve_config(exp: Experiment, overrides: Optional[dict]) -> dict:
 
 def run(name: str, runs: Optional[int] = None, horizon: Optional[int] = None, seed: int = 0,
         overrides: Optional[dict] = None, out: Optional[str] = None, progress: bool = False,
-        chunk: Optional[int] = None) -> Results:
-    """Run a registered experiment (all its policies in one compiled program); save to ``out``."""
+        chunk: Optional[int] = None, force: bool = False) -> Results:
+    """Run a registered experiment (all its policies in one compiled program); save to ``out``.
+
+    ``out`` is checked and locked before anything runs: a folder that cannot be written raises
+    :class:`jaxbandits._io.OutputFolderError`, one another run is writing
+    :class:`~jaxbandits._io.FolderInUseError`, one holding another experiment's results (or this
+    experiment's with other settings) :class:`~jaxbandits._io.ResultsExistError` unless
+    ``force=True`` (which replaces them, removing their files). A sweep runs at ``horizon`` alone
+    when it is given, else at its own list of horizons."""
     exp = get(name)
+    given = horizon is not None
     runs = exp.runs if runs is None else V.integer("runs", runs, lo=1)
     horizon = exp.horizon if horizon is None else V.integer("horizon", horizon, lo=1)
     seed = V.integer("seed", seed, lo=0)
     cfg = resolve_config(exp, overrides)
+    sweep_horizon = horizon if given else None
+    if out is None:
+        return _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizon)
+    with _io.output_folder(out, {"experiment": name, "config": cfg}, force=bool(force)):
+        return _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizon)
+
+
+def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizon):
     if exp.runner is not None:  # a sweep (regret against T, d, ...): its own loop over settings
-        res = exp.runner(cfg, runs, seed, None if horizon == exp.horizon else horizon)
+        res = exp.runner(cfg, runs, seed, sweep_horizon)
         if out is not None:
             res.save(out)
         return res
