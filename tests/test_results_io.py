@@ -384,3 +384,14 @@ def test_failed_run_leaves_no_empty_folder(tmp_path):
     with pytest.raises(ValueError, match="window"):
         X.run("quickstart", runs=2, horizon=50, out=str(d), overrides={"window": -3})
     assert not (tmp_path / "new").exists()
+
+
+def test_plot_command_replaces_regret_png_in_the_manifest(tmp_path, capsys):
+    from jaxbandits.cli import main
+
+    d = str(tmp_path / "r")
+    make_results(1).save(d)
+    before = _sha(os.path.join(d, "regret.png"))
+    assert main(["plot", d, "--logx"]) == 0
+    assert _sha(os.path.join(d, "regret.png")) != before
+    _assert_whole(d, 1)  # the manifest records the new plot
