@@ -342,9 +342,9 @@ def _read_json(p):
 
 
 def _previous(path):
-    """``(identity, files)`` of the results in ``path``: from the manifest, else from a
-    ``summary.json`` of an earlier version (identity None when it names no experiment), else
-    ``(None, set())`` and ``found=False``."""
+    """``(found, identity, files)`` of the results in ``path``: from the manifest, else from a
+    ``summary.json`` of an earlier version (identity None when it names no experiment); without
+    either, ``(False, None, set())``."""
     m = _read_json(os.path.join(path, MANIFEST_NAME))
     if isinstance(m, dict) and "files" in m:
         return True, m.get("identity"), set(m.get("files", {}))
