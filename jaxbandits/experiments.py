@@ -29,6 +29,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import jax
 import numpy as np
 
+from . import _io
 from . import _validate as V
 from . import channels as C
 from . import delays as D
@@ -217,8 +218,15 @@ def resolve_config(exp: Experiment, overrides: Optional[dict]) -> dict:
 
 def run(name: str, runs: Optional[int] = None, horizon: Optional[int] = None, seed: int = 0,
         overrides: Optional[dict] = None, out: Optional[str] = None, progress: bool = False,
-        chunk: Optional[int] = None, resume: bool = False) -> Results:
+        chunk: Optional[int] = None, resume: bool = False, force: bool = False) -> Results:
     """Run a registered experiment (all its policies in one compiled program); save to ``out``.
+
+    ``out`` is checked and locked before anything runs: a folder that cannot be written raises
+    :class:`jaxbandits._io.OutputFolderError`, one another run is writing
+    :class:`~jaxbandits._io.FolderInUseError`, one holding another experiment's results (or this
+    experiment's with other settings) :class:`~jaxbandits._io.ResultsExistError` unless
+    ``force=True`` (which replaces them, removing their files). A sweep runs at ``horizon`` alone
+    when it is given, else at its own list of horizons.
 
     With ``out``, the run is checkpointed in ``out/.checkpoint`` after every chunk (default: 20
     chunks) and SIGINT / SIGTERM stop it at the end of the current chunk: the work done is saved,
@@ -226,17 +234,28 @@ def run(name: str, runs: Optional[int] = None, horizon: Optional[int] = None, se
     :class:`~jaxbandits.engine.checkpoint.Interrupted` is raised. ``resume=True`` continues such a
     run; its results are bitwise those of an uninterrupted run (docs/results.md)."""
     exp = get(name)
+    given = horizon is not None
     runs = exp.runs if runs is None else V.integer("runs", runs, lo=1)
     horizon = exp.horizon if horizon is None else V.integer("horizon", horizon, lo=1)
     seed = V.integer("seed", seed, lo=0)
     cfg = resolve_config(exp, overrides)
     if resume and out is None:
         raise ValueError("resume=True needs out=, the folder of the interrupted run")
+    if resume and exp.runner is not None:
+        raise ValueError(f"resume: {name!r} is a sweep (a loop over settings), which is not checkpointed; "
+                         f"run it again without --resume")
+    sweep_horizon = horizon if given else None
+    job = dict(overrides=overrides, chunk=chunk, resume=bool(resume), force=bool(force), given_runs=runs)
+    if out is None:
+        return _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizon, job)
+    with _io.output_folder(out, {"experiment": name, "config": cfg}, force=bool(force)):
+        return _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizon, job)
+
+
+def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizon, job):
+    resume = job["resume"]
     if exp.runner is not None:  # a sweep (regret against T, d, ...): its own loop over settings
-        if resume:
-            raise ValueError(f"resume: {name!r} is a sweep (a loop over settings), which is not checkpointed; "
-                             f"run it again without --resume")
-        res = exp.runner(cfg, runs, seed, None if horizon == exp.horizon else horizon)
+        res = exp.runner(cfg, runs, seed, sweep_horizon)
         if out is not None:
             res.save(out)
         return res
@@ -249,6 +268,12 @@ def run(name: str, runs: Optional[int] = None, horizon: Optional[int] = None, se
     if resume and not os.path.isdir(ckpt_root):
         raise ValueError(f"resume: nothing to resume in {out} (no {os.path.join(out, '.checkpoint')}): "
                          f"the run finished or never started there")
+    if ckpt_root is not None and not resume and os.path.isdir(ckpt_root):
+        if not job["force"]:
+            raise ValueError(f"--out {out} holds an interrupted run ({ckpt_root}): pass --resume to continue it, "
+                             f"or --force to start afresh (its checkpoint is removed)")
+        for d in sorted(os.listdir(ckpt_root)):
+            Checkpoint(os.path.join(ckpt_root, d)).remove()
     checkpoints = tuple(c for c in exp.checkpoints if c <= horizon)
     record = exp.record
     if checkpoints:  # make sure every checkpoint is a record point
@@ -274,7 +299,7 @@ def run(name: str, runs: Optional[int] = None, horizon: Optional[int] = None, se
                              chunk=ch, progress=progress, checkpoint=cp, resume=bool(resume and cp.exists()),
                              stop=stop)
             except Interrupted as e:
-                e.resume_command = _resume_command(name, runs, horizon, seed, overrides, out, chunk)
+                e.resume_command = _resume_command(name, runs, horizon, seed, job["overrides"], out, chunk)
                 _write_partial(out, name, cfg, seed, runs, horizon, i, len(panels), e)
                 raise
             _collect(o, p, outs, panel_of, lines, timing)
@@ -327,16 +352,12 @@ def _resume_command(name, runs, horizon, seed, overrides, out, chunk) -> str:
 
 def _write_partial(out, name, cfg, seed, runs, horizon, panel, n_panels, err):
     """``summary.json`` of an interrupted run: partial, how far it got, how to resume."""
-    import json
 
-    from .engine.checkpoint import _atomic
-
-    doc = {"experiment": name, "config": {k: repr(v) for k, v in cfg.items()}, "seed": seed, "runs": runs,
+    doc = {"experiment": name, "config": _io._normal(cfg), "seed": seed, "runs": runs,
            "horizon": horizon, "partial": True, "panels_done": panel, "panels": n_panels,
            "rounds_done_in_panel": err.rounds_done, "checkpoint": os.path.join(out, ".checkpoint"),
            "resume": err.resume_command}
-    os.makedirs(out, exist_ok=True)
-    _atomic(os.path.join(out, "summary.json"), lambda f: f.write(json.dumps(doc, indent=1).encode()))
+    _io.atomic_write(os.path.join(out, "summary.json"), _io.json_writer(doc))
 
 
 # ----------------------------------------------------------------------------- core experiments

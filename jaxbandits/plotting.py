@@ -1,7 +1,28 @@
-"""Plots: regret curves with standard-error bands."""
+"""Plots: regret curves with standard-error bands. Every figure is written atomically (a
+temporary file in the same folder, flushed, then renamed into place)."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
+
+from ._io import atomic_write
+
+
+def save_figure(fig, path):
+    """Save ``fig`` at ``path`` atomically and close it; a path without an extension gets
+    matplotlib's default format's (as ``savefig`` does). Returns the path written."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    path = os.fspath(path)
+    if not os.path.splitext(path)[1]:
+        path = f"{path}.{matplotlib.rcParams['savefig.format']}"
+    try:
+        atomic_write(path, fig.savefig)
+    finally:
+        plt.close(fig)
+    return path
 
 
 def _ylabel(metric):
@@ -37,9 +58,7 @@ def plot_regret(results, path, metric=None, logx=False, title=None, bands=1.0):
         axes[0, 0].set_ylabel(_ylabel(metric or results.metric))
         fig.suptitle(title or f"{results.experiment}: {results.runs} runs, mean ± {bands:g} s.e.", fontsize=10)
         fig.tight_layout()
-        fig.savefig(path)
-        plt.close(fig)
-        return path
+        return save_figure(fig, path)
     fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
     t = np.asarray(results.t)
     for lab in results.curves:
@@ -54,9 +73,7 @@ def plot_regret(results, path, metric=None, logx=False, title=None, bands=1.0):
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def plot_ratio(results, path, reference: str, t0: int = 100):
@@ -90,6 +107,4 @@ def plot_ratio(results, path, reference: str, t0: int = 100):
     axes[0, 0].set_ylabel("ratio of mean regrets")
     fig.suptitle(f"{results.experiment}: {results.runs} runs", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)

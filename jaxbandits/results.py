@@ -50,6 +50,12 @@ class Results:
 
     @classmethod
     def from_sim(cls, experiment, config, seed, runs, horizon, outs, metric="regret", timing=None):
+        if not outs:
+            empty = sorted(k for k, v in (config or {}).items()
+                           if isinstance(v, (list, tuple)) and len(v) == 0 and k != "channels")
+            raise ValueError(f"experiment {experiment!r} has nothing to run: "
+                             + (f"the config list(s) {', '.join(empty)} are empty; give at least one value"
+                                if empty else "its build returned no policy"))
         first = next(iter(outs.values()))
         curves = {lab: {"regret": o.regret, "expected_regret": o.expected_regret, "reward": o.reward,
                         "pulls": o.pulls[..., -1, :]} for lab, o in outs.items()}
@@ -147,37 +153,58 @@ class Results:
                    "description": "Cumulative regret at t rounds completed, per policy and run (jaxbandits)."})
         return ds
 
-    def save(self, out_dir, plot=True) -> dict:
-        """Write ``results.nc``, ``summary.json`` and (``plot``) ``regret.png`` into ``out_dir``."""
-        os.makedirs(out_dir, exist_ok=True)
-        paths = {"results": os.path.join(out_dir, "results.nc"), "summary": os.path.join(out_dir, "summary.json")}
-        self.to_xarray().to_netcdf(paths["results"], engine="h5netcdf")
-        with open(paths["summary"], "w") as f:
-            json.dump(self.summary(), f, indent=1)
-        paths["table"] = os.path.join(out_dir, "table.md")
-        with open(paths["table"], "w") as f:
-            f.write(f"{self.experiment}: {self.runs} runs, mean ± s.e.\n\n" + self.table())
+    def identity(self) -> dict:
+        """What the results are of (experiment and settings): an output folder holding results of
+        another identity is not overwritten without ``force`` (see :mod:`jaxbandits._io`)."""
+        return {"experiment": self.experiment, "config": _jsonable(self.config)}
+
+    def save(self, out_dir, plot=True, force=False) -> dict:
+        """Write ``results.nc``, ``summary.json``, ``table.md`` and (``plot``) ``regret.png`` (and the
+        experiment's other plots) into ``out_dir``, as one unit: each file is written under a
+        temporary name, flushed and renamed into place, and files of the folder's previous results
+        that this set does not contain are removed (a user's own files never are). A folder that
+        holds the results of another experiment (or of other settings) is refused with
+        :class:`jaxbandits._io.ResultsExistError` unless ``force=True``; one that another run is
+        writing, with :class:`jaxbandits._io.FolderInUseError`."""
+        from . import _io
+
+        summary = self.summary()
+        files = {"results.nc": lambda p: self.to_xarray().to_netcdf(p, engine="h5netcdf"),
+                 "summary.json": _io.json_writer(summary),
+                 "table.md": _io.text_writer(f"{self.experiment}: {self.runs} runs, mean ± s.e.\n\n" + self.table())}
+        keys = {"results.nc": "results", "summary.json": "summary", "table.md": "table"}
         if plot:
-            from .plotting import plot_regret
+            from .plotting import plot_ratio, plot_regret
 
-            paths["plot"] = plot_regret(self, os.path.join(out_dir, "regret.png"))
+            files["regret.png"] = lambda p: plot_regret(self, p)
+            keys["regret.png"] = "plot"
             if self.ratio_to:
-                from .plotting import plot_ratio
-
-                paths["plot_ratio"] = plot_ratio(self, os.path.join(out_dir, "ratio.png"), self.ratio_to)
-            if all("delayed_regret" in c for c in self.curves.values()):
-                paths["plot_delayed"] = plot_regret(self, os.path.join(out_dir, "delayed_regret.png"),
-                                                    metric="delayed_regret")
-            if all("fixed_regret" in c for c in self.curves.values()):
-                paths["plot_fixed"] = plot_regret(self, os.path.join(out_dir, "fixed_regret.png"),
-                                                  metric="fixed_regret")
-        return paths
+                files["ratio.png"] = lambda p: plot_ratio(self, p, self.ratio_to)
+                keys["ratio.png"] = "plot_ratio"
+            for metric, key in (("delayed_regret", "plot_delayed"), ("fixed_regret", "plot_fixed")):
+                if all(metric in c for c in self.curves.values()):
+                    files[f"{metric}.png"] = lambda p, metric=metric: plot_regret(self, p, metric=metric)
+                    keys[f"{metric}.png"] = key
+        written = _io.save_files(out_dir, files, self.identity(), force=force)
+        return {keys[name]: path for name, path in written.items()}
 
     @classmethod
     def load(cls, out_dir) -> "Results":
         import xarray as xr
 
-        ds = xr.load_dataset(os.path.join(out_dir, "results.nc"), engine="h5netcdf")
+        from . import _io
+
+        path = os.path.join(out_dir, "results.nc")
+        if not os.path.isdir(out_dir):
+            raise FileNotFoundError(f"results folder {os.fspath(out_dir)!r} does not exist")
+        _io.recover(out_dir)  # a save that a crash interrupted is finished first
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"results folder {os.fspath(out_dir)!r} holds no results.nc: "
+                                    "not a folder written by jaxbandits run")
+        ds = xr.load_dataset(path, engine="h5netcdf")
+        if "regret" not in ds or "final_pulls" not in ds:
+            raise ValueError(f"{path} holds no regret curves (a sweep's or another program's results): "
+                             "Results.load reads the results of experiments that record regret against t")
         labs = [str(x) for x in ds.policy.values]
         keys = [k for k in ("regret", "expected_regret", "reward", "delayed_regret", "fixed_regret") if k in ds]
         curves = {l: {k: ds[k].sel(policy=l).values for k in keys} for l in labs}

@@ -10,7 +10,6 @@ each setting, where one applies).
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from typing import Dict, List
 
@@ -106,15 +105,25 @@ class SweepResults:
                    "metric": self.metric, "extra": json.dumps(_jsonable(self.extra)),
                    "timing": json.dumps(_jsonable(self.timing)), "versions": json.dumps(self.versions)})
 
-    def save(self, out_dir, plot=True):
-        os.makedirs(out_dir, exist_ok=True)
-        self.to_xarray().to_netcdf(os.path.join(out_dir, "results.nc"), engine="h5netcdf")
-        with open(os.path.join(out_dir, "summary.json"), "w") as f:
-            json.dump(self.summary(), f, indent=1)
-        with open(os.path.join(out_dir, "table.md"), "w") as f:
-            f.write(f"{self.experiment}: {self.runs} runs, mean ± s.e. of the final {self.metric}\n\n" + self.table())
+    def identity(self) -> dict:
+        """What the results are of (see :meth:`jaxbandits.results.Results.identity`)."""
+        return {"experiment": self.experiment, "config": _jsonable(self.config)}
+
+    def save(self, out_dir, plot=True, force=False) -> dict:
+        """Write ``results.nc``, ``summary.json``, ``table.md`` and (``plot``) ``regret.png`` into
+        ``out_dir`` as one unit, atomically, removing the files of the folder's previous results
+        (as :meth:`jaxbandits.results.Results.save`, ``force`` included)."""
+        from . import _io
+
+        files = {"results.nc": lambda p: self.to_xarray().to_netcdf(p, engine="h5netcdf"),
+                 "summary.json": _io.json_writer(self.summary()),
+                 "table.md": _io.text_writer(f"{self.experiment}: {self.runs} runs, mean ± s.e. of the final "
+                                             f"{self.metric}\n\n" + self.table())}
         if plot:
-            self.plot(os.path.join(out_dir, "regret.png"))
+            files["regret.png"] = self.plot
+        keys = {"results.nc": "results", "summary.json": "summary", "table.md": "table", "regret.png": "plot"}
+        written = _io.save_files(out_dir, files, self.identity(), force=force)
+        return {keys[name]: path for name, path in written.items()}
 
     def plot(self, path):
         import matplotlib
@@ -140,6 +149,6 @@ class SweepResults:
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=7)
         fig.tight_layout()
-        fig.savefig(path)
-        plt.close(fig)
-        return path
+        from .plotting import save_figure
+
+        return save_figure(fig, path)

@@ -153,3 +153,32 @@ def test_compile_cache_location(tmp_path, monkeypatch):
         monkeypatch.delenv("XDG_CACHE_HOME")
         monkeypatch.setenv("HOME", str(tmp_path / "home"))
         assert compile_cache_dir() == str(tmp_path / "home" / ".cache" / "jaxbandits" / "jax")
+
+
+def test_sweeps_honour_horizon(tmp_path):
+    """A sweep given ``--horizon`` runs at that horizon alone, the experiment's default horizon
+    included (it was passed on as "not given" before); without it, the sweep's own list."""
+    from jaxbandits import experiments as X
+    from jaxbandits.sweeps import SweepResults
+
+    seen = []
+
+    def runner(cfg, runs, seed, horizon):
+        seen.append(horizon)
+        Ts = [16, 32] if horizon is None else [horizon]
+        res = SweepResults("toy-sweep", dict(cfg), seed, runs, "T", Ts)
+        for i, T in enumerate(Ts):
+            res.add("A", i, np.full(runs, float(T)))
+        return res
+
+    X.register(X.Experiment("toy-sweep", "a sweep over T", None, {"k": 1}, horizon=32, runs=2, runner=runner))
+    try:
+        base = ["run", "toy-sweep", "--no-progress", "--single-device", "--no-compile-cache"]
+        assert main(base + ["--out", str(tmp_path / "a")]) == 0
+        assert main(base + ["--out", str(tmp_path / "b"), "--horizon", "32"]) == 0
+        assert main(base + ["--out", str(tmp_path / "c"), "--horizon", "8"]) == 0
+    finally:
+        X.unregister("toy-sweep")
+    assert seen == [None, 32, 8]
+    t = lambda d: json.loads((tmp_path / d / "summary.json").read_text())["policies"]["A"]["t"]
+    assert (t("a"), t("b"), t("c")) == ([16.0, 32.0], [32.0], [8.0])

@@ -36,6 +36,10 @@ class ConversionLog:
     arm_labels: Optional[tuple] = None  # label of each arm index (None: 0..K-1)
     time_unit: Optional[str] = None  # the unit of the times when they came from timestamps
     origin: Optional[str] = None  # the timestamp of time 0 (ISO 8601) when they came from timestamps
+    #: how errors name row i (``FILE: row i+1 (line i+2)`` for a file); not part of the log's value
+    row_name: Optional[Callable[[int], str]] = dataclasses.field(default=None, repr=False, compare=False)
+    #: the source's name of each field's column (renamed with ``columns=``), for errors
+    column_names: Optional[dict] = dataclasses.field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
         if self.arm_labels is None:
@@ -67,12 +71,18 @@ class ConversionLog:
             age = np.minimum(age, window)
         delay = np.where(seen, delay, 0.0)
         if discrete:
-            for name, x in (("play_time", self.play_time), ("conversion_time", self.conversion_time[seen]),
-                            ("cutoff", self.cutoff)):
-                if np.any(x != np.round(x)):
-                    i = int(np.flatnonzero(x != np.round(x))[0])
-                    raise ValueError(f"discrete=True needs integer times; {name} has non-integer values "
-                                     f"(e.g. {x[i]!r}); load timestamps with rounds=True")
+            name_row = self.row_name or _row_namer(None)
+            cols = self.column_names or {}
+            for name, x, check in (("play_time", self.play_time, True), ("conversion_time", self.conversion_time, seen),
+                                   ("cutoff", self.cutoff, True)):
+                bad = (x != np.round(x)) & check
+                if bad.any():
+                    i = int(np.argmax(bad))
+                    more = int(bad.sum()) - 1
+                    raise ValueError(f"{name_row(i)}, column {cols.get(name, name)!r}: discrete=True (--discrete) "
+                                     f"needs integer times, got {float(x[i])!r}"
+                                     + (f" (and {more} more row(s))" if more else "")
+                                     + "; load timestamps with rounds=True (--rounds)")
         return self.arm, seen, delay, age
 
     def rows(self, window=None, discrete=False):
@@ -96,6 +106,11 @@ def _row_namer(source: Optional[str], index=None, base: int = 0) -> Callable[[in
     return lambda i: f"row {i}"
 
 
+def _missing_label(v) -> bool:
+    """An empty arm label, or one that spells a missing value ("nan", "NaT", as in the time columns)."""
+    return isinstance(v, str) and v.strip().lower() in ("", "nan", "nat")
+
+
 def _map_arms(arm, n_arms, arms, name_row, col):
     """Arm labels -> indices 0..K-1 and the labels. Integers are labels too unless ``n_arms`` makes
     them indices ``0..n_arms-1``; floats must be integer-valued; strings (any objects) are labels."""
@@ -109,13 +124,13 @@ def _map_arms(arm, n_arms, arms, name_row, col):
         if bad.any():
             i = int(np.argmax(bad))
             raise ValueError(f"{name_row(i)}, column {col!r}: arm must hold integer arm indices or labels "
-                             f"(strings), got {a[i]!r}")
+                             f"(strings), got {float(a[i])!r}")
         a = a.astype(np.int64)
     if a.dtype.kind == "O":
-        miss = np.array([v is None or (isinstance(v, float) and math.isnan(v)) or (isinstance(v, str) and not v.strip())
-                         for v in a])
+        miss = np.array([v is None or (isinstance(v, float) and math.isnan(v)) or _missing_label(v) for v in a])
         if miss.any():
-            raise ValueError(f"{name_row(int(np.argmax(miss)))}, column {col!r}: missing arm label")
+            i = int(np.argmax(miss))
+            raise ValueError(f"{name_row(i)}, column {col!r}: missing arm label ({a[i]!r}); every row needs an arm")
         kinds = {type(v) for v in a}
         if kinds <= {int, np.int64, np.int32}:
             a = a.astype(np.int64)
@@ -123,8 +138,10 @@ def _map_arms(arm, n_arms, arms, name_row, col):
             a = np.array([str(v).strip() for v in a])
     if a.dtype.kind in ("U", "S"):
         a = np.char.strip(a.astype(str))
-        if (a == "").any():
-            raise ValueError(f"{name_row(int(np.argmax(a == '')))}, column {col!r}: missing arm label")
+        miss = np.array([_missing_label(v) for v in a], bool)
+        if miss.any():
+            i = int(np.argmax(miss))
+            raise ValueError(f"{name_row(i)}, column {col!r}: missing arm label ({str(a[i])!r}); every row needs an arm")
     if arms is not None:
         labels = list(arms)
         if len(set(map(str, labels))) != len(labels) or not labels:
@@ -184,7 +201,7 @@ def conversion_log(arm, play_time, conversion_time, cutoff, n_arms: Optional[int
     for name, x in (("play_time", pt), ("cutoff", co)):
         if not np.isfinite(x).all():
             i = int(np.argmax(~np.isfinite(x)))
-            raise ValueError(f"{name_row(i)}, column {cols[name]!r}: {name} must be a finite number, got {x[i]!r}")
+            raise ValueError(f"{name_row(i)}, column {cols[name]!r}: {name} must be a finite number, got {float(x[i])!r}")
     if (pt < 0).any():
         i = int(np.argmax(pt < 0))
         raise ValueError(f"negative play_time at {name_row(i)}, column {cols['play_time']!r}: {pt[i]!r} "
@@ -204,7 +221,8 @@ def conversion_log(arm, play_time, conversion_time, cutoff, n_arms: Optional[int
         i = int(np.argmax(co < pt))
         raise ValueError(f"cutoff before the play at {name_row(i)}, column {cols['cutoff']!r}: cutoff {co[i]} < "
                          f"play_time {pt[i]}")
-    return ConversionLog(arm_i, pt, ct, co, len(labels), labels, time_unit, origin)
+    return ConversionLog(arm_i, pt, ct, co, len(labels), labels, time_unit, origin, row_name=_name_row,
+                         column_names=cols)
 
 
 # ------------------------------------------------------------------------------------------ tables and files

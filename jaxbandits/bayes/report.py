@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 
 import numpy as np
 
 from .fit import ConversionLog, diagnostics
 
-__all__ = ["kaplan_meier_conversion", "save_fit"]
+__all__ = ["kaplan_meier_conversion", "save_fit", "fit_identity"]
 
 
 def kaplan_meier_conversion(log: ConversionLog, arm: int, ages, window=None):
@@ -34,13 +33,24 @@ def kaplan_meier_conversion(log: ConversionLog, arm: int, ages, window=None):
     return np.where(idx >= 0, 1.0 - surv[np.maximum(idx, 0)], 0.0)
 
 
-def save_fit(idata, log: ConversionLog, out_dir: str, plot: bool = True) -> dict:
-    """Write ``posterior.nc``, ``summary.md``/``summary.json`` and the plots into ``out_dir``."""
+def fit_identity(model, method, window=None, discrete=False, per_arm_delay=False) -> dict:
+    """What a fit's output folder holds (the model and its options): an output folder holding
+    another fit (or an experiment's results) is not overwritten without ``force``."""
+    window = "none" if window in (None, "none") else float(window)
+    return {"experiment": "fit", "config": {"model": str(model), "method": str(method), "window": window,
+                                            "discrete": int(discrete), "per_arm_delay": int(per_arm_delay)}}
+
+
+def save_fit(idata, log: ConversionLog, out_dir: str, plot: bool = True, force: bool = False) -> dict:
+    """Write ``posterior.nc``, ``summary.md``/``summary.json`` and the plots into ``out_dir``, as one
+    unit and atomically (each file under a temporary name, flushed, renamed into place; the files
+    of the folder's previous results that this set lacks are removed). A folder holding another
+    fit or an experiment's results is refused unless ``force=True`` (see
+    :meth:`jaxbandits.results.Results.save`)."""
     import arviz as az
 
-    os.makedirs(out_dir, exist_ok=True)
-    paths = {"idata": os.path.join(out_dir, "posterior.nc")}
-    idata.to_netcdf(paths["idata"])
+    from .._io import json_writer, save_files, text_writer
+
     names = [v for v in idata.posterior.data_vars if v not in ("delay_cdf", "pending_conversions")]
     s = az.summary(idata, var_names=names)
     diag = diagnostics(idata)
@@ -48,41 +58,63 @@ def save_fit(idata, log: ConversionLog, out_dir: str, plot: bool = True) -> dict
     empty = [str(x) for x in log.empty_arms]
     pend = idata.posterior["pending_conversions"].mean(("chain", "draw")).values
     attrs = dict(idata.posterior.attrs)
-    with open(os.path.join(out_dir, "summary.md"), "w") as fh:
-        fh.write(f"# {attrs.get('model')} model, {attrs.get('method')}, {len(log)} plays, {log.n_arms} arms\n\n")
-        cols = list(s.columns)
-        fh.write("| | " + " | ".join(cols) + " |\n|---|" + "---|" * len(cols) + "\n")
-        for name, row in s.iterrows():
-            fh.write(f"| {name} | " + " | ".join(f"{row[c]:g}" for c in cols) + " |\n")
-        fh.write("\n\nDiagnostics: " + json.dumps(diag) + "\n")
-        fh.write("Expected conversions still to come, per arm: "
-                 + ", ".join(f"{lab}: {x:.1f}" for lab, x in zip(labels, pend)) + "\n")
-        if empty:
-            fh.write(f"Arms with no rows (posterior = prior): {', '.join(empty)}\n")
-    with open(os.path.join(out_dir, "summary.json"), "w") as fh:
-        json.dump({"attrs": {k: (v if isinstance(v, (int, float, str)) else str(v)) for k, v in attrs.items()},
-                   "summary": json.loads(s.to_json()), "diagnostics": diag,
-                   "pending_conversions": [float(x) for x in pend], "arms": labels, "empty_arms": empty}, fh, indent=1)
-    paths["summary"] = os.path.join(out_dir, "summary.md")
-    if not plot:
-        return paths
+    md = [f"# {attrs.get('model')} model, {attrs.get('method')}, {len(log)} plays, {log.n_arms} arms\n\n"]
+    cols = list(s.columns)
+    md.append("| | " + " | ".join(cols) + " |\n|---|" + "---|" * len(cols) + "\n")
+    for name, row in s.iterrows():
+        md.append(f"| {name} | " + " | ".join(f"{row[c]:g}" for c in cols) + " |\n")
+    md.append("\n\nDiagnostics: " + json.dumps(diag) + "\n")
+    md.append("Expected conversions still to come, per arm: "
+              + ", ".join(f"{lab}: {x:.1f}" for lab, x in zip(labels, pend)) + "\n")
+    if empty:
+        md.append(f"Arms with no rows (posterior = prior): {', '.join(empty)}\n")
+    files = {"posterior.nc": idata.to_netcdf, "summary.md": text_writer("".join(md)),
+             "summary.json": json_writer({"attrs": {k: (v if isinstance(v, (int, float, str)) else str(v))
+                                                    for k, v in attrs.items()},
+                                          "summary": json.loads(s.to_json()), "diagnostics": diag,
+                                          "pending_conversions": [float(x) for x in pend], "arms": labels,
+                                          "empty_arms": empty})}
+    keys = {"posterior.nc": "idata", "summary.md": "summary", "posterior_p.png": "plot_p",
+            "delay_cdf.png": "plot_delay", "trace.png": "plot_trace"}
+    if plot:
+        files.update({"posterior_p.png": lambda p: _plot_p(idata, log, labels, empty, p),
+                      "delay_cdf.png": lambda p: _plot_delay(idata, log, labels, empty, attrs, p),
+                      "trace.png": lambda p: _plot_trace(idata, names, p)})
+    ident = fit_identity(attrs.get("model"), attrs.get("method"), attrs.get("window"), attrs.get("discrete", 0),
+                         attrs.get("per_arm_delay", 0))
+    written = save_files(out_dir, files, ident, force=force)
+    order = ["posterior.nc", "summary.md", "posterior_p.png", "delay_cdf.png", "trace.png"]
+    return {keys[name]: written[name] for name in order if name in written}
+
+
+def _plt():
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    post = idata.posterior
+    return plt
+
+
+def _plot_p(idata, log, labels, empty, path):
+    plt = _plt()
     K = log.n_arms
-    p = post["p"].values.reshape(-1, K)
+    p = idata.posterior["p"].values.reshape(-1, K)
     fig, ax = plt.subplots(figsize=(5.5, 3.6), dpi=110)
     for k in range(K):
         ax.hist(p[:, k], bins=40, alpha=0.6, density=True, label=f"arm {labels[k]}" + (" (no rows)" if labels[k] in empty else ""))
     ax.set_xlabel("conversion probability p"), ax.set_ylabel("posterior density"), ax.legend(fontsize=8)
     fig.tight_layout()
-    paths["plot_p"] = os.path.join(out_dir, "posterior_p.png")
-    fig.savefig(paths["plot_p"])
+    fig.savefig(path)
     plt.close(fig)
-    # fitted p F(a) (posterior mean and 90% band) against Kaplan-Meier, per arm
+
+
+def _plot_delay(idata, log, labels, empty, attrs, path):
+    """Fitted p F(a) (posterior mean and 90% band) against Kaplan-Meier, per arm."""
+    plt = _plt()
+    post = idata.posterior
+    K = log.n_arms
+    p = post["p"].values.reshape(-1, K)
     ages = post["age"].values
     cdf = post["delay_cdf"].values
     cdf = cdf.reshape((-1,) + cdf.shape[2:])  # [S, (K,) G]
@@ -101,13 +133,16 @@ def save_fit(idata, log: ConversionLog, out_dir: str, plot: bool = True) -> dict
     ax.set_xlabel("age a (time since the play)"), ax.set_ylabel("P(conversion seen by age a)")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    paths["plot_delay"] = os.path.join(out_dir, "delay_cdf.png")
-    fig.savefig(paths["plot_delay"])
+    fig.savefig(path)
     plt.close(fig)
+
+
+def _plot_trace(idata, names, path):
+    import arviz as az
+
+    plt = _plt()
     axes = az.plot_trace(idata, var_names=[n for n in names if n != "delay_mean_implied"], compact=True)
     fig = np.asarray(axes).ravel()[0].figure
     fig.tight_layout()
-    paths["plot_trace"] = os.path.join(out_dir, "trace.png")
-    fig.savefig(paths["plot_trace"])
+    fig.savefig(path)
     plt.close(fig)
-    return paths

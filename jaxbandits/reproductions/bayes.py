@@ -13,9 +13,7 @@ random.
 """
 from __future__ import annotations
 
-import json
 import math
-import os
 
 import numpy as np
 
@@ -98,12 +96,17 @@ class FitRecovery:
         lines.append(f"| all | {s['coverage_90_all']:.2f} |")
         return "\n".join(lines) + f"\n\nmax r_hat {s['r_hat_max']:.3f}, divergences {s['divergences']}\n"
 
-    def save(self, out_dir):
-        os.makedirs(out_dir, exist_ok=True)
-        with open(os.path.join(out_dir, "summary.json"), "w") as fh:
-            json.dump(self.summary(), fh, indent=1)
-        with open(os.path.join(out_dir, "table.md"), "w") as fh:
-            fh.write(self.table())
+    def save(self, out_dir, force=False):
+        """``summary.json``, ``table.md`` and ``recovery.png``, as one unit and atomically (see
+        :meth:`jaxbandits.results.Results.save`)."""
+        from .._io import json_writer, save_files, text_writer
+
+        files = {"summary.json": json_writer(self.summary()), "table.md": text_writer(self.table()),
+                 "recovery.png": self._plot}
+        ident = {"experiment": self.experiment, "config": self.config}
+        return {"summary": save_files(out_dir, files, ident, force=force)["summary.json"]}
+
+    def _plot(self, path):
         import matplotlib
 
         matplotlib.use("Agg")
@@ -121,12 +124,14 @@ class FitRecovery:
             ax.plot([a, b], [a, b], "k--", lw=0.8)
             ax.set_title(n, fontsize=9), ax.set_xlabel("truth"), ax.set_ylabel("posterior mean, 90% interval")
         fig.tight_layout()
-        fig.savefig(os.path.join(out_dir, "recovery.png"))
+        fig.savefig(path)
         plt.close(fig)
-        return {"summary": os.path.join(out_dir, "summary.json")}
 
 
 def _fit_recovery(cfg, runs, seed, horizon):
+    if horizon is not None:
+        raise ValueError("horizon (--horizon) does not apply to bayes-fit-recovery: each replication fits a log of "
+                         f"n_plays plays (now {cfg['n_plays']}; change it with --set n_plays=N); leave horizon unset")
     from .. import bayes as B
 
     rng = np.random.default_rng(seed)
