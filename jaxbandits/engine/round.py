@@ -196,10 +196,14 @@ def problem(world, channel, policy, horizon: int, *, n_runs: int = 1, delayed_re
     """Check a (world, channel, policy) triple and fix its static sizes (calendar width ``W``,
     payload size ``P``, reveal ring): everything before compiling. ``build(params) -> (world,
     policy)`` (grids) rebuilds the components from traced parameters inside the program."""
-    horizon = V.integer("horizon", horizon, lo=1, hi=NEVER - 1)
+    horizon = V.horizon("horizon", horizon)
+    n_runs = V.integer("n_runs", n_runs, lo=1)
     label = policy.name if label is None and isinstance(policy, Policy) else label
     check_pair(channel, policy, label)
     check_world(world)
+    if world.max_delay > NEVER:
+        raise ValueError(f"world.max_delay must be <= NEVER = 2**30 (delays are int32, docs/conventions.md §3), "
+                         f"got {world.max_delay}")
     fb = channel.feedback
     spec = ProblemSpec(world.n_arms, horizon, world.dim, fb)
     # shapes of a memo and payload, without compiling
@@ -222,6 +226,11 @@ def problem(world, channel, policy, horizon: int, *, n_runs: int = 1, delayed_re
     # a memo's hold is data: the policy declares its bound (Policy.max_hold), else W covers the horizon
     max_hold = (policy.max_hold or horizon) if policy.memo_hold else 0
     W = int(channel.resolve_width(world, horizon, P, n_runs, max_hold))
+    exact = channel.exact_width(world.max_delay, horizon, max_hold)
+    if channel.width is not None and W > exact and W * P * 4 * n_runs > 2**31:
+        raise ValueError(f"the channel's width={W} exceeds the exact width {exact} that loses nothing (docs/conventions.md "
+                         f"§3) and its calendars would take {W * P * 4 * n_runs / 2**30:.1f} GiB for {n_runs} runs: "
+                         f"give width <= {exact} (or leave it None)")
     dl_mode, dl_len = _delayed_regret_mode(world, channel, horizon, delayed_regret)
     cspec = ChannelSpec(horizon, W, P, int(policy.reveal_window or 0))
     return Problem(world, channel, policy, horizon, spec, cspec, build, dl_mode, dl_len)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .. import _validate as V
 from .. import delays as D
@@ -87,7 +88,7 @@ def linear(theta, n_actions=None, features=None, action_set=None, noise="bernoul
         raise ValueError(f"theta must be 1-d, got shape {th.shape}")
     d = th.shape[0]
     V.choice("noise", noise, ("bernoulli", "gaussian"))
-    V.positive("sigma", sigma)
+    V.positive("sigma", sigma, hi=V.MAX_GAUSSIAN)
     if features is not None:
         V.real("features", features)
         f = jnp.asarray(features, _F)
@@ -96,12 +97,22 @@ def linear(theta, n_actions=None, features=None, action_set=None, noise="bernoul
         if action_set not in (None, "fixed"):
             raise ValueError("give either features (a fixed set) or action_set, not both")
         K, kind = f.shape[0], "fixed"
+        if V.is_concrete(theta) and V.is_concrete(features):
+            m = np.abs(np.asarray(features, np.float64) @ np.asarray(theta, np.float64))
+            if not (m <= V.MAX_GAUSSIAN).all():
+                raise ValueError(f"the means <theta, x> of features and theta must satisfy |mean| <= 1e30 (float32 "
+                                 f"sums stay finite), got {m.max():.3g}")
     else:
         if n_actions is None:
             raise ValueError("linear: give features ([K, d]) or n_actions with an action_set")
-        K = V.integer("n_actions", n_actions, lo=2)
+        K = V.integer("n_actions", n_actions, lo=2, hi=V.MAX_ARMS)
         kind = action_set or "binary"
         V.choice("action_set", kind, ACTION_SETS[1:])
+        if V.is_concrete(theta):  # |<theta, x>| <= ||theta||_1 max|x_i| (gaussian: |x_i| < 6 in float32)
+            b = np.abs(np.asarray(theta, np.float64)).sum() * (6.0 if kind == "gaussian" else 1.0)
+            if b > V.MAX_GAUSSIAN:
+                raise ValueError(f"theta must keep the means <theta, x> within 1e30 (float32 sums stay finite): "
+                                 f"||theta||_1 = {b:.3g} is too large")
         f = jnp.zeros((K, d), _F)
     if n_valid:
         n_valid = V.integer("n_valid", n_valid, lo=1, hi=K)

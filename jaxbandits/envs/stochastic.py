@@ -44,6 +44,8 @@ def _means(name, means, lo=None, hi=None):
         V.real(name, means, lo=lo, hi=hi)
         if np.ndim(means) != 1 or np.size(means) < 2:
             raise ValueError(f"{name} must be a 1-d array of at least 2 arms, got shape {np.shape(means)}")
+        if np.size(means) > V.MAX_ARMS:
+            raise ValueError(f"{name} must have at most 2**20 = {V.MAX_ARMS} arms, got {np.size(means)}")
     return jnp.asarray(means, _F)
 
 
@@ -54,9 +56,10 @@ def bernoulli(means, delay=None) -> BanditEnv:
 
 
 def gaussian(means, sigma=1.0, delay=None) -> BanditEnv:
-    """Gaussian arms ``N(means[a], sigma^2)``."""
-    m = _means("means", means)
-    V.positive("sigma", sigma)
+    """Gaussian arms ``N(means[a], sigma^2)``, ``|means| <= 1e30`` and ``sigma <= 1e30`` (rewards and
+    their sums over any accepted horizon stay finite in float32)."""
+    m = _means("means", means, -V.MAX_GAUSSIAN, V.MAX_GAUSSIAN)
+    V.positive("sigma", sigma, hi=V.MAX_GAUSSIAN)
     return BanditEnv(m, _check_delay(delay), jnp.asarray(sigma, _F), n_arms=m.shape[0], noise="gaussian")
 
 
