@@ -329,7 +329,8 @@ class Weibull(_SummedMoments, DelayLaw):
     def _m(self):
         k, lam = float(self.shape), float(self.scale)
         hi = lam * (40.0 ** (1.0 / k)) + 10  # S(hi) = e^-40
-        return _floor_moments(lambda x: np.exp(-((x / lam) ** k)), hi)
+        with np.errstate(over="ignore"):  # a large shape: (x / lam)^k = inf, exp(-inf) = 0, as it should
+            return _floor_moments(lambda x: np.exp(-((x / lam) ** k)), hi)
 
 
 def weibull(shape: float, scale: float) -> Weibull:

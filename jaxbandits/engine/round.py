@@ -206,18 +206,19 @@ def problem(world, channel, policy, horizon: int, *, n_runs: int = 1, delayed_re
                          f"got {world.max_delay}")
     fb = channel.feedback
     spec = ProblemSpec(world.n_arms, horizon, world.dim, fb)
-    # shapes of a memo and payload, without compiling
-    k = jax.random.key(0)
-    st = jax.eval_shape(lambda: policy.init(spec, k))
-    feats = jax.eval_shape(lambda: world.context(world.setup(k), 0, k))
-    ctx = Context(jnp.int32(0), *feats, jnp.int32(-1))
-    _, memo = jax.eval_shape(lambda s, c: policy.act(s, c, k), st, ctx)
+    # shapes of a memo and payload, without compiling (abstract values only: nothing is built)
+    k = jax.eval_shape(lambda: jax.random.key(0))
+    i32 = jax.ShapeDtypeStruct((), jnp.int32)
+    st = jax.eval_shape(lambda k: policy.init(spec, k), k)
+    feats = jax.eval_shape(lambda k: world.context(world.setup(k), 0, k), k)
+    ctx = Context(i32, *feats, i32)
+    _, memo = jax.eval_shape(lambda s, c, k: policy.act(s, c, k), st, ctx, k)
     for flag, field in ((policy.memo_hold, "hold"), (policy.memo_probs, "probs")):
         if flag and field not in getattr(type(memo), "_fields", ()):
             raise ValueError(f"policy {label!r} ({policy.name}) declares memo_{field}=True but its memo "
                              f"({type(memo).__name__}) has no field {field!r}")
     if fb.attributed:
-        pl = jax.eval_shape(lambda m: policy.payload(m, jnp.float32(1), jnp.int32(0)), memo)
+        pl = jax.eval_shape(lambda m, r, d: policy.payload(m, r, d), memo, jax.ShapeDtypeStruct((), jnp.float32), i32)
         if pl.ndim != 1:
             raise ValueError(f"{policy.name}: payload must be a 1-d array, got shape {pl.shape}")
         P = int(pl.shape[0])

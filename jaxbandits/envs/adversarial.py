@@ -59,9 +59,9 @@ def oblivious(losses, delays=None) -> ObliviousEnv:
     if l.ndim != 2 or l.shape[1] < 2:
         raise ValueError(f"losses must have shape [T, K] with K >= 2, got {l.shape}")
     if delays is not None and not isinstance(delays, D.DelayLaw):
+        if np.ndim(delays) == 1 and np.shape(delays)[0] != l.shape[0]:
+            raise ValueError(f"delays must have length T = {l.shape[0]}, got {np.shape(delays)[0]}")
         delays = D.sequence(delays)
-        if delays.delays.shape[0] != l.shape[0]:
-            raise ValueError(f"delays must have length T = {l.shape[0]}, got {delays.delays.shape[0]}")
     return ObliviousEnv(jnp.asarray(1.0 - l, _F), _check_delay(delays), jnp.zeros((), jnp.int32),
                         n_arms=l.shape[1], period=0)
 
@@ -166,14 +166,14 @@ def label_stream(labels, n_arms: int | None = None, delay=None, adaptive_d: int 
     if (delay is None) == (adaptive_d is None):
         raise ValueError("label_stream: give exactly one of delay (oblivious law) or adaptive_d (non-oblivious rule)")
     best = int(np.argmax(np.bincount(lab, minlength=K)))
+    streak_factor = V.integer("streak_factor", streak_factor, lo=1)
     if adaptive_d is not None:
         d = V.integer("adaptive_d", adaptive_d, lo=1, hi=D.NEVER)
+        if streak_factor * d > V.INT32_MAX:  # the streak test compares int32 counts with their product
+            raise ValueError(f"streak_factor * adaptive_d must be <= 2**31 - 1, got {streak_factor} * {d}")
         law = D.fixed(1)
     else:
         d, law = 0, _check_delay(delay)
-    streak_factor = V.integer("streak_factor", streak_factor, lo=1)
-    if streak_factor * d > V.INT32_MAX:  # the streak test compares int32 counts with their product
-        raise ValueError(f"streak_factor * adaptive_d must be <= 2**31 - 1, got {streak_factor} * {d}")
     return LabelStreamEnv(jnp.asarray(lab, jnp.int32), law, jnp.asarray(best, jnp.int32), jnp.asarray(d, jnp.int32),
                           n_arms=K, d_bound=d, streak_factor=streak_factor, count_current=bool(count_current))
 

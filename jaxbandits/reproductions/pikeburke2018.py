@@ -50,7 +50,7 @@ def _fig3b(cfg):
 
 
 def _appF(cfg, runs, seed, horizon):
-    T = int(horizon or cfg["horizon"])
+    T = V.horizon("horizon", horizon or cfg["horizon"])
     es = list(cfg["delays"])
     res = SweepResults("pikeburke2018-appF", {**cfg, "horizon": T}, seed, runs, "E[tau]", [float(e) for e in es],
                        metric="regret")

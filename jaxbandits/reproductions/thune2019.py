@@ -27,6 +27,7 @@ from ..simulate import simulate, simulate_grid
 from ..sweeps import SweepResults
 
 _E = math.e
+D_NEVER = 2**30
 
 
 def example8_delays(T: int, K: int) -> np.ndarray:
@@ -47,9 +48,16 @@ def _time(res, out, runs, T):
     res.add_timing(t, runs * T * n)
 
 
+def _horizons(cfg, horizon):
+    """The swept horizons ``2**log2_T`` (each checked before any array of that length is built),
+    or the one ``horizon`` given."""
+    ks = cfg["log2_T"] if isinstance(cfg["log2_T"], (list, tuple)) else [cfg["log2_T"]]
+    return [2 ** V.integer("log2_T", k, lo=1, hi=24) for k in ks] if horizon is None else [V.horizon("horizon", horizon)]
+
+
 def _example8(cfg, runs, seed, horizon):
-    K, gap = int(cfg["n_arms"]), float(cfg["gap"])
-    Ts = [2**k for k in cfg["log2_T"]] if horizon is None else [int(horizon)]
+    K, gap = V.integer("n_arms", cfg["n_arms"], lo=2, hi=V.MAX_ARMS), float(V.real("gap", cfg["gap"], lo=0.0, hi=0.5))
+    Ts = _horizons(cfg, horizon)
     res = SweepResults("thune2019-example8", dict(cfg), seed, runs, "T", Ts)
     key = V.seed_key(seed)
     for i, T in enumerate(Ts):
@@ -89,8 +97,9 @@ def _heavy_delays(model, T, runs, seed, alpha):
 
 
 def _heavy_tail(cfg, runs, seed, horizon):
-    K, gap, alpha = int(cfg["n_arms"]), float(cfg["gap"]), float(cfg["alpha"])
-    Ts = [2**k for k in cfg["log2_T"]] if horizon is None else [int(horizon)]
+    K, gap = V.integer("n_arms", cfg["n_arms"], lo=2, hi=V.MAX_ARMS), float(V.real("gap", cfg["gap"], lo=0.0, hi=0.5))
+    alpha = float(V.positive("alpha", cfg["alpha"]))
+    Ts = _horizons(cfg, horizon)
     models = list(cfg["models"])
     res = SweepResults("thune2019-heavy-tail", dict(cfg), seed, runs, "T", Ts)
     key = V.seed_key(seed)
@@ -139,9 +148,9 @@ def _heavy_tail(cfg, runs, seed, horizon):
 
 
 def _bounds(cfg, runs, seed, horizon):
-    K, gap = int(cfg["n_arms"]), float(cfg["gap"])
-    T = int(horizon or 2 ** int(cfg["log2_T"]))
-    ds = list(cfg["delays"])
+    K, gap = V.integer("n_arms", cfg["n_arms"], lo=2, hi=V.MAX_ARMS), float(V.real("gap", cfg["gap"], lo=0.0, hi=0.5))
+    T = _horizons(cfg, horizon)[0]
+    ds = [V.integer("delays", d, lo=0, hi=D_NEVER) for d in cfg["delays"]]
     res = SweepResults("thune2019-bounds", {**cfg, "horizon": T}, seed, runs, "d", ds)
     key = V.seed_key(seed)
     for i, d in enumerate(ds):
