@@ -12,7 +12,6 @@ import re
 import subprocess
 import sys
 import textwrap
-import time
 
 import jax
 import jax.numpy as jnp
@@ -449,11 +448,14 @@ def test_bad_fit_csv_names_row_and_column(tmp_path, body, pattern):
     assert str(path) in msg
 
 
-@pytest.mark.parametrize("text,pattern", [
+STRUCTURE_CASES = [
     pytest.param("", "empty file", id="empty-file"),
     pytest.param(HEADER, "no data rows", id="header-only"),
     pytest.param("arm,play_time,cutoff\n0,1,2\n", "missing column", id="missing-column"),
-])
+]
+
+
+@pytest.mark.parametrize("text,pattern", STRUCTURE_CASES)
 def test_bad_fit_csv_structure(tmp_path, text, pattern):
     path = tmp_path / "log.csv"
     path.write_text(text)
@@ -464,19 +466,22 @@ def _good_log():
     return L.conversion_log([0, 1, 1], [0.0, 1.0, 2.0], [1.0, float("nan"), 4.0], 10.0)
 
 
-@pytest.mark.parametrize("fn,exc,pattern", [
+LOG_CASES = [
     pytest.param(lambda: L.conversion_log([0, 1], [0, 1], [np.nan] * 2, 5.0, n_arms=10**9), VE, "n_arms", id="n-arms-1e9"),
     pytest.param(lambda: L.conversion_log([0, 1], [0, 1], [np.nan] * 2, 5.0, n_arms=1.5), TE, "n_arms", id="n-arms-frac"),
     pytest.param(lambda: L.conversion_log([0, 1], [0, 1], [np.nan] * 2, 5.0, arms=list(range(L.MAX_ARMS + 1))), VE,
                  "arms", id="arms-too-many"),
     pytest.param(lambda: L.conversion_log(np.arange(L.MAX_ARMS + 1), np.zeros(L.MAX_ARMS + 1),
                                           np.full(L.MAX_ARMS + 1, np.nan), 5.0), VE, "arm", id="distinct-arms"),
-])
+]
+
+
+@pytest.mark.parametrize("fn,exc,pattern", LOG_CASES)
 def test_bad_log_arrays(fn, exc, pattern):
     expect_error(fn, exc, pattern)
 
 
-@pytest.mark.parametrize("kw,pattern", [
+FIT_CASES = [
     pytest.param({"window": float("inf")}, "window", id="window-inf"),
     pytest.param({"window": float("nan")}, "window", id="window-nan"),
     pytest.param({"window": -1.0}, "window", id="window-neg"),
@@ -484,7 +489,10 @@ def test_bad_log_arrays(fn, exc, pattern):
     pytest.param({"seed": 2**64}, "seed", id="seed-2**64"),
     pytest.param({"num_chains": 0}, "num_chains", id="chains-zero"),
     pytest.param({"method": "mcmc"}, "method", id="method"),
-])
+]
+
+
+@pytest.mark.parametrize("kw,pattern", FIT_CASES)
 def test_bad_fit_arguments(kw, pattern):
     from jaxbandits import bayes as B
 
@@ -494,7 +502,7 @@ def test_bad_fit_arguments(kw, pattern):
 
 def test_catalogue_size():
     """The issue asks for at least 150 bad inputs."""
-    n = len(CASES) + len(CSV_CASES) + 3 + 4 + 7
+    n = len(CASES) + len(CSV_CASES) + len(STRUCTURE_CASES) + len(LOG_CASES) + len(FIT_CASES)
     assert n >= 150, n
 
 
@@ -607,11 +615,12 @@ def test_horizon_bound_matches_float32_counts():
 
 
 @pytest.mark.slow
-def test_counts_exact_over_1e7_rounds():
-    """A 1e7-round run: the policy's float32 counts equal the recorder's int32 pulls exactly."""
+def test_counts_exact_at_the_largest_horizon():
+    """A run of 2**24 rounds (the largest accepted horizon, more than 1e7): the policy's float32
+    counts equal the recorder's int32 pulls exactly and sum to the horizon."""
     from conftest import final_carry
 
-    T = 10**7
+    T = V.MAX_HORIZON
     env = E.bernoulli([0.9, 0.1])
     st_ = final_carry(env, C.attributed(), P.ucb1(), T).policy
     n = np.asarray(P.counts(st_), np.float64).reshape(-1)
