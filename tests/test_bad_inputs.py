@@ -25,6 +25,7 @@ from jaxbandits import channels as C
 from jaxbandits import delays as D
 from jaxbandits import envs as E
 from jaxbandits import experiments as X
+from jaxbandits import profiles as Pr
 from jaxbandits.bayes import logs as L
 from jaxbandits.policies import adversarial as PA
 from jaxbandits.policies import anonymous as PN
@@ -245,6 +246,14 @@ case("composite-both", lambda: E.composite([0.1, 0.2], table=np.zeros((3, 2)), p
 case("composite-total", lambda: E.composite([0.1, 0.2], profile=[1.0], total="gamma"), VE, "total")
 case("composite-concentration", lambda: E.composite([0.1, 0.2], profile=[1.0], concentration=0.0), VE, "concentration")
 case("composite-table-range", lambda: E.composite(table=np.full((3, 2), 2.0), profile=[1.0]), VE, "table")
+
+case("profile-interval-long", lambda: Pr.interval(0, 2**20), VE, "d_max")
+case("profile-interval-empty", lambda: Pr.interval(5, 5), VE, "d_max")
+case("profile-lin-dec-int32", lambda: Pr.linear_decreasing(2**31), VE, r"\bd\b")
+case("profile-lin-inc-long", lambda: Pr.linear_increasing(2**14), VE, r"\bd\b")
+case("profile-discounted-gamma", lambda: Pr.discounted(1.0), VE, "gamma")
+case("profile-discounted-tol", lambda: Pr.discounted(0.999999, tol=1e-30), VE, "tol")
+case("profile-polynomial-max-len", lambda: Pr.polynomial(2.0, max_len=2**15), VE, "max_len")
 
 # channels
 case("channel-window-neg", lambda: C.conversions(window=-1), VE, "window")
