@@ -257,6 +257,7 @@ def linucb_ignore_delays(lam: float = 1.0, delta: float = 0.1, name: str = "LinU
     every conversion received so far (run it on the uncensored channel, ``conversions(window=None)``),
     OFUL width f, no bias term."""
     V.positive("lam", lam)
+    V.real("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
 
     def init(spec: ProblemSpec, key):
         if spec.dim is None:
