@@ -260,8 +260,9 @@ def _check_value(key, default, value):
                 want = " or ".join(_KIND_NAMES.get(k, k) for k in sorted(kinds - {"int"} if "float" in kinds else kinds))
                 raise ValueError(f"config key {key!r}: entry {i} must be {want} like the default's entries "
                                  f"{list(default)!r}, got {v!r}")
-            same = [d for d in subs if _kind(d) == kv_i] or ([subs[0]] if subs else [])
-            if subs:  # check the entry against an entry of the default of its kind
+            same = ([d for d in subs if _kind(d) == kv_i]
+                    or [d for d in subs if kv_i == "int" and _kind(d) == "float"])
+            if same:  # check the entry against the default's entries of its kind
                 _check_value(f"{key}[{i}]", _widest(same), v)
             elif kv_i in ("float", "int", "list"):
                 _check_value(f"{key}[{i}]", None, v)

@@ -422,6 +422,9 @@ xcase("set-wang-stream-seed", run("wang2021-fig5", overrides={"stream_seed": -5}
 xcase("set-wang-profiles", run("wang2021-fig3", overrides={"profiles": [[1, 2, 3]]}), VE, "profiles")
 xcase("set-wang-alphas", run("wang2021-fig2", overrides={"alphas": [0]}), VE, "alpha")
 xcase("set-bayes-window", run("bayes-ts-shared-delay", overrides={"window": 0}), VE, "window")
+xcase("set-settings-entry", run("vernade2020-fig1", overrides={"settings": [[100, "a"]]}), VE, "settings")
+xcase("set-settings-float", run("vernade2020-fig1", overrides={"settings": [[100.5, 2]]}), VE, "settings")
+xcase("set-action-sets", run("vernade2020-fig1", overrides={"action_sets": ["binary", 3]}), VE, "action_sets")
 
 
 @pytest.mark.parametrize("fn,exc,pattern,eager", CASES)
