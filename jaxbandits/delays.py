@@ -10,6 +10,13 @@ Every law is a pytree (its parameters are arrays one can ``vmap`` over; sizes ar
 
 Continuous laws are discretised by ``floor``: ``D = floor(X)``, so ``P(D <= n) = F_X(n + 1)``.
 A law on {1, 2, ...} is a zero-based law wrapped in :func:`shift`.
+
+Parameters are checked on the host before anything compiles (docs/delays.md, "Parameter ranges"):
+integer delays and bounds are at most ``NEVER = 2**30`` (int32 with room for ``t + d``), scales at
+most ``MAX_SCALE = 2**30`` (a larger scale only draws "never"), a Poisson mean at most
+``MAX_POISSON_MEAN``, a histogram at most ``MAX_HISTOGRAM`` entries, and parameters that enter
+``exp`` (log-normal ``mu``, ``sigma``; Weibull ``shape``) stay where the float64 moment sums and
+the float32 draws are finite.
 """
 from __future__ import annotations
 
@@ -31,10 +38,26 @@ from .types import NEVER
 __all__ = [
     "DelayLaw", "fixed", "uniform", "geometric", "poisson", "exponential", "half_normal",
     "weibull", "log_normal", "pareto", "histogram", "sequence", "shift", "two_point", "log_normal_mixture",
-    "criteo_like", "from_samples", "CRITEO_STATS", "NEVER",
+    "criteo_like", "from_samples", "CRITEO_STATS", "NEVER", "MAX_SCALE", "MAX_POISSON_MEAN", "MAX_HISTOGRAM",
 ]
 
 _F = jnp.float32
+
+#: The largest scale of a continuous law (exponential, half-normal, Weibull, Pareto): draws beyond
+#: NEVER mean "never", so a larger scale adds nothing but "never".
+MAX_SCALE = float(NEVER)
+#: The largest Poisson mean: the float32 CDF table (regularised incomplete gamma) is accurate to
+#: 3e-4 up to it, and its length (``lam + 12 sqrt(lam) + 16``) stays small.
+MAX_POISSON_MEAN = 1000.0
+_POISSON_TABLE_MAX = int(math.ceil(MAX_POISSON_MEAN + 12 * math.sqrt(MAX_POISSON_MEAN) + 16))
+#: The most entries of a histogram law (a pmf table on {0..L-1}): 2**24, the longest horizon.
+MAX_HISTOGRAM = 2**24
+#: log-normal parameters: ``|mu| <= 100`` and ``sigma <= 15`` keep ``exp(2 mu + 2 sigma^2)`` (the
+#: variance's tail term) finite in float64; ``e^100`` is far beyond NEVER already.
+MAX_LOG_NORMAL_MU = 100.0
+MAX_LOG_NORMAL_SIGMA = 15.0
+#: The smallest Weibull shape: ``40^(1/shape)`` (the moment sums' range) stays finite in float64.
+MIN_WEIBULL_SHAPE = 0.01
 
 
 def _floor_int(x):
@@ -128,9 +151,9 @@ class Uniform(DelayLaw):
 
 
 def uniform(lo: int, hi: int) -> Uniform:
-    """Uniform on the integers ``{lo, ..., hi}`` (inclusive)."""
-    lo = V.integer("lo", lo, lo=0)
-    hi = V.integer("hi", hi, lo=lo)
+    """Uniform on the integers ``{lo, ..., hi}`` (inclusive), ``0 <= lo <= hi <= NEVER``."""
+    lo = V.integer("lo", lo, lo=0, hi=NEVER)
+    hi = V.integer("hi", hi, lo=lo, hi=NEVER)
     return Uniform(jnp.asarray(lo, jnp.int32), jnp.asarray(hi, jnp.int32), support_max=hi)
 
 
@@ -176,7 +199,7 @@ def geometric(rho=None, *, mean=None) -> Geometric:
     if (rho is None) == (mean is None):
         raise ValueError("geometric: give exactly one of rho (in [0, 1)) or mean (>= 0)")
     if mean is not None:
-        V.nonneg("mean", mean)
+        V.real("mean", mean, lo=0.0, hi=MAX_SCALE)
         rho = mean / (1.0 + mean)
     V.real("rho", rho, lo=0.0, hi=1.0, hi_open=True)
     if V.is_concrete(rho):
@@ -210,10 +233,12 @@ class Poisson(DelayLaw):
 
 
 def poisson(lam: float) -> Poisson:
-    """Poisson(lam) delays. Sampled by inverse CDF over a table up to ``lam + 12 sqrt(lam) + 16``
-    (the mass beyond it is below 1e-12 and is mapped to the table's end)."""
-    V.real("lam", lam, lo=0.0, lo_open=True)
-    n = int(math.ceil(float(lam) + 12 * math.sqrt(float(lam)) + 16)) if V.is_concrete(lam) else 512
+    """Poisson(lam) delays, ``0 < lam <= MAX_POISSON_MEAN`` (1000). Sampled by inverse CDF over a
+    table up to ``lam + 12 sqrt(lam) + 16`` (the mass beyond it is below 1e-12 and is mapped to the
+    table's end); the float32 CDF loses accuracy for larger means (use another law there)."""
+    V.real("lam", lam, lo=0.0, lo_open=True, hi=MAX_POISSON_MEAN)
+    # a traced mean (a grid) gets the table of the largest accepted mean (its points were checked)
+    n = int(math.ceil(float(lam) + 12 * math.sqrt(float(lam)) + 16)) if V.is_concrete(lam) else _POISSON_TABLE_MAX
     return Poisson(jnp.asarray(lam, _F), table_len=n)
 
 
@@ -242,8 +267,9 @@ class Exponential(DelayLaw):
 
 
 def exponential(scale: float) -> Exponential:
-    """Exponential with mean ``scale``, discretised by floor (mean ``~ scale - 1/2``)."""
-    V.positive("scale", scale)
+    """Exponential with mean ``scale`` (at most ``MAX_SCALE = 2**30``), discretised by floor (mean
+    ``~ scale - 1/2``)."""
+    V.positive("scale", scale, hi=MAX_SCALE)
     return Exponential(jnp.asarray(scale, _F))
 
 
@@ -283,8 +309,8 @@ class HalfNormal(_SummedMoments, DelayLaw):
 
 
 def half_normal(sigma: float) -> HalfNormal:
-    """``floor(|N(0, sigma^2)|)``."""
-    V.positive("sigma", sigma)
+    """``floor(|N(0, sigma^2)|)``, ``sigma <= MAX_SCALE``."""
+    V.positive("sigma", sigma, hi=MAX_SCALE)
     return HalfNormal(jnp.asarray(sigma, _F))
 
 
@@ -303,13 +329,15 @@ class Weibull(_SummedMoments, DelayLaw):
     def _m(self):
         k, lam = float(self.shape), float(self.scale)
         hi = lam * (40.0 ** (1.0 / k)) + 10  # S(hi) = e^-40
-        return _floor_moments(lambda x: np.exp(-((x / lam) ** k)), hi)
+        with np.errstate(over="ignore"):  # a large shape: (x / lam)^k = inf, exp(-inf) = 0, as it should
+            return _floor_moments(lambda x: np.exp(-((x / lam) ** k)), hi)
 
 
 def weibull(shape: float, scale: float) -> Weibull:
-    """``floor(X)``, ``X ~ Weibull(shape k, scale lambda)``: ``P(X > x) = exp(-(x/lambda)^k)``."""
-    V.positive("shape", shape)
-    V.positive("scale", scale)
+    """``floor(X)``, ``X ~ Weibull(shape k, scale lambda)``: ``P(X > x) = exp(-(x/lambda)^k)``;
+    ``k >= MIN_WEIBULL_SHAPE`` (0.01), ``lambda <= MAX_SCALE``."""
+    V.real("shape", shape, lo=MIN_WEIBULL_SHAPE)
+    V.positive("scale", scale, hi=MAX_SCALE)
     return Weibull(jnp.asarray(shape, _F), jnp.asarray(scale, _F))
 
 
@@ -346,9 +374,9 @@ class LogNormal(_SummedMoments, DelayLaw):
 
 
 def log_normal(mu: float, sigma: float) -> LogNormal:
-    """``floor(exp(mu + sigma Z))``, ``Z ~ N(0, 1)``."""
-    V.real("mu", mu)
-    V.positive("sigma", sigma)
+    """``floor(exp(mu + sigma Z))``, ``Z ~ N(0, 1)``; ``|mu| <= 100``, ``sigma <= 15``."""
+    V.real("mu", mu, lo=-MAX_LOG_NORMAL_MU, hi=MAX_LOG_NORMAL_MU)
+    V.positive("sigma", sigma, hi=MAX_LOG_NORMAL_SIGMA)
     return LogNormal(jnp.asarray(mu, _F), jnp.asarray(sigma, _F))
 
 
@@ -383,9 +411,10 @@ class Pareto(_SummedMoments, DelayLaw):
 
 
 def pareto(alpha: float, scale: float = 1.0) -> Pareto:
-    """Pareto (Lomax) heavy-tailed delays; mean finite iff alpha > 1, variance iff alpha > 2."""
+    """Pareto (Lomax) heavy-tailed delays; mean finite iff alpha > 1, variance iff alpha > 2;
+    ``scale <= MAX_SCALE``."""
     V.positive("alpha", alpha)
-    V.positive("scale", scale)
+    V.positive("scale", scale, hi=MAX_SCALE)
     return Pareto(jnp.asarray(alpha, _F), jnp.asarray(scale, _F))
 
 
@@ -420,7 +449,10 @@ class Histogram(DelayLaw):
 
 
 def histogram(pmf) -> Histogram:
-    """A delay law given by its pmf on ``{0, ..., len(pmf)-1}`` (normalised here)."""
+    """A delay law given by its pmf on ``{0, ..., len(pmf)-1}`` (normalised here; at most
+    ``MAX_HISTOGRAM = 2**24`` entries)."""
+    if np.ndim(pmf) == 1 and np.shape(pmf)[0] > MAX_HISTOGRAM:
+        raise ValueError(f"pmf must have at most MAX_HISTOGRAM = 2**24 = {MAX_HISTOGRAM} entries, got {np.shape(pmf)[0]}")
     V.real("pmf", pmf, lo=0.0)
     p = np.asarray(pmf, np.float64)
     if p.ndim != 1 or p.size == 0:
@@ -478,8 +510,8 @@ def log_normal_mixture(p0: float, weights, mus, sigmas) -> LogNormalMixture:
     law; :func:`criteo_like` is one fitted to published statistics)."""
     V.prob("p0", p0)
     V.real("weights", weights, lo=0.0)
-    V.real("mus", mus)
-    V.positive("sigmas", sigmas)
+    V.real("mus", mus, lo=-MAX_LOG_NORMAL_MU, hi=MAX_LOG_NORMAL_MU)
+    V.positive("sigmas", sigmas, hi=MAX_LOG_NORMAL_SIGMA)
     w = np.asarray(weights, np.float64)
     if w.ndim != 1 or w.sum() <= 0 or np.shape(mus) != w.shape or np.shape(sigmas) != w.shape:
         raise ValueError("weights, mus and sigmas must be 1-d arrays of one length, weights with positive mass")
@@ -505,13 +537,21 @@ def criteo_like() -> LogNormalMixture:
 
 def from_samples(samples, max_delay: Optional[int] = None) -> Histogram:
     """The empirical delay law of integer ``samples`` (e.g. logged conversion delays in rounds), as a
-    histogram on ``{0..max(samples)}`` (or ``max_delay``, larger samples clipped to it)."""
+    histogram on ``{0..max(samples)}`` (or ``max_delay``, larger samples clipped to it); the
+    histogram has at most ``MAX_HISTOGRAM = 2**24`` entries (larger samples need ``max_delay``)."""
     V.int_array("samples", samples, lo=0, ndim=1)
-    s = np.asarray(samples, np.int64)
+    s = np.asarray(samples, np.float64)
     if s.size == 0:
         raise ValueError("samples must be non-empty")
-    top = int(s.max()) if max_delay is None else V.integer("max_delay", max_delay, lo=0)
-    return histogram(np.bincount(np.minimum(s, top), minlength=top + 1).astype(np.float64))
+    if max_delay is None:
+        if s.max() >= MAX_HISTOGRAM:
+            raise ValueError(f"samples must be < MAX_HISTOGRAM = 2**24 = {MAX_HISTOGRAM} (the histogram's length), "
+                             f"got max {s.max():.0f}: pass max_delay (<= {MAX_HISTOGRAM - 1}) to clip larger delays")
+        top = int(s.max())
+    else:
+        top = V.integer("max_delay", max_delay, lo=0, hi=MAX_HISTOGRAM - 1)
+    s = np.minimum(s, top).astype(np.int64)
+    return histogram(np.bincount(s, minlength=top + 1).astype(np.float64))
 
 
 @_pytree
@@ -579,7 +619,9 @@ class Sequence(DelayLaw):
 def sequence(delays) -> Sequence:
     """Delays given round by round (``NEVER`` or anything ``>= T - t`` means never)."""
     V.int_array("delays", delays, lo=0, ndim=1)
-    d = np.minimum(np.asarray(delays, np.int64), NEVER)
+    a = np.asarray(delays)
+    # saturate at NEVER before any cast: a huge value (1e30, 2**70) must not wrap around in int64
+    d = np.minimum(a if a.dtype.kind in "iu" else np.asarray(a, np.float64), NEVER).astype(np.int64)
     if d.size == 0:
         raise ValueError("delays must be non-empty")
     return Sequence(jnp.asarray(d, jnp.int32), support_max=int(d.max()))
@@ -613,10 +655,11 @@ class Shifted(DelayLaw):
 
 
 def shift(law: DelayLaw, k: int = 1) -> Shifted:
-    """``D + k``: a law on ``{k, k+1, ...}`` (``shift(geometric(...), 1)`` lives on {1, 2, ...})."""
+    """``D + k``: a law on ``{k, k+1, ...}`` (``shift(geometric(...), 1)`` lives on {1, 2, ...});
+    ``k <= NEVER - 1`` so ``D + k`` (saturated at NEVER) never overflows int32."""
     if not isinstance(law, DelayLaw):
         raise TypeError(f"law must be a DelayLaw, got {type(law).__name__}")
-    k = V.integer("k", k, lo=0)
+    k = V.integer("k", k, lo=0, hi=NEVER - 1)
     return Shifted(law, k)
 
 

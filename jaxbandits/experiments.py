@@ -26,7 +26,6 @@ import os
 from importlib import metadata
 from typing import Callable, Dict, List, Optional, Tuple
 
-import jax
 import numpy as np
 
 from . import _io
@@ -67,6 +66,8 @@ class Experiment:
     layout: Optional[tuple] = None  # (rows, cols) of the figure's panels
     runner: Optional[Callable] = None  # sweeps: (config, runs, seed, horizon) -> SweepResults
     ratio_to: Optional[str] = None  # plot each panel's curves as ratios to this policy's mean regret
+    ignores: tuple = ()  # run options the experiment does not use ("horizon", "chunk"): giving one is an error
+    horizon_keys: tuple = ()  # config keys that a horizon given to run() replaces (both at once: an error)
 
 
 # ----------------------------------------------------------------------------- where experiments are found
@@ -207,11 +208,95 @@ def parse_set(items) -> dict:
     return out
 
 
+def _kind(v) -> str:
+    if v is None:
+        return "None"
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, (int, np.integer)):
+        return "int"
+    if isinstance(v, (float, np.floating)):
+        return "float"
+    if isinstance(v, str):
+        return "str"
+    if isinstance(v, (list, tuple)):
+        return "list"
+    if isinstance(v, dict):
+        return "dict"
+    return type(v).__name__
+
+
+_KIND_NAMES = {"int": "an integer", "float": "a number", "str": "a string", "bool": "True or False",
+               "list": "a list", "dict": "a dict", "None": "None"}
+
+
+def _check_value(key, default, value):
+    """An override must have the shape of the default: the same kind (an int where a float is
+    expected is fine, a float where an int is, is not), a non-empty list where the default is one,
+    list entries of the kinds the default's entries have; numbers finite and float32-representable
+    (integers within int64). Ranges are the constructors' business (they name their parameter)."""
+    kd, kv = _kind(default), _kind(value)
+    if kd == "None":
+        allowed = None
+    elif kd == "float":
+        allowed = {"float", "int"}
+    else:
+        allowed = {kd}
+    if allowed is not None and kv not in allowed:
+        raise ValueError(f"config key {key!r} must be {_KIND_NAMES.get(kd, kd)} like its default {default!r}, got {value!r}")
+    if kv == "float":
+        x = float(value)
+        if not np.isfinite(x) or abs(x) > V.F32_MAX:
+            raise ValueError(f"config key {key!r} must be a finite float32-representable number "
+                             f"(|x| <= {V.F32_MAX:.8g}), got {value!r}")
+    if kv == "int" and not -(2**63) <= int(value) < 2**63:
+        raise ValueError(f"config key {key!r} must be an integer within int64, got {value!r}")
+    if kv == "list" and kd == "list":
+        if len(default) > 0 and len(value) == 0:
+            raise ValueError(f"config key {key!r} must be a non-empty list like its default {list(default)!r}, got []")
+        subs = list(default)
+        kinds = {_kind(d) for d in subs}
+        if "float" in kinds:
+            kinds.add("int")
+        for i, v in enumerate(value):
+            kv_i = _kind(v)
+            if subs and kv_i not in kinds:
+                want = " or ".join(_KIND_NAMES.get(k, k) for k in sorted(kinds - {"int"} if "float" in kinds else kinds))
+                raise ValueError(f"config key {key!r}: entry {i} must be {want} like the default's entries "
+                                 f"{list(default)!r}, got {v!r}")
+            same = ([d for d in subs if _kind(d) == kv_i]
+                    or [d for d in subs if kv_i == "int" and _kind(d) == "float"])
+            if same:  # check the entry against the default's entries of its kind
+                _check_value(f"{key}[{i}]", _widest(same), v)
+            elif kv_i in ("float", "int", "list"):
+                _check_value(f"{key}[{i}]", None, v)
+    if kv == "list" and kd == "None":
+        for i, v in enumerate(value):
+            _check_value(f"{key}[{i}]", None, v)
+
+
+def _widest(entries):
+    """Among default entries of one kind, the one to check an override entry against: for lists,
+    one that holds every kind the entries hold (the union of their entries)."""
+    if len(entries) == 1 or _kind(entries[0]) != "list":
+        return entries[0]
+    merged = []
+    for e in entries:
+        merged.extend(e)
+    return merged
+
+
 def resolve_config(exp: Experiment, overrides: Optional[dict]) -> dict:
+    """The experiment's config with ``overrides`` applied. Every override names a known key and has
+    the kind of its default (a number, a non-empty list of numbers, a string, ...): errors name the
+    key before anything is built or compiled."""
     cfg = dict(exp.config)
+    if overrides is not None and not isinstance(overrides, dict):
+        raise TypeError(f"overrides must be a dict {{key: value}}, got {type(overrides).__name__}")
     for k, v in (overrides or {}).items():
         if k not in cfg:
             raise ValueError(f"unknown config key {k!r} for experiment {exp.name!r}; keys: {', '.join(sorted(cfg))}")
+        _check_value(k, cfg[k], v)
         cfg[k] = v
     return cfg
 
@@ -232,24 +317,41 @@ def run(name: str, runs: Optional[int] = None, horizon: Optional[int] = None, se
     chunks) and SIGINT / SIGTERM stop it at the end of the current chunk: the work done is saved,
     ``out/summary.json`` says ``"partial": true`` with the command that resumes, and
     :class:`~jaxbandits.engine.checkpoint.Interrupted` is raised. ``resume=True`` continues such a
-    run; its results are bitwise those of an uninterrupted run (docs/results.md)."""
+    run; its results are bitwise those of an uninterrupted run (docs/results.md).
+
+    Every argument is checked before anything is built or compiled: ``runs >= 1``, ``horizon`` in
+    ``[1, 2**24]``, ``seed`` in ``[0, 2**64 - 1]`` (docs/conventions.md §8), ``overrides`` against
+    the config's keys and kinds (:func:`resolve_config`); an option the experiment does not use
+    (``horizon`` of an offline study, ``chunk`` of a sweep, ``horizon`` together with a config key
+    it replaces) is an error rather than silently ignored."""
     exp = get(name)
-    given = horizon is not None
     runs = exp.runs if runs is None else V.integer("runs", runs, lo=1)
-    horizon = exp.horizon if horizon is None else V.integer("horizon", horizon, lo=1)
-    seed = V.integer("seed", seed, lo=0)
+    given_horizon = None if horizon is None else V.horizon("horizon", horizon)
+    horizon = exp.horizon if horizon is None else given_horizon
+    seed = V.seed("seed", seed)
+    if chunk is not None:
+        chunk = V.integer("chunk", chunk, lo=1)
     cfg = resolve_config(exp, overrides)
+    ignored = set(exp.ignores) | ({"chunk"} if exp.runner is not None else set())
+    for opt, val in (("horizon", given_horizon), ("chunk", chunk)):
+        if opt in ignored and val is not None:
+            raise ValueError(f"experiment {name!r} does not use {opt} (it is "
+                             + ("a sweep with its own settings" if exp.runner is not None else "not a simulation")
+                             + f"); leave {opt} out")
+    clash = sorted(k for k in exp.horizon_keys if k in (overrides or {}))
+    if given_horizon is not None and clash:
+        raise ValueError(f"experiment {name!r}: horizon replaces the config key(s) {clash}; give either horizon "
+                         f"or {', '.join(clash)}, not both")
     if resume and out is None:
         raise ValueError("resume=True needs out=, the folder of the interrupted run")
     if resume and exp.runner is not None:
         raise ValueError(f"resume: {name!r} is a sweep (a loop over settings), which is not checkpointed; "
                          f"run it again without --resume")
-    sweep_horizon = horizon if given else None
     job = dict(overrides=overrides, chunk=chunk, resume=bool(resume), force=bool(force), given_runs=runs)
     if out is None:
-        return _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizon, job)
+        return _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, given_horizon, job)
     with _io.output_folder(out, {"experiment": name, "config": cfg}, force=bool(force)):
-        return _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizon, job)
+        return _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, given_horizon, job)
 
 
 def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizon, job):
@@ -295,7 +397,7 @@ def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizo
                                        "panel": p.name})
                 cps.append(cp)
             try:
-                o = simulate(p.env, p.channel, p.policies, horizon, jax.random.key(seed), runs, record=record,
+                o = simulate(p.env, p.channel, p.policies, horizon, V.seed_key(seed), runs, record=record,
                              chunk=ch, progress=progress, checkpoint=cp, resume=bool(resume and cp.exists()),
                              stop=stop)
             except Interrupted as e:

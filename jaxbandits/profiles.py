@@ -25,7 +25,8 @@ from . import delays as D
 __all__ = ["Profile", "interval", "linear_decreasing", "linear_increasing", "discounted", "polynomial",
            "random_delay", "d1_constant", "MAX_LEN"]
 
-#: Longest truncation allowed for an infinite profile (the calendar costs O(L) per round).
+#: Longest profile: the truncation of an infinite one, and the lags of a finite one (the calendar
+#: costs O(L) per round).
 MAX_LEN = 1 << 14
 
 
@@ -84,23 +85,23 @@ def _finite(name, w):
 
 def interval(d_min: int, d_max: int) -> Profile:
     """Bounded interval: ``X / (d_max - d_min)`` at each lag of ``{d_min, ..., d_max - 1}``."""
-    d_min = V.integer("d_min", d_min, lo=0)
-    d_max = V.integer("d_max", d_max, lo=d_min + 1)
+    d_min = V.integer("d_min", d_min, lo=0, hi=MAX_LEN - 2)
+    d_max = V.integer("d_max", d_max, lo=d_min + 1, hi=MAX_LEN - 1)
     w = np.zeros(d_max)
     w[d_min:d_max] = 1.0
     return _finite(f"interval({d_min},{d_max})", w)
 
 
 def linear_decreasing(d: int) -> Profile:
-    """``w_l = (d + 1 - l) 2 / (d (d + 1))`` for ``l = 1..d``."""
-    d = V.integer("d", d, lo=1)
+    """``w_l = (d + 1 - l) 2 / (d (d + 1))`` for ``l = 1..d`` (``d <= MAX_LEN - 1``)."""
+    d = V.integer("d", d, lo=1, hi=MAX_LEN - 1)
     l = np.arange(d + 1, dtype=np.float64)
     return _finite(f"lin-dec(d={d})", np.where(l >= 1, (d + 1 - l) * 2.0 / (d * (d + 1)), 0.0))
 
 
 def linear_increasing(d: int) -> Profile:
-    """``w_l = l 2 / (d (d + 1))`` for ``l = 1..d``."""
-    d = V.integer("d", d, lo=1)
+    """``w_l = l 2 / (d (d + 1))`` for ``l = 1..d`` (``d <= MAX_LEN - 1``)."""
+    d = V.integer("d", d, lo=1, hi=MAX_LEN - 1)
     l = np.arange(d + 1, dtype=np.float64)
     return _finite(f"lin-inc(d={d})", l * 2.0 / (d * (d + 1)))
 

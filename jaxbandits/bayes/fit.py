@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _validate as V
 from .families import family
 from .logs import ConversionLog, conversion_log, from_table, load_log, read_log, warn_empty_arms, write_log
 from .model import WeightedRows, compress_rows, conversion_model
@@ -174,12 +175,14 @@ def fit(log: ConversionLog, model: str = "exponential", method: str = "nuts", *,
         raise ValueError(f"method must be 'nuts' or 'svi', got {method!r}")
     if fam.discrete_only and not discrete:
         raise ValueError("the histogram model needs discrete=True (integer times)")
-    if window is not None and not (isinstance(window, (int, float)) and window > 0):
-        raise ValueError(f"window must be a positive number or None, got {window!r}")
+    if window is not None and not (isinstance(window, (int, float)) and not isinstance(window, bool)
+                                   and 0 < window <= V.F32_MAX):
+        raise ValueError(f"window must be a positive finite number (at most {V.F32_MAX:.8g}) or None, got {window!r}")
     if chain_method not in ("vectorized", "sequential", "parallel"):
         raise ValueError(f"chain_method must be 'vectorized', 'sequential' or 'parallel', got {chain_method!r}")
     if log_likelihood not in (True, False, "auto"):
         raise ValueError(f"log_likelihood must be True, False or 'auto', got {log_likelihood!r}")
+    V.seed("seed", seed)
     for name, v in (("num_warmup", num_warmup), ("num_samples", num_samples), ("num_chains", num_chains)):
         if not isinstance(v, (int, np.integer)) or v < (0 if name == "num_warmup" else 1):
             raise ValueError(f"{name} must be an integer >= {0 if name == 'num_warmup' else 1}, got {v!r}")
@@ -190,7 +193,7 @@ def fit(log: ConversionLog, model: str = "exponential", method: str = "nuts", *,
     if prior_mean is None:
         prior_mean = float(window) / 4 if window is not None else max(float(np.median(log.cutoff - log.play_time)) / 4, 1.0)
     kw = dict(n_arms=K, fam=fam, discrete=discrete, per_arm_delay=per_arm_delay, priors=priors, prior_mean=prior_mean)
-    key = jax.random.key(seed)
+    key = V.seed_key(seed)
     labels = list(log.arm_labels)
     coords = {"arm": labels, **fam.coords()}
     dims = _dims(fam, per_arm_delay)
@@ -216,7 +219,7 @@ def fit(log: ConversionLog, model: str = "exponential", method: str = "nuts", *,
         guide = AutoMultivariateNormal(model_fn, init_loc_fn=init_to_median, init_scale=0.05)
         svi = SVI(model_fn, guide, Adam(svi_lr), Trace_ELBO())
         r = svi.run(key, svi_steps, wr, progress_bar=progress_bar)
-        draws = guide.sample_posterior(jax.random.key(seed + 1), r.params, sample_shape=(num_samples,))
+        draws = guide.sample_posterior(V.seed_key((seed + 1) % 2**64), r.params, sample_shape=(num_samples,))
         post = {k: np.asarray(v)[None] for k, v in draws.items()}
         idata = az.from_dict(posterior=post, coords=coords, dims=dims)
         attrs["final_elbo_loss"] = float(r.losses[-1])

@@ -8,6 +8,10 @@ durations in the unit the caller names (``time_unit="h"``) from an origin (the e
 unless given). Arms are any labels: they map to indices ``0..K-1`` in sorted order (or the order of
 ``arms=``), so an arm called ``1000000`` costs one index, not a million. Every row is checked before
 anything is compiled and a bad one is named by its row number and column.
+
+Bounds (docs/bayes.md): at most :data:`MAX_ARMS` arms (the model has per-arm parameters), integer
+arm labels exact (``|label| < 2**53`` when they come as floats), times finite and at most the
+largest float32 (the model computes in float32).
 """
 from __future__ import annotations
 
@@ -22,6 +26,11 @@ import numpy as np
 
 __all__ = ["ConversionLog", "conversion_log", "load_log", "read_log", "from_table", "write_log", "TIME_UNITS"]
 
+#: The most arms a log may have (declared with ``n_arms``/``arms`` or found): the models keep
+#: per-arm parameters, so a log with an arm per row would not be a bandit log.
+MAX_ARMS = 2**16
+#: The largest time (a number, or a duration from timestamps): the model's rows are float32.
+MAX_TIME = float(np.finfo(np.float32).max)
 TIME_UNITS = {"ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0, "D": 86400.0, "d": 86400.0, "W": 7 * 86400.0}
 COLUMNS = ("arm", "play_time", "conversion_time", "cutoff")
 
@@ -120,11 +129,11 @@ def _map_arms(arm, n_arms, arms, name_row, col):
     if a.dtype.kind == "b":
         a = a.astype(np.int64)
     if a.dtype.kind == "f":
-        bad = np.isnan(a) | (a != np.round(a))
+        bad = np.isnan(a) | (a != np.round(a)) | (np.abs(a) >= 2.0**53)
         if bad.any():
             i = int(np.argmax(bad))
-            raise ValueError(f"{name_row(i)}, column {col!r}: arm must hold integer arm indices or labels "
-                             f"(strings), got {float(a[i])!r}")
+            raise ValueError(f"{name_row(i)}, column {col!r}: arm must hold integer arm indices (exact: below "
+                             f"2**53 in magnitude) or labels (strings), got {float(a[i])!r}")
         a = a.astype(np.int64)
     if a.dtype.kind == "O":
         miss = np.array([v is None or (isinstance(v, float) and math.isnan(v)) or _missing_label(v) for v in a])
@@ -144,6 +153,8 @@ def _map_arms(arm, n_arms, arms, name_row, col):
             raise ValueError(f"{name_row(i)}, column {col!r}: missing arm label ({str(a[i])!r}); every row needs an arm")
     if arms is not None:
         labels = list(arms)
+        if len(labels) > MAX_ARMS:
+            raise ValueError(f"arms must list at most MAX_ARMS = {MAX_ARMS} labels, got {len(labels)}")
         if len(set(map(str, labels))) != len(labels) or not labels:
             raise ValueError(f"arms must be a non-empty list of distinct labels, got {arms!r}")
         if n_arms is not None and int(n_arms) != len(labels):
@@ -160,9 +171,7 @@ def _map_arms(arm, n_arms, arms, name_row, col):
     if a.dtype.kind in "iu":
         a = a.astype(np.int64)
         if n_arms is not None:
-            K = int(n_arms)
-            if K < 1:
-                raise ValueError(f"n_arms must be >= 1, got {n_arms}")
+            K = _n_arms(n_arms)
             bad = (a < 0) | (a >= K)
             if bad.any():
                 i = int(np.argmax(bad))
@@ -173,11 +182,27 @@ def _map_arms(arm, n_arms, arms, name_row, col):
             raise ValueError(f"unknown arm {int(a[i])} at {name_row(i)}, column {col!r}: integer arms must be >= 0 "
                              "(or give string labels)")
         u, inv = np.unique(a, return_inverse=True)
+        _few_arms(u, col)
         return inv.astype(np.int64), tuple(int(x) for x in u)
     if n_arms is not None:
         raise ValueError("n_arms applies to integer arm indices; give arms=[labels] for labelled arms")
     u, inv = np.unique(a, return_inverse=True)
+    _few_arms(u, col)
     return inv.astype(np.int64), tuple(str(x) for x in u)
+
+
+def _n_arms(n_arms):
+    if isinstance(n_arms, bool) or not isinstance(n_arms, (int, np.integer)):
+        raise TypeError(f"n_arms must be an integer in [1, {MAX_ARMS}], got {n_arms!r}")
+    if not 1 <= int(n_arms) <= MAX_ARMS:
+        raise ValueError(f"n_arms must lie in [1, MAX_ARMS = {MAX_ARMS}], got {n_arms}")
+    return int(n_arms)
+
+
+def _few_arms(labels, col):
+    if len(labels) > MAX_ARMS:
+        raise ValueError(f"column {col!r}: the log has {len(labels)} distinct arms; at most MAX_ARMS = {MAX_ARMS} "
+                         "(the model keeps per-arm parameters)")
 
 
 def conversion_log(arm, play_time, conversion_time, cutoff, n_arms: Optional[int] = None, arms=None, *,
@@ -202,6 +227,12 @@ def conversion_log(arm, play_time, conversion_time, cutoff, n_arms: Optional[int
         if not np.isfinite(x).all():
             i = int(np.argmax(~np.isfinite(x)))
             raise ValueError(f"{name_row(i)}, column {cols[name]!r}: {name} must be a finite number, got {float(x[i])!r}")
+    for name, x in (("play_time", pt), ("conversion_time", ct), ("cutoff", co)):
+        big = np.abs(np.nan_to_num(x)) > MAX_TIME
+        if big.any():
+            i = int(np.argmax(big))
+            raise ValueError(f"{name_row(i)}, column {cols[name]!r}: {name} must be at most {MAX_TIME:.8g} (the "
+                             f"model computes in float32), got {float(x[i])!r}")
     if (pt < 0).any():
         i = int(np.argmax(pt < 0))
         raise ValueError(f"negative play_time at {name_row(i)}, column {cols['play_time']!r}: {pt[i]!r} "

@@ -24,7 +24,7 @@ def synthetic_log(p, n_plays: int, span: float, cutoff: float, delay: str = "exp
     n = V.integer("n_plays", n_plays, lo=1)
     V.positive("span", span)
     V.choice("delay", delay, ("exponential", "weibull", "lognormal"))
-    rng = np.random.default_rng(V.integer("seed", seed, lo=0))
+    rng = np.random.default_rng(V.seed("seed", seed))
     K = p.size
     arm = rng.integers(0, K, n)
     play = rng.random(n) * span

@@ -307,12 +307,17 @@ def _outputs(problems, recs, timing, n_runs, record_at, n_grid=1):
 
 
 def _validate_common(horizon, n_runs, key):
-    horizon = V.integer("horizon", horizon, lo=1, hi=NEVER - 1)
+    """Host checks of the arguments every simulation takes (docs/conventions.md §1, §8): the
+    horizon (<= 2**24: float32 counts stay exact), the runs (run indices are int32) and the key
+    (a PRNG key, or an int seed in 0 .. 2**64 - 1 mapped by ``_validate.seed_key``)."""
+    horizon = V.horizon("horizon", horizon)
     n_runs = V.integer("n_runs", n_runs, lo=1)
     if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
-        key = jax.random.key(int(key))
+        key = V.seed_key(key, "key")
     elif not (isinstance(key, jax.Array) and jnp.issubdtype(key.dtype, jax.dtypes.prng_key)):
-        raise TypeError(f"key must be a jax.random.key(...) or an int seed, got {type(key).__name__}")
+        raise TypeError(f"key must be a jax.random.key(...) or an int seed in [0, 2**64 - 1], got {type(key).__name__}")
+    elif key.shape != ():
+        raise ValueError(f"key must be a single PRNG key (shape ()), got shape {key.shape}")
     return horizon, n_runs, key
 
 

@@ -196,24 +196,29 @@ def problem(world, channel, policy, horizon: int, *, n_runs: int = 1, delayed_re
     """Check a (world, channel, policy) triple and fix its static sizes (calendar width ``W``,
     payload size ``P``, reveal ring): everything before compiling. ``build(params) -> (world,
     policy)`` (grids) rebuilds the components from traced parameters inside the program."""
-    horizon = V.integer("horizon", horizon, lo=1, hi=NEVER - 1)
+    horizon = V.horizon("horizon", horizon)
+    n_runs = V.integer("n_runs", n_runs, lo=1)
     label = policy.name if label is None and isinstance(policy, Policy) else label
     check_pair(channel, policy, label)
     check_world(world)
+    if world.max_delay > NEVER:
+        raise ValueError(f"world.max_delay must be <= NEVER = 2**30 (delays are int32, docs/conventions.md §3), "
+                         f"got {world.max_delay}")
     fb = channel.feedback
     spec = ProblemSpec(world.n_arms, horizon, world.dim, fb)
-    # shapes of a memo and payload, without compiling
-    k = jax.random.key(0)
-    st = jax.eval_shape(lambda: policy.init(spec, k))
-    feats = jax.eval_shape(lambda: world.context(world.setup(k), 0, k))
-    ctx = Context(jnp.int32(0), *feats, jnp.int32(-1))
-    _, memo = jax.eval_shape(lambda s, c: policy.act(s, c, k), st, ctx)
+    # shapes of a memo and payload, without compiling (abstract values only: nothing is built)
+    k = jax.eval_shape(lambda: jax.random.key(0))
+    i32 = jax.ShapeDtypeStruct((), jnp.int32)
+    st = jax.eval_shape(lambda k: policy.init(spec, k), k)
+    feats = jax.eval_shape(lambda k: world.context(world.setup(k), 0, k), k)
+    ctx = Context(i32, *feats, i32)
+    _, memo = jax.eval_shape(lambda s, c, k: policy.act(s, c, k), st, ctx, k)
     for flag, field in ((policy.memo_hold, "hold"), (policy.memo_probs, "probs")):
         if flag and field not in getattr(type(memo), "_fields", ()):
             raise ValueError(f"policy {label!r} ({policy.name}) declares memo_{field}=True but its memo "
                              f"({type(memo).__name__}) has no field {field!r}")
     if fb.attributed:
-        pl = jax.eval_shape(lambda m: policy.payload(m, jnp.float32(1), jnp.int32(0)), memo)
+        pl = jax.eval_shape(lambda m, r, d: policy.payload(m, r, d), memo, jax.ShapeDtypeStruct((), jnp.float32), i32)
         if pl.ndim != 1:
             raise ValueError(f"{policy.name}: payload must be a 1-d array, got shape {pl.shape}")
         P = int(pl.shape[0])
@@ -222,6 +227,11 @@ def problem(world, channel, policy, horizon: int, *, n_runs: int = 1, delayed_re
     # a memo's hold is data: the policy declares its bound (Policy.max_hold), else W covers the horizon
     max_hold = (policy.max_hold or horizon) if policy.memo_hold else 0
     W = int(channel.resolve_width(world, horizon, P, n_runs, max_hold))
+    exact = channel.exact_width(world.max_delay, horizon, max_hold)
+    if channel.width is not None and W > exact and W * P * 4 * n_runs > 2**31:
+        raise ValueError(f"the channel's width={W} exceeds the exact width {exact} that loses nothing (docs/conventions.md "
+                         f"§3) and its calendars would take {W * P * 4 * n_runs / 2**30:.1f} GiB for {n_runs} runs: "
+                         f"give width <= {exact} (or leave it None)")
     dl_mode, dl_len = _delayed_regret_mode(world, channel, horizon, delayed_regret)
     cspec = ChannelSpec(horizon, W, P, int(policy.reveal_window or 0))
     return Problem(world, channel, policy, horizon, spec, cspec, build, dl_mode, dl_len)

@@ -59,9 +59,9 @@ def oblivious(losses, delays=None) -> ObliviousEnv:
     if l.ndim != 2 or l.shape[1] < 2:
         raise ValueError(f"losses must have shape [T, K] with K >= 2, got {l.shape}")
     if delays is not None and not isinstance(delays, D.DelayLaw):
+        if np.ndim(delays) == 1 and np.shape(delays)[0] != l.shape[0]:
+            raise ValueError(f"delays must have length T = {l.shape[0]}, got {np.shape(delays)[0]}")
         delays = D.sequence(delays)
-        if delays.delays.shape[0] != l.shape[0]:
-            raise ValueError(f"delays must have length T = {l.shape[0]}, got {delays.delays.shape[0]}")
     return ObliviousEnv(jnp.asarray(1.0 - l, _F), _check_delay(delays), jnp.zeros((), jnp.int32),
                         n_arms=l.shape[1], period=0)
 
@@ -77,6 +77,8 @@ def switching(loss_means, period: int, delays=None, independent: bool = False, s
     if lm.shape[1] < 2:
         raise ValueError(f"loss_means must have shape [P, K] with K >= 2, got {lm.shape}")
     period = V.integer("period", period, lo=1)
+    if lm.shape[1] > V.MAX_ARMS:
+        raise ValueError(f"loss_means must have at most 2**20 = {V.MAX_ARMS} arms, got {lm.shape[1]}")
     if delays is not None and not isinstance(delays, D.DelayLaw):
         delays = D.sequence(delays) if V.is_concrete(delays) else D.Sequence(jnp.asarray(delays, jnp.int32))
     return ObliviousEnv(jnp.asarray(1.0 - lm, _F), _check_delay(delays), jnp.asarray(salt, jnp.int32),
@@ -87,8 +89,10 @@ def bernoulli_losses(n_arms: int, gap: float, delays=None, horizon: int | None =
     """Thune et al.'s ``Bern(K, Delta)``: i.i.d. Bernoulli losses, mean ``0.5 - gap`` for arm 0 and
     0.5 for the others, drawn independently per arm and round before the game (oblivious). ``salt``
     gives another loss matrix from the same key (seeds as a grid axis)."""
-    K = V.integer("n_arms", n_arms, lo=2)
+    K = V.integer("n_arms", n_arms, lo=2, hi=V.MAX_ARMS)
     V.real("gap", gap, lo=0.0, hi=0.5)
+    if horizon is not None:
+        horizon = V.horizon("horizon", horizon)
     mu = np.full((1, K), 0.5)
     mu[0, 0] = 0.5 - gap
     return switching(mu, period=1 if horizon is None else int(horizon), delays=delays, independent=True, salt=salt)
@@ -154,18 +158,22 @@ def label_stream(labels, n_arms: int | None = None, delay=None, adaptive_d: int 
     lab = np.asarray(labels)
     if lab.ndim != 1 or lab.size == 0 or not np.issubdtype(lab.dtype, np.integer):
         raise ValueError(f"labels must be a non-empty 1-d integer array, got dtype {lab.dtype} shape {lab.shape}")
-    K = int(lab.max()) + 1 if n_arms is None else V.integer("n_arms", n_arms, lo=2)
+    if lab.max() >= V.MAX_ARMS or lab.min() < 0:
+        raise ValueError(f"labels must lie in [0, 2**20 - 1] (at most {V.MAX_ARMS} arms), got range [{lab.min()}, {lab.max()}]")
+    K = int(lab.max()) + 1 if n_arms is None else V.integer("n_arms", n_arms, lo=2, hi=V.MAX_ARMS)
     if lab.min() < 0 or lab.max() >= K or K < 2:
         raise ValueError(f"labels must lie in [0, {K - 1}] with n_arms >= 2, got range [{lab.min()}, {lab.max()}]")
     if (delay is None) == (adaptive_d is None):
         raise ValueError("label_stream: give exactly one of delay (oblivious law) or adaptive_d (non-oblivious rule)")
     best = int(np.argmax(np.bincount(lab, minlength=K)))
+    streak_factor = V.integer("streak_factor", streak_factor, lo=1)
     if adaptive_d is not None:
-        d = V.integer("adaptive_d", adaptive_d, lo=1)
+        d = V.integer("adaptive_d", adaptive_d, lo=1, hi=D.NEVER)
+        if streak_factor * d > V.INT32_MAX:  # the streak test compares int32 counts with their product
+            raise ValueError(f"streak_factor * adaptive_d must be <= 2**31 - 1, got {streak_factor} * {d}")
         law = D.fixed(1)
     else:
         d, law = 0, _check_delay(delay)
-    streak_factor = V.integer("streak_factor", streak_factor, lo=1)
     return LabelStreamEnv(jnp.asarray(lab, jnp.int32), law, jnp.asarray(best, jnp.int32), jnp.asarray(d, jnp.int32),
                           n_arms=K, d_bound=d, streak_factor=streak_factor, count_current=bool(count_current))
 
@@ -176,12 +184,13 @@ def synthetic_labels(probs, horizon: int, seed: int = 0, drift: float = 0.0) -> 
     ``log p_t = log probs + drift * sin(2 pi (t / T + a / K))`` (the best arm may change on
     prefixes; the stream stays oblivious). Drawn with numpy from ``seed`` on the host: one fixed
     "dataset" shared by every run and policy."""
+    V.real("probs", probs, lo=0.0)
     p = np.asarray(probs, np.float64)
     if p.ndim != 1 or p.size < 2 or np.any(p < 0) or p.sum() <= 0:
         raise ValueError(f"probs must be a 1-d array of >= 2 non-negative weights, got {probs!r}")
-    T = V.integer("horizon", horizon, lo=1)
+    T = V.horizon("horizon", horizon)
     V.nonneg("drift", drift)
-    rng = np.random.default_rng(V.integer("seed", seed, lo=0))
+    rng = np.random.default_rng(V.seed("seed", seed))
     K = p.size
     if drift == 0:
         return rng.choice(K, size=T, p=p / p.sum()).astype(np.int32)
@@ -194,6 +203,7 @@ def synthetic_labels(probs, horizon: int, seed: int = 0, drift: float = 0.0) -> 
 
 def zipf_probs(n: int, s: float = 1.0) -> np.ndarray:
     """``p_k ~ k^-s``, ``k = 1..n`` (our Zipf(1.0) stand-in for the Outbrain categories)."""
-    k = np.arange(1, V.integer("n", n, lo=2) + 1, dtype=np.float64)
+    k = np.arange(1, V.integer("n", n, lo=2, hi=V.MAX_ARMS) + 1, dtype=np.float64)
+    V.real("s", s)
     w = k ** -float(s)
     return w / w.sum()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .. import _validate as V
 from .. import delays as D
@@ -82,31 +83,41 @@ def linear(theta, n_actions=None, features=None, action_set=None, noise="bernoul
     the number of actions K_t is drawn uniformly from ``{min_valid..n_valid}`` every round.
     """
     V.real("theta", theta)
-    th = jnp.asarray(theta, _F)
-    if th.ndim != 1:
-        raise ValueError(f"theta must be 1-d, got shape {th.shape}")
-    d = th.shape[0]
+    if np.ndim(theta) != 1:
+        raise ValueError(f"theta must be 1-d, got shape {np.shape(theta)}")
+    d = np.shape(theta)[0]
     V.choice("noise", noise, ("bernoulli", "gaussian"))
-    V.positive("sigma", sigma)
+    V.positive("sigma", sigma, hi=V.MAX_GAUSSIAN)
     if features is not None:
         V.real("features", features)
-        f = jnp.asarray(features, _F)
-        if f.ndim != 2 or f.shape[1] != d:
-            raise ValueError(f"features must have shape [K, {d}] to match theta, got {tuple(f.shape)}")
+        if np.ndim(features) != 2 or np.shape(features)[1] != d:
+            raise ValueError(f"features must have shape [K, {d}] to match theta, got {tuple(np.shape(features))}")
         if action_set not in (None, "fixed"):
             raise ValueError("give either features (a fixed set) or action_set, not both")
-        K, kind = f.shape[0], "fixed"
+        K, kind = np.shape(features)[0], "fixed"
+        if V.is_concrete(theta) and V.is_concrete(features):
+            m = np.abs(np.asarray(features, np.float64) @ np.asarray(theta, np.float64))
+            if not (m <= V.MAX_GAUSSIAN).all():
+                raise ValueError(f"the means <theta, x> of features and theta must satisfy |mean| <= 1e30 (float32 "
+                                 f"sums stay finite), got {m.max():.3g}")
     else:
         if n_actions is None:
             raise ValueError("linear: give features ([K, d]) or n_actions with an action_set")
-        K = V.integer("n_actions", n_actions, lo=2)
+        K = V.integer("n_actions", n_actions, lo=2, hi=V.MAX_ARMS)
         kind = action_set or "binary"
         V.choice("action_set", kind, ACTION_SETS[1:])
-        f = jnp.zeros((K, d), _F)
+        if V.is_concrete(theta):  # |<theta, x>| <= ||theta||_1 max|x_i| (gaussian: |x_i| < 6 in float32)
+            b = np.abs(np.asarray(theta, np.float64)).sum() * (6.0 if kind == "gaussian" else 1.0)
+            if b > V.MAX_GAUSSIAN:
+                raise ValueError(f"theta must keep the means <theta, x> within 1e30 (float32 sums stay finite): "
+                                 f"||theta||_1 = {b:.3g} is too large")
     if n_valid:
         n_valid = V.integer("n_valid", n_valid, lo=1, hi=K)
     if min_valid:
         min_valid = V.integer("min_valid", min_valid, lo=1, hi=n_valid or K)
-    return LinearEnv(th, f, _check_delay(delay), jnp.asarray(sigma, _F), n_arms=K, dim=d,
+    delay = _check_delay(delay)
+    th = jnp.asarray(theta, _F)
+    f = jnp.asarray(features, _F) if features is not None else jnp.zeros((K, d), _F)
+    return LinearEnv(th, f, delay, jnp.asarray(sigma, _F), n_arms=K, dim=d,
                      action_set=kind, noise=noise, normalize=bool(normalize), n_valid=int(n_valid),
                      min_valid=int(min_valid))

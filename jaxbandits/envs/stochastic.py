@@ -40,24 +40,36 @@ def _check_delay(delay):
 
 
 def _means(name, means, lo=None, hi=None):
+    """Check ``means`` (a 1-d array of >= 2 arms in [lo, hi]) and return it as a float32 array."""
+    _check_means(name, means, lo, hi)
+    return jnp.asarray(means, _F)
+
+
+def _check_means(name, means, lo=None, hi=None):
     if V.is_concrete(means):
         V.real(name, means, lo=lo, hi=hi)
         if np.ndim(means) != 1 or np.size(means) < 2:
             raise ValueError(f"{name} must be a 1-d array of at least 2 arms, got shape {np.shape(means)}")
-    return jnp.asarray(means, _F)
+        if np.size(means) > V.MAX_ARMS:
+            raise ValueError(f"{name} must have at most 2**20 = {V.MAX_ARMS} arms, got {np.size(means)}")
 
 
 def bernoulli(means, delay=None) -> BanditEnv:
     """Bernoulli arms with success probabilities ``means`` (each in [0, 1])."""
+    _check_means("means", means, 0.0, 1.0)
+    delay = _check_delay(delay)
     m = _means("means", means, 0.0, 1.0)
-    return BanditEnv(m, _check_delay(delay), jnp.asarray(0.0, _F), n_arms=m.shape[0], noise="bernoulli")
+    return BanditEnv(m, delay, jnp.asarray(0.0, _F), n_arms=m.shape[0], noise="bernoulli")
 
 
 def gaussian(means, sigma=1.0, delay=None) -> BanditEnv:
-    """Gaussian arms ``N(means[a], sigma^2)``."""
-    m = _means("means", means)
-    V.positive("sigma", sigma)
-    return BanditEnv(m, _check_delay(delay), jnp.asarray(sigma, _F), n_arms=m.shape[0], noise="gaussian")
+    """Gaussian arms ``N(means[a], sigma^2)``, ``|means| <= 1e30`` and ``sigma <= 1e30`` (rewards and
+    their sums over any accepted horizon stay finite in float32)."""
+    _check_means("means", means, -V.MAX_GAUSSIAN, V.MAX_GAUSSIAN)
+    V.positive("sigma", sigma, hi=V.MAX_GAUSSIAN)
+    delay = _check_delay(delay)
+    m = _means("means", means, -V.MAX_GAUSSIAN, V.MAX_GAUSSIAN)
+    return BanditEnv(m, delay, jnp.asarray(sigma, _F), n_arms=m.shape[0], noise="gaussian")
 
 
 def conversions(theta, delay) -> BanditEnv:
@@ -66,6 +78,7 @@ def conversions(theta, delay) -> BanditEnv:
     ``theta[a]`` (conversions that arrive late or never still count: conventions §7)."""
     if delay is None:
         raise ValueError("delay must be given for a conversions world (a jaxbandits.delays law)")
+    _check_means("theta", theta, 0.0, 1.0)  # errors name theta, the parameter given here
     return bernoulli(theta, delay)
 
 
@@ -94,8 +107,9 @@ class ArmDelayEnv(World):
 def conversions_arm_delays(theta, delays) -> ArmDelayEnv:
     """Delayed conversions with one delay law per arm (``delays[a]``): arms that convert equally
     often may convert at different speeds (the Bayesian per-arm delay models' world)."""
-    m = _means("theta", theta, 0.0, 1.0)
+    _check_means("theta", theta, 0.0, 1.0)
     laws = tuple(_check_delay(l) for l in delays)
-    if len(laws) != m.shape[0]:
-        raise ValueError(f"delays must give one law per arm ({m.shape[0]}), got {len(laws)}")
+    if len(laws) != np.shape(theta)[0]:
+        raise ValueError(f"delays must give one law per arm ({np.shape(theta)[0]}), got {len(laws)}")
+    m = _means("theta", theta, 0.0, 1.0)
     return ArmDelayEnv(m, laws, n_arms=m.shape[0])

@@ -47,7 +47,7 @@ def schedule(kind: str, horizon: int, mean_delay: float = 0.0, bound: Optional[f
     ``kind``: ``"odaaf"`` (eq. 2), ``"odaaf_b"`` (eq. 4.2, needs ``bound``), ``"odaaf_v"``
     (eq. 6, needs ``variance``), ``"naive"`` (App. B, needs ``bound``)."""
     V.choice("kind", kind, ("odaaf", "odaaf_b", "odaaf_v", "naive"))
-    T = V.integer("horizon", horizon, lo=1)
+    T = V.horizon("horizon", horizon)
     V.nonneg("mean_delay", mean_delay)
     M_ = n_phases or int(math.ceil(0.5 * math.log2(max(T, 2)))) + 2
     out = [0]

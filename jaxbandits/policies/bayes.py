@@ -187,7 +187,7 @@ def delay_model_ts(window: int = 255, model: str = "exponential", engine: str = 
     declared truncation that ignores conversions later than ``M``). ``fixed_delay`` (e.g.
     ``{"delay_mean": 50.0}``) makes the oracle that knows the delay law. Acts on
     ``argmax p`` (shared law) or ``argmax p_k F_k(M)`` (per-arm laws), ties broken at random."""
-    M_ = V.integer("window", window, lo=1)
+    M_ = V.integer("window", window, lo=1, hi=V.MAX_HORIZON)
     fam = family(model)
     if not fam.in_scan:
         raise ValueError(f"delay_model_ts: the {fam.name} family is offline only here (use exponential, geometric, "
@@ -284,7 +284,7 @@ def beta_ts(mode: str = "naive", window: int = 255, name: Optional[str] = None) 
     plays count as failures); ``"closed"``: only plays older than ``window`` and their conversions
     (unbiased for ``p F(M)``, the Discarding idea)."""
     V.choice("mode", mode, ("naive", "closed"))
-    M_ = V.integer("window", window, lo=1)
+    M_ = V.integer("window", window, lo=1, hi=V.MAX_HORIZON)
     W = M_ + 1
 
     def init(spec: ProblemSpec, key):

@@ -159,10 +159,12 @@ def thompson(prior_a: float = 1.0, prior_b: float = 1.0, sampler: str = "mt") ->
 
 
 def gaussian_thompson(sigma: float = 1.0, prior_mean: float = 0.0, prior_var: float = 1e4) -> Policy:
-    """Gaussian Thompson sampling with known noise ``sigma`` and prior N(prior_mean, prior_var)."""
-    V.positive("sigma", sigma)
-    V.real("prior_mean", prior_mean)
-    V.positive("prior_var", prior_var)
+    """Gaussian Thompson sampling with known noise ``sigma`` and prior N(prior_mean, prior_var);
+    ``sigma`` in [1e-15, 1e15] and ``prior_var`` in [1e-30, 1e30] keep ``sigma^2`` and the precisions
+    normal float32 numbers, ``|prior_mean| <= 1e30``."""
+    V.real("sigma", sigma, lo=1e-15, hi=1e15)
+    V.real("prior_mean", prior_mean, lo=-1e30, hi=1e30)
+    V.real("prior_var", prior_var, lo=1e-30, hi=1e30)
 
     def index(state, t, key):
         n = counts(state)

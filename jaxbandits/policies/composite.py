@@ -175,7 +175,7 @@ def exp3_block_table(horizon: int, beta: float = 0.5):
     """Block sizes ``g(k) = ceil(k^beta)`` (one rounding everywhere, conventions §9), ``K = max{k :
     G(k) <= T}`` and the leftover ``T - G(K) < g(K+1)``. Returns ``(table, K)`` with
     ``table = [g(1), ..., g(K), leftover]`` (int64)."""
-    T = V.integer("horizon", horizon, lo=1)
+    T = V.horizon("horizon", horizon)
     V.real("beta", beta, lo=0.0, hi=1.0)
     g, tot, k = [], 0, 1
     while True:
@@ -435,7 +435,7 @@ def clw(d: int, round_rule: str = "wang_forward", clw_params: str = "wang", name
     the forward coin rule and the ``(1/(2d))``-scaled
     window of the last ``d`` observations. ``round_rule="original"``: the COLT backward test;
     ``clw_params="colt"``: the COLT constants (``q = 1/(2(2d-1))``, loss-Exp3 with ``eta``)."""
-    d = V.integer("d", d, lo=1)
+    d = V.integer("d", d, lo=1, hi=V.MAX_HORIZON)
     return _clw(d, None, None, round_rule, clw_params, name or f"CLW(d={d})")
 
 
@@ -446,6 +446,6 @@ def generalized_odaaf(d: int, mean_lag: Optional[float] = None, bridge_rule: str
     give its schedule): the ODAAF machine with ODAAF-B's schedule, delay bound ``d`` (the
     reward-interval size) and ``E[tau] = d`` (only ``d`` is known), or ``E[tau] = mean_lag`` (the
     true mean lag; favourable to the baseline)."""
-    d = V.integer("d", d, lo=0)
+    d = V.integer("d", d, lo=0, hi=V.MAX_HORIZON)
     e = float(d) if mean_lag is None else V.nonneg("mean_lag", mean_lag)
     return _anon.odaaf_b(e, float(d), bridge_rule=bridge_rule, name=name or f"gen. ODAAF(d={d})")

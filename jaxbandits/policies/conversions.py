@@ -205,7 +205,7 @@ def _delayed(index: str, delay, window, eps, cap, iters, online, name) -> Policy
 
 def _check(delay, window, eps, online):
     if window is not None:
-        window = V.integer("window", window, lo=0)
+        window = V.integer("window", window, lo=0, hi=V.MAX_HORIZON)
     V.nonneg("eps", eps)
     if not online and not isinstance(delay, D.DelayLaw):
         raise TypeError(f"delay must be a jaxbandits.delays law (the known CDF), got {type(delay).__name__}")
@@ -291,7 +291,7 @@ def _discarding(index, delay, window, eps, bonus, cap, iters, name) -> Policy:
 def discarding_ucb(delay, window: int, eps: float = 0.0, bonus: str = "paper", name: Optional[str] = None) -> Policy:
     """Discarding-UCB (sec. 6): UCB on closed pulls only, bonus ``sqrt(beta / (2 tau_m N^c))`` as
     printed (``bonus="tau2"``: ``tau_m^2``, which is what DelayedUCB reduces to when every pull is closed)."""
-    window = V.integer("window", window, lo=0)
+    window = V.integer("window", window, lo=0, hi=V.MAX_HORIZON)
     _check(delay, window, eps, False)
     V.choice("bonus", bonus, ("paper", "tau2"))
     return _discarding("ucb", delay, window, eps, bonus, 1.0, 0, name or "Discarding-UCB")
@@ -300,7 +300,7 @@ def discarding_ucb(delay, window: int, eps: float = 0.0, bonus: str = "paper", n
 def discarding_klucb(delay, window: int, eps: float = 0.0, cap: Optional[float] = 1.0, iters: int = 8,
                      name: Optional[str] = None) -> Policy:
     """Discarding-KLUCB: DelayedKLUCB restricted to closed pulls (``Ñ = tau_m N^c``)."""
-    window = V.integer("window", window, lo=0)
+    window = V.integer("window", window, lo=0, hi=V.MAX_HORIZON)
     _check(delay, window, eps, False)
     iters = V.integer("iters", iters, lo=1, hi=64)
     return _discarding("kl", delay, window, eps, "paper", cap, iters, name or "Discarding-KLUCB")

@@ -125,7 +125,7 @@ def _update(m_window, stored_kind, ts_ref_sigma0=None, need_exact=True):
 
 
 def _check(window, lam, delta, variant, bias_mode):
-    window = V.integer("window", window, lo=0)
+    window = V.integer("window", window, lo=0, hi=V.MAX_HORIZON)
     V.positive("lam", lam)
     V.real("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     V.choice("variant", variant, ("paper", "reference_code"))
@@ -221,7 +221,7 @@ def linucb_wait(window: int, lam: float = 1.0, delta: float = 0.1, name: str = "
     """LinUCB that waits for each action's window to close (not from Vernade et al. 2020): V and B
     over closed actions only (age >= m), unbiased for tau_m theta, width 2 f, no bias term. Each
     conversion is delivered when its action closes (``hold = m``), so B needs no per-slot flags."""
-    window = V.integer("window", window, lo=1)
+    window = V.integer("window", window, lo=1, hi=V.MAX_HORIZON)
     V.positive("lam", lam)
 
     def init(spec: ProblemSpec, key):
@@ -257,6 +257,7 @@ def linucb_ignore_delays(lam: float = 1.0, delta: float = 0.1, name: str = "LinU
     every conversion received so far (run it on the uncensored channel, ``conversions(window=None)``),
     OFUL width f, no bias term."""
     V.positive("lam", lam)
+    V.real("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
 
     def init(spec: ProblemSpec, key):
         if spec.dim is None:

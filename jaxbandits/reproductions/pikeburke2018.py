@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import math
 
-import jax
 import numpy as np
 
+from .. import _validate as V
 from .. import channels as C
 from .. import delays as D
 from .. import envs as E
@@ -50,11 +50,11 @@ def _fig3b(cfg):
 
 
 def _appF(cfg, runs, seed, horizon):
-    T = int(horizon or cfg["horizon"])
+    T = V.horizon("horizon", horizon or cfg["horizon"])
     es = list(cfg["delays"])
     res = SweepResults("pikeburke2018-appF", {**cfg, "horizon": T}, seed, runs, "E[tau]", [float(e) for e in es],
                        metric="regret")
-    key = jax.random.key(seed)  # the same reward streams for every E: paired differences
+    key = V.seed_key(seed)  # the same reward streams for every E: paired differences
     for i, e in enumerate(es):
         for fam in cfg["families"]:
             law = D.uniform(0, 2 * int(e)) if fam == "unif" else D.fixed(int(e))
@@ -90,4 +90,5 @@ FIG3B = Experiment("pikeburke2018-fig3b",
 APP_F = Experiment("pikeburke2018-appF",
                    "Pike-Burke et al. 2018 App. F: regret of ODAAF, ODAAF-B and QPM-D against E[tau] (paired streams)",
                    None, {"means": [0.5, 0.6], "delays": [0, 5, 10, 25, 50, 100], "families": ["unif", "const"],
-                          "horizon": 250_000}, horizon=250_000, runs=40, runner=_appF)
+                          "horizon": 250_000}, horizon=250_000, runs=40, runner=_appF,
+                   horizon_keys=("horizon",))

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import math
 
-import jax
 import numpy as np
 
+from .. import _validate as V
 from .. import channels as C
 from .. import envs as E
 from ..experiments import Experiment
@@ -27,6 +27,7 @@ from ..simulate import simulate, simulate_grid
 from ..sweeps import SweepResults
 
 _E = math.e
+D_NEVER = 2**30
 
 
 def example8_delays(T: int, K: int) -> np.ndarray:
@@ -47,11 +48,18 @@ def _time(res, out, runs, T):
     res.add_timing(t, runs * T * n)
 
 
+def _horizons(cfg, horizon):
+    """The swept horizons ``2**log2_T`` (each checked before any array of that length is built),
+    or the one ``horizon`` given."""
+    ks = cfg["log2_T"] if isinstance(cfg["log2_T"], (list, tuple)) else [cfg["log2_T"]]
+    return [2 ** V.integer("log2_T", k, lo=1, hi=24) for k in ks] if horizon is None else [V.horizon("horizon", horizon)]
+
+
 def _example8(cfg, runs, seed, horizon):
-    K, gap = int(cfg["n_arms"]), float(cfg["gap"])
-    Ts = [2**k for k in cfg["log2_T"]] if horizon is None else [int(horizon)]
+    K, gap = V.integer("n_arms", cfg["n_arms"], lo=2, hi=V.MAX_ARMS), float(V.real("gap", cfg["gap"], lo=0.0, hi=0.5))
+    Ts = _horizons(cfg, horizon)
     res = SweepResults("thune2019-example8", dict(cfg), seed, runs, "T", Ts)
-    key = jax.random.key(seed)
+    key = V.seed_key(seed)
     for i, T in enumerate(Ts):
         d = example8_delays(T, K)
         Dt = float(d.sum())
@@ -89,11 +97,12 @@ def _heavy_delays(model, T, runs, seed, alpha):
 
 
 def _heavy_tail(cfg, runs, seed, horizon):
-    K, gap, alpha = int(cfg["n_arms"]), float(cfg["gap"]), float(cfg["alpha"])
-    Ts = [2**k for k in cfg["log2_T"]] if horizon is None else [int(horizon)]
+    K, gap = V.integer("n_arms", cfg["n_arms"], lo=2, hi=V.MAX_ARMS), float(V.real("gap", cfg["gap"], lo=0.0, hi=0.5))
+    alpha = float(V.positive("alpha", cfg["alpha"]))
+    Ts = _horizons(cfg, horizon)
     models = list(cfg["models"])
     res = SweepResults("thune2019-heavy-tail", dict(cfg), seed, runs, "T", Ts)
-    key = jax.random.key(seed)
+    key = V.seed_key(seed)
     for i, T in enumerate(Ts):
         for model in models:
             dd = _heavy_delays(model, T, runs, seed, alpha)
@@ -139,11 +148,11 @@ def _heavy_tail(cfg, runs, seed, horizon):
 
 
 def _bounds(cfg, runs, seed, horizon):
-    K, gap = int(cfg["n_arms"]), float(cfg["gap"])
-    T = int(horizon or 2 ** int(cfg["log2_T"]))
-    ds = list(cfg["delays"])
+    K, gap = V.integer("n_arms", cfg["n_arms"], lo=2, hi=V.MAX_ARMS), float(V.real("gap", cfg["gap"], lo=0.0, hi=0.5))
+    T = _horizons(cfg, horizon)[0]
+    ds = [V.integer("delays", d, lo=0, hi=D_NEVER) for d in cfg["delays"]]
     res = SweepResults("thune2019-bounds", {**cfg, "horizon": T}, seed, runs, "d", ds)
-    key = jax.random.key(seed)
+    key = V.seed_key(seed)
     for i, d in enumerate(ds):
         dl = np.full(T, int(d), np.int64)
         Dt = float(dl.sum())
@@ -174,12 +183,13 @@ def _bounds(cfg, runs, seed, horizon):
 EXAMPLE8 = Experiment("thune2019-example8",
                       "Thune et al. 2019 Example 8 (d_t = T - t early): Cor4 vs Doubling vs oracle vs DEW, sweep over T",
                       None, {"n_arms": 2, "gap": 0.25, "log2_T": [12, 13, 14, 15, 16, 17]}, horizon=2**17, runs=20,
-                      runner=_example8)
+                      runner=_example8, horizon_keys=("log2_T",))
 HEAVY_TAIL = Experiment("thune2019-heavy-tail",
                         "Thune et al. 2019: Pareto(1.5) and contaminated delays, DEW (rate cut) vs Skipper vs Doubling",
                         None, {"n_arms": 2, "gap": 0.25, "alpha": 1.5, "models": ["pareto", "contaminated"],
-                               "log2_T": [12, 13, 14, 15, 16]}, horizon=2**16, runs=20, runner=_heavy_tail)
+                               "log2_T": [12, 13, 14, 15, 16]}, horizon=2**16, runs=20, runner=_heavy_tail,
+                        horizon_keys=("log2_T",))
 BOUNDS = Experiment("thune2019-bounds",
                     "Thune et al. 2019: constant delays, every run under its bound, regret ~ sqrt((KT + D) ln K)",
                     None, {"n_arms": 2, "gap": 0.25, "log2_T": 15, "delays": [0, 8, 32, 128, 256, 512, 1024]},
-                    horizon=2**15, runs=20, runner=_bounds)
+                    horizon=2**15, runs=20, runner=_bounds, horizon_keys=("log2_T",))

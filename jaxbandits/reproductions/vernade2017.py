@@ -29,12 +29,22 @@ def delay_law(cfg):
     return D.geometric(mean=mu)
 
 
+def _params(cfg):
+    """``(law, m, eps)``, every config value checked before anything is computed with them."""
+    law = delay_law(cfg)
+    m = V.integer("window", cfg["window"], lo=0, hi=V.MAX_HORIZON)
+    eps = V.nonneg("eps", cfg["eps"])
+    for tag in ("H", "L"):
+        V.real(f"theta_{tag}", cfg[f"theta_{tag}"], lo=0.0, hi=1.0)
+    return law, m, eps
+
+
 def _tau_m(law, m):
     return float(law.cdf(m))
 
 
 def _fig1(cfg):
-    law, m, eps = delay_law(cfg), cfg["window"], cfg["eps"]
+    law, m, eps = _params(cfg)
     tm = _tau_m(law, m)
     panels = []
     for tag in ("H", "L"):
@@ -50,7 +60,7 @@ def _fig1(cfg):
 
 
 def _fig2(cfg):
-    law, m, eps = delay_law(cfg), cfg["window"], cfg["eps"]
+    law, m, eps = _params(cfg)
     env = E.conversions(cfg["theta_L"], law)
     ch = C.conversions(window=m)
     lb = {"lower bound (Thm 3)": P.lower_bound_constant(cfg["theta_L"], _tau_m(law, m))}
@@ -60,7 +70,7 @@ def _fig2(cfg):
 
 
 def _fig3(cfg):
-    law, m, eps = delay_law(cfg), cfg["window"], cfg["eps"]
+    law, m, eps = _params(cfg)
     env = E.conversions(cfg["theta_L"], law)
     return [Panel(f"censored (m={m})", env, C.conversions(window=m),
                   {"d-klucb (known tau)": P.delayed_klucb(law, m, eps),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _validate as V
 from .. import channels as C
 from .. import envs as E
 from .. import profiles as Pr
@@ -47,6 +48,7 @@ def _fig2(cfg):
 def _fig3(cfg):
     panels = []
     for (kind, a, b), vary in zip(cfg["profiles"], ["alpha", "f"] * 3):
+        V.choice("profiles: kind", kind, ("interval", "lin-dec", "lin-inc"))
         if kind == "interval":
             prof, d = Pr.interval(a, b), b
         elif kind == "lin-dec":
@@ -62,6 +64,7 @@ def _fig3(cfg):
 def fig4_profiles(cfg):
     out = []
     for kind, g in cfg["profiles"]:
+        V.choice("profiles: kind", kind, ("discounted", "polynomial"))
         if kind == "discounted":
             out.append(Pr.discounted(g, tol=cfg["tol"]))
         else:
