@@ -6,7 +6,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import actions_of
+from typing import Any, NamedTuple
+
+from conftest import actions_of, final_state
 
 import jaxbandits as jb
 from jaxbandits import channels as C
@@ -19,7 +21,7 @@ from jaxbandits.policies import anonymous as AN
 from jaxbandits.policies import classic as P
 from jaxbandits.policies import conversions as V
 from jaxbandits.policies import linear as L
-from jaxbandits.types import NEVER
+from jaxbandits.types import NEVER, Needs, Policy
 
 
 def _world_fns(world):
@@ -47,6 +49,7 @@ def replay(world, channel, policy, T, key=0, max_pending=None):
                      max_pending=max_pending)
     fb = channel.feedback
     due = defaultdict(list)  # round -> [(decision, reward)]
+    rng = np.random.default_rng(key)
     actions = []
     for t in range(T):
         feats, mask = ctx(wstate, t, jax.random.fold_in(keys.context, t))
@@ -65,6 +68,8 @@ def replay(world, channel, policy, T, key=0, max_pending=None):
         if ok:
             due[t + d].append((t, r))
         ev = sorted(due.pop(t, []))
+        if ev and fb.attributed:  # report in any order: the learner sums in decision order itself
+            ev = [ev[i] for i in rng.permutation(len(ev))]
         if ev:
             if not fb.attributed:
                 st, codes = online.feedback(st, y=np.array([r_ for _, r_ in ev], np.float32))
@@ -119,6 +124,41 @@ def test_otflin_replay_equals_simulate_bitwise_float_payloads():
 def test_odaaf_anonymous_replay_equals_simulate():
     world = E.bernoulli([0.8, 0.5, 0.2], D.geometric(mean=3.0))
     _check_equal(world, C.anonymous(), AN.odaaf(3.0), 400, key=0)
+
+
+class _LogMemo(NamedTuple):
+    a: Any
+
+
+def _logger(T, K):
+    """A policy that plays at random and logs every payload it receives: float payloads whose
+    sums depend on the order of summation (Gaussian rewards)."""
+    def init(spec, key):
+        return jnp.zeros((T, 2), jnp.float32)
+
+    def act(st, ctx, key):
+        a = jnp.minimum((uniform(key) * K).astype(jnp.int32), K - 1)
+        return a, _LogMemo(a)
+
+    def payload(memo, r, d):
+        return jnp.stack([r, r * (1.0 + memo.a.astype(jnp.float32) / 7.0)])  # r * x, as linear policies' payloads
+
+    def update(st, arr):
+        return st.at[arr.t].set(arr.payload)
+
+    return Policy(init, act, update, payload, Needs(), "logger")
+
+
+def test_payloads_delivered_in_one_round_are_summed_in_decision_order_bitwise():
+    T = 300
+    world = E.gaussian([0.3, 0.1, -0.2], 1.0, D.uniform(0, 12))
+    pol = _logger(T, 3)
+    ref = final_state(world, C.attributed(), pol, T)[0]
+    _, st = replay(world, C.attributed(), pol, T, key=0, max_pending=64)
+    got = np.asarray(online.close_round(st))
+    many = ref[:, 0] != 0
+    assert many.sum() > 150
+    assert np.array_equal(got.view(np.uint32), np.asarray(ref).view(np.uint32))
 
 
 # ----------------------------------------------------------------------------- bookkeeping
