@@ -18,6 +18,7 @@ from jaxbandits import online
 from jaxbandits.engine import run_keys
 from jaxbandits.mathlib import uniform
 from jaxbandits.policies import anonymous as AN
+from jaxbandits.policies import bayes as PB
 from jaxbandits.policies import classic as P
 from jaxbandits.policies import conversions as V
 from jaxbandits.policies import linear as L
@@ -119,6 +120,13 @@ def test_otflin_replay_equals_simulate_bitwise_float_payloads():
     pol = L.otf_linucb(10)
     st = _check_equal(world, C.conversions(window=10), pol, 150, key=2)
     assert online.stats(st)["accepted"] > 10
+
+
+@pytest.mark.parametrize("make", [lambda: PB.delay_model_ts(10, model="exponential", refresh=5),
+                                  lambda: PB.beta_ts(window=10)], ids=["delay-model TS", "Beta TS"])
+def test_reveal_age_policies_replay_equals_simulate(make):
+    world = E.conversions([0.5, 0.3, 0.15], D.geometric(mean=3.0))
+    _check_equal(world, C.conversions(window=10), make(), 90, key=0)
 
 
 def test_odaaf_anonymous_replay_equals_simulate():
