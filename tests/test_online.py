@@ -291,3 +291,19 @@ def test_learner_save_load_keeps_arm_names(tmp_path):
     lr2 = online.Learner.load(tmp_path / "l.npz", P.thompson(), C.attributed())
     assert lr2.arms == ["a", "b"]
     assert lr2.decide(n=5) == lr.decide(n=5)
+
+
+def test_docs_page_example_runs(tmp_path, monkeypatch):
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "online.md").read_text()
+    block = re.findall(r"```python\n(.*?)```", page, re.S)[0]
+    monkeypatch.chdir(tmp_path)
+    ns = {}
+    exec(block, ns)
+    st = ns["learner"].stats()
+    assert st["accepted"] > 50 and (tmp_path / "learner.npz").exists()
+    # the learner played the best banner most
+    counts = np.asarray(online.close_round(ns["learner"].state).n)
+    assert counts.argmax() == 0
