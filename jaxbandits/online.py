@@ -228,9 +228,14 @@ def _delivered(cfg: Config, pend: Pending, t):
     s = t - ages
     sl = s % H
     ok = (s >= 0) & (pend.round[sl] == s) & (pend.due[sl] == t)
-    idx = jnp.nonzero(ok, size=H, fill_value=0)[0]
-    body = lambda i, acc: acc + pend.payload[sl[idx[i]]]
-    return jax.lax.fori_loop(0, jnp.sum(ok.astype(_I)), body, jnp.zeros((P,), _F))
+
+    def gather():
+        idx = jnp.nonzero(ok, size=H, fill_value=0)[0]
+        body = lambda i, acc: acc + pend.payload[sl[idx[i]]]
+        return jax.lax.fori_loop(0, jnp.sum(ok.astype(_I)), body, jnp.zeros((P,), _F))
+
+    # most rounds of a batch of decisions have no arrival: skip the ordered gather then
+    return jax.lax.cond(jnp.any(pend.due == t), gather, lambda: jnp.zeros((P,), _F))
 
 
 def _arrivals(cfg: Config, st: LearnerState) -> Arrivals:
