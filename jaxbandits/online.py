@@ -1,0 +1,621 @@
+"""A policy on live traffic: decisions now, feedback whenever it comes (docs/online.md).
+
+The simulator's round (conventions §2) is context -> act -> outcome -> channel -> update. On live
+traffic the world is the user's: the learner makes the decisions, keeps the pending ones itself
+(what the channel's calendar does inside the simulator) and takes the feedback in the channel's
+terms. Pure JAX functions over a pytree :class:`LearnerState`, jitted::
+
+    state = online.init(policy, channel, n_arms, key, horizon=None, dim=None, max_pending=None)
+    state, ids, arms = online.decide(state, n=1)             # or contexts=f32[n, K, d]
+    state, codes = online.feedback(state, ids, rewards)      # attributed channels: (decision id, reward)
+    state, codes = online.feedback(state, ids)               # conversions: (decision id), reward 1
+    state, codes = online.feedback(state, y=ys)              # anonymous: aggregates of this round
+
+The clock (one decision = one round of the policy). Round ``t`` is the round of decision ``t``
+(decision ids are the round numbers ``0, 1, 2, ...``). It is open from ``decide`` until the next
+``decide``: feedback given meanwhile *arrives at round t* (delay ``d = t - s`` for decision ``s``)
+and is handed to the policy's ``update`` at the end of round ``t``, which is when the next
+decision is made. ``decide(state, n)`` makes ``n`` rounds (nothing arrives in the ``n - 1``
+between them). Your own timestamps are never needed: an event counts in the round open when it is
+reported. A policy's delay-dependent quantities (a conversion window ``m``, a delay law) are in
+rounds, i.e. in decisions: with ``r`` decisions per hour, ``m = 24 r`` is a one-day window.
+
+The keys are the simulator's (conventions §8, run 0): the policy is initialised with
+``fold_in(fold_in(fold_in(key, 0), 1), 0)`` and round ``t`` acts with
+``fold_in(fold_in(fold_in(fold_in(key, 0), 1), 1), t)``, so replaying a simulated world's stream
+through this module gives ``simulate``'s actions bit for bit (``tests/test_online.py``).
+
+Pending decisions live in a ring of ``H`` slots (decision ``s`` at slot ``s mod H``): ``H = m + 1``
+for a channel with window ``m``, else ``max_pending`` (default 4096), and at least the policy's
+reveal window and ``max_hold + 1``. Each event is checked and counted, never raised:
+
+====  ==================  ===========================================================
+code  counter             meaning
+====  ==================  ===========================================================
+0     ``accepted``        stored; handed to ``update`` at the end of its delivery round
+1     ``unknown``         no such decision (negative, or not made yet)
+2     ``outside_window``  conversions: ``now - s > m`` (the channel censors it)
+3     ``expired``         the decision left the pending ring (older than ``H`` rounds)
+4     ``duplicate``       an event for this decision was already accepted (counted once)
+5     ``invalid``         a reward or aggregate that is not finite
+====  ==================  ===========================================================
+
+Delivery: an accepted event of decision ``s`` at round ``now`` is delivered at
+``max(now, s + hold)`` (``hold``: the memo's, for policies that declare ``memo_hold``, else 0),
+exactly as the simulator's calendar delivers at ``s + max(d, hold)``. The payloads delivered in
+one round are summed in decision order (``0 + x_1 + x_2 + ...``), as the calendar's slot
+accumulates them in play order, so float payloads match the simulator's bits too.
+
+Save and load: :func:`save` writes one ``.npz`` file (no pickle) with the flattened state and a
+JSON header (format, format version, library version, policy name, channel, sizes, state layout);
+:func:`load` refuses a file of a different policy, channel, layout or incompatible version.
+
+:class:`Learner` is a thin stateful wrapper with arm names: ``learner.decide()``,
+``learner.feedback(ids, rewards)``, ``learner.stats()``, ``learner.save(path)``.
+"""
+from __future__ import annotations
+
+import json
+from functools import partial
+from typing import Any, NamedTuple, Optional, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import _validate as V
+from .types import NEVER, Arrivals, Context, Policy, ProblemSpec
+
+_F = jnp.float32
+_I = jnp.int32
+
+FORMAT = "jaxbandits.online"
+FORMAT_VERSION = 1
+DEFAULT_MAX_PENDING = 4096
+
+ACCEPTED, UNKNOWN, OUTSIDE_WINDOW, EXPIRED, DUPLICATE, INVALID = range(6)
+CODES = ("accepted", "unknown", "outside_window", "expired", "duplicate", "invalid")
+
+__all__ = ["Config", "Pending", "Counters", "LearnerState", "init", "decide", "feedback", "close_round",
+           "save", "load", "Learner", "CODES", "FORMAT_VERSION"]
+
+
+class Config(NamedTuple):
+    """Everything static about a learner (hashable: the jitted functions specialise on it)."""
+
+    policy: Policy
+    channel: Any
+    spec: ProblemSpec
+    pending: int  # H, slots of the pending ring
+    payload_size: int  # P
+    reveal: int  # the policy's reveal window (0: none)
+
+
+class Pending(NamedTuple):
+    """The ring of pending decisions: decision ``s`` at slot ``s mod H``."""
+
+    memo: Any  # the policy's memos, each leaf with a leading [H]
+    action: Any  # i32[H]
+    round: Any  # i32[H] decision round of the slot (-1: empty)
+    due: Any  # i32[H] delivery round of its accepted event (NEVER: none)
+    seen: Any  # bool[H] an event was accepted (duplicates are refused)
+    payload: Any  # f32[H, P] the policy's payload of the accepted event
+
+
+class Counters(NamedTuple):
+    decisions: Any
+    accepted: Any
+    unknown: Any
+    outside_window: Any
+    expired: Any
+    duplicate: Any
+    invalid: Any
+
+
+@jax.tree_util.register_pytree_node_class
+class LearnerState:
+    """The learner's state: a pytree (its :class:`Config` is static aux data)."""
+
+    _fields = ("policy", "t", "act_key", "pending", "acc", "counts")
+    __slots__ = _fields + ("config",)
+
+    def __init__(self, config, policy, t, act_key, pending, acc, counts):
+        self.config = config
+        self.policy, self.t, self.act_key = policy, t, act_key  # t: the open round (-1: none yet)
+        self.pending, self.acc, self.counts = pending, acc, counts  # acc: anonymous sum of round t
+
+    def tree_flatten(self):
+        return tuple(getattr(self, f) for f in self._fields), self.config
+
+    @classmethod
+    def tree_unflatten(cls, config, children):
+        return cls(config, *children)
+
+    def _replace(self, **kw):
+        vals = {f: getattr(self, f) for f in self._fields}
+        vals.update(kw)
+        return LearnerState(self.config, **vals)
+
+    def __repr__(self):
+        return f"LearnerState({self.config.policy.name}, {self.config.channel}, t={self.t})"
+
+
+# ----------------------------------------------------------------------------- init
+def _config(policy, channel, n_arms, horizon, dim, max_pending) -> Config:
+    from .channels import Channel
+    from .engine.round import check_pair
+
+    if not isinstance(channel, Channel):
+        raise TypeError(f"channel must be a jaxbandits.channels.Channel (e.g. channels.conversions(window=m)), "
+                        f"got {type(channel).__name__}")
+    check_pair(channel, policy, policy.name if isinstance(policy, Policy) else "policy")
+    n_arms = V.integer("n_arms", n_arms, lo=1)
+    horizon = NEVER - 1 if horizon is None else V.integer("horizon", horizon, lo=1, hi=NEVER - 1)
+    if dim is not None:
+        dim = V.integer("dim", dim, lo=1)
+    fb = channel.feedback
+    if fb.spread:
+        raise ValueError(f"the channel {channel} spreads rewards over later rounds: the online learner takes "
+                         "attributed, conversion or anonymous feedback")
+    reveal = int(policy.reveal_window or 0)
+    hold_need = (policy.max_hold + 1 if policy.max_hold else 0) if policy.memo_hold else 0
+    if policy.memo_hold and not policy.max_hold and max_pending is None:
+        raise ValueError(f"{policy.name} holds its deliveries without a bound (max_hold=0): give max_pending")
+    if not fb.attributed:
+        H = 1  # only the open round's memo is needed
+        if max_pending is not None:
+            H = V.integer("max_pending", max_pending, lo=1)
+    elif max_pending is not None:
+        H = V.integer("max_pending", max_pending, lo=1)
+        need = max(reveal, hold_need)
+        if H < need:
+            raise ValueError(f"max_pending must be >= {need} for {policy.name} (its reveal window / hold), got {H}")
+    else:
+        H = fb.window + 1 if fb.window is not None else DEFAULT_MAX_PENDING
+        H = max(H, reveal, hold_need, 1)
+    spec = ProblemSpec(n_arms, horizon, dim, fb)
+    if fb.attributed:
+        k = jax.random.key(0)
+        st = jax.eval_shape(lambda: policy.init(spec, k))
+        _, memo = jax.eval_shape(lambda s: policy.act(s, _ctx0(spec), k), st)
+        pl = jax.eval_shape(lambda m: policy.payload(m, jnp.float32(1), jnp.int32(0)), memo)
+        if pl.ndim != 1:
+            raise ValueError(f"{policy.name}: payload must be a 1-d array, got shape {pl.shape}")
+        P = int(pl.shape[0])
+    else:
+        P = 1
+    return Config(policy, channel, spec, int(H), P, reveal)
+
+
+def _ctx0(spec):
+    feats = None if spec.dim is None else jnp.zeros((spec.n_arms, spec.dim), _F)
+    mask = None if spec.dim is None else jnp.ones((spec.n_arms,), bool)
+    return Context(jnp.int32(0), feats, mask, jnp.int32(-1))
+
+
+def init(policy: Policy, channel, n_arms: int, key, *, horizon: Optional[int] = None, dim: Optional[int] = None,
+         max_pending: Optional[int] = None) -> LearnerState:
+    """A learner before its first decision. ``key``: a JAX key (or an int seed); ``horizon``: what
+    the policy may plan for (``ProblemSpec.horizon``; policies tuned to a known horizon, such as
+    Exp3 or ODAAF, need it; default ``2^30 - 1``); ``dim``: the feature dimension of contextual
+    policies; ``max_pending``: slots of the pending ring (see the module docstring)."""
+    cfg = _config(policy, channel, n_arms, horizon, dim, max_pending)
+    if isinstance(key, (int, np.integer)):
+        key = jax.random.key(int(key))
+    return _init(cfg, key)
+
+
+def _init(cfg: Config, key) -> LearnerState:
+    from .engine.round import run_keys
+
+    keys, _, k_init = run_keys(key, 0)
+    pstate = cfg.policy.init(cfg.spec, k_init)
+    H, P = cfg.pending, cfg.payload_size
+    _, memo = jax.eval_shape(lambda s: cfg.policy.act(s, _ctx0(cfg.spec), k_init), pstate)
+    memos = jax.tree.map(lambda m: jnp.zeros((H,) + m.shape, m.dtype), memo)
+    pend = Pending(memos, jnp.zeros((H,), _I), jnp.full((H,), -1, _I), jnp.full((H,), NEVER, _I),
+                   jnp.zeros((H,), bool), jnp.zeros((H, P), _F))
+    z = jnp.zeros((), _I)
+    return LearnerState(cfg, pstate, jnp.asarray(-1, _I), keys.act, pend, jnp.zeros((P,), _F),
+                        Counters(*([z] * len(Counters._fields))))
+
+
+# ----------------------------------------------------------------------------- the round
+def _delivered(cfg: Config, pend: Pending, t):
+    """Sum of the payloads delivered at round ``t``, in decision order (oldest first)."""
+    H, P = cfg.pending, cfg.payload_size
+    ages = jnp.arange(H - 1, -1, -1)
+    s = t - ages
+    sl = s % H
+    ok = (s >= 0) & (pend.round[sl] == s) & (pend.due[sl] == t)
+
+    def gather():
+        idx = jnp.nonzero(ok, size=H, fill_value=0)[0]
+        body = lambda i, acc: acc + pend.payload[sl[idx[i]]]
+        return jax.lax.fori_loop(0, jnp.sum(ok.astype(_I)), body, jnp.zeros((P,), _F))
+
+    # most rounds of a batch of decisions have no arrival: skip the ordered gather then
+    return jax.lax.cond(jnp.any(pend.due == t), gather, lambda: jnp.zeros((P,), _F))
+
+
+def _arrivals(cfg: Config, st: LearnerState) -> Arrivals:
+    t, pend, H = st.t, st.pending, cfg.pending
+    slot = t % H
+    memo = jax.tree.map(lambda m: m[slot], pend.memo)
+    pay = _delivered(cfg, pend, t) if cfg.spec.feedback.attributed else st.acc
+    rev = None
+    if cfg.reveal > 0:
+        a = jnp.arange(cfg.reveal)
+        s = t - a
+        sl = s % H
+        rev = (s >= 0) & (pend.round[sl] == s) & (pend.due[sl] == t)
+    return Arrivals(t, pend.action[slot], memo, pay, rev)
+
+
+def _closed_policy(st: LearnerState):
+    cfg = st.config
+    return jax.lax.cond(st.t >= 0, lambda: cfg.policy.update(st.policy, _arrivals(cfg, st)), lambda: st.policy)
+
+
+def _step(st: LearnerState, x):
+    cfg = st.config
+    feats, mask, dnow = x
+    pol = _closed_policy(st)
+    t = st.t + 1
+    ctx = Context(t, feats, mask, jnp.asarray(-1, _I) if dnow is None else dnow)
+    a, memo = cfg.policy.act(pol, ctx, jax.random.fold_in(st.act_key, t))
+    a = jnp.asarray(a, _I)
+    p, sl = st.pending, t % cfg.pending
+    pend = Pending(jax.tree.map(lambda b, v: b.at[sl].set(v), p.memo, memo), p.action.at[sl].set(a),
+                   p.round.at[sl].set(t), p.due.at[sl].set(NEVER), p.seen.at[sl].set(False),
+                   p.payload.at[sl].set(0.0))
+    counts = st.counts._replace(decisions=st.counts.decisions + 1)
+    return st._replace(policy=pol, t=t, pending=pend, acc=jnp.zeros_like(st.acc), counts=counts), (t, a)
+
+
+@partial(jax.jit, static_argnames=("n",))
+def _decide(st, feats, masks, delays, n):
+    return jax.lax.scan(_step, st, (feats, masks, delays), length=n)
+
+
+def decide(state: LearnerState, n: Optional[int] = None, contexts=None, masks=None, delays=None):
+    """Make ``n`` decisions (``n`` rounds): ``(state, ids i32[n], arms i32[n])``. ``contexts``:
+    ``f32[n, K, d]`` for contextual policies (then ``n`` is its length); ``masks``: ``bool[n, K]``
+    which arms exist; ``delays``: ``i32[n]`` the delays shown before acting (action-time channels).
+    Closes the open round first: the feedback it received reaches the policy now."""
+    spec = state.config.spec
+    lead = [x.shape[0] for x in (contexts, masks, delays) if x is not None]
+    if n is None:
+        n = lead[0] if lead else 1
+    n = V.integer("n", n, lo=1)
+    if any(m != n for m in lead):
+        raise ValueError(f"contexts, masks and delays must have n={n} rows, got {lead}")
+    if spec.dim is not None:
+        if contexts is None:
+            raise ValueError(f"{state.config.policy.name} is contextual (dim={spec.dim}): give contexts f32[n, "
+                             f"{spec.n_arms}, {spec.dim}]")
+        contexts = jnp.asarray(contexts, _F)
+        if contexts.shape[1:] != (spec.n_arms, spec.dim):
+            raise ValueError(f"contexts must have shape [n, {spec.n_arms}, {spec.dim}], got {contexts.shape}")
+    elif contexts is not None:
+        raise ValueError("contexts given, but the learner was initialised without dim (a K-armed policy)")
+    if masks is not None:
+        masks = jnp.asarray(masks, bool)
+        if masks.shape != (n, spec.n_arms):
+            raise ValueError(f"masks must have shape [{n}, {spec.n_arms}], got {masks.shape}")
+    if spec.feedback.delay_at_action:
+        if delays is None:
+            raise ValueError(f"the channel {state.config.channel} shows the delay before acting: give delays i32[n]")
+        delays = jnp.asarray(delays, _I)
+    elif delays is not None:
+        raise ValueError(f"delays given, but the channel {state.config.channel} does not show them before acting")
+    st, (ids, arms) = _decide(state, contexts, masks, delays, n)
+    return st, ids, arms
+
+
+def close_round(state: LearnerState):
+    """The policy's state with the open round's arrivals applied (what the next ``decide`` will
+    start from): read estimates between decisions without changing the learner."""
+    return _close_jit(state)
+
+
+@jax.jit
+def _close_jit(state):
+    return _closed_policy(state)
+
+
+# ----------------------------------------------------------------------------- feedback
+def _event(st: LearnerState, e):
+    cfg = st.config
+    fb = cfg.spec.feedback
+    s, r, valid = e
+    t, p, H = st.t, st.pending, cfg.pending
+    age = t - s
+    sl = s % H
+    memo = jax.tree.map(lambda m: m[sl], p.memo)
+    bad = ~jnp.isfinite(r)
+    unknown = (s < 0) | (s > t)
+    outside = (age > fb.window) if (fb.window is not None) else jnp.asarray(False)
+    expired = (age >= H) | (p.round[sl] != s)
+    dup = p.seen[sl]
+    code = jnp.where(bad, INVALID, jnp.where(unknown, UNKNOWN, jnp.where(outside, OUTSIDE_WINDOW, jnp.where(
+        expired, EXPIRED, jnp.where(dup, DUPLICATE, ACCEPTED))))).astype(_I)
+    ok = valid & (code == ACCEPTED)
+    reward = jnp.asarray(1.0, _F) if not fb.zeros_observed else r
+    d = jnp.asarray(age, _I)
+    pl = jnp.asarray(cfg.policy.payload(memo, reward, d), _F)
+    hold = jnp.asarray(memo.hold, _I) if cfg.policy.memo_hold else jnp.asarray(0, _I)
+    due = jnp.maximum(t, s + hold)
+    w = lambda buf, v: buf.at[sl].set(jnp.where(ok, v, buf[sl]))
+    pend = p._replace(due=w(p.due, due), seen=w(p.seen, True), payload=w(p.payload, pl))
+    c = st.counts
+    inc = lambda x, k: x + (valid & (code == k)).astype(_I)
+    counts = c._replace(accepted=inc(c.accepted, ACCEPTED), unknown=inc(c.unknown, UNKNOWN),
+                        outside_window=inc(c.outside_window, OUTSIDE_WINDOW), expired=inc(c.expired, EXPIRED),
+                        duplicate=inc(c.duplicate, DUPLICATE), invalid=inc(c.invalid, INVALID))
+    return st._replace(pending=pend, counts=counts), jnp.where(valid, code, -1)
+
+
+def _aggregate(st: LearnerState, e):
+    y, valid = e
+    bad = ~jnp.isfinite(y)
+    code = jnp.where(bad, INVALID, jnp.where(st.t < 0, UNKNOWN, ACCEPTED)).astype(_I)
+    ok = valid & (code == ACCEPTED)
+    acc = jnp.where(ok, st.acc + y, st.acc)
+    c = st.counts
+    inc = lambda x, k: x + (valid & (code == k)).astype(_I)
+    counts = c._replace(accepted=inc(c.accepted, ACCEPTED), unknown=inc(c.unknown, UNKNOWN),
+                        invalid=inc(c.invalid, INVALID))
+    return st._replace(acc=acc, counts=counts), jnp.where(valid, code, -1)
+
+
+@jax.jit
+def _feedback_attr(st, ids, rewards, valid):
+    return jax.lax.scan(_event, st, (ids, rewards, valid))
+
+
+@jax.jit
+def _feedback_anon(st, y, valid):
+    return jax.lax.scan(_aggregate, st, (y, valid))
+
+
+def feedback(state: LearnerState, ids=None, rewards=None, *, y=None, valid=None):
+    """Take a batch of events arriving now (in the open round): ``(state, codes i32[E])``.
+
+    * attributed channels: ``ids`` (decision ids) and ``rewards`` (every outcome, zeros included);
+    * conversion channels (zeros not observed): ``ids`` of the decisions that converted (reward 1);
+    * anonymous channels: ``y``, aggregate rewards arriving now (summed in the order given).
+
+    ``valid`` (``bool[E]``, optional) marks padding rows (``False``: ignored, code ``-1``), so a
+    caller can pad batches to a few fixed sizes and compile once per size. Codes: see the module
+    docstring (:data:`CODES`). Nothing is raised for a bad event: it is counted."""
+    cfg = state.config
+    fb = cfg.spec.feedback
+    if not fb.attributed:
+        if y is None or ids is not None or rewards is not None:
+            raise ValueError(f"the channel {cfg.channel} is anonymous: give y=, the aggregate rewards arriving now")
+        y = jnp.atleast_1d(jnp.asarray(y, _F))
+        if y.ndim != 1:
+            raise ValueError(f"y must be a 1-d array of aggregates, got shape {y.shape}")
+        valid = jnp.ones(y.shape, bool) if valid is None else jnp.asarray(valid, bool)
+        if valid.shape != y.shape:
+            raise ValueError(f"valid must have the shape of y {y.shape}, got {valid.shape}")
+        return _feedback_anon(state, y, valid)
+    if y is not None:
+        raise ValueError(f"the channel {cfg.channel} is attributed: give decision ids (and rewards), not y")
+    if ids is None:
+        raise ValueError("give ids, the decision ids the events are about")
+    ids = np.asarray(ids)
+    if ids.dtype.kind not in "iu":
+        raise ValueError(f"ids must be integers (decision ids), got dtype {ids.dtype}")
+    ids = np.atleast_1d(ids)
+    if ids.ndim != 1:
+        raise ValueError(f"ids must be a 1-d array, got shape {ids.shape}")
+    ids = jnp.asarray(np.clip(ids, -1, NEVER), _I)  # anything out of int32 range is unknown anyway
+    if fb.zeros_observed:
+        if rewards is None:
+            raise ValueError(f"the channel {cfg.channel} observes every outcome: give rewards with the ids")
+        rewards = jnp.atleast_1d(jnp.asarray(rewards, _F))
+    else:
+        if rewards is not None:
+            r = np.asarray(rewards)
+            if not np.all(r == 1):
+                raise ValueError(f"the channel {cfg.channel} reports conversions (reward 1) only: give ids alone")
+        rewards = jnp.ones(ids.shape, _F)
+    if rewards.shape != ids.shape:
+        raise ValueError(f"rewards must have the shape of ids {ids.shape}, got {rewards.shape}")
+    valid = jnp.ones(ids.shape, bool) if valid is None else jnp.asarray(valid, bool)
+    if valid.shape != ids.shape:
+        raise ValueError(f"valid must have the shape of ids {ids.shape}, got {valid.shape}")
+    return _feedback_attr(state, ids, rewards, valid)
+
+
+def stats(state: LearnerState) -> dict:
+    """Counters and the clock, as Python numbers."""
+    c = {k: int(v) for k, v in state.counts._asdict().items()}
+    p = state.pending
+    t = int(state.t)
+    live = np.asarray(p.round) >= max(t - state.config.pending + 1, 0)
+    c["round"] = t
+    c["pending"] = int(np.sum(live & (np.asarray(p.round) >= 0)))
+    return c
+
+
+# ----------------------------------------------------------------------------- save / load
+def _version():
+    from . import __version__
+
+    return __version__
+
+
+def _layout(state):
+    leaves, treedef = jax.tree.flatten(state.tree_flatten()[0])  # the arrays, without the static config
+    out = []
+    for x in leaves:
+        if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
+            kd = jax.random.key_data(x)
+            out.append({"key": str(jax.random.key_impl(x)), "shape": list(kd.shape), "dtype": str(kd.dtype)})
+        else:
+            out.append({"shape": list(x.shape), "dtype": str(x.dtype)})
+    return leaves, treedef, out
+
+
+def _header(state, extra=None):
+    cfg = state.config
+    spec = cfg.spec
+    _, treedef, layout = _layout(state)
+    h = {"format": FORMAT, "format_version": FORMAT_VERSION, "library_version": _version(),
+         "policy": cfg.policy.name, "channel": str(cfg.channel), "n_arms": spec.n_arms, "horizon": spec.horizon,
+         "dim": spec.dim, "max_pending": cfg.pending, "payload_size": cfg.payload_size, "reveal": cfg.reveal,
+         "treedef": str(treedef), "leaves": layout}
+    if extra:
+        h["extra"] = extra
+    return h
+
+
+def save(state: LearnerState, path, extra: Optional[dict] = None) -> None:
+    """Write the whole learner to one ``.npz`` file (numpy's format, no pickle): arrays
+    ``leaf_0..leaf_{n-1}`` (the state's leaves; PRNG keys as their key data) and ``header``, a JSON
+    document (format ``"jaxbandits.online"``, ``format_version``, ``library_version``, policy
+    name, channel, sizes, the state's tree layout, and ``extra``: JSON-able data of the caller)."""
+    leaves, _, _ = _layout(state)
+    arrays = {}
+    for i, x in enumerate(leaves):
+        if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
+            x = jax.random.key_data(x)
+        arrays[f"leaf_{i}"] = np.asarray(x)
+    head = json.dumps(_header(state, extra), sort_keys=True)
+    arrays["header"] = np.frombuffer(head.encode(), np.uint8)
+    path = str(path)
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        np.savez(f, **arrays)
+    import os
+
+    os.replace(tmp, path)
+
+
+def read_header(path) -> dict:
+    """The JSON header of a saved learner (no arrays are built)."""
+    with np.load(str(path), allow_pickle=False) as z:
+        if "header" not in z.files:
+            raise ValueError(f"{path}: not a saved jaxbandits learner (no header)")
+        h = json.loads(bytes(z["header"]).decode())
+    if h.get("format") != FORMAT:
+        raise ValueError(f"{path}: not a saved jaxbandits learner (format {h.get('format')!r})")
+    return h
+
+
+def _compatible(a: str, b: str) -> bool:
+    return a.split(".")[:2] == b.split(".")[:2]
+
+
+def load(path, policy: Policy, channel, *, return_extra: bool = False):
+    """The learner saved in ``path``, for ``policy`` on ``channel`` (the functions are yours; the
+    file holds their state). Refuses, naming what differs: another format version, a library
+    version of another major.minor, another policy name or channel, or another state layout."""
+    h = read_header(path)
+    if h["format_version"] != FORMAT_VERSION:
+        raise ValueError(f"{path}: format version {h['format_version']}, this library reads version {FORMAT_VERSION}")
+    if not _compatible(h["library_version"], _version()):
+        raise ValueError(f"{path}: saved by jaxbandits {h['library_version']}, incompatible with this "
+                         f"jaxbandits {_version()} (the major.minor versions differ)")
+    if not isinstance(policy, Policy):
+        raise TypeError(f"policy must be a jaxbandits Policy, got {type(policy).__name__}")
+    if policy.name != h["policy"]:
+        raise ValueError(f"{path}: saved for policy {h['policy']!r}, cannot load into {policy.name!r}")
+    if str(channel) != h["channel"]:
+        raise ValueError(f"{path}: saved for channel {h['channel']}, cannot load into {channel}")
+    cfg = _config(policy, channel, h["n_arms"], h["horizon"], h["dim"], h["max_pending"])
+    template = _init(cfg, jax.random.key(0))
+    leaves, treedef, layout = _layout(template)
+    if str(treedef) != h["treedef"] or layout != h["leaves"]:
+        raise ValueError(f"{path}: the saved state's layout differs from {policy.name}'s state on {channel} "
+                         f"(other parameters or another library version?): refusing to load")
+    new = []
+    with np.load(str(path), allow_pickle=False) as z:
+        for i, (x, lay) in enumerate(zip(leaves, layout)):
+            a = z[f"leaf_{i}"]
+            if "key" in lay:
+                new.append(jax.random.wrap_key_data(jnp.asarray(a), impl=jax.random.key_impl(x)))
+            else:
+                new.append(jnp.asarray(a, x.dtype))
+    state = LearnerState(cfg, *jax.tree.unflatten(treedef, new))
+    return (state, h.get("extra")) if return_extra else state
+
+
+# ----------------------------------------------------------------------------- stateful wrapper
+def _pad(n):
+    return 1 << max(int(n) - 1, 0).bit_length()
+
+
+class Learner:
+    """A stateful wrapper with arm names (strings or any hashable), for people who want
+    ``learner.decide()``. ``arms``: a list of names, or the number of arms (names ``0..K-1``).
+    Feedback batches are padded to a power of two (few compilations)."""
+
+    def __init__(self, policy: Policy, channel, arms, key=0, *, horizon=None, dim=None, max_pending=None,
+                 _state=None):
+        if isinstance(arms, (int, np.integer)) and not isinstance(arms, bool):
+            arms = list(range(V.integer("arms", arms, lo=1)))
+        arms = list(arms)
+        if not arms:
+            raise ValueError("arms must name at least one arm")
+        if len(set(arms)) != len(arms):
+            raise ValueError(f"arm names must be distinct, got {arms}")
+        self.arms = arms
+        self.index = {a: i for i, a in enumerate(arms)}
+        self.policy, self.channel = policy, channel
+        self.state = _state if _state is not None else init(policy, channel, len(arms), key, horizon=horizon,
+                                                            dim=dim, max_pending=max_pending)
+
+    def decide(self, n: Optional[int] = None, contexts=None, masks=None, delays=None):
+        """``(ids, arm names)`` of ``n`` decisions (one if ``n`` and contexts are not given)."""
+        self.state, ids, arms = decide(self.state, n, contexts, masks, delays)
+        return np.asarray(ids).tolist(), [self.arms[i] for i in np.asarray(arms)]
+
+    def feedback(self, ids=None, rewards=None, *, y=None) -> list:
+        """Events arriving now (see :func:`feedback`); returns the code name of each event."""
+        if y is not None:
+            y = np.atleast_1d(np.asarray(y, np.float32))
+            n = y.shape[0]
+            if n == 0:
+                return []
+            m = _pad(n)
+            yy = np.zeros(m, np.float32)
+            yy[:n] = y
+            self.state, codes = feedback(self.state, y=yy, valid=np.arange(m) < n)
+            return [CODES[c] for c in np.asarray(codes)[:n]]
+        ids = np.atleast_1d(np.asarray(ids if ids is not None else [], np.int64))
+        n = ids.shape[0]
+        if n == 0:
+            return []
+        m = _pad(n)
+        ii = np.full(m, -1, np.int64)
+        ii[:n] = ids
+        rr = None
+        if rewards is not None:
+            rr = np.zeros(m, np.float32)
+            rr[:n] = np.atleast_1d(np.asarray(rewards, np.float32))
+            if self.state.config.spec.feedback.zeros_observed is False:
+                rr[n:] = 1.0
+        self.state, codes = feedback(self.state, ii, rr, valid=np.arange(m) < n)
+        return [CODES[c] for c in np.asarray(codes)[:n]]
+
+    def arm_index(self, name) -> int:
+        if name not in self.index:
+            raise KeyError(f"unknown arm {name!r}; the arms are {self.arms}")
+        return self.index[name]
+
+    def stats(self) -> dict:
+        return stats(self.state)
+
+    def save(self, path) -> None:
+        save(self.state, path, extra={"arms": [str(a) if not isinstance(a, (int, float)) else a
+                                               for a in self.arms]})
+
+    @classmethod
+    def load(cls, path, policy: Policy, channel) -> "Learner":
+        state, extra = load(path, policy, channel, return_extra=True)
+        arms = (extra or {}).get("arms") or list(range(state.config.spec.n_arms))
+        return cls(policy, channel, arms, _state=state)
