@@ -104,10 +104,6 @@ def case(id_, fn, exc, pattern, eager=False, marks=()):
     CASES.append(pytest.param(fn, exc, pattern, eager, id=id_, marks=marks))
 
 
-ENGINE_GAP = pytest.mark.xfail(strict=True, reason="chunk is checked in engine.driver.run_problems after the init program "
-                                                   "compiles (the engine's own argument checks, not this file's)")
-
-
 FIX1, GEO = D.fixed(1), D.geometric(0.5)
 DEW = PA.dew(0.1)
 OBLIVIOUS = E.oblivious(np.zeros((10, 2)))
@@ -342,7 +338,7 @@ KEYS2 = jax.random.split(KEY, 2)
 case("sim-key-batch", lambda: simulate(ENV, C.attributed(), U1, 10, KEYS2), VE, "key")
 case("sim-record-range", lambda: simulate(ENV, C.attributed(), U1, 10, KEY, record=np.array([3, 20])), VE, "record")
 case("sim-record-zero", lambda: simulate(ENV, C.attributed(), U1, 10, KEY, record=0), VE, "record")
-case("sim-chunk-zero", lambda: simulate(ENV, C.attributed(), U1, 10, KEY, chunk=0), VE, "chunk", marks=ENGINE_GAP)
+case("sim-chunk-zero", lambda: simulate(ENV, C.attributed(), U1, 10, KEY, chunk=0), VE, "chunk")
 case("sim-first-run", lambda: simulate(ENV, C.attributed(), U1, 10, KEY, first_run=-1), VE, "first_run")
 case("sim-shard", lambda: simulate(ENV, C.attributed(), U1, 10, KEY, shard=0), VE, "shard")
 case("sim-no-policies", lambda: simulate(ENV, C.attributed(), {}, 10, KEY), VE, "policies")

@@ -19,7 +19,7 @@ import numpy as np
 from jax import lax
 
 from .. import _validate as V
-from ..types import NEVER, Policy
+from ..types import Policy
 from . import metrics as M
 from . import round as R
 from .recording import SimOutput, record_points, segment_plan
@@ -306,6 +306,18 @@ def _outputs(problems, recs, timing, n_runs, record_at, n_grid=1):
     return outs
 
 
+def _validate_run_args(n_runs, first_run, chunk):
+    """Arguments of the driver checked before anything compiles: run indices fit int32, a chunk is
+    a positive number of rounds."""
+    first_run = V.integer("first_run", first_run, lo=0)
+    if first_run + n_runs > 2**31 - 1:
+        raise ValueError(f"first_run + n_runs must be at most 2**31 - 1 (run indices are int32), got "
+                         f"{first_run} + {n_runs}")
+    if chunk is not None:
+        V.integer("chunk", chunk, lo=1)
+    return first_run
+
+
 def _validate_common(horizon, n_runs, key):
     """Host checks of the arguments every simulation takes (docs/conventions.md §1, §8): the
     horizon (<= 2**24: float32 counts stay exact), the runs (run indices are int32) and the key
@@ -341,7 +353,7 @@ def simulate(env, channel, policies, horizon: int, key, n_runs: int = 1, *, reco
     Returns ``SimOutput`` (or a dict of them for a dict of policies).
     """
     horizon, n_runs, key = _validate_common(horizon, n_runs, key)
-    first_run = V.integer("first_run", first_run, lo=0)
+    first_run = _validate_run_args(n_runs, first_run, chunk)
     record_at = record_points(horizon, record)
     single = isinstance(policies, Policy)
     pols = {policies.name: policies} if single else dict(policies)
@@ -366,6 +378,7 @@ def simulate_grid(build: Callable, grid: Mapping[str, Any], channel, horizon: in
     leading axis of size ``G``; every grid point faces the same world draws.
     """
     horizon, n_runs, key = _validate_common(horizon, n_runs, key)
+    _validate_run_args(n_runs, 0, chunk)
     record_at = record_points(horizon, record)
     if not grid:
         raise ValueError("grid must map at least one parameter name to an array of values")

@@ -28,7 +28,7 @@ def record_points(horizon: int, record=None) -> np.ndarray:
         k = V.integer("record", record, lo=1)
         pts = np.arange(k - 1, T, k)
     elif isinstance(record, tuple) and len(record) == 2 and record[0] == "log":
-        n = V.integer("record[1]", record[1], lo=1)
+        n = V.integer("record[1]", record[1], lo=1, hi=2**20)  # bounded: geomspace allocates n points
         pts = np.unique(np.ceil(np.geomspace(1, T, n)).astype(np.int64)) - 1
     else:
         pts = np.asarray(record)

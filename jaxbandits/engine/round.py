@@ -229,8 +229,9 @@ def problem(world, channel, policy, horizon: int, *, n_runs: int = 1, delayed_re
     W = int(channel.resolve_width(world, horizon, P, n_runs, max_hold))
     exact = channel.exact_width(world.max_delay, horizon, max_hold)
     if channel.width is not None and W > exact and W * P * 4 * n_runs > 2**31:
-        raise ValueError(f"the channel's width={W} exceeds the exact width {exact} that loses nothing (docs/conventions.md "
-                         f"§3) and its calendars would take {W * P * 4 * n_runs / 2**30:.1f} GiB for {n_runs} runs: "
+        raise ValueError(f"the channel's width={W} exceeds the exact width {exact} that loses nothing "
+                         f"(conventions §3) and its calendars would take {W * P * 4 * n_runs / 2**30:.1f} GiB for "
+                         f"{n_runs} runs: "
                          f"give width <= {exact} (or leave it None)")
     dl_mode, dl_len = _delayed_regret_mode(world, channel, horizon, delayed_regret)
     cspec = ChannelSpec(horizon, W, P, int(policy.reveal_window or 0))
