@@ -34,7 +34,7 @@ from . import channels as C
 from . import delays as D
 from . import envs as E
 from .policies import classic as P
-from .engine.checkpoint import Checkpoint, Interrupted, graceful_stop
+from .engine.checkpoint import CallCache, Checkpoint, Interrupted, graceful_stop, sweep_checkpoints
 from .results import Results
 from .simulate import simulate
 
@@ -344,9 +344,6 @@ def run(name: str, runs: Optional[int] = None, horizon: Optional[int] = None, se
                          f"or {', '.join(clash)}, not both")
     if resume and out is None:
         raise ValueError("resume=True needs out=, the folder of the interrupted run")
-    if resume and exp.runner is not None:
-        raise ValueError(f"resume: {name!r} is a sweep (a loop over settings), which is not checkpointed; "
-                         f"run it again without --resume")
     job = dict(overrides=overrides, chunk=chunk, resume=bool(resume), force=bool(force), given_runs=runs)
     if out is None:
         return _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, given_horizon, job)
@@ -356,26 +353,40 @@ def run(name: str, runs: Optional[int] = None, horizon: Optional[int] = None, se
 
 def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizon, job):
     resume = job["resume"]
-    if exp.runner is not None:  # a sweep (regret against T, d, ...): its own loop over settings
-        res = exp.runner(cfg, runs, seed, sweep_horizon)
-        if out is not None:
-            res.save(out)
-        return res
-    built = exp.build(cfg)
-    panels = built if isinstance(built, list) else [Panel("", *built)]
-    ch = chunk if chunk is not None else exp.chunk
-    if ch is None and (progress or out is not None):  # chunks: progress, checkpoints, resume
-        ch = max(1, horizon // 20)
     ckpt_root = None if out is None else os.path.join(out, ".checkpoint")
     if resume and not os.path.isdir(ckpt_root):
-        raise ValueError(f"resume: nothing to resume in {out} (no {os.path.join(out, '.checkpoint')}): "
-                         f"the run finished or never started there")
+        raise ValueError(f"resume: nothing to resume in {out} (no {ckpt_root}): the run finished or never "
+                         f"started there")
     if ckpt_root is not None and not resume and os.path.isdir(ckpt_root):
         if not job["force"]:
             raise ValueError(f"--out {out} holds an interrupted run ({ckpt_root}): pass --resume to continue it, "
                              f"or --force to start afresh (its checkpoint is removed)")
         for d in sorted(os.listdir(ckpt_root)):
             Checkpoint(os.path.join(ckpt_root, d)).remove()
+            CallCache(os.path.join(ckpt_root, d)).remove()
+    if exp.runner is not None:  # a sweep (regret against T, d, ...): its own loop over settings
+        if out is None:
+            return exp.runner(cfg, runs, seed, sweep_horizon)
+        # every completed simulation of the sweep is saved; a resumed sweep replays them
+        with graceful_stop("jaxbandits: stopping before the next setting of the sweep (Ctrl-C again to abort "
+                           "at once)") as stop, sweep_checkpoints(os.path.join(ckpt_root, "sweep"), stop) as cache:
+            try:
+                res = exp.runner(cfg, runs, seed, sweep_horizon)
+            except Interrupted as e:
+                e.resume_command = _resume_command(name, job["given_runs"], sweep_horizon, seed, job["overrides"],
+                                                   out, chunk)
+                _write_partial(out, name, cfg, seed, runs, horizon, 0, 1, e)
+                raise
+        res.save(out)
+        cache.remove()
+        with contextlib.suppress(OSError):
+            os.rmdir(ckpt_root)
+        return res
+    built = exp.build(cfg)
+    panels = built if isinstance(built, list) else [Panel("", *built)]
+    ch = chunk if chunk is not None else exp.chunk
+    if ch is None and (progress or out is not None):  # chunks: progress, checkpoints, resume
+        ch = max(1, horizon // 20)
     checkpoints = tuple(c for c in exp.checkpoints if c <= horizon)
     record = exp.record
     if checkpoints:  # make sure every checkpoint is a record point

@@ -145,3 +145,32 @@ def test_cli_interrupt_then_resume_equals_uninterrupted(tmp_path, how):
     with xr.open_dataset(tmp_path / "ref" / "results.nc") as x, xr.open_dataset(out / "results.nc") as y:
         for v in ("regret", "reward", "final_pulls"):
             np.testing.assert_array_equal(x[v].values, y[v].values, err_msg=v)
+
+
+def test_cli_sweep_interrupt_then_resume_replays_the_saved_settings(tmp_path):
+    """A sweep (one simulation per setting): SIGINT after two settings are saved; --resume replays
+    them from the checkpoint and runs the rest; the summary equals an uninterrupted run's."""
+    base = [sys.executable, "-m", "jaxbandits.cli", "run", "thune2019-bounds", "--runs", "2", "--set", "log2_T=10",
+            "--set", "delays=[0, 8, 32, 64]", "--no-progress", "--no-compile-cache", "--single-device"]
+    ref = subprocess.run(base + ["--out", str(tmp_path / "ref")], capture_output=True, text=True, timeout=600)
+    assert ref.returncode == 0, ref.stderr[-3000:]
+    proc = subprocess.Popen(base + ["--out", str(tmp_path / "cut")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    d = tmp_path / "cut" / ".checkpoint" / "sweep"
+    t0 = time.time()
+    while not (d.is_dir() and len([f for f in os.listdir(d) if f.startswith("call-")]) >= 2):
+        assert proc.poll() is None, proc.communicate()[1][-3000:]
+        assert time.time() - t0 < 300
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "before the next simulation of the sweep" in err, err[-3000:]
+    assert json.load(open(tmp_path / "cut" / "summary.json"))["partial"] is True
+    res = subprocess.run(base + ["--out", str(tmp_path / "cut"), "--resume"], capture_output=True, text=True,
+                         timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    a, b = (json.load(open(tmp_path / x / "summary.json")) for x in ("ref", "cut"))
+    for s in (a, b):
+        s.pop("timing", None)
+    assert a == b
+    assert not (tmp_path / "cut" / ".checkpoint").exists()

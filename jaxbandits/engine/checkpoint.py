@@ -36,10 +36,10 @@ __all__ = ["Checkpoint", "Interrupted", "graceful_stop"]
 class Interrupted(Exception):
     """A stop was requested: the simulation stopped at a chunk boundary, its work checkpointed."""
 
-    def __init__(self, rounds_done: int, horizon: int, folder: Optional[str]):
+    def __init__(self, rounds_done: int, horizon: int, folder: Optional[str], what: Optional[str] = None):
         self.rounds_done, self.horizon, self.folder = rounds_done, horizon, folder
         where = f"; checkpoint in {folder}" if folder else ""
-        super().__init__(f"stopped after {rounds_done} of {horizon} rounds{where}")
+        super().__init__(f"stopped {what or f'after {rounds_done} of {horizon} rounds'}{where}")
 
 
 def _atomic(path: str, write: Callable[[Any], None]):
@@ -166,3 +166,77 @@ def graceful_stop(message: Optional[str] = None):
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+
+
+# ----------------------------------------------------------------------------- sweeps
+class CallCache:
+    """Completed simulations of a sweep (an experiment that loops over settings, one ``simulate``
+    per setting), each saved whole under the hash of its fingerprint; a resumed sweep replays the
+    saved ones (the same arrays, so the same bits) and runs the rest. Active inside
+    :func:`sweep_checkpoints`."""
+
+    def __init__(self, folder: str):
+        self.folder = os.path.abspath(folder)
+
+    def _path(self, fingerprint: dict) -> str:
+        import hashlib
+
+        h = hashlib.sha256(json.dumps(fingerprint, sort_keys=True, default=str).encode()).hexdigest()[:24]
+        return os.path.join(self.folder, f"call-{h}.npz")
+
+    def get(self, fingerprint: dict):
+        """The saved ``{label: SimOutput}`` of this call, or None."""
+        from .recording import SimOutput
+
+        p = self._path(fingerprint)
+        if not os.path.exists(p):
+            return None
+        with np.load(p, allow_pickle=False) as z:
+            meta = json.loads(str(z["meta"]))
+            out = {}
+            for i, (lab, m) in enumerate(meta.items()):
+                arrs = {f: z[f"o{i}_{f}"] for f in m["arrays"]}
+                out[lab] = SimOutput(**arrs, width=m["width"], timing=m["timing"],
+                                     **{f: None for f in ("delayed_regret", "arm_totals") if f not in arrs})
+        return out
+
+    def put(self, fingerprint: dict, outs: dict):
+        os.makedirs(self.folder, exist_ok=True)
+        arrays, meta = {}, {}
+        for i, (lab, o) in enumerate(outs.items()):
+            names = [f for f in ("t", "regret", "expected_regret", "reward", "pulls", "lost_to_W",
+                                 "delayed_regret", "arm_totals") if getattr(o, f) is not None]
+            meta[lab] = {"arrays": names, "width": int(o.width), "timing": o.timing}
+            arrays.update({f"o{i}_{f}": np.asarray(getattr(o, f)) for f in names})
+        _atomic(self._path(fingerprint), lambda f: np.savez(f, meta=json.dumps(meta, default=float), **arrays))
+
+    def remove(self):
+        if os.path.isdir(self.folder):
+            for name in os.listdir(self.folder):
+                if name.startswith(("call-", ".tmp-")):
+                    with contextlib.suppress(OSError):
+                        os.unlink(os.path.join(self.folder, name))
+            with contextlib.suppress(OSError):
+                os.rmdir(self.folder)
+
+
+_SWEEP: "contextvars.ContextVar[Optional[Tuple[CallCache, Callable[[], bool]]]]"
+import contextvars  # noqa: E402
+
+_SWEEP = contextvars.ContextVar("jaxbandits_sweep_checkpoints", default=None)
+
+
+@contextlib.contextmanager
+def sweep_checkpoints(folder: str, stop: Callable[[], bool] = lambda: False):
+    """Within the block, every ``simulate`` / ``simulate_grid`` call is saved whole in ``folder``
+    when it completes and replayed from there when the same call comes again (a resumed sweep);
+    ``stop()`` is asked before each call (:class:`Interrupted` when it says so)."""
+    tok = _SWEEP.set((CallCache(folder), stop))
+    try:
+        yield _SWEEP.get()[0]
+    finally:
+        _SWEEP.reset(tok)
+
+
+def active_sweep():
+    return _SWEEP.get()

@@ -361,10 +361,33 @@ def simulate(env, channel, policies, horizon: int, key, n_runs: int = 1, *, reco
         raise ValueError("policies must be a Policy or a non-empty {label: Policy} dict")
     problems = {lab: R.problem(env, channel, pol, horizon, n_runs=n_runs, delayed_regret=delayed_regret, label=lab)
                 for lab, pol in pols.items()}
-    _, recs, timing = run_problems(problems, None, key, n_runs, record_at, chunk, progress, shard, first_run,
-                                   checkpoint, resume, stop)
-    outs = _outputs(problems, recs, timing, n_runs, record_at)
+    outs = _sweep_call(problems, None, key, n_runs, record_at, chunk, shard, first_run, checkpoint, lambda: _outputs(
+        problems, *run_problems(problems, None, key, n_runs, record_at, chunk, progress, shard, first_run,
+                                checkpoint, resume, stop)[1:], n_runs, record_at))
     return outs[next(iter(outs))] if single else outs
+
+
+def _sweep_call(problems, grid_params, key, n_runs, record_at, chunk, shard, first_run, checkpoint, compute):
+    """Inside :func:`jaxbandits.engine.checkpoint.sweep_checkpoints`: replay this call if a sweep saved
+    it, else run it (unless a stop was asked) and save it."""
+    from .checkpoint import Interrupted, active_sweep
+
+    sweep = active_sweep() if checkpoint is None else None
+    if sweep is None:
+        return compute()
+    cache, stop = sweep
+    plan = Plan(tuple(problems.items()), _devices(shard, n_runs), grid_params is not None)
+    fp = _fingerprint(plan, key, n_runs, record_at, chunk, first_run,
+                      {"grid": None if grid_params is None else {k: np.asarray(v).tolist() for k, v in grid_params.items()}})
+    got = cache.get(fp)
+    if got is not None:
+        return got
+    if stop():
+        raise Interrupted(0, plan.problems[0][1].horizon, cache.folder,
+                          what="before the next simulation of the sweep (the completed ones are saved)")
+    outs = compute()
+    cache.put(fp, outs)
+    return outs
 
 
 def simulate_grid(build: Callable, grid: Mapping[str, Any], channel, horizon: int, key,
@@ -395,8 +418,10 @@ def simulate_grid(build: Callable, grid: Mapping[str, Any], channel, horizon: in
     env, pol = first
     params = {k: jnp.asarray(a) for k, a in arrs.items()}
     prob = R.problem(env, channel, pol, horizon, n_runs=n_runs, build=_Splat(build))
-    _, recs, timing = run_problems({pol.name: prob}, params, key, n_runs, record_at, chunk, progress, shard)
-    return _outputs({pol.name: prob}, recs, timing, n_runs, record_at, n_grid=G)[pol.name]
+    outs = _sweep_call({pol.name: prob}, params, key, n_runs, record_at, chunk, shard, 0, None, lambda: _outputs(
+        {pol.name: prob}, *run_problems({pol.name: prob}, params, key, n_runs, record_at, chunk, progress,
+                                        shard)[1:], n_runs, record_at, n_grid=G))
+    return outs[pol.name]
 
 
 class _Splat:
