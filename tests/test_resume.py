@@ -114,7 +114,7 @@ def _wait_for(path, proc, timeout=240):
         time.sleep(0.05)
 
 
-@pytest.mark.parametrize("how", ["sigint", "kill9"])
+@pytest.mark.parametrize("how", ["sigint", pytest.param("kill9", marks=pytest.mark.slow)])
 def test_cli_interrupt_then_resume_equals_uninterrupted(tmp_path, how):
     ref = subprocess.run(_cli(tmp_path / "ref"), capture_output=True, text=True, timeout=600)
     assert ref.returncode == 0, ref.stderr[-3000:]
@@ -147,6 +147,7 @@ def test_cli_interrupt_then_resume_equals_uninterrupted(tmp_path, how):
             np.testing.assert_array_equal(x[v].values, y[v].values, err_msg=v)
 
 
+@pytest.mark.slow
 def test_cli_sweep_interrupt_then_resume_replays_the_saved_settings(tmp_path):
     """A sweep (one simulation per setting): SIGINT after two settings are saved; --resume replays
     them from the checkpoint and runs the rest; the summary equals an uninterrupted run's."""
