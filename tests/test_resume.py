@@ -175,3 +175,22 @@ def test_cli_sweep_interrupt_then_resume_replays_the_saved_settings(tmp_path):
         s.pop("timing", None)
     assert a == b
     assert not (tmp_path / "cut" / ".checkpoint").exists()
+
+
+def test_sigterm_and_sigint_request_a_stop_and_handlers_are_restored():
+    from jaxbandits.engine.checkpoint import graceful_stop
+
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with graceful_stop() as stop:
+            assert not stop()
+            os.kill(os.getpid(), sig)
+            time.sleep(0.05)
+            assert stop()
+    with graceful_stop() as stop:  # a second SIGINT aborts at once
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
