@@ -335,8 +335,8 @@ def run(name: str, runs: Optional[int] = None, horizon: Optional[int] = None, se
     ignored = set(exp.ignores) | ({"chunk"} if exp.runner is not None else set())
     for opt, val in (("horizon", given_horizon), ("chunk", chunk)):
         if opt in ignored and val is not None:
-            raise ValueError(f"experiment {name!r} does not use {opt} (it is "
-                             + ("a sweep with its own settings" if exp.runner is not None else "not a simulation")
+            raise ValueError(f"experiment {name!r} does not use {opt} (--{opt}; it is "
+                             + ("not a simulation" if opt in exp.ignores else "a sweep with its own settings")
                              + f"); leave {opt} out")
     clash = sorted(k for k in exp.horizon_keys if k in (overrides or {}))
     if given_horizon is not None and clash:

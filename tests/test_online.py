@@ -96,7 +96,8 @@ BERN = E.bernoulli([0.7, 0.5, 0.3], LAW)
 CONV = E.conversions([0.6, 0.4, 0.25], LAW)
 
 
-@pytest.mark.parametrize("make", [P.ucb1, P.kl_ucb, P.thompson], ids=["UCB1", "KL-UCB", "Thompson"])
+@pytest.mark.parametrize("make", [P.ucb1, pytest.param(P.kl_ucb, marks=pytest.mark.slow),
+                                  pytest.param(P.thompson, marks=pytest.mark.slow)], ids=["UCB1", "KL-UCB", "Thompson"])
 def test_attributed_replay_equals_simulate(make):
     st = _check_equal(BERN, C.attributed(), make(), 160, key=3, max_pending=160)
     c = online.stats(st)
@@ -105,7 +106,8 @@ def test_attributed_replay_equals_simulate(make):
 
 
 @pytest.mark.parametrize("make", [
-    lambda: V.delayed_klucb(LAW, 12), lambda: V.delayed_ucb(LAW, 12), lambda: V.delayed_klucb(LAW, None),
+    lambda: V.delayed_klucb(LAW, 12), pytest.param(lambda: V.delayed_ucb(LAW, 12), marks=pytest.mark.slow),
+    pytest.param(lambda: V.delayed_klucb(LAW, None), marks=pytest.mark.slow),
     lambda: V.discarding_ucb(LAW, 12)], ids=["DelayedKLUCB", "DelayedUCB", "DelayedKLUCB-uncensored", "Discarding"])
 def test_conversions_replay_equals_simulate(make):
     pol = make()
@@ -123,7 +125,8 @@ def test_otflin_replay_equals_simulate_bitwise_float_payloads():
 
 
 @pytest.mark.parametrize("make", [lambda: PB.delay_model_ts(10, model="exponential", refresh=5),
-                                  lambda: PB.beta_ts(window=10)], ids=["delay-model TS", "Beta TS"])
+                                  pytest.param(lambda: PB.beta_ts(window=10), marks=pytest.mark.slow)],
+                         ids=["delay-model TS", "Beta TS"])
 def test_reveal_age_policies_replay_equals_simulate(make):
     world = E.conversions([0.5, 0.3, 0.15], D.geometric(mean=3.0))
     _check_equal(world, C.conversions(window=10), make(), 90, key=0)

@@ -114,7 +114,8 @@ def _wait_for(path, proc, timeout=240):
         time.sleep(0.05)
 
 
-@pytest.mark.parametrize("how", ["sigint", pytest.param("kill9", marks=pytest.mark.slow)])
+@pytest.mark.slow  # the CLI round trips (3 processes each); the API tests above keep the default suite's coverage
+@pytest.mark.parametrize("how", ["sigint", "kill9"])
 def test_cli_interrupt_then_resume_equals_uninterrupted(tmp_path, how):
     ref = subprocess.run(_cli(tmp_path / "ref"), capture_output=True, text=True, timeout=600)
     assert ref.returncode == 0, ref.stderr[-3000:]

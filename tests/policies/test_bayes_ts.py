@@ -453,6 +453,7 @@ print(json.dumps({k: [v.timing["devices"], bool(np.isfinite(v.regret).all())] fo
 """
 
 
+@pytest.mark.slow  # two subprocesses of K = 10 HMC on 2 host devices (about 15 s)
 def test_k10_delay_model_ts_runs_sharded_over_two_host_devices():
     """K = 10 delay-model TS, 100 runs on 2 host devices (sharded by default) on two cores: it used
     to hang for ever in the batched LAPACK eigh (each device's program waiting on the thread pool
