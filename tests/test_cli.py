@@ -98,6 +98,7 @@ def test_second_run_is_served_by_the_compile_cache(tmp_path):
     assert s1["policies"] == s2["policies"]  # same numbers from the cached programs
 
 
+@pytest.mark.slow  # CI time (a CLI run in a subprocess)
 def test_no_compile_cache_writes_nothing(tmp_path):
     cache = tmp_path / "cache"
     _, err = _cli_run(tmp_path / "a", cache, "--no-compile-cache")

@@ -124,8 +124,8 @@ def test_otflin_replay_equals_simulate_bitwise_float_payloads():
     assert online.stats(st)["accepted"] > 10
 
 
-@pytest.mark.parametrize("make", [lambda: PB.delay_model_ts(10, model="exponential", refresh=5),
-                                  pytest.param(lambda: PB.beta_ts(window=10), marks=pytest.mark.slow)],
+@pytest.mark.parametrize("make", [pytest.param(lambda: PB.delay_model_ts(10, model="exponential", refresh=5),
+                                               marks=pytest.mark.slow), lambda: PB.beta_ts(window=10)],
                          ids=["delay-model TS", "Beta TS"])
 def test_reveal_age_policies_replay_equals_simulate(make):
     world = E.conversions([0.5, 0.3, 0.15], D.geometric(mean=3.0))

@@ -53,6 +53,7 @@ def test_fig3a_reduced():
         assert settled.sum() >= 5 and rr.max() - rr.min() < 0.25 * rr[-1], (name, rr)
 
 
+@pytest.mark.slow  # CI time; fig3a and appF slices stay in the default suite
 def test_fig3b_orderings_reduced():
     """Low variance (Poisson): ODAAF-V < ODAAF; exponential (V = E^2): ODAAF-V > ODAAF (the paper's claim)."""
     T = 90_000

@@ -85,6 +85,7 @@ def test_heavy_tail_contaminated_reduced():
     assert r[2**13] > 1.2 * r[2**11] and slope_dbl < 0.7, (out, r, slope_dbl)
 
 
+@pytest.mark.slow  # CI time; the contaminated slice stays in the default suite
 def test_heavy_tail_pareto_reduced():
     """E2's Pareto(1.5) model (d = floor(U^(-2/3)) - 1, capped at T), a fast slice of the slow
     test's claims at T = 2^11 and 2^13 with 8 runs: DEW-Thm1 / Skipper-Cor4 grows with T (measured
@@ -104,6 +105,7 @@ def test_heavy_tail_pareto_reduced():
     assert m("pareto: Doubling")[1] < 0.6 * m("pareto: DEW-Thm1")[1]
 
 
+@pytest.mark.slow  # CI time; every-run bound compliance is also in test_adversarial
 def test_bounds_reduced():
     """E3 at T = 2^13, d in {0, 16, 64}: every run under its bound where the bound is below uniform
     play's regret Delta T / 2 = 1024 (DEW-Thm1 at d = 0, 16: 248, 652; Cor4 at d = 0: 248; the others,
