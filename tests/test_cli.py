@@ -82,6 +82,7 @@ def _cli_run(out, cache, *extra):
     return json.loads((out / "summary.json").read_text()), r.stderr
 
 
+@pytest.mark.slow  # CI time (two CLI runs in subprocesses)
 def test_second_run_is_served_by_the_compile_cache(tmp_path):
     """Two identical ``jaxbandits run`` in two processes: the first compiles and fills the cache
     folder, every XLA compilation of the second is a persistent-cache hit, and the second's

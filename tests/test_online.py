@@ -108,7 +108,7 @@ def test_attributed_replay_equals_simulate(make):
 @pytest.mark.parametrize("make", [
     lambda: V.delayed_klucb(LAW, 12), pytest.param(lambda: V.delayed_ucb(LAW, 12), marks=pytest.mark.slow),
     pytest.param(lambda: V.delayed_klucb(LAW, None), marks=pytest.mark.slow),
-    lambda: V.discarding_ucb(LAW, 12)], ids=["DelayedKLUCB", "DelayedUCB", "DelayedKLUCB-uncensored", "Discarding"])
+    pytest.param(lambda: V.discarding_ucb(LAW, 12), marks=pytest.mark.slow)], ids=["DelayedKLUCB", "DelayedUCB", "DelayedKLUCB-uncensored", "Discarding"])
 def test_conversions_replay_equals_simulate(make):
     pol = make()
     m = pol.needs.window
@@ -116,6 +116,7 @@ def test_conversions_replay_equals_simulate(make):
     assert online.stats(st)["accepted"] > 30
 
 
+@pytest.mark.slow  # CI time
 def test_otflin_replay_equals_simulate_bitwise_float_payloads():
     theta = np.array([0.3, 0.2, 0.1, 0.25], np.float32)
     world = E.linear(theta, n_actions=5, action_set="uniform", delay=D.geometric(mean=4.0))
@@ -132,6 +133,7 @@ def test_reveal_age_policies_replay_equals_simulate(make):
     _check_equal(world, C.conversions(window=10), make(), 90, key=0)
 
 
+@pytest.mark.slow  # CI time
 def test_odaaf_anonymous_replay_equals_simulate():
     world = E.bernoulli([0.8, 0.5, 0.2], D.geometric(mean=3.0))
     _check_equal(world, C.anonymous(), AN.odaaf(3.0), 400, key=0)
@@ -287,6 +289,7 @@ def test_load_refuses_another_policy_channel_or_version(tmp_path):
             online.load(p2, pol, ch)
 
 
+@pytest.mark.slow  # CI time
 def test_learner_save_load_keeps_arm_names(tmp_path):
     lr = online.Learner(P.thompson(), C.attributed(), ["a", "b"], key=1, max_pending=16)
     lr.decide(n=4)
@@ -296,6 +299,7 @@ def test_learner_save_load_keeps_arm_names(tmp_path):
     assert lr2.decide(n=5) == lr.decide(n=5)
 
 
+@pytest.mark.slow  # CI time
 def test_docs_page_example_runs(tmp_path, monkeypatch):
     import re
     from pathlib import Path

@@ -204,6 +204,7 @@ sys.exit(main(sys.argv[2:]))
 """
 
 
+@pytest.mark.slow  # CI time (a CLI run held in a subprocess)
 def test_second_concurrent_run_into_one_folder_fails_at_once(tmp_path):
     """A run holds its output folder; a second ``jaxbandits run`` into it, started meanwhile,
     exits 2 at once naming the folder, the first run's pid and what to do, without compiling;

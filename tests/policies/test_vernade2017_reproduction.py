@@ -60,6 +60,7 @@ def test_fig1_fig2_match_reference_slow():
     assert not bad, "\n".join(bad)
 
 
+@pytest.mark.slow  # CI time; the theta_L delayed-regret slice stays in the default suite
 def test_fig1_theta_L_reduced():
     """Fast version (CI): theta_L panels of Fig. 1 to T = 2000, 100 runs: R(1000) and R(2000)."""
     bad = []
