@@ -15,7 +15,7 @@ DelayedKLUCB run side by side in one process, on the same world, three ways.
   round needs, every carried buffer written first and read last (docs/architecture.md, "The
   calendar": on XLA:CPU a read-then-write of a carried buffer copies it every round).
 
-All three draw the world from the same random streams (docs/conventions.md, PRNG: run ``r``
+All three draw the world from the same random streams (conventions §8: run ``r``
 keyed by ``fold_in(key, r)``, the REWARD and DELAY streams, the act key of round ``t``) and use the
 same float operations as the library's policies, so they take the same actions: the script
 checks that the final pull counts of every run are equal, and the recorded regret equal up to
@@ -81,7 +81,7 @@ def record_stride(T, records):
 
 # ----------------------------------------------------------------------------- shared pieces
 def _streams(key, r):
-    """REWARD and DELAY stream keys and the act key stream of run ``r`` (docs/conventions.md)."""
+    """REWARD and DELAY stream keys and the act key stream of run ``r`` (conventions §8)."""
     import jax
 
     f = jax.random.fold_in

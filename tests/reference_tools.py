@@ -1,5 +1,5 @@
 """Tools for the reference tests: a policy re-implemented in plain numpy float64 is fed the same
-world draws as the simulator, rebuilt here from the PRNG rule of docs/conventions.md (not from the
+world draws as the simulator, rebuilt here from the PRNG rule of conventions §8 (not from the
 simulator's code), and must take the same actions."""
 import numpy as np
 
@@ -7,7 +7,7 @@ from conftest import actions_of
 
 
 class Streams:
-    """The random streams of one run (docs/conventions.md, PRNG): ``u[t]`` the reward uniform,
+    """The random streams of one run (conventions §8): ``u[t]`` the reward uniform,
     ``v[t]`` the delay uniform (float64 copies of the float32 draws), ``act_keys[t]`` the key
     ``act`` receives, ``act_u[t]`` the first uniform of that key (what ties and inverse-CDF draws
     use), ``ctx_keys`` / ``world_keys`` the context and world keys, ``init_key`` the policy's."""
@@ -35,7 +35,7 @@ class Streams:
 
 
 def argmax_tie_np(values, u, mask=None):
-    """Reference of the tie rule (docs/conventions.md): among the indices attaining the maximum,
+    """Reference of the tie rule (conventions §10): among the indices attaining the maximum,
     take the ``floor(u * count)``-th (0-based)."""
     values = np.asarray(values, np.float64)
     if mask is not None:

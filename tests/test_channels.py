@@ -27,8 +27,10 @@ def _world(seed):
 
 
 def _reference(R, d, kind, window=None, W=W, profile=None):
-    """Plain reference: pending records, each delivered at s + d if due within the horizon."""
-    P = 1 if kind in ("anonymous", "composite") else T
+    """Plain reference: pending records, each delivered at s + d if due within the horizon. What the
+    channel reveals comes from its declared feedback (conventions §4), not from its name."""
+    fb = _channel(kind, window).feedback
+    P = T if fb.attributed else 1
     log = np.zeros((T, P))
     lost = 0
     pending = []  # (s, a, r, d)
@@ -36,7 +38,7 @@ def _reference(R, d, kind, window=None, W=W, profile=None):
         a = s % K
         pending.append((s, a, R[s, a], d[s]))
     for (s, a, r, dd) in pending:
-        if kind == "composite" and profile is not None:
+        if fb.spread and profile is not None:
             for l, w in enumerate(profile):
                 if s + l <= T - 1:
                     if l < W:
@@ -46,18 +48,18 @@ def _reference(R, d, kind, window=None, W=W, profile=None):
             continue
         if dd >= D.NEVER or s + dd > T - 1:
             continue
-        if kind == "conversions" and (r == 0 or (window is not None and dd > window)):
+        if not fb.zeros_observed and (r == 0 or (fb.window is not None and dd > fb.window)):
             continue
         if dd >= W:
-            if kind in ("anonymous", "composite"):
+            if not fb.attributed:
                 lost += int(r != 0)
             else:
                 lost += 1
             continue
-        if kind in ("anonymous", "composite"):
+        if not fb.attributed:
             log[s + dd, 0] += r
         else:
-            log[s + dd, s] += (1.0 if kind == "conversions" else r) + 1.0
+            log[s + dd, s] += (r if fb.zeros_observed else 1.0) + 1.0
     return log, lost
 
 

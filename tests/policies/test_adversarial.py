@@ -241,7 +241,7 @@ def test_doubling_needs_action_time_and_no_horizon():
 
 
 def _act_uniforms(key, runs, T):
-    """The act uniforms of every run (docs/conventions.md PRNG: act key
+    """The act uniforms of every run (conventions §8: act key
     fold_in(fold_in(fold_in(fold_in(key, r), 1), 1), t), first uniform of the key)."""
     from jaxbandits.mathlib import uniform
 

@@ -157,7 +157,7 @@ def test_thompson_samplers_agree_in_law(sampler):
 
 # ----------------------------------------------------------------------------- the references
 def _fixture_streams(R, T_):
-    """Reward uniforms and act keys of runs 0..R-1 under key 2024 (docs/conventions.md, PRNG)."""
+    """Reward uniforms and act keys of runs 0..R-1 under key 2024 (conventions §8)."""
     import jax.numpy as jnp
 
     from jaxbandits.mathlib import uniform

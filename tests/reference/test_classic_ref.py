@@ -80,6 +80,11 @@ def _acts(out):
 
 
 # ----------------------------------------------------------------------------- the reference loop
+def _feedback(channel):
+    """What the named channel declares it reveals (the references read feedback, not names)."""
+    return C.conversions(window=WINDOW).feedback if channel == "conversions" else getattr(C, channel)().feedback
+
+
 def run_reference(choose, s, channel="attributed", mu=MU32, law=LAW, window=WINDOW, payload=None):
     """Play one run: ``choose(t, n, S, s) -> (action, extra)`` sees the per-arm counts ``n`` (arrivals,
     or plays under censoring) and sums ``S`` of what has arrived. Returns the actions and, for
@@ -90,12 +95,13 @@ def run_reference(choose, s, channel="attributed", mu=MU32, law=LAW, window=WIND
     due = defaultdict(list)
     acts, extras = [], []
     for t in range(T):
-        n = n_play if channel == "conversions" else n_arr
+        hidden = not _feedback(channel).zeros_observed  # zeros hidden: counts are plays (conventions §4)
+        n = n_play if hidden else n_arr
         a, extra = choose(t, n.copy(), S.copy(), s)
         acts.append(a)
         extras.append(extra)
         r = float(s.u[t] < mu[a])
-        if channel == "conversions":
+        if hidden:
             ok = r == 1.0 and d[t] <= window  # zeros and late conversions never arrive
         else:
             ok = True
@@ -312,7 +318,7 @@ def lin_reference(kind, params, s, X, channel, window=5):
     theta32 = THETA.astype(np.float32)
     for t in range(LIN_T):
         x = X[t]
-        conv = channel == "conversions"
+        conv = not _feedback(channel).zeros_observed
         Vm = Vp if conv else Va
         n_rows = n_rows_play if conv else n_rows_arr
         th = np.linalg.solve(Vm, b)
