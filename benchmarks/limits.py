@@ -110,13 +110,14 @@ def _recorded_scan(step, c0, T, stride, metric):
 
 
 # ----------------------------------------------------------------------------- naive scans
-def naive_classic(name, K, T, stride, key):
+def naive_classic(name, K, T, stride, key, fold=None):
     """One run of the naive UCB1 / KL-UCB / Thompson: ``run_id -> (regret[R], pulls[K])``."""
     import jax
     import jax.numpy as jnp
 
     from jaxbandits import mathlib as M
 
+    fold = fold or jax.random.fold_in
     mu = jnp.asarray(arm_means(K))
     best = jnp.max(mu)
 
@@ -135,9 +136,9 @@ def naive_classic(name, K, T, stride, key):
 
         def step(c, t):
             n, s, reg = c
-            k = jax.random.fold_in(k_act, t)
+            k = fold(k_act, t)
             a = M.argmax_random_tie(index(n, s, t, k), M.uniform(k))
-            x = (M.uniform(jax.random.fold_in(k_rew, t)) < mu[a]).astype(jnp.float32)
+            x = (M.uniform(fold(k_rew, t)) < mu[a]).astype(jnp.float32)
             e = (jnp.arange(K) == a).astype(jnp.float32)
             return (n + e, s + e * x, reg + (best - mu[a])), None
 
@@ -159,7 +160,7 @@ def _geometric(delay_mean, window):
     return law, jnp.exp(lr), jnp.exp((window + 1) * lr), -jnp.expm1((window + 1) * lr)
 
 
-def naive_delayed_klucb(K, T, stride, key, delay_mean, window):
+def naive_delayed_klucb(K, T, stride, key, delay_mean, window, fold=None):
     """One run of the naive DelayedKLUCB (Vernade et al. 2017, censored, geometric delays):
     ``Ñ = tau_m N_closed + N_window - O`` by its O(K) recursion, a calendar of conversions, the
     ring of the last m arms; natural order (reads before writes)."""
@@ -168,6 +169,7 @@ def naive_delayed_klucb(K, T, stride, key, delay_mean, window):
 
     from jaxbandits import mathlib as M
 
+    fold = fold or jax.random.fold_in
     mu = jnp.asarray(arm_means(K))
     best = jnp.max(mu)
     m, W = window, window + 1
@@ -178,13 +180,13 @@ def naive_delayed_klucb(K, T, stride, key, delay_mean, window):
 
         def step(c, t):
             cal, n, s, o, w, nc, ring, reg = c
-            k = jax.random.fold_in(k_act, t)
+            k = fold(k_act, t)
             nt = tau_m * nc + w - o
             theta = s / jnp.where(nt > 0, nt, 1.0)
             idx = M.poisson_kl_ucb(theta, nt, jnp.log(t + 1.0), 1.0, 8)
             a = jnp.where(t < K, t % K, M.argmax_random_tie(idx, M.uniform(k)))
-            x = M.uniform(jax.random.fold_in(k_rew, t)) < mu[a]
-            d = law.ppf(M.uniform(jax.random.fold_in(k_del, t)))
+            x = M.uniform(fold(k_rew, t)) < mu[a]
+            d = law.ppf(M.uniform(fold(k_del, t)))
             e = (jnp.arange(K) == a).astype(jnp.float32)
             cal = cal.at[(t + d) % W].add(e * (x & (d <= m)))  # the conversion, if seen, at t + d
             conv = cal[t % W]  # what arrives now
@@ -203,7 +205,7 @@ def naive_delayed_klucb(K, T, stride, key, delay_mean, window):
     return run
 
 
-def fused_delayed_klucb(K, T, stride, key, delay_mean, window):
+def fused_delayed_klucb(K, T, stride, key, delay_mean, window, fold=None):
     """One run of the hand-fused DelayedKLUCB: the same algorithm and float operations as
     :func:`naive_delayed_klucb`, only the state the next round needs (no pull counts), every
     carried buffer written first and read last (the calendar slot read last round is cleared,
@@ -214,6 +216,7 @@ def fused_delayed_klucb(K, T, stride, key, delay_mean, window):
 
     from jaxbandits import mathlib as M
 
+    fold = fold or jax.random.fold_in
     mu = jnp.asarray(arm_means(K))
     best = jnp.max(mu)
     m, W = window, window + 1
@@ -224,12 +227,12 @@ def fused_delayed_klucb(K, T, stride, key, delay_mean, window):
 
         def step(c, t):
             cal, s, o, w, nc, ring, leave, reg = c
-            k = jax.random.fold_in(k_act, t)
+            k = fold(k_act, t)
             nt = tau_m * nc + w - o
             idx = M.poisson_kl_ucb(s / jnp.where(nt > 0, nt, 1.0), nt, jnp.log(t + 1.0), 1.0, 8)
             a = jnp.where(t < K, t % K, M.argmax_random_tie(idx, M.uniform(k)))
-            x = M.uniform(jax.random.fold_in(k_rew, t)) < mu[a]
-            d = law.ppf(M.uniform(jax.random.fold_in(k_del, t)))
+            x = M.uniform(fold(k_rew, t)) < mu[a]
+            d = law.ppf(M.uniform(fold(k_del, t)))
             e = (jnp.arange(K) == a).astype(jnp.float32)
             cal = cal.at[(t - 1) % W].set(0.0)  # writes ...
             cal = cal.at[jnp.where(x & (d <= m), (t + d) % W, W)].add(e, mode="drop")
@@ -370,14 +373,19 @@ def measure(algo, a, key, n_runs, repeat=1):
                        **library_memory(env, ch, pol, T, n_runs, stride)}}
     lost = int(np.sum(lib.lost_to_W))
     hands = {}
+    from jaxbandits.mathlib import fold_in as written_out_fold_in
+
     if algo == "DelayedKLUCB":
         args = (K, T, stride, key, a.delay_mean, a.window)
         hands["naive"] = naive_delayed_klucb(*args)
         hands["fused"] = fused_delayed_klucb(*args)
+        hands["fused_wfold"] = fused_delayed_klucb(*args, fold=written_out_fold_in)
         row["world"] = {"delay": f"geometric(mean={a.delay_mean})", "window": a.window,
                         "library_calendar_width": int(lib.width), "library_lost_to_W": lost}
     else:
         hands["naive"] = naive_classic(algo, K, T, stride, key)
+    hands["naive_wfold"] = (naive_delayed_klucb(*args, fold=written_out_fold_in) if algo == "DelayedKLUCB"
+                            else naive_classic(algo, K, T, stride, key, fold=written_out_fold_in))
     for what, fn in hands.items():
         h = run_hand(fn, n_runs, lt["devices"], repeat)
         if lost == 0:
@@ -390,10 +398,12 @@ def measure(algo, a, key, n_runs, repeat=1):
                      "program_bytes": h["program_bytes"], "max_rel_regret_diff": h_diff,
                      "checked_equal": lost == 0, "peak_device_bytes_so_far": peak_device_bytes()}
     row["library_over_naive"] = row["library"]["run_steps_per_s"] / row["naive"]["run_steps_per_s"]
+    row["library_over_naive_wfold"] = row["library"]["run_steps_per_s"] / row["naive_wfold"]["run_steps_per_s"]
     if lt["engine_run_s"]:  # the engine's own run time: the library's call less its host-side work
         row["library_engine_over_naive"] = row["naive"]["run_s"] / lt["engine_run_s"]
     if "fused" in row:
         row["library_over_fused"] = row["library"]["run_steps_per_s"] / row["fused"]["run_steps_per_s"]
+        row["library_over_fused_wfold"] = row["library"]["run_steps_per_s"] / row["fused_wfold"]["run_steps_per_s"]
     row["final_regret_mean"] = float(np.mean(np.asarray(lib.regret)[:, -1]))
     return row
 
@@ -403,22 +413,28 @@ def _fmt_bytes(b):
 
 
 def print_table(rows, platform_name):
+    """Speeds in run-steps/s; ``*w``: the hand-written program with the written-out ``fold_in``
+    (:func:`jaxbandits.mathlib.fold_in`, the engine's), so ``lib/naive-w`` and ``lib/fused-w`` show
+    the engine's structure alone, without its faster PRNG lowering."""
     mem_col = "peak MiB" if platform_name == "gpu" else "prog MiB lib/naive"
-    head = (f"{'algorithm':13s} {'runs':>8s} {'library':>10s} {'naive':>10s} {'fused':>10s} {'lib/naive':>9s} "
-            f"{'lib/fused':>9s} {'compile s lib/naive/fused':>26s} {'2nd compile':>11s} {mem_col:>14s}")
+    head = (f"{'algorithm':13s} {'runs':>8s} {'library':>10s} {'naive':>10s} {'naive-w':>10s} {'fused':>10s} "
+            f"{'fused-w':>10s} {'lib/naive':>9s} {'lib/nai-w':>9s} {'lib/fused':>9s} {'lib/fus-w':>9s} "
+            f"{'compile s lib/naive':>20s} {'2nd compile':>11s} {mem_col:>14s}")
     print(head)
+    dash = lambda w: f"{'-':>{w}s} "
     for r in rows:
-        fused = r.get("fused")
-        comp = f"{r['library']['compile_s']:.2f}/{r['naive']['compile_s']:.2f}/" + (
-            f"{fused['compile_s']:.2f}" if fused else "-")
+        fused, fw = r.get("fused"), r.get("fused_wfold")
+        comp = f"{r['library']['compile_s']:.2f}/{r['naive']['compile_s']:.2f}"
         if platform_name == "gpu":
             mem = _fmt_bytes(r["library"]["peak_device_bytes_so_far"])
         else:
             mem = _fmt_bytes(r["library"]["program_bytes"]) + "/" + _fmt_bytes(r["naive"]["program_bytes"])
         print(f"{r['algo']:13s} {r['runs']:8d} {r['library']['run_steps_per_s']:10.3e} "
-              f"{r['naive']['run_steps_per_s']:10.3e} " + (f"{fused['run_steps_per_s']:10.3e} " if fused else f"{'-':>10s} ")
-              + f"{r['library_over_naive']:9.2f} " + (f"{r['library_over_fused']:9.2f} " if fused else f"{'-':>9s} ")
-              + f"{comp:>26s} {r['library']['second_call_compile_s'] or 0.0:11.2f} {mem:>14s}", flush=True)
+              f"{r['naive']['run_steps_per_s']:10.3e} {r['naive_wfold']['run_steps_per_s']:10.3e} "
+              + (f"{fused['run_steps_per_s']:10.3e} {fw['run_steps_per_s']:10.3e} " if fused else dash(10) + dash(10))
+              + f"{r['library_over_naive']:9.2f} {r['library_over_naive_wfold']:9.2f} "
+              + (f"{r['library_over_fused']:9.2f} {r['library_over_fused_wfold']:9.2f} " if fused else dash(9) + dash(9))
+              + f"{comp:>20s} {r['library']['second_call_compile_s'] or 0.0:11.2f} {mem:>14s}", flush=True)
 
 
 def main(argv=None):

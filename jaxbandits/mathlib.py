@@ -41,6 +41,43 @@ def key_words(key):
     return kd[..., 0].astype(jnp.uint32), kd[..., 1].astype(jnp.uint32)
 
 
+_ROT = ((13, 15, 26, 6), (17, 29, 16, 24))
+
+
+def _rotl(x, d):
+    return (x << jnp.uint32(d)) | (x >> jnp.uint32(32 - d))
+
+
+def threefry2x32(k0, k1, x0, x1):
+    """The Threefry-2x32 block (20 rounds), written out: the same function as JAX's
+    ``threefry2x32`` primitive, word for word. JAX lowers that primitive on CPU as a rolled
+    5-iteration ``while`` loop (several kernel launches per call); written out, XLA fuses it
+    into the surrounding round (conventions §8: the engine's per-round ``fold_in``)."""
+    ks = (k0, k1, k0 ^ k1 ^ jnp.uint32(0x1BD11BDA))
+    x0, x1 = x0 + ks[0], x1 + ks[1]
+    for i in range(5):
+        for r in _ROT[i % 2]:
+            x0 = x0 + x1
+            x1 = x0 ^ _rotl(x1, r)
+        x0 = x0 + ks[(i + 1) % 3]
+        x1 = x1 + ks[(i + 2) % 3] + jnp.uint32(i + 1)
+    return x0, x1
+
+
+def fold_in(key, data):
+    """``jax.random.fold_in(key, data)`` bit for bit (a 32-bit ``data``), computed by the
+    written-out :func:`threefry2x32` for threefry keys, the default (tests/test_mathlib.py checks
+    the equality); other key implementations go to ``jax.random.fold_in``."""
+    if not (jnp.issubdtype(key.dtype, jax.dtypes.prng_key) and str(jax.random.key_impl(key)) == "threefry2x32"):
+        return jax.random.fold_in(key, data)
+    k0, k1 = key_words(key)
+    d = jnp.asarray(data)
+    if d.dtype not in (jnp.int32, jnp.uint32):
+        return jax.random.fold_in(key, data)
+    y0, y1 = threefry2x32(k0, k1, jnp.zeros_like(k0), d.astype(jnp.uint32))
+    return jax.random.wrap_key_data(jnp.stack([y0, y1], axis=-1), impl="threefry2x32")
+
+
 def words(key, n: int, offset: int = 0):
     """``n`` pseudo-random uint32 words from ``key`` (counter hash; ``offset`` selects a disjoint
     block of counters so that two draws from one key never share words)."""

@@ -307,3 +307,23 @@ def test_words_counter_hash_pinned():
     wb = np.asarray(M.words(keys, 3))
     assert wb.shape == (4, 3) and np.array_equal(wb[2], np.asarray(M.words(keys[2], 3)))
     assert len({tuple(r) for r in wb}) == 4
+
+
+def test_fold_in_is_jax_fold_in_bitwise():
+    """The engine's per-round ``fold_in`` (a written-out Threefry-2x32, conventions §8) is
+    ``jax.random.fold_in`` bit for bit: scalars, the extremes of int32, under vmap and jit, and
+    chained (a wrong rotation, key schedule or counter word changes every output)."""
+    keys = jax.random.split(jax.random.key(2024), 257)
+    ts = jnp.concatenate([jnp.array([0, 1, 2**31 - 1, 65535, 65536], jnp.int32),
+                          jax.random.randint(jax.random.key(1), (252,), 0, 2**31 - 1, jnp.int32)])
+    ref = jax.vmap(lambda k, t: jax.random.key_data(jax.random.fold_in(k, t)))(keys, ts)
+    got = jax.jit(jax.vmap(lambda k, t: jax.random.key_data(M.fold_in(k, t))))(keys, ts)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(ref))
+    k = jax.random.key(7)
+    a, b = k, k
+    for t in (3, 0, 99):
+        a, b = jax.random.fold_in(a, t), M.fold_in(b, jnp.uint32(t))
+    np.testing.assert_array_equal(jax.random.key_data(a), jax.random.key_data(b))
+    # another key implementation goes to jax.random.fold_in
+    r = jax.random.key(3, impl="rbg")
+    np.testing.assert_array_equal(jax.random.key_data(M.fold_in(r, 5)), jax.random.key_data(jax.random.fold_in(r, 5)))

@@ -28,7 +28,7 @@ import jax.numpy as jnp
 
 from .. import _validate as V
 from ..channels import Channel, ChannelSpec
-from ..mathlib import uniform
+from ..mathlib import fold_in, uniform
 from ..types import NEVER, Arrivals, Context, Play, Policy, ProblemSpec
 
 _F = jnp.float32
@@ -260,11 +260,12 @@ def round(prob: Problem, state: RunState, t, params=None):  # noqa: A001  (the r
     world, policy = prob.components(params)
     channel, fb = prob.channel, prob.spec.feedback
     keys = state.keys
-    u = uniform(jax.random.fold_in(keys.reward, t))
-    v = uniform(jax.random.fold_in(keys.delay, t))
-    k_ctx = jax.random.fold_in(keys.context, t)
-    k_world = jax.random.fold_in(keys.world, t)
-    k_act = jax.random.fold_in(keys.act, t)
+    t = jnp.asarray(t, jnp.int32)
+    u = uniform(fold_in(keys.reward, t))
+    v = uniform(fold_in(keys.delay, t))
+    k_ctx = fold_in(keys.context, t)
+    k_world = fold_in(keys.world, t)
+    k_act = fold_in(keys.act, t)
     # 1. context
     features, mask = world.context(state.world, t, k_ctx)
     delay_now = world.delay_at(state.world, t, v) if fb.delay_at_action else jnp.asarray(-1, jnp.int32)

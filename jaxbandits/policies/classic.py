@@ -52,12 +52,14 @@ def uniform_random() -> Policy:
 
 # ----------------------------------------------------------------------------- index policies
 class IndexState(NamedTuple):
-    """Per-arm statistics of the stochastic index policies."""
+    """Per-arm statistics of the stochastic index policies. The denominator of an arm's mean is
+    its plays when the channel hides zero outcomes (conversions: a play without an arrival may be
+    a zero), its arrivals otherwise; the state holds only that one count (the other is None, fixed
+    by the channel's feedback properties when the policy starts)."""
 
-    n_played: Any  # f32[K] plays made (known at once: the action is echoed)
-    n_arrived: Any  # f32[K] records arrived
+    n_played: Any  # f32[K] plays made (known at once: the action is echoed); None if zeros are observed
+    n_arrived: Any  # f32[K] records arrived; None if the channel hides zero outcomes
     sums: Any  # f32[K] sum of arrived rewards
-    count_plays: Any  # bool: the conversions channel (zeros hidden): divide by plays, not arrivals
 
 
 class IndexMemo(NamedTuple):
@@ -66,7 +68,9 @@ class IndexMemo(NamedTuple):
 
 def _index_init(spec: ProblemSpec, key):
     z = jnp.zeros((spec.n_arms,), _F)
-    return IndexState(z, z, z, jnp.asarray(not spec.feedback.zeros_observed))
+    if spec.feedback.zeros_observed:
+        return IndexState(None, z, z)
+    return IndexState(z, None, z)
 
 
 def _index_payload(memo, reward, delay):
@@ -74,15 +78,15 @@ def _index_payload(memo, reward, delay):
 
 
 def _index_update(state: IndexState, arr):
-    k = state.n_played.shape[0]
-    return state._replace(n_played=state.n_played + one_hot(arr.action, k),
-                          n_arrived=state.n_arrived + arr.payload[:k],
-                          sums=state.sums + arr.payload[k:])
+    k = state.sums.shape[0]
+    if state.n_played is not None:
+        return state._replace(n_played=state.n_played + one_hot(arr.action, k), sums=state.sums + arr.payload[k:])
+    return state._replace(n_arrived=state.n_arrived + arr.payload[:k], sums=state.sums + arr.payload[k:])
 
 
 def counts(state: IndexState):
     """The denominator of the empirical mean: plays under censoring, arrivals otherwise."""
-    return jnp.where(state.count_plays, state.n_played, state.n_arrived)
+    return state.n_played if state.n_played is not None else state.n_arrived
 
 
 def _index_policy(name, index_fn) -> Policy:
