@@ -286,7 +286,7 @@ def figure_regret(results, metric=None, logx=False, logy=False, title=None, band
             ax.set_xlabel("round t")
             if c == 0:
                 ax.set_ylabel(_ylabel(metric))
-            ax.legend(loc="upper left")
+            ax.legend(loc="best")
             if pulls:
                 pax = fig.add_subplot(gs[r * len(hr) + 1, c])
                 _pulls_axis(pax, results, labs, refs)
