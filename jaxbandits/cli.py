@@ -142,6 +142,10 @@ def _parser():
     cp.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples (--method bootstrap; default 2000)")
     cp.add_argument("--metric", default=None,
                     help="curve to compare: regret, expected_regret, delayed_regret, fixed_regret (default: the experiment's)")
+    cp.add_argument("--only", action="append", default=None, metavar="LABEL",
+                    help="compare only this policy with the baseline; repeatable")
+    cp.add_argument("--exclude", action="append", default=None, metavar="LABEL",
+                    help="leave this policy out of the comparison; repeatable")
     cp.add_argument("--logx", action="store_true", help="log scale on the x-axis of compare.png")
     cp.add_argument("--no-plot", action="store_true", help="do not draw compare.png")
     cp.add_argument("--debug", **common)
@@ -334,8 +338,9 @@ def _compare(a):
     if not 0 < a.level < 1:
         raise ValueError(f"--level must be in (0, 1), e.g. 0.95, got {a.level}")
     res = _results_folder(a.dir, "compare")
-    with _options_named("baseline", "metric"):
-        cmp = compare(res, baseline=a.baseline, level=a.level, method=a.method, metric=a.metric, n_boot=a.n_boot)
+    with _options_named("baseline", "metric", "only", "exclude"):
+        cmp = compare(res, baseline=a.baseline, level=a.level, method=a.method, metric=a.metric, n_boot=a.n_boot,
+                      only=a.only, exclude=a.exclude)
     if not cmp.diffs:
         raise ValueError(f"--baseline: {cmp.experiment!r} has no other policy to compare with the baseline")
     print(f"{cmp.experiment}: {cmp.runs} runs, paired difference of {cmp.metric} against the baseline, "

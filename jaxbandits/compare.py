@@ -178,7 +178,7 @@ def check_metric(results, metric=None, labels=None) -> str:
 
 
 def compare(results, baseline: Optional[str] = None, level: float = 0.95, method: str = "t",
-            metric: Optional[str] = None, n_boot: int = 2000, seed: int = 0) -> Comparison:
+            metric: Optional[str] = None, n_boot: int = 2000, seed: int = 0, only=None, exclude=None) -> Comparison:
     """Compare every policy of ``results`` (a :class:`jaxbandits.Results`) with ``baseline``: the
     paired difference of regret ``R^policy(t) - R^baseline(t)`` per run, its mean and ``level``
     confidence interval at every record point (``method`` ``"t"`` or ``"bootstrap"``, see the module
@@ -187,8 +187,12 @@ def compare(results, baseline: Optional[str] = None, level: float = 0.95, method
     ``baseline`` is a policy label (in a multi-panel experiment, the label within each panel, such
     as ``"random"``, or a full label ``"panel: random"`` to compare within that panel only);
     ``None`` takes the first policy of each panel. ``metric`` is a recorded curve (default the
-    experiment's metric: ``regret``, ``expected_regret``, ``delayed_regret``...). Every argument is
-    checked first, with an error naming it and what is allowed."""
+    experiment's metric: ``regret``, ``expected_regret``, ``delayed_regret``...). ``only`` /
+    ``exclude`` (labels or labels within a panel) choose the policies compared with the baseline.
+    Every argument is checked first, with an error naming it and what is allowed."""
+    from .plotting import _select  # no matplotlib import: label selection only
+
+    chosen = set(_select(list(results.curves), only, exclude))
     level = _check_level(level)
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}, got {method!r}")
@@ -210,7 +214,7 @@ def compare(results, baseline: Optional[str] = None, level: float = 0.95, method
     diffs = {}
     for pn, b in baselines.items():
         base = np.asarray(results.curves[b][metric], np.float64)
-        others = [l for l in panels[pn] if l != b]
+        others = [l for l in panels[pn] if l != b and l in chosen]
         if not others:
             continue
         d = np.stack([np.asarray(results.curves[l][metric], np.float64) - base for l in others])  # [P, n, R]

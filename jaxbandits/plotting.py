@@ -100,7 +100,7 @@ def _select(labels: List[str], only, exclude, what="only") -> List[str]:
     hit = lambda l, names: l in names or _short(l) in names
     out = [l for l in labels if (not keep or hit(l, keep)) and not hit(l, drop)]
     if not out:
-        raise ValueError("only/exclude leave no policy to plot; policies: "
+        raise ValueError("only/exclude leave no policy; policies: "
                          + ", ".join(dict.fromkeys(_short(l) for l in labels)))
     return out
 

@@ -111,6 +111,8 @@ def test_compare_pairs_runs_and_matches_the_core_interval():
     # default baseline: the first policy of each panel; a full label compares within its panel only
     assert compare(res).baselines == {"A": "A: UCB", "B": "B: UCB"}
     assert set(compare(res, baseline="B: random").diffs) == {"B: UCB"}
+    assert set(compare(res, only=["A: random"]).diffs) == {"A: random"}  # only/exclude choose the compared
+    assert set(compare(res, exclude=["random"]).diffs) == set()
     # bootstrap through compare: the core bootstrap of the same differences, same seed
     bs = compare(res, baseline="random", method="bootstrap", n_boot=300, seed=5)
     d = np.stack([np.asarray(curves["A: UCB"], np.float32).astype(np.float64)
