@@ -367,7 +367,7 @@ def plot_ratio(results, path, reference: str, t0: int = 100, logx=False, logy=Fa
     return save_figure(figure_ratio(results, reference, t0, logx, logy), path)
 
 
-def figure_compare(comparison, results=None, logx=False, logy=False, only=None, exclude=None):
+def figure_compare(comparison, results=None, logx=False, logy=False, only=None, exclude=None, references=None):
     """The figure of :func:`plot_compare` (returned, not saved)."""
     labels = _select(list(comparison.diffs), only, exclude)
     by_panel: Dict[str, List[str]] = {}
@@ -380,23 +380,32 @@ def figure_compare(comparison, results=None, logx=False, logy=False, only=None, 
     rows, cols = _grid(len(panels), layout)
     single = len(panels) == 1
     w, h = (6.4, 4.2) if single else (4.3, 3.5)
-    col = colors(labels)
+    order = list(results.curves) if results is not None else list(comparison.baselines.values()) + labels
+    col = colors(l for l in order if not is_reference(l, references))
     t = np.asarray(comparison.t)
     pct = f"{100 * comparison.level:g}%"
     with style() as plt:
         fig, axes = plt.subplots(rows, cols, figsize=(w * cols, h * rows + 0.45), squeeze=False)
         for ax, pn in zip(axes.ravel(), panels):
             base = comparison.baselines[pn]
+            fit = [np.zeros(1)]
             for lab in by_panel[pn]:
                 d = comparison.diffs[lab]
                 m, lo, hi = (np.asarray(d[k], np.float64) for k in ("mean", "lo", "hi"))
-                ax.plot(t, m, color=col[_short(lab)], label=f"{_short(lab)}  {m[-1]:+.1f} [{lo[-1]:+.1f}, {hi[-1]:+.1f}]")
-                ax.fill_between(t, lo, hi, color=col[_short(lab)], alpha=0.2, lw=0)
-            ax.axhline(0.0, color=_REF_COLOR, lw=0.9, ls="--", label=f"{_short(base)} (baseline)")
+                fin = f"{m[-1]:+.1f} [{lo[-1]:+.1f}, {hi[-1]:+.1f}]"
+                if is_reference(lab, references):
+                    ax.plot(t, m, color=_REF_COLOR, lw=0.9, ls="--", zorder=1, label=f"{_short(lab)} (ref.) {fin}")
+                    continue
+                ax.plot(t, m, color=col[_short(lab)], zorder=3, label=f"{_short(lab)}  {fin}")
+                ax.fill_between(t, lo, hi, color=col[_short(lab)], alpha=0.2, lw=0, zorder=2)
+                fit += [lo, hi]
+            ax.axhline(0.0, color="k", lw=0.8, ls="-", zorder=1, label=f"{_short(base)} (baseline)")
             if logx:
                 ax.set_xscale("log")
             if logy:
                 ax.set_yscale("symlog", linthresh=1.0)
+            elif len(fit) > 1:  # reference policies do not set the scale
+                _ylim(ax, fit, False)
             if pn:
                 ax.set_title(pn)
             ax.set_xlabel("round t")
@@ -409,14 +418,17 @@ def figure_compare(comparison, results=None, logx=False, logy=False, only=None, 
         how = ("paired t interval over runs" if comparison.method == "t"
                else f"paired percentile bootstrap over runs, {comparison.n_boot} resamples")
         extra = f"mean paired difference, bands: {pct} CI ({how}); below 0: less regret than the baseline"
+        if any(is_reference(l, references) for l in labels):
+            extra += "; dashed grey: reference policies (not used for the y-limits)"
         cap = caption(results, extra) if results is not None else extra
         _finish(fig, f"{comparison.experiment}: paired differences of regret, {comparison.runs} runs", cap, w * cols)
     return fig
 
 
-def plot_compare(comparison, path, results=None, logx=False, logy=False, only=None, exclude=None):
+def plot_compare(comparison, path, results=None, logx=False, logy=False, only=None, exclude=None, references=None):
     """The paired differences of a :class:`jaxbandits.compare.Comparison` with their confidence
     bands, one subplot per panel, a dashed zero line for the baseline; ``results`` (the compared
     :class:`jaxbandits.Results`) adds the settings to the caption; ``logy`` is a symmetric log scale
-    (differences change sign). Returns the path written."""
-    return save_figure(figure_compare(comparison, results, logx, logy, only, exclude), path)
+    (differences change sign); ``references`` as in :func:`plot_regret` (default: the uniform-random
+    policy, drawn thin and grey, outside the y-limits). Returns the path written."""
+    return save_figure(figure_compare(comparison, results, logx, logy, only, exclude, references), path)

@@ -137,6 +137,14 @@ def test_compare_figure_has_one_band_per_policy_and_a_zero_line():
         assert [ln.get_label().split()[0] for ln in ax.get_lines()] == ["UCB1", "KL-UCB", "random"]
         assert ax.get_lines()[-1].get_ydata()[0] == 0  # the baseline's zero line
         assert len(ax.collections) == 2
+    # against UCB1, random is a reference: no band, and its difference (far above) sets no limit
+    cmp = compare(res, baseline="UCB1")
+    for ax in [ax for ax in figure_compare(cmp, res).axes if ax.get_label().startswith("compare")]:
+        assert [ln.get_label().split()[:2] for ln in ax.get_lines()][1:] == [["random", "(ref.)"],
+                                                                              ["UCB1", "(baseline)"]]
+        assert len(ax.collections) == 1
+        top = ax.get_ylim()[1]
+        assert top < max(np.max(cmp.diffs[l]["mean"]) for l in cmp.diffs if l.endswith("random"))
 
 
 def test_cli_plot_options(tmp_path, capsys):
