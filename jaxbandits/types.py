@@ -2,7 +2,7 @@
 
 Three kinds of components meet in one round (docs/architecture.md):
 
-* a **world** (:class:`jaxbandits.envs.base.World`) draws outcomes and reports expected rewards;
+* a **world** (:class:`jaxbandits.envs.World`) draws outcomes and reports expected rewards;
 * a **channel** (:class:`jaxbandits.channels.Channel`) decides what reaches the policy and when,
   and declares it in a typed :class:`Feedback` record;
 * a **policy** (:class:`Policy`), a NamedTuple of pure functions (optax style)::
