@@ -87,8 +87,15 @@ def interval(x, axis: int = 0, level: float = 0.95, method: str = "t", n_boot: i
     raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}, got {method!r}")
 
 
-def _short(label: str) -> str:
-    return label.split(": ", 1)[-1]
+def short_labels(results) -> Dict[str, str]:
+    """``{label: label within its panel}``: a multi-panel experiment labels its policies
+    ``"panel: policy"`` (``"d=10: UCB1"`` is ``"UCB1"`` of panel ``"d=10"``; a panel name may itself
+    contain ``": "``); without panels a label is its own."""
+    out = {}
+    for lab in results.curves:
+        p = results.panels.get(lab, "") if results.panels else ""
+        out[lab] = lab[len(p) + 2:] if p and lab.startswith(p + ": ") else lab
+    return out
 
 
 def _panels(results) -> Dict[str, List[str]]:
@@ -117,6 +124,7 @@ class Comparison:
     diffs: Dict[str, Dict[str, object]]
     checkpoints: list = dataclasses.field(default_factory=list)
     n_boot: Optional[int] = None
+    short: Dict[str, str] = dataclasses.field(default_factory=dict)  # label -> label within its panel
 
     def at(self) -> List[int]:
         """The record points of the table: the experiment's checkpoints, else about T/4, T/2, T."""
@@ -139,7 +147,7 @@ class Comparison:
             for c in cps:
                 i = int(np.searchsorted(t, c))
                 cells.append(f"{d['mean'][i]:+.1f} [{d['lo'][i]:+.1f}, {d['hi'][i]:+.1f}]")
-            rows.append(f"| {lab} | {_short(d['baseline'])} | " + " | ".join(cells) + " |")
+            rows.append(f"| {lab} | {self.short.get(d['baseline'], d['baseline'])} | " + " | ".join(cells) + " |")
         return "\n".join(rows) + "\n"
 
     def to_dict(self) -> dict:
@@ -192,7 +200,8 @@ def compare(results, baseline: Optional[str] = None, level: float = 0.95, method
     Every argument is checked first, with an error naming it and what is allowed."""
     from .plotting import _select  # no matplotlib import: label selection only
 
-    chosen = set(_select(list(results.curves), only, exclude))
+    sh = short_labels(results)
+    chosen = set(_select(list(results.curves), only, exclude, short=sh))
     level = _check_level(level)
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}, got {method!r}")
@@ -205,12 +214,12 @@ def compare(results, baseline: Optional[str] = None, level: float = 0.95, method
         if baseline is None:
             baselines[pn] = labs[0]
             continue
-        hit = [l for l in labs if l == baseline or _short(l) == baseline]
+        hit = [l for l in labs if l == baseline or sh[l] == baseline]
         if hit:
             baselines[pn] = hit[0]
     if not baselines:
         raise ValueError(f"baseline {baseline!r} is not a policy of {results.experiment!r}; policies: "
-                         + ", ".join(sorted({_short(l) for l in results.curves})))
+                         + ", ".join(dict.fromkeys(sh.values())))
     diffs = {}
     for pn, b in baselines.items():
         base = np.asarray(results.curves[b][metric], np.float64)
@@ -223,7 +232,7 @@ def compare(results, baseline: Optional[str] = None, level: float = 0.95, method
             diffs[lab] = {"baseline": b, "mean": m[j], "lo": lo[j], "hi": hi[j]}
     return Comparison(results.experiment, int(results.runs), np.asarray(results.t), metric, level, method,
                       baselines, diffs, list(results.checkpoints or []),
-                      int(n_boot) if method == "bootstrap" else None)
+                      int(n_boot) if method == "bootstrap" else None, sh)
 
 
 def save_comparison(out, comparison: Comparison, results=None, plot: bool = True, logx: bool = False) -> List[str]:

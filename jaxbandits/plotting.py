@@ -62,56 +62,50 @@ def _ylabel(metric):
         metric, metric)
 
 
-def _short(label: str) -> str:
-    return label.split(": ", 1)[-1]
-
-
-def colors(labels: Iterable[str]) -> Dict[str, object]:
-    """One colour per short label (the label within its panel), in order of appearance, so a
-    policy has the same colour in every panel and every figure of the same results."""
+def colors(short: Iterable[str]) -> Dict[str, object]:
+    """One colour per label within a panel (``short``, in order of appearance), so a policy has
+    the same colour in every panel and every figure of the same results."""
     import matplotlib
 
-    labels = list(labels)
-    cmap = matplotlib.colormaps["tab10" if len(set(map(_short, labels))) <= 10 else "tab20"]
-    out: Dict[str, object] = {}
-    for lab in labels:
-        s = _short(lab)
-        if s not in out:
-            out[s] = cmap(len(out) % cmap.N)
-    return out
+    short = list(dict.fromkeys(short))
+    cmap = matplotlib.colormaps["tab10" if len(short) <= 10 else "tab20"]
+    return {s: cmap(i % cmap.N) for i, s in enumerate(short)}
 
 
-def _select(labels: List[str], only, exclude, what="only") -> List[str]:
-    """Labels kept by ``only`` / ``exclude`` (each a label or a short label); unknown names are an
-    error naming the option and the labels there are."""
+def _select(labels: List[str], only, exclude, what="only", short: Optional[Dict[str, str]] = None) -> List[str]:
+    """Labels kept by ``only`` / ``exclude`` (each a label or a label within its panel, ``short``);
+    unknown names are an error naming the option and the labels there are."""
+    sh = short or {l: l for l in labels}
+
     def norm(x, name):
         if x is None:
             return []
         x = [x] if isinstance(x, str) else list(x)
-        known = set(labels) | {_short(l) for l in labels}
+        known = set(labels) | {sh[l] for l in labels}
         bad = [v for v in x if v not in known]
         if bad:
             raise ValueError(f"{name}: no policy {', '.join(map(repr, bad))}; policies: "
-                             + ", ".join(dict.fromkeys(_short(l) for l in labels)))
+                             + ", ".join(dict.fromkeys(sh[l] for l in labels)))
         return x
 
     keep = norm(only, what)
     drop = norm(exclude, "exclude")
-    hit = lambda l, names: l in names or _short(l) in names
+    hit = lambda l, names: l in names or sh[l] in names
     out = [l for l in labels if (not keep or hit(l, keep)) and not hit(l, drop)]
     if not out:
-        raise ValueError("only/exclude leave no policy; policies: "
-                         + ", ".join(dict.fromkeys(_short(l) for l in labels)))
+        raise ValueError("only/exclude leave no policy; policies: " + ", ".join(dict.fromkeys(sh[l] for l in labels)))
     return out
 
 
-def is_reference(label: str, references=None) -> bool:
-    """Whether ``label`` is drawn as a reference curve: named in ``references`` (labels or short
-    labels), or, when ``references`` is None, a uniform-random policy (:data:`REFERENCE_LABELS`)."""
+def is_reference(label: str, references=None, within: Optional[str] = None) -> bool:
+    """Whether ``label`` (``within``: its label within its panel) is drawn as a reference curve:
+    named in ``references`` (labels or labels within a panel), or, when ``references`` is None, a
+    uniform-random policy (:data:`REFERENCE_LABELS`)."""
+    within = label if within is None else within
     if references is None:
-        return _short(label).lower() in REFERENCE_LABELS
+        return within.lower() in REFERENCE_LABELS
     refs = [references] if isinstance(references, str) else list(references)
-    return label in refs or _short(label) in refs
+    return label in refs or within in refs
 
 
 def overrides(results) -> Optional[dict]:
@@ -202,7 +196,7 @@ def _ylim(ax, arrays, logy):
         ax.set_ylim(min(0.0, lo - pad) if lo >= 0 else lo - pad, hi + pad)
 
 
-def _pulls_axis(ax, results, labs, refs):
+def _pulls_axis(ax, results, labs, refs, sh):
     """Stacked horizontal bars: each policy's mean share of pulls per arm at the horizon."""
     import matplotlib
 
@@ -220,7 +214,7 @@ def _pulls_axis(ax, results, labs, refs):
         ax.barh(y, w, left=left, height=0.7, color=cmap(k / max(K - 1, 1)), edgecolor="white", linewidth=0.4,
                 label=f"arm {k}" if K <= 8 else None)
         left += w
-    ax.set_yticks(y, [_short(l) + (" (ref.)" if l in refs else "") for l in labs])
+    ax.set_yticks(y, [sh[l] + (" (ref.)" if l in refs else "") for l in labs])
     ax.set_xlim(0, 1)
     ax.set_xlabel("share of pulls per arm at the horizon (mean over runs)")
     ax.grid(axis="y", visible=False)
@@ -235,19 +229,21 @@ def _pulls_axis(ax, results, labs, refs):
 def figure_regret(results, metric=None, logx=False, logy=False, title=None, bands="ci", only=None,
                   exclude=None, references=None, pulls=False, show_caption=True):
     """The figure of ``plot_regret`` (returned, not saved). See :func:`plot_regret`."""
-    from .compare import check_metric
+    from .compare import check_metric, short_labels
 
-    labels = _select(list(results.curves), only, exclude)
+    sh = short_labels(results)
+    labels = _select(list(results.curves), only, exclude, short=sh)
     metric = check_metric(results, metric, labels)
     if references is not None:
-        _select(list(results.curves), references, None, "reference")  # unknown names are an error
+        _select(list(results.curves), references, None, "reference", short=sh)  # unknown names are an error
+    isref = lambda l: is_reference(l, references, sh[l])
     panel_of = (lambda l: results.panels.get(l, "")) if results.panels else (lambda l: "")
     panels = list(dict.fromkeys(panel_of(l) for l in labels))
     n_all = len({panel_of(l) for l in results.curves})
     rows, cols = _grid(len(panels), results.layout if len(panels) == n_all else None)
     single = len(panels) == 1
     w, h = (6.4, 4.2) if single else (4.3, 3.5)
-    col = colors(l for l in labels if not is_reference(l, references))
+    col = colors(sh[l] for l in results.curves if not isref(l))
     what = ""
     with style() as plt:
         hr = [3.0, 0.35 + 0.22 * max(len([l for l in labels if panel_of(l) == p]) for p in panels)] if pulls else [1]
@@ -261,17 +257,17 @@ def figure_regret(results, metric=None, logx=False, logy=False, title=None, band
             axes.append(ax)
             t = np.asarray(results.t)
             labs = [l for l in labels if panel_of(l) == pn]
-            refs = [l for l in labs if is_reference(l, references)]
+            refs = [l for l in labs if isref(l)]
             fit = []
             for lab in labs:
                 m, lo, hi, what = _bands(results, lab, metric, bands)
                 fin = f"{m[-1]:.1f}" + (f" [{lo[-1]:.1f}, {hi[-1]:.1f}]" if lo is not None else "")
                 if lab in refs:
-                    ax.plot(t, m, color=_REF_COLOR, lw=0.9, ls="--", zorder=1, label=f"{_short(lab)} (ref.) {fin}")
+                    ax.plot(t, m, color=_REF_COLOR, lw=0.9, ls="--", zorder=1, label=f"{sh[lab]} (ref.) {fin}")
                     continue
-                ax.plot(t, m, color=col[_short(lab)], zorder=3, label=f"{_short(lab)}  {fin}")
+                ax.plot(t, m, color=col[sh[lab]], zorder=3, label=f"{sh[lab]}  {fin}")
                 if lo is not None:
-                    ax.fill_between(t, lo, hi, color=col[_short(lab)], alpha=0.2, lw=0, zorder=2)
+                    ax.fill_between(t, lo, hi, color=col[sh[lab]], alpha=0.2, lw=0, zorder=2)
                 fit += [m] + ([lo, hi] if lo is not None else [])
             for name, cc in results.log_lines.get(pn, {}).items():
                 ax.plot(t, cc * np.log(np.maximum(t, 1)), color="k", ls=":", lw=0.9, label=name, zorder=1)
@@ -289,11 +285,11 @@ def figure_regret(results, metric=None, logx=False, logy=False, title=None, band
             ax.legend(loc="best")
             if pulls:
                 pax = fig.add_subplot(gs[r * len(hr) + 1, c])
-                _pulls_axis(pax, results, labs, refs)
+                _pulls_axis(pax, results, labs, refs, sh)
                 pax.set_label(f"pulls: {pn}" if pn else "pulls")
         head = title or f"{results.experiment}: {results.runs} runs × {results.horizon} rounds"
         parts = ["lines: mean over runs" + (f", bands: {what}" if what else "")]
-        if any(is_reference(l, references) for l in labels):
+        if any(isref(l) for l in labels):
             parts.append("dashed grey: reference policies (not used for the y-limits)")
         cap = caption(results, "; ".join(parts)) if show_caption else ""
         _finish(fig, head, cap, w * cols)
@@ -327,14 +323,17 @@ def figure_ratio(results, reference: str, t0: int = 100, logx=False, logy=False)
     """The figure of :func:`plot_ratio` (returned, not saved)."""
     panels = list(dict.fromkeys(results.panels.values())) if results.panels else [""]
     rows, cols = _grid(len(panels), results.layout)
-    col = colors(l for l in results.curves if _short(l) != reference)
+    from .compare import short_labels
+
+    sh = short_labels(results)
+    col = colors(sh[l] for l in results.curves if sh[l] != reference)
     t = np.asarray(results.t)
     keep = t >= t0
     with style() as plt:
         fig, axes = plt.subplots(rows, cols, figsize=(4.3 * cols, 3.4 * rows + 0.45), squeeze=False)
         for ax, pn in zip(axes.ravel(), panels):
             labs = [l for l in results.curves if (results.panels.get(l, "") if results.panels else "") == pn]
-            ref = [l for l in labs if _short(l) == reference]
+            ref = [l for l in labs if sh[l] == reference]
             if not ref:
                 continue
             r_ref = results.mean_se(ref[0])[0]
@@ -342,8 +341,8 @@ def figure_ratio(results, reference: str, t0: int = 100, logx=False, logy=False)
                 if lab == ref[0]:
                     continue
                 m = results.mean_se(lab)[0]
-                ax.plot(t[keep], m[keep] / np.maximum(r_ref[keep], 1e-9), color=col[_short(lab)],
-                        label=f"{_short(lab)} / {reference}")
+                ax.plot(t[keep], m[keep] / np.maximum(r_ref[keep], 1e-9), color=col[sh[lab]],
+                        label=f"{sh[lab]} / {reference}")
             ax.axhline(1.0, color=_REF_COLOR, lw=0.8, ls="--")
             if logx:
                 ax.set_xscale("log")
@@ -369,7 +368,9 @@ def plot_ratio(results, path, reference: str, t0: int = 100, logx=False, logy=Fa
 
 def figure_compare(comparison, results=None, logx=False, logy=False, only=None, exclude=None, references=None):
     """The figure of :func:`plot_compare` (returned, not saved)."""
-    labels = _select(list(comparison.diffs), only, exclude)
+    sh = {l: comparison.short.get(l, l) for l in list(comparison.diffs) + list(comparison.baselines.values())}
+    labels = _select(list(comparison.diffs), only, exclude, short=sh)
+    isref = lambda l: is_reference(l, references, sh[l])
     by_panel: Dict[str, List[str]] = {}
     for lab in labels:
         base = comparison.diffs[lab]["baseline"]
@@ -381,7 +382,7 @@ def figure_compare(comparison, results=None, logx=False, logy=False, only=None, 
     single = len(panels) == 1
     w, h = (6.4, 4.2) if single else (4.3, 3.5)
     order = list(results.curves) if results is not None else list(comparison.baselines.values()) + labels
-    col = colors(l for l in order if not is_reference(l, references))
+    col = colors(comparison.short.get(l, l) for l in order if not is_reference(l, references, comparison.short.get(l, l)))
     t = np.asarray(comparison.t)
     pct = f"{100 * comparison.level:g}%"
     with style() as plt:
@@ -393,13 +394,13 @@ def figure_compare(comparison, results=None, logx=False, logy=False, only=None, 
                 d = comparison.diffs[lab]
                 m, lo, hi = (np.asarray(d[k], np.float64) for k in ("mean", "lo", "hi"))
                 fin = f"{m[-1]:+.1f} [{lo[-1]:+.1f}, {hi[-1]:+.1f}]"
-                if is_reference(lab, references):
-                    ax.plot(t, m, color=_REF_COLOR, lw=0.9, ls="--", zorder=1, label=f"{_short(lab)} (ref.) {fin}")
+                if isref(lab):
+                    ax.plot(t, m, color=_REF_COLOR, lw=0.9, ls="--", zorder=1, label=f"{sh[lab]} (ref.) {fin}")
                     continue
-                ax.plot(t, m, color=col[_short(lab)], zorder=3, label=f"{_short(lab)}  {fin}")
-                ax.fill_between(t, lo, hi, color=col[_short(lab)], alpha=0.2, lw=0, zorder=2)
+                ax.plot(t, m, color=col[sh[lab]], zorder=3, label=f"{sh[lab]}  {fin}")
+                ax.fill_between(t, lo, hi, color=col[sh[lab]], alpha=0.2, lw=0, zorder=2)
                 fit += [lo, hi]
-            ax.axhline(0.0, color="k", lw=0.8, ls="-", zorder=1, label=f"{_short(base)} (baseline)")
+            ax.axhline(0.0, color="k", lw=0.8, ls="-", zorder=1, label=f"{sh[base]} (baseline)")
             if logx:
                 ax.set_xscale("log")
             if logy:
@@ -418,7 +419,7 @@ def figure_compare(comparison, results=None, logx=False, logy=False, only=None, 
         how = ("paired t interval over runs" if comparison.method == "t"
                else f"paired percentile bootstrap over runs, {comparison.n_boot} resamples")
         extra = f"mean paired difference, bands: {pct} CI ({how}); below 0: less regret than the baseline"
-        if any(is_reference(l, references) for l in labels):
+        if any(isref(l) for l in labels):
             extra += "; dashed grey: reference policies (not used for the y-limits)"
         cap = caption(results, extra) if results is not None else extra
         _finish(fig, f"{comparison.experiment}: paired differences of regret, {comparison.runs} runs", cap, w * cols)

@@ -14,12 +14,12 @@ from jaxbandits.compare import compare  # noqa: E402
 from jaxbandits.plotting import figure_compare, figure_regret  # noqa: E402
 
 
-def _results(panels=False, experiment="quickstart", config=None):
+def _results(panels=False, experiment="quickstart", config=None, panel_names=("d=10", "d=50")):
     rng = np.random.default_rng(0)
     t = np.array([1, 10, 100, 1000])
     runs, K = 16, 4
     labs = ["UCB1", "KL-UCB", "random"]
-    names = [f"{p}: {l}" for p in ("d=10", "d=50") for l in labs] if panels else labs
+    names = [f"{p}: {l}" for p in panel_names for l in labs] if panels else labs
     curves = {}
     for i, lab in enumerate(names):
         scale = 200.0 if lab.endswith("random") else 10.0 * (i % 3 + 1)
@@ -29,7 +29,7 @@ def _results(panels=False, experiment="quickstart", config=None):
                        "pulls": rng.multinomial(1000, [0.7, 0.1, 0.1, 0.1], size=runs).astype(np.int32)}
     cfg = config if config is not None else {"delay_mean": 50.0, "theta": [0.5, 0.4, 0.3, 0.2], "window": 20}
     return Results(experiment, {"channels": ["conversions"], **cfg}, 3, runs, 1000, t, curves,
-                   panels={l: l.split(": ")[0] for l in names} if panels else {}, layout=(1, 2) if panels else None)
+                   panels={l: l.rsplit(": ", 1)[0] for l in names} if panels else {}, layout=(1, 2) if panels else None)
 
 
 def _regret_axes(fig):
@@ -160,3 +160,20 @@ def test_cli_plot_options(tmp_path, capsys):
     assert main(["plot", str(d), "--output", "../x.png"]) == 2
     assert "--output must be a file name" in capsys.readouterr().err
     assert not (tmp_path / "x.png").exists()
+
+
+def test_panel_names_with_colons():
+    """A panel name may contain ": " (vernade2020-fig1's "binary: m=100, mu=100"): a policy's
+    label within its panel is what follows the panel name, so legends, colours, references,
+    --only and compare's baseline all see "UCB1" and "random"."""
+    res = _results(panels=True, panel_names=("binary: m=100", "uniform: m=100"))
+    axes = _regret_axes(figure_regret(res))
+    assert [ax.get_title() for ax in axes] == ["binary: m=100", "uniform: m=100"]
+    for ax in axes:
+        assert _curves(ax) == ["UCB1", "KL-UCB", "random"]
+        assert ax.get_lines()[2].get_label().startswith("random (ref.)") and len(ax.collections) == 2
+    assert [ln.get_color() for ln in axes[0].get_lines()[:2]] == [ln.get_color() for ln in axes[1].get_lines()[:2]]
+    assert [_curves(ax) for ax in _regret_axes(figure_regret(res, only=["KL-UCB"]))] == [["KL-UCB"], ["KL-UCB"]]
+    cmp = compare(res, baseline="random")
+    assert cmp.baselines == {"binary: m=100": "binary: m=100: random", "uniform: m=100": "uniform: m=100: random"}
+    assert "| binary: m=100: UCB1 | random |" in cmp.table()
