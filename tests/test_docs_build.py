@@ -79,7 +79,8 @@ def test_broken_references_fail_the_strict_build(tmp_path):
     reference and a module whose docstring has a good role and one that names nothing: the strict
     build fails, naming exactly the two broken targets."""
     cfg = yaml.safe_load((ROOT / "mkdocs.yml").read_text())
-    handler = cfg["plugins"][1]["mkdocstrings"]["handlers"]["python"]
+    handler = next(p["mkdocstrings"] for p in cfg["plugins"] if isinstance(p, dict) and "mkdocstrings" in p)
+    handler = handler["handlers"]["python"]
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "planted.py").write_text(
         '"""Planted: see :func:`no_such_function` and :func:`helper`."""\n\n\n'
