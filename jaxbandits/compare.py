@@ -129,9 +129,8 @@ class Comparison:
     def at(self) -> List[int]:
         """The record points of the table: the experiment's checkpoints, else about T/4, T/2, T."""
         t = np.asarray(self.t)
-        if self.checkpoints:
-            cps = [int(c) for c in self.checkpoints]
-        else:
+        cps = [int(c) for c in self.checkpoints if t[0] <= int(c) <= t[-1]]
+        if not cps:
             cps = [int(t[min(len(t) - 1, int(np.searchsorted(t, f * t[-1])))]) for f in (0.25, 0.5, 1.0)]
         return list(dict.fromkeys(cps))
 
