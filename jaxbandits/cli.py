@@ -1,4 +1,4 @@
-"""The ``jaxbandits`` command: ``list``, ``run NAME``, ``plot DIR``, ``fit LOG.csv|LOG.parquet``."""
+"""The ``jaxbandits`` command: ``list``, ``run NAME``, ``plot DIR``, ``compare DIR``, ``fit LOG.csv|LOG.parquet``."""
 from __future__ import annotations
 
 import argparse
@@ -113,9 +113,42 @@ def _parser():
                    help=f"do not use the persistent compilation cache (${CACHE_ENV}, default ~/.cache/jaxbandits/jax)")
     r.add_argument("--debug", **common)
     pl = sub.add_parser("plot", help="re-plot a results folder")
-    pl.add_argument("dir")
-    pl.add_argument("--logx", action="store_true")
+    pl.add_argument("dir", help="a results folder written by jaxbandits run")
+    pl.add_argument("--logx", action="store_true", help="log scale on the x-axis (rounds), every panel")
+    pl.add_argument("--logy", action="store_true", help="log scale on the y-axis (regret), every panel")
+    pl.add_argument("--only", action="append", default=None, metavar="LABEL",
+                    help="plot only this policy (a label, or a label within a panel such as UCB1); repeatable")
+    pl.add_argument("--exclude", action="append", default=None, metavar="LABEL",
+                    help="leave this policy out; repeatable")
+    pl.add_argument("--reference", action="append", default=None, metavar="LABEL",
+                    help="draw this policy thin, dashed and grey, outside the y-limits (repeatable; "
+                         "default: the uniform-random policy; --reference none: no reference curve)")
+    pl.add_argument("--bands", default="ci", choices=["ci", "se", "none"],
+                    help="bands around the mean: 95%% t confidence interval (default), 1 standard error, or none")
+    pl.add_argument("--pulls", action="store_true", help="add a panel of each policy's share of pulls per arm")
+    pl.add_argument("--metric", default=None,
+                    help="curve to plot: regret, expected_regret, delayed_regret, fixed_regret (default: the experiment's)")
+    pl.add_argument("--output", default="regret.png", metavar="NAME",
+                    help="file name of the figure in DIR (default regret.png)")
     pl.add_argument("--debug", **common)
+    cp = sub.add_parser("compare", help="paired differences of regret against a baseline policy, with confidence "
+                                        "intervals (table, summary.json, compare.png)")
+    cp.add_argument("dir", help="a results folder written by jaxbandits run")
+    cp.add_argument("--baseline", default=None, metavar="LABEL",
+                    help="the policy every other is compared with (within each panel; default: the first policy)")
+    cp.add_argument("--level", type=float, default=0.95, help="confidence level in (0, 1) (default 0.95)")
+    cp.add_argument("--method", default="t", choices=["t", "bootstrap"],
+                    help="interval: paired t interval over runs (default) or percentile bootstrap over runs")
+    cp.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples (--method bootstrap; default 2000)")
+    cp.add_argument("--metric", default=None,
+                    help="curve to compare: regret, expected_regret, delayed_regret, fixed_regret (default: the experiment's)")
+    cp.add_argument("--only", action="append", default=None, metavar="LABEL",
+                    help="compare only this policy with the baseline; repeatable")
+    cp.add_argument("--exclude", action="append", default=None, metavar="LABEL",
+                    help="leave this policy out of the comparison; repeatable")
+    cp.add_argument("--logx", action="store_true", help="log scale on the x-axis of compare.png")
+    cp.add_argument("--no-plot", action="store_true", help="do not draw compare.png")
+    cp.add_argument("--debug", **common)
     f = sub.add_parser("fit", help="fit a Bayesian conversion-and-delay model to a conversion log (CSV or Parquet)")
     f.add_argument("log", help="CSV or Parquet with columns arm, play_time, conversion_time (empty: none), cutoff")
     f.add_argument("--model", default="exponential",
@@ -205,6 +238,8 @@ def _main(argv):
         return 0 if not bad else 1
     if a.cmd == "plot":
         return _plot(a)
+    if a.cmd == "compare":
+        return _compare(a)
     from ._io import check_writable
 
     if a.runs is not None and a.runs < 1:
@@ -247,7 +282,7 @@ def _main(argv):
 
 def _plot(a):
     from ._io import add_file
-    from .plotting import plot_regret
+    from .plotting import figure_regret, save_figure
     from .results import Results
 
     d = a.dir
@@ -257,8 +292,62 @@ def _plot(a):
     if os.path.isfile(summary) and not os.path.isfile(os.path.join(d, "results.nc")):
         raise ValueError(f"plot: {d!r} holds no results.nc (a Bayesian fit's or a study's folder?): "
                          "plot re-draws the regret curves of jaxbandits run")
+    name = a.output
+    if os.path.basename(name) != name or not name.lower().endswith((".png", ".pdf", ".svg")) \
+            or name.startswith(".") or name in ("results.nc", "summary.json", "table.md"):
+        raise ValueError(f"--output must be a file name (no folder) ending in .png, .pdf or .svg, got {name!r}")
     res = Results.load(d)
-    print(add_file(d, "regret.png", lambda p: plot_regret(res, p, logx=a.logx)))
+    refs = a.reference
+    if refs is not None and [r.lower() for r in refs] == ["none"]:
+        refs = []
+    with _options_named("only", "exclude", "reference", "metric"):  # errors before anything is written
+        fig = figure_regret(res, metric=a.metric, logx=a.logx, logy=a.logy, bands=a.bands, only=a.only,
+                            exclude=a.exclude, references=refs, pulls=a.pulls)
+    print(add_file(d, name, lambda p: save_figure(fig, p)))
+    return 0
+
+
+@contextlib.contextmanager
+def _options_named(*names):
+    """A ``ValueError`` of the Python API that starts with an argument's name names the option."""
+    try:
+        yield
+    except ValueError as e:
+        msg = str(e)
+        if any(msg.startswith((n + " ", n + ":")) for n in names):
+            raise ValueError("--" + msg) from None
+        raise
+
+
+def _results_folder(d, cmd):
+    from .results import Results
+
+    if not os.path.isdir(d):
+        raise FileNotFoundError(f"{cmd}: results folder {d!r} does not exist")
+    if os.path.isfile(os.path.join(d, "summary.json")) and not os.path.isfile(os.path.join(d, "results.nc")):
+        raise ValueError(f"{cmd}: {d!r} holds no results.nc (a Bayesian fit's or a study's folder?): "
+                         f"{cmd} reads the regret curves of jaxbandits run")
+    return Results.load(d)
+
+
+def _compare(a):
+    from .compare import compare, save_comparison
+
+    if a.n_boot < 10:
+        raise ValueError(f"--n-boot must be >= 10, got {a.n_boot}")
+    if not 0 < a.level < 1:
+        raise ValueError(f"--level must be in (0, 1), e.g. 0.95, got {a.level}")
+    res = _results_folder(a.dir, "compare")
+    with _options_named("baseline", "metric", "only", "exclude"):
+        cmp = compare(res, baseline=a.baseline, level=a.level, method=a.method, metric=a.metric, n_boot=a.n_boot,
+                      only=a.only, exclude=a.exclude)
+    if not cmp.diffs:
+        raise ValueError(f"--baseline: {cmp.experiment!r} has no other policy to compare with the baseline")
+    print(f"{cmp.experiment}: {cmp.runs} runs, paired difference of {cmp.metric} against the baseline, "
+          f"mean [{100 * cmp.level:g}% CI, {'t' if cmp.method == 't' else 'bootstrap'}]\n")
+    print(cmp.table())
+    for path in save_comparison(a.dir, cmp, res, plot=not a.no_plot, logx=a.logx):
+        print(f"wrote {path}")
     return 0
 
 

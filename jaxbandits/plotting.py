@@ -1,12 +1,31 @@
-"""Plots: regret curves with standard-error bands. Every figure is written atomically (a
-temporary file in the same folder, flushed, then renamed into place)."""
+"""Plots of results: regret curves with confidence bands, pull shares, ratios and paired
+comparisons, in one style (:data:`STYLE`, one colour per policy label across panels and figures).
+Every figure is written atomically (a temporary file in the same folder, flushed, then renamed
+into place).
+
+``figure_*`` functions build and return a matplotlib figure (to inspect or adjust); ``plot_*``
+functions build one and save it with :func:`save_figure`."""
 from __future__ import annotations
 
+import contextlib
 import os
+import textwrap
+from typing import Dict, Iterable, List, Optional
 
 import numpy as np
 
 from ._io import atomic_write
+
+#: matplotlib settings shared by every figure of jaxbandits.
+STYLE = {
+    "figure.dpi": 110, "savefig.dpi": 110, "font.size": 8.5, "axes.titlesize": 9, "axes.labelsize": 8.5,
+    "legend.fontsize": 7, "legend.framealpha": 0.85, "xtick.labelsize": 7.5, "ytick.labelsize": 7.5,
+    "axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False, "axes.spines.right": False,
+    "lines.linewidth": 1.6,
+}
+#: Short labels (case-insensitive) drawn as reference curves by default: thin, grey, off the y-limits.
+REFERENCE_LABELS = ("random", "uniform random", "uniform-random", "uniform")
+_REF_COLOR = "0.55"
 
 
 def save_figure(fig, path):
@@ -25,86 +44,392 @@ def save_figure(fig, path):
     return path
 
 
+@contextlib.contextmanager
+def style():
+    """The jaxbandits style (:data:`STYLE`) on the Agg backend, for the duration of the block."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    with plt.rc_context(STYLE):
+        yield plt
+
+
 def _ylabel(metric):
     return {"regret": "cumulative pseudo-regret R(t)", "expected_regret": "cumulative expected regret",
-            "delayed_regret": "delayed regret L(t)"}.get(metric, metric)
+            "delayed_regret": "delayed regret L(t)", "fixed_regret": "regret against the fixed best arm"}.get(
+        metric, metric)
 
 
-def plot_regret(results, path, metric=None, logx=False, title=None, bands=1.0):
-    """Mean regret curves with +-``bands`` standard-error bands; one subplot per panel for
-    multi-panel experiments (with their ``c log t`` reference lines, dashed)."""
+def colors(short: Iterable[str]) -> Dict[str, object]:
+    """One colour per label within a panel (``short``, in order of appearance), so a policy has
+    the same colour in every panel and every figure of the same results."""
     import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    short = list(dict.fromkeys(short))
+    cmap = matplotlib.colormaps["tab10" if len(short) <= 10 else "tab20"]
+    return {s: cmap(i % cmap.N) for i, s in enumerate(short)}
 
-    panels = list(dict.fromkeys(results.panels.values())) if results.panels else [""]
-    if len(panels) > 1:
-        rows, cols = results.layout or (1, len(panels))
-        fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.6 * rows), dpi=110, squeeze=False)
-        t = np.asarray(results.t)
-        for ax, pn in zip(axes.ravel(), panels):
-            for lab in [l for l in results.curves if results.panels.get(l) == pn]:
-                m, se = results.mean_se(lab, metric)
-                short = lab.split(": ", 1)[-1]
-                ax.plot(t, m, label=f"{short} ({m[-1]:.1f})")
-                ax.fill_between(t, m - bands * se, m + bands * se, alpha=0.25)
-            for name, c in results.log_lines.get(pn, {}).items():
-                ax.plot(t, c * np.log(np.maximum(t, 1)), "k--", lw=0.9, label=f"{name}")
-            ax.set_title(pn, fontsize=9)
+
+def _select(labels: List[str], only, exclude, what="only", short: Optional[Dict[str, str]] = None) -> List[str]:
+    """Labels kept by ``only`` / ``exclude`` (each a label or a label within its panel, ``short``);
+    unknown names are an error naming the option and the labels there are."""
+    sh = short or {l: l for l in labels}
+
+    def norm(x, name):
+        if x is None:
+            return []
+        x = [x] if isinstance(x, str) else list(x)
+        known = set(labels) | {sh[l] for l in labels}
+        bad = [v for v in x if v not in known]
+        if bad:
+            raise ValueError(f"{name}: no policy {', '.join(map(repr, bad))}; policies: "
+                             + ", ".join(dict.fromkeys(sh[l] for l in labels)))
+        return x
+
+    keep = norm(only, what)
+    drop = norm(exclude, "exclude")
+    hit = lambda l, names: l in names or sh[l] in names
+    out = [l for l in labels if (not keep or hit(l, keep)) and not hit(l, drop)]
+    if not out:
+        raise ValueError("only/exclude leave no policy; policies: " + ", ".join(dict.fromkeys(sh[l] for l in labels)))
+    return out
+
+
+def is_reference(label: str, references=None, within: Optional[str] = None) -> bool:
+    """Whether ``label`` (``within``: its label within its panel) is drawn as a reference curve:
+    named in ``references`` (labels or labels within a panel), or, when ``references`` is None, a
+    uniform-random policy (:data:`REFERENCE_LABELS`)."""
+    within = label if within is None else within
+    if references is None:
+        return within.lower() in REFERENCE_LABELS
+    refs = [references] if isinstance(references, str) else list(references)
+    return label in refs or within in refs
+
+
+def overrides(results) -> Optional[dict]:
+    """The settings of ``results`` that differ from its experiment's defaults (``{}``: defaults), or
+    None when the experiment is not registered in this session (then the caption lists the whole
+    config)."""
+    try:
+        from . import experiments
+
+        defaults = experiments.get(results.experiment).config
+    except Exception:  # an experiment of another session or package: show the whole config
+        return None
+    from ._io import _normal
+
+    cfg, dflt = _normal(results.config), _normal(defaults)
+    return {k: v for k, v in cfg.items() if k != "channels" and (k not in dflt or dflt[k] != v)}
+
+
+def _fmt(v):
+    if isinstance(v, float):
+        return f"{v:g}"
+    if isinstance(v, list):
+        return "[" + ", ".join(_fmt(x) for x in v) + "]"
+    return str(v)
+
+
+def caption(results, extra: str = "") -> str:
+    """The caption of a figure of ``results``: the settings that differ from the experiment's
+    defaults (``--set``), seed, runs and horizon, what the bands are (``extra``)."""
+    ov = overrides(results)
+    if ov is None:
+        cfg = {k: v for k, v in (results.config or {}).items() if k != "channels"}
+        settings = "config: " + (", ".join(f"{k}={_fmt(v)}" for k, v in cfg.items()) or "(none)")
+    else:
+        settings = ("overrides: " + ", ".join(f"{k}={_fmt(v)}" for k, v in ov.items())) if ov else "default settings"
+    return f"{settings} · seed {results.seed}, {results.runs} runs × {results.horizon} rounds" + \
+        (f" · {extra}" if extra else "")
+
+
+def _grid(n_panels, layout):
+    if layout and int(layout[0]) * int(layout[1]) >= n_panels:
+        return int(layout[0]), int(layout[1])
+    cols = min(n_panels, 3)
+    return -(-n_panels // cols), cols
+
+
+def _finish(fig, title, cap, width_in):
+    """Title on top, the wrapped caption at the bottom, panels between them."""
+    lines = textwrap.wrap(cap, width=max(40, int(width_in * 17))) if cap else []
+    h = fig.get_figheight()
+    bottom = (0.12 + 0.13 * len(lines)) / h if lines else 0.0
+    top = 1.0  # tight_layout leaves room for the suptitle itself
+    if lines:
+        fig.text(0.01, 0.08 / h, "\n".join(lines), fontsize=6.8, color="0.3", va="bottom", ha="left")
+    if title:
+        fig.suptitle(title, fontsize=10, y=1 - 0.06 / h, va="top")
+    fig.tight_layout(rect=(0, bottom, 1, top))
+
+
+def _bands(results, lab, metric, bands):
+    """``(mean, lo, hi, what)``: the bands to draw (``lo``/``hi`` None for none)."""
+    m, se = results.mean_se(lab, metric)
+    if bands is None or bands == "none" or bands is False:
+        return m, None, None, ""
+    if bands == "ci":
+        lo, hi = results.interval(lab, metric)
+        return m, np.where(np.isfinite(lo), lo, m), np.where(np.isfinite(hi), hi, m), "95% CI (t over runs)"
+    if bands == "se":
+        bands = 1.0
+    if isinstance(bands, bool) or not isinstance(bands, (int, float)) or not bands > 0:
+        raise ValueError(f"bands must be 'ci', 'se', 'none' or a positive number of standard errors, got {bands!r}")
+    return m, m - bands * se, m + bands * se, f"± {bands:g} s.e."
+
+
+def _ylim(ax, arrays, logy):
+    """y-limits that fit ``arrays`` (the curves that matter: references excluded)."""
+    vals = np.concatenate([np.ravel(a) for a in arrays]) if arrays else np.zeros(0)
+    vals = vals[np.isfinite(vals)]
+    if logy:
+        vals = vals[vals > 0]
+    if not len(vals):
+        return
+    lo, hi = float(vals.min()), float(vals.max())
+    if logy:
+        ax.set_ylim(lo / 1.6, hi * 1.6)
+    else:
+        pad = 0.06 * (hi - lo) if hi > lo else max(abs(hi), 1.0) * 0.1
+        ax.set_ylim(min(0.0, lo - pad) if lo >= 0 else lo - pad, hi + pad)
+
+
+def _pulls_axis(ax, results, labs, refs, sh):
+    """Stacked horizontal bars: each policy's mean share of pulls per arm at the horizon."""
+    import matplotlib
+
+    shares = []
+    for lab in labs:
+        p = np.asarray(results.curves[lab]["pulls"], np.float64)
+        tot = p.sum(-1, keepdims=True)
+        shares.append((p / np.where(tot > 0, tot, 1)).mean(0))
+    K = max(len(s) for s in shares)
+    cmap = matplotlib.colormaps["viridis"]
+    y = np.arange(len(labs))[::-1]
+    left = np.zeros(len(labs))
+    for k in range(K):
+        w = np.array([s[k] if k < len(s) else 0.0 for s in shares])
+        ax.barh(y, w, left=left, height=0.7, color=cmap(k / max(K - 1, 1)), edgecolor="white", linewidth=0.4,
+                label=f"arm {k}" if K <= 8 else None)
+        left += w
+    ax.set_yticks(y, [sh[l] + (" (ref.)" if l in refs else "") for l in labs])
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("share of pulls per arm at the horizon (mean over runs)")
+    ax.grid(axis="y", visible=False)
+    if K <= 8:
+        ax.legend(fontsize=6.5, ncol=min(K, 8), loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False,
+                  handlelength=1.0, columnspacing=0.8)
+    else:
+        ax.set_title(f"{K} arms: arm 0 dark to arm {K - 1} light", fontsize=7)
+    ax.set_label("pulls")
+
+
+def figure_regret(results, metric=None, logx=False, logy=False, title=None, bands="ci", only=None,
+                  exclude=None, references=None, pulls=False, show_caption=True):
+    """The figure of ``plot_regret`` (returned, not saved). See :func:`plot_regret`."""
+    from .compare import check_metric, short_labels
+
+    sh = short_labels(results)
+    labels = _select(list(results.curves), only, exclude, short=sh)
+    metric = check_metric(results, metric, labels)
+    if references is not None:
+        _select(list(results.curves), references, None, "reference", short=sh)  # unknown names are an error
+    isref = lambda l: is_reference(l, references, sh[l])
+    panel_of = (lambda l: results.panels.get(l, "")) if results.panels else (lambda l: "")
+    panels = list(dict.fromkeys(panel_of(l) for l in labels))
+    n_all = len({panel_of(l) for l in results.curves})
+    rows, cols = _grid(len(panels), results.layout if len(panels) == n_all else None)
+    single = len(panels) == 1
+    w, h = (6.4, 4.2) if single else (4.3, 3.5)
+    col = colors(sh[l] for l in results.curves if not isref(l))
+    what = ""
+    with style() as plt:
+        hr = [3.0, 0.35 + 0.22 * max(len([l for l in labels if panel_of(l) == p]) for p in panels)] if pulls else [1]
+        fig = plt.figure(figsize=(w * cols, (sum(hr) / hr[0]) * h * rows + 0.45))
+        gs = fig.add_gridspec(rows * len(hr), cols, height_ratios=hr * rows)
+        axes = []
+        for i, pn in enumerate(panels):
+            r, c = divmod(i, cols)
+            ax = fig.add_subplot(gs[r * len(hr), c])
+            ax.set_label(f"regret: {pn}" if pn else "regret")
+            axes.append(ax)
+            t = np.asarray(results.t)
+            labs = [l for l in labels if panel_of(l) == pn]
+            refs = [l for l in labs if isref(l)]
+            fit = []
+            for lab in labs:
+                m, lo, hi, what = _bands(results, lab, metric, bands)
+                fin = f"{m[-1]:.1f}" + (f" [{lo[-1]:.1f}, {hi[-1]:.1f}]" if lo is not None else "")
+                if lab in refs:
+                    ax.plot(t, m, color=_REF_COLOR, lw=0.9, ls="--", zorder=1, label=f"{sh[lab]} (ref.) {fin}")
+                    continue
+                ax.plot(t, m, color=col[sh[lab]], zorder=3, label=f"{sh[lab]}  {fin}")
+                if lo is not None:
+                    ax.fill_between(t, lo, hi, color=col[sh[lab]], alpha=0.2, lw=0, zorder=2)
+                fit += [m] + ([lo, hi] if lo is not None else [])
+            for name, cc in results.log_lines.get(pn, {}).items():
+                ax.plot(t, cc * np.log(np.maximum(t, 1)), color="k", ls=":", lw=0.9, label=name, zorder=1)
+            if logx:
+                ax.set_xscale("log")
+            if logy:
+                ax.set_yscale("log", nonpositive="mask")
+            if fit:  # references (and c log t lines) do not set the scale
+                _ylim(ax, fit, logy)
+            if pn:
+                ax.set_title(pn)
             ax.set_xlabel("round t")
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=7)
-        axes[0, 0].set_ylabel(_ylabel(metric or results.metric))
-        fig.suptitle(title or f"{results.experiment}: {results.runs} runs, mean ± {bands:g} s.e.", fontsize=10)
-        fig.tight_layout()
-        return save_figure(fig, path)
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=120)
-    t = np.asarray(results.t)
-    for lab in results.curves:
-        m, se = results.mean_se(lab, metric)
-        ax.plot(t, m, label=f"{lab} ({m[-1]:.1f} ± {se[-1]:.1f})")
-        ax.fill_between(t, m - bands * se, m + bands * se, alpha=0.25)
-    ax.set_xlabel("round t")
-    ax.set_ylabel(_ylabel(metric or results.metric))
-    if logx:
-        ax.set_xscale("log")
-    ax.set_title(title or f"{results.experiment}: {results.runs} runs, mean ± {bands:g} s.e.")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return save_figure(fig, path)
+            if c == 0:
+                ax.set_ylabel(_ylabel(metric))
+            ax.legend(loc="best")
+            if pulls:
+                pax = fig.add_subplot(gs[r * len(hr) + 1, c])
+                _pulls_axis(pax, results, labs, refs, sh)
+                pax.set_label(f"pulls: {pn}" if pn else "pulls")
+        head = title or f"{results.experiment}: {results.runs} runs × {results.horizon} rounds"
+        parts = ["lines: mean over runs" + (f", bands: {what}" if what else "")]
+        if any(isref(l) for l in labels):
+            parts.append("dashed grey: reference policies (not used for the y-limits)")
+        cap = caption(results, "; ".join(parts)) if show_caption else ""
+        _finish(fig, head, cap, w * cols)
+    return fig
 
 
-def plot_ratio(results, path, reference: str, t0: int = 100):
-    """Per panel, ``mean R_t(policy) / mean R_t(reference)`` for ``t >= t0`` (Pike-Burke et al.
-    Fig. 3: ratios of averaged regrets)."""
-    import matplotlib
+def plot_regret(results, path, metric=None, logx=False, title=None, bands="ci", *, logy=False, only=None,
+                exclude=None, references=None, pulls=False, show_caption=True):
+    """Mean regret curves of ``results`` (a :class:`jaxbandits.Results`) with confidence bands, one
+    subplot per panel of a multi-panel experiment (with its ``c log t`` reference lines, dotted),
+    saved at ``path``.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    * ``metric``: the recorded curve (default the experiment's);
+    * ``logx`` / ``logy``: log scales, on every panel;
+    * ``bands``: ``"ci"`` (95% t interval of the mean over runs, as in ``summary.json``), ``"se"``
+      (± 1 standard error), a number of standard errors, or ``"none"``;
+    * ``only`` / ``exclude``: labels (or labels within a panel, such as ``"UCB1"``) to draw or leave
+      out; panels left empty are dropped;
+    * ``references``: labels drawn thin, dashed and grey, whose values do not set the y-limits
+      (default: the uniform-random policy, :data:`REFERENCE_LABELS`); ``[]`` for none;
+    * ``pulls``: under each panel, the share of pulls of each arm per policy at the horizon;
+    * ``show_caption``: the caption names the settings that differ from the experiment's defaults,
+      seed, runs and horizon, and what the bands are.
 
+    Returns the path written."""
+    return save_figure(figure_regret(results, metric, logx, logy, title, bands, only, exclude, references,
+                                     pulls, show_caption), path)
+
+
+def figure_ratio(results, reference: str, t0: int = 100, logx=False, logy=False):
+    """The figure of :func:`plot_ratio` (returned, not saved)."""
     panels = list(dict.fromkeys(results.panels.values())) if results.panels else [""]
-    rows, cols = results.layout or (1, len(panels))
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.4 * rows), dpi=110, squeeze=False)
+    rows, cols = _grid(len(panels), results.layout)
+    from .compare import short_labels
+
+    sh = short_labels(results)
+    col = colors(sh[l] for l in results.curves if sh[l] != reference)
     t = np.asarray(results.t)
     keep = t >= t0
-    for ax, pn in zip(axes.ravel(), panels):
-        labs = [l for l in results.curves if results.panels.get(l, "") == pn]
-        ref = [l for l in labs if l.split(": ", 1)[-1] == reference]
-        if not ref:
-            continue
-        r_ref = results.mean_se(ref[0])[0]
-        for lab in labs:
-            if lab == ref[0]:
+    with style() as plt:
+        fig, axes = plt.subplots(rows, cols, figsize=(4.3 * cols, 3.4 * rows + 0.45), squeeze=False)
+        for ax, pn in zip(axes.ravel(), panels):
+            labs = [l for l in results.curves if (results.panels.get(l, "") if results.panels else "") == pn]
+            ref = [l for l in labs if sh[l] == reference]
+            if not ref:
                 continue
-            m = results.mean_se(lab)[0]
-            ax.plot(t[keep], m[keep] / np.maximum(r_ref[keep], 1e-9), label=f"{lab.split(': ', 1)[-1]} / {reference}")
-        ax.set_title(pn, fontsize=9)
-        ax.set_xlabel("round t")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-    axes[0, 0].set_ylabel("ratio of mean regrets")
-    fig.suptitle(f"{results.experiment}: {results.runs} runs", fontsize=10)
-    fig.tight_layout()
-    return save_figure(fig, path)
+            r_ref = results.mean_se(ref[0])[0]
+            for lab in labs:
+                if lab == ref[0]:
+                    continue
+                m = results.mean_se(lab)[0]
+                ax.plot(t[keep], m[keep] / np.maximum(r_ref[keep], 1e-9), color=col[sh[lab]],
+                        label=f"{sh[lab]} / {reference}")
+            ax.axhline(1.0, color=_REF_COLOR, lw=0.8, ls="--")
+            if logx:
+                ax.set_xscale("log")
+            if logy:
+                ax.set_yscale("log")
+            if pn:
+                ax.set_title(pn)
+            ax.set_xlabel("round t")
+            ax.legend()
+        for ax in axes.ravel()[len(panels):]:
+            ax.set_visible(False)
+        axes[0, 0].set_ylabel("ratio of mean regrets")
+        _finish(fig, f"{results.experiment}: {results.runs} runs × {results.horizon} rounds",
+                caption(results, f"mean regret over mean regret of {reference}, t >= {t0}"), 4.3 * cols)
+    return fig
+
+
+def plot_ratio(results, path, reference: str, t0: int = 100, logx=False, logy=False):
+    """Per panel, ``mean R_t(policy) / mean R_t(reference)`` for ``t >= t0`` (Pike-Burke et al.
+    Fig. 3: ratios of averaged regrets). Returns the path written."""
+    return save_figure(figure_ratio(results, reference, t0, logx, logy), path)
+
+
+def figure_compare(comparison, results=None, logx=False, logy=False, only=None, exclude=None, references=None):
+    """The figure of :func:`plot_compare` (returned, not saved)."""
+    sh = {l: comparison.short.get(l, l) for l in list(comparison.diffs) + list(comparison.baselines.values())}
+    labels = _select(list(comparison.diffs), only, exclude, short=sh)
+    isref = lambda l: is_reference(l, references, sh[l])
+    by_panel: Dict[str, List[str]] = {}
+    for lab in labels:
+        base = comparison.diffs[lab]["baseline"]
+        pn = next((p for p, b in comparison.baselines.items() if b == base), "")
+        by_panel.setdefault(pn, []).append(lab)
+    panels = list(by_panel)
+    layout = getattr(results, "layout", None) if results is not None and len(panels) == len(comparison.baselines) else None
+    rows, cols = _grid(len(panels), layout)
+    single = len(panels) == 1
+    w, h = (6.4, 4.2) if single else (4.3, 3.5)
+    order = list(results.curves) if results is not None else list(comparison.baselines.values()) + labels
+    col = colors(comparison.short.get(l, l) for l in order if not is_reference(l, references, comparison.short.get(l, l)))
+    t = np.asarray(comparison.t)
+    pct = f"{100 * comparison.level:g}%"
+    with style() as plt:
+        fig, axes = plt.subplots(rows, cols, figsize=(w * cols, h * rows + 0.45), squeeze=False)
+        for ax, pn in zip(axes.ravel(), panels):
+            base = comparison.baselines[pn]
+            fit = [np.zeros(1)]
+            for lab in by_panel[pn]:
+                d = comparison.diffs[lab]
+                m, lo, hi = (np.asarray(d[k], np.float64) for k in ("mean", "lo", "hi"))
+                fin = f"{m[-1]:+.1f} [{lo[-1]:+.1f}, {hi[-1]:+.1f}]"
+                if isref(lab):
+                    ax.plot(t, m, color=_REF_COLOR, lw=0.9, ls="--", zorder=1, label=f"{sh[lab]} (ref.) {fin}")
+                    continue
+                ax.plot(t, m, color=col[sh[lab]], zorder=3, label=f"{sh[lab]}  {fin}")
+                ax.fill_between(t, lo, hi, color=col[sh[lab]], alpha=0.2, lw=0, zorder=2)
+                fit += [lo, hi]
+            ax.axhline(0.0, color="k", lw=0.8, ls="-", zorder=1, label=f"{sh[base]} (baseline)")
+            if logx:
+                ax.set_xscale("log")
+            if logy:
+                ax.set_yscale("symlog", linthresh=1.0)
+            elif len(fit) > 1:  # reference policies do not set the scale
+                _ylim(ax, fit, False)
+            if pn:
+                ax.set_title(pn)
+            ax.set_xlabel("round t")
+            if ax.get_subplotspec().is_first_col():
+                ax.set_ylabel(f"Δ {_ylabel(comparison.metric)}\n(policy − baseline)")
+            ax.legend(loc="best")
+            ax.set_label(f"compare: {pn}" if pn else "compare")
+        for ax in axes.ravel()[len(panels):]:
+            ax.set_visible(False)
+        how = ("paired t interval over runs" if comparison.method == "t"
+               else f"paired percentile bootstrap over runs, {comparison.n_boot} resamples")
+        extra = f"mean paired difference, bands: {pct} CI ({how}); below 0: less regret than the baseline"
+        if any(isref(l) for l in labels):
+            extra += "; dashed grey: reference policies (not used for the y-limits)"
+        cap = caption(results, extra) if results is not None else extra
+        _finish(fig, f"{comparison.experiment}: paired differences of regret, {comparison.runs} runs", cap, w * cols)
+    return fig
+
+
+def plot_compare(comparison, path, results=None, logx=False, logy=False, only=None, exclude=None, references=None):
+    """The paired differences of a :class:`jaxbandits.compare.Comparison` with their confidence
+    bands, one subplot per panel, a dashed zero line for the baseline; ``results`` (the compared
+    :class:`jaxbandits.Results`) adds the settings to the caption; ``logy`` is a symmetric log scale
+    (differences change sign); ``references`` as in :func:`plot_regret` (default: the uniform-random
+    policy, drawn thin and grey, outside the y-limits). Returns the path written."""
+    return save_figure(figure_compare(comparison, results, logx, logy, only, exclude, references), path)

@@ -74,17 +74,29 @@ class Results:
         n = x.shape[0]
         return x.mean(0), (x.std(0, ddof=1) / np.sqrt(n) if n > 1 else np.zeros(x.shape[1:]))
 
+    def interval(self, label, metric=None, level=0.95):
+        """``(lo, hi)``: the ``level`` Student t interval of the mean regret over runs at every record
+        point (:func:`jaxbandits.compare.t_interval`; NaN for one run)."""
+        from .compare import t_interval
+
+        _, lo, hi = t_interval(self.curves[label][metric or self.metric], axis=0, level=level)
+        return lo, hi
+
     def summary(self) -> dict:
         pol = {}
         for lab in self.curves:
             m, se = self.mean_se(lab)
             fin = np.asarray(self.curves[lab][self.metric])[:, -1]
             pulls = np.asarray(self.curves[lab]["pulls"], np.float64).mean(0)
+            lo, hi = self.interval(lab)
             pol[lab] = {"final_regret_mean": float(m[-1]), "final_regret_se": float(se[-1]),
                         "t": [int(x) for x in self.t], "regret_mean": [float(x) for x in m],
                         "regret_se": [float(x) for x in se],
                         "final_regret_runs": [float(x) for x in fin],
-                        "mean_pulls": [float(x) for x in pulls], "lost_to_W": self.lost_to_W.get(lab, 0)}
+                        "mean_pulls": [float(x) for x in pulls], "lost_to_W": self.lost_to_W.get(lab, 0),
+                        # 95% t intervals of the mean over runs (docs/compare.md); null for one run
+                        "final_regret_ci95": [_finite(lo[-1]), _finite(hi[-1])],
+                        "regret_ci95_lo": [_finite(x) for x in lo], "regret_ci95_hi": [_finite(x) for x in hi]}
             if "delayed_regret" in self.curves[lab]:
                 lm, lse = self.mean_se(lab, "delayed_regret")
                 pol[lab].update(final_delayed_regret_mean=float(lm[-1]), final_delayed_regret_se=float(lse[-1]))
@@ -95,7 +107,8 @@ class Results:
                 pol[lab]["panel"] = self.panels.get(lab, "")
             if self.checkpoints:
                 idx = [int(np.searchsorted(self.t, c)) for c in self.checkpoints]
-                pol[lab]["checkpoints"] = {str(c): {"mean": float(m[i]), "se": float(se[i])}
+                pol[lab]["checkpoints"] = {str(c): {"mean": float(m[i]), "se": float(se[i]),
+                                                    "ci95": [_finite(lo[i]), _finite(hi[i])]}
                                            for c, i in zip(self.checkpoints, idx)}
         return {"experiment": self.experiment, "config": _jsonable(self.config), "seed": self.seed,
                 "runs": self.runs, "horizon": self.horizon, "metric": self.metric, "width": self.width,
@@ -217,6 +230,12 @@ class Results:
                    json.loads(a["versions"]), json.loads(a.get("panels", "{}")),
                    json.loads(a.get("log_lines", "{}")), json.loads(a.get("checkpoints", "[]")),
                    json.loads(a.get("layout", "null")))
+
+
+def _finite(x):
+    """A float for JSON, ``None`` for NaN (an interval of one run)."""
+    x = float(x)
+    return x if np.isfinite(x) else None
 
 
 def _jsonable(x):

@@ -126,6 +126,14 @@ class SweepResults:
         return {keys[name]: path for name, path in written.items()}
 
     def plot(self, path):
+        """Final regret against the swept variable (log-log), ± 2 s.e. bands, bounds dotted, in the
+        style of every jaxbandits figure (:func:`jaxbandits.plotting.style`)."""
+        from .plotting import style
+
+        with style():
+            return self._plot(path)
+
+    def _plot(self, path):
         import matplotlib
 
         matplotlib.use("Agg")

@@ -2,7 +2,7 @@
 
 The discrete-time models and the simulator's laws use the same discretisation (``D = floor(X)``), so
 each family maps onto one law of :mod:`jaxbandits.delays` with the same CDF (its
-:meth:`~jaxbandits.bayes.Family.law`):
+:meth:`~jaxbandits.bayes.families.Family.law`):
 
 * exponential / geometric (mean ``m``): ``delays.exponential(scale=m)``;
 * Weibull (mean ``m``, shape ``k``): ``delays.weibull(k, m / Gamma(1 + 1/k))``;

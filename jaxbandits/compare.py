@@ -1,0 +1,271 @@
+"""Paired comparisons of policies, with confidence intervals.
+
+Every policy of an experiment faces the same world draws in run ``r`` (common random numbers,
+docs/conventions.md §8), so the per-run differences ``D_r(t) = R_r^policy(t) - R_r^baseline(t)``
+are independent across runs and identically distributed, and the comparison is paired: the
+world's variability cancels in ``D_r`` instead of widening the interval. The estimand is the
+expected difference ``E[R^policy(t) - R^baseline(t)]`` at each record point ``t``, in the setting of
+the experiment (its world, channel, horizon and configuration).
+
+Two interval methods (docs/compare.md):
+
+* ``"t"`` (default): ``mean(D) +- t_{n-1, (1+level)/2} * sd(D) / sqrt(n)`` over the ``n`` runs, the
+  paired Student t interval (exact for normal differences, asymptotically nominal otherwise; the
+  regret at a record point is a sum over rounds, so its distribution is close to normal for all but
+  the first rounds);
+* ``"bootstrap"``: the percentile bootstrap of the mean over runs (resampling whole runs, so the
+  pairing is kept), ``n_boot`` resamples drawn from ``seed``.
+
+Multi-panel experiments are compared within each panel (panels are different worlds): the
+baseline is looked up by its label within the panel (``"random"`` matches ``"d=10: random"``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Dict, List, Optional
+
+import numpy as np
+
+#: The interval methods of :func:`compare`.
+METHODS = ("t", "bootstrap")
+
+
+def _check_level(level):
+    if isinstance(level, bool) or not isinstance(level, (int, float, np.floating)) or not 0 < float(level) < 1:
+        raise ValueError(f"level must be a number in (0, 1) (e.g. 0.95), got {level!r}")
+    return float(level)
+
+
+def t_interval(x, axis: int = 0, level: float = 0.95):
+    """Mean and Student t interval of the mean of ``x`` over ``axis`` (the runs).
+
+    Returns ``(mean, lo, hi)``, arrays of ``x``'s shape without ``axis``:
+    ``mean +- t_{n-1, (1+level)/2} * sd / sqrt(n)`` with the unbiased ``sd`` (``ddof=1``). With one
+    sample (``n = 1``) the interval is undefined: ``lo`` and ``hi`` are NaN. Any leading or trailing
+    axes are vectorised over (replications, record points, policies)."""
+    from scipy.special import stdtrit
+
+    level = _check_level(level)
+    x = np.asarray(x, np.float64)
+    n = x.shape[axis]
+    m = x.mean(axis)
+    if n < 2:
+        nan = np.full(m.shape, np.nan)
+        return m, nan, nan.copy()
+    half = stdtrit(n - 1, 0.5 + level / 2) * x.std(axis, ddof=1) / np.sqrt(n)
+    return m, m - half, m + half
+
+
+def bootstrap_interval(x, axis: int = 0, level: float = 0.95, n_boot: int = 2000, seed: int = 0):
+    """Mean and percentile-bootstrap interval of the mean of ``x`` over ``axis`` (the runs):
+    ``n_boot`` resamples of the runs with replacement (each a multinomial count vector, so a
+    resampled mean is one matrix product), the ``(1-level)/2`` and ``(1+level)/2`` quantiles of the
+    resampled means. Returns ``(mean, lo, hi)`` like :func:`t_interval`; ``seed`` fixes the
+    resamples (same seed, same interval)."""
+    level = _check_level(level)
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 10:
+        raise ValueError(f"n_boot must be an integer >= 10, got {n_boot!r}")
+    x = np.moveaxis(np.asarray(x, np.float64), axis, -1)  # [..., n]
+    n = x.shape[-1]
+    m = x.mean(-1)
+    if n < 2:
+        nan = np.full(m.shape, np.nan)
+        return m, nan, nan.copy()
+    w = np.random.default_rng(seed).multinomial(n, np.full(n, 1.0 / n), size=int(n_boot)) / n  # [B, n]
+    means = x @ w.T  # [..., B]
+    lo, hi = np.quantile(means, [0.5 - level / 2, 0.5 + level / 2], axis=-1)
+    return m, lo, hi
+
+
+def interval(x, axis: int = 0, level: float = 0.95, method: str = "t", n_boot: int = 2000, seed: int = 0):
+    """:func:`t_interval` or :func:`bootstrap_interval` by ``method`` (one of :data:`METHODS`)."""
+    if method == "t":
+        return t_interval(x, axis, level)
+    if method == "bootstrap":
+        return bootstrap_interval(x, axis, level, n_boot, seed)
+    raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}, got {method!r}")
+
+
+def short_labels(results) -> Dict[str, str]:
+    """``{label: label within its panel}``: a multi-panel experiment labels its policies
+    ``"panel: policy"`` (``"d=10: UCB1"`` is ``"UCB1"`` of panel ``"d=10"``; a panel name may itself
+    contain ``": "``); without panels a label is its own."""
+    out = {}
+    for lab in results.curves:
+        p = results.panels.get(lab, "") if results.panels else ""
+        out[lab] = lab[len(p) + 2:] if p and lab.startswith(p + ": ") else lab
+    return out
+
+
+def _panels(results) -> Dict[str, List[str]]:
+    """``{panel name: [labels]}`` in the results' order (one unnamed panel without panels)."""
+    out: Dict[str, List[str]] = {}
+    for lab in results.curves:
+        out.setdefault(results.panels.get(lab, "") if results.panels else "", []).append(lab)
+    return out
+
+
+@dataclasses.dataclass
+class Comparison:
+    """Paired differences of regret against a baseline, per policy, at every record point.
+
+    ``diffs[label]`` holds ``mean``, ``lo``, ``hi`` (arrays over record points ``t``) of
+    ``R^label(t) - R^baseline(t)`` and the ``baseline`` label it is paired with; the baselines
+    themselves have no entry. Negative differences: the policy has less regret than the baseline."""
+
+    experiment: str
+    runs: int
+    t: np.ndarray
+    metric: str
+    level: float
+    method: str
+    baselines: Dict[str, str]  # panel name ("" without panels) -> baseline label
+    diffs: Dict[str, Dict[str, object]]
+    checkpoints: list = dataclasses.field(default_factory=list)
+    n_boot: Optional[int] = None
+    short: Dict[str, str] = dataclasses.field(default_factory=dict)  # label -> label within its panel
+
+    def at(self) -> List[int]:
+        """The record points of the table: the experiment's checkpoints, else about T/4, T/2, T."""
+        t = np.asarray(self.t)
+        cps = [int(c) for c in self.checkpoints if t[0] <= int(c) <= t[-1]]
+        if not cps:
+            cps = [int(t[min(len(t) - 1, int(np.searchsorted(t, f * t[-1])))]) for f in (0.25, 0.5, 1.0)]
+        return list(dict.fromkeys(cps))
+
+    def table(self) -> str:
+        """Markdown table: per policy, its baseline and ``difference [lo, hi]`` at :meth:`at`."""
+        cps = self.at()
+        pct = f"{100 * self.level:g}%"
+        head = f"| policy | baseline | " + " | ".join(f"ΔR({c}) [{pct} CI]" for c in cps) + " |"
+        rows = [head, "|" + "---|" * (len(cps) + 2)]
+        t = np.asarray(self.t)
+        for lab, d in self.diffs.items():
+            cells = []
+            for c in cps:
+                i = int(np.searchsorted(t, c))
+                cells.append(f"{d['mean'][i]:+.1f} [{d['lo'][i]:+.1f}, {d['hi'][i]:+.1f}]")
+            rows.append(f"| {lab} | {self.short.get(d['baseline'], d['baseline'])} | " + " | ".join(cells) + " |")
+        return "\n".join(rows) + "\n"
+
+    def to_dict(self) -> dict:
+        """The ``comparison`` entry of ``summary.json`` (NaN, for one run, becomes null)."""
+        pol = {}
+        for lab, d in self.diffs.items():
+            pol[lab] = {"baseline": d["baseline"], "t": [int(x) for x in self.t],
+                        "diff_mean": _floats(d["mean"]), "diff_lo": _floats(d["lo"]), "diff_hi": _floats(d["hi"]),
+                        "final_diff_mean": _float(d["mean"][-1]),
+                        "final_diff_ci": [_float(d["lo"][-1]), _float(d["hi"][-1])]}
+        return {"metric": self.metric, "level": self.level, "method": self.method, "runs": self.runs,
+                **({"n_boot": self.n_boot} if self.method == "bootstrap" else {}),
+                "baselines": dict(self.baselines), "policies": pol}
+
+
+def _float(x):
+    x = float(x)
+    return None if not np.isfinite(x) else x
+
+
+def _floats(a):
+    return [_float(x) for x in np.asarray(a)]
+
+
+def check_metric(results, metric=None, labels=None) -> str:
+    """``metric`` (default the experiment's) if every policy of ``labels`` (default all) records it,
+    else a ``ValueError`` naming it and the curves recorded."""
+    metric = metric or results.metric
+    labels = list(results.curves) if labels is None else list(labels)
+    missing = [lab for lab in labels if metric not in results.curves[lab]]
+    if missing:
+        have = sorted(set.intersection(*(set(results.curves[l]) - {"pulls"} for l in labels)))
+        raise ValueError(f"metric {metric!r} is not recorded for {', '.join(missing)}; recorded for every "
+                         f"policy: {', '.join(have)}")
+    return metric
+
+
+def compare(results, baseline: Optional[str] = None, level: float = 0.95, method: str = "t",
+            metric: Optional[str] = None, n_boot: int = 2000, seed: int = 0, only=None, exclude=None) -> Comparison:
+    """Compare every policy of ``results`` (a :class:`jaxbandits.Results`) with ``baseline``: the
+    paired difference of regret ``R^policy(t) - R^baseline(t)`` per run, its mean and ``level``
+    confidence interval at every record point (``method`` ``"t"`` or ``"bootstrap"``, see the module
+    docstring).
+
+    ``baseline`` is a policy label (in a multi-panel experiment, the label within each panel, such
+    as ``"random"``, or a full label ``"panel: random"`` to compare within that panel only);
+    ``None`` takes the first policy of each panel. ``metric`` is a recorded curve (default the
+    experiment's metric: ``regret``, ``expected_regret``, ``delayed_regret``...). ``only`` /
+    ``exclude`` (labels or labels within a panel) choose the policies compared with the baseline.
+    Every argument is checked first, with an error naming it and what is allowed."""
+    from .plotting import _select  # no matplotlib import: label selection only
+
+    sh = short_labels(results)
+    chosen = set(_select(list(results.curves), only, exclude, short=sh))
+    level = _check_level(level)
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}, got {method!r}")
+    metric = check_metric(results, metric)
+    panels = _panels(results)
+    if baseline is not None and not isinstance(baseline, str):
+        raise TypeError(f"baseline must be a policy label (str), got {type(baseline).__name__}")
+    baselines = {}
+    for pn, labs in panels.items():
+        if baseline is None:
+            baselines[pn] = labs[0]
+            continue
+        hit = [l for l in labs if l == baseline or sh[l] == baseline]
+        if hit:
+            baselines[pn] = hit[0]
+    if not baselines:
+        raise ValueError(f"baseline {baseline!r} is not a policy of {results.experiment!r}; policies: "
+                         + ", ".join(dict.fromkeys(sh.values())))
+    diffs = {}
+    for pn, b in baselines.items():
+        base = np.asarray(results.curves[b][metric], np.float64)
+        others = [l for l in panels[pn] if l != b and l in chosen]
+        if not others:
+            continue
+        d = np.stack([np.asarray(results.curves[l][metric], np.float64) - base for l in others])  # [P, n, R]
+        m, lo, hi = interval(d, axis=1, level=level, method=method, n_boot=n_boot, seed=seed)
+        for j, lab in enumerate(others):
+            diffs[lab] = {"baseline": b, "mean": m[j], "lo": lo[j], "hi": hi[j]}
+    return Comparison(results.experiment, int(results.runs), np.asarray(results.t), metric, level, method,
+                      baselines, diffs, list(results.checkpoints or []),
+                      int(n_boot) if method == "bootstrap" else None, sh)
+
+
+def save_comparison(out, comparison: Comparison, results=None, plot: bool = True, logx: bool = False) -> List[str]:
+    """Write ``comparison`` into the results folder ``out``: its ``summary.json`` gains (or has
+    replaced) the entry ``comparison`` (:meth:`Comparison.to_dict`), every other key kept as it was;
+    a ``summary.json`` written before intervals existed also gains each policy's 95% intervals
+    (``final_regret_ci95``, ``regret_ci95_lo``, ``regret_ci95_hi``, from ``results``); and, with
+    ``plot``, ``compare.png`` (:func:`jaxbandits.plotting.plot_compare`). Each file is written
+    atomically, under the folder's lock, and recorded in its manifest. Returns the paths written."""
+    import json
+
+    from . import _io
+
+    written = []
+    with _io.output_folder(out) as path:
+        sp = os.path.join(path, "summary.json")
+        try:
+            with open(sp, encoding="utf-8") as fh:
+                doc = json.load(fh)
+        except (OSError, ValueError) as e:
+            raise ValueError(f"{sp}: cannot read the results' summary.json ({e})") from None
+        if doc.get("partial"):
+            raise ValueError(f"{sp}: the run in {out!r} was interrupted (partial): resume it first")
+        if results is not None:
+            fresh = results.summary()["policies"]
+            for lab, entry in doc.get("policies", {}).items():
+                for k in ("final_regret_ci95", "regret_ci95_lo", "regret_ci95_hi"):
+                    if k not in entry and lab in fresh:
+                        entry[k] = fresh[lab][k]
+        doc["comparison"] = comparison.to_dict()
+        written.append(_io.add_file(out, "summary.json", _io.json_writer(doc)))
+        if plot:
+            from .plotting import plot_compare
+
+            written.append(_io.add_file(out, "compare.png",
+                                        lambda p: plot_compare(comparison, p, results=results, logx=logx)))
+    return written
