@@ -56,6 +56,11 @@ def initialize(coordinator: Optional[str] = None, num_processes: Optional[int] =
     try:
         jax.distributed.initialize(coordinator_address=coordinator, num_processes=num_processes,
                                    process_id=process_id)
+    except RuntimeError as e:
+        if "before any JAX" not in str(e):
+            raise
+        raise ValueError("--distributed: this process has already started JAX; the distributed runtime must be "
+                         "joined first (start the run in a fresh process)") from None
     except ValueError as e:  # nothing given and no cluster detected: say what to give
         raise ValueError(f"--distributed: {e} (give --coordinator HOST:PORT, --num-processes N and --process-id I, "
                          "or run under a scheduler JAX detects, such as SLURM)") from None
@@ -180,12 +185,14 @@ def free_port() -> int:
 
 
 def launch_local(args: List[str], n_processes: int, devices_per_process: Optional[int] = None,
-                 timeout: Optional[float] = None) -> int:
+                 timeout: Optional[float] = None, command: Optional[List[str]] = None) -> int:
     """Start ``n_processes`` processes of ``python -m jaxbandits.cli *args --distributed
     --coordinator 127.0.0.1:PORT --num-processes N --process-id i`` on this machine, each with
     ``devices_per_process`` CPU devices (default: this machine's cores shared out, at least one),
     and wait for them. Returns the first non-zero exit status (the others are then stopped), else
-    0. Process 0 prints and writes; the others' output goes to stderr."""
+    0. Process 0 prints and writes; the others' output goes to stderr. ``command`` replaces
+    ``[python, -m, jaxbandits.cli]``: e.g. a script that registers experiments of its own and then
+    calls :func:`jaxbandits.cli.main`."""
     from . import _validate as V
 
     n = V.integer("processes", n_processes, lo=1, hi=1024)
@@ -200,7 +207,7 @@ def launch_local(args: List[str], n_processes: int, devices_per_process: Optiona
     procs = []
     try:
         for i in range(n):
-            cmd = [sys.executable, "-m", "jaxbandits.cli", *args, "--distributed", "--coordinator",
+            cmd = [*(command or [sys.executable, "-m", "jaxbandits.cli"]), *args, "--distributed", "--coordinator",
                    f"127.0.0.1:{port}", "--num-processes", str(n), "--process-id", str(i)]
             procs.append(subprocess.Popen(cmd, env=env, stdout=None if i == 0 else sys.stderr))
         deadline = None if timeout is None else time.monotonic() + timeout
