@@ -236,9 +236,10 @@ def _main(argv):
         raise ValueError(f"--horizon must be >= 1, got {a.horizon}")
     if a.seed < 0:
         raise ValueError(f"--seed must be >= 0, got {a.seed}")
-    out = a.out or os.path.join("results", a.name)
-    check_writable(out)  # before anything is imported or compiled
     _check_scale_out_options(a)
+    default = a.name if a.part is None else f"{a.name}-part-{a.part.strip().replace('/', '-of-')}"
+    out = a.out or os.path.join("results", default)
+    check_writable(out)  # before anything is imported or compiled
     if a.processes is not None:
         from .distributed import launch_local
 

@@ -378,6 +378,10 @@ def _scale_out_checks(name, exp, runs, out, resume, part, distributed, job):
             raise ValueError("part needs out=, the part folder to write (--out)")
         job["part"] = _parts.parse_part(part)
         job["range"] = _parts.run_range(runs, *job["part"])
+        held = _io._read_json(os.path.join(out, "part.json"))
+        if isinstance(held, dict) and not job["force"] and (held.get("part"), held.get("parts")) != job["part"]:
+            raise ValueError(f"--out {out} holds part {held.get('part')}/{held.get('parts')}; give each part its own "
+                             f"folder (or --force to replace it)")
     if distributed:
         if resume:
             raise ValueError("distributed runs are not checkpointed: --resume does not apply (split the run "

@@ -177,9 +177,13 @@ def test_part_killed_then_resumed_leaves_the_merge_unchanged(parts, tmp_path, mo
     (["--processes", "0"], "--processes must be >= 1"),
     (["--processes", "2", "--process-id", "1"], "leave out --distributed"),
     (["--distributed", "--resume"], "not checkpointed"),
+    (["--part", "0/3", "--out-of", "p1"], "holds part 1/3"),
 ])
-def test_option_errors(args, msg, tmp_path, capsys):
-    assert _run(tmp_path / "x", *args) == 2
+def test_option_errors(args, msg, parts, tmp_path, capsys):
+    out = tmp_path / "x"
+    if "--out-of" in args:  # into the folder of another part
+        out, args = parts / args[-1], args[:-2]
+    assert _run(out, *args) == 2
     err = capsys.readouterr().err
     assert msg in err and err.startswith("jaxbandits: error:"), err
 
@@ -211,3 +215,18 @@ def test_two_processes_bitwise_one_process(parts, tmp_path, monkeypatch):
     s = json.load(open(out / "summary.json"))
     assert s["timing"]["processes"] == 2 and s["timing"]["devices"] == 2
     _same_results(parts / "whole", out)
+
+
+@pytest.mark.slow
+def test_cli_processes_two_equals_one_process(tmp_path):
+    """The command line's own launcher (``run --processes 2``) on a built-in experiment."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]),
+               JAXBANDITS_CACHE_DIR=str(tmp_path / "cache"))
+    args = [sys.executable, "-m", "jaxbandits.cli", "run", "quickstart", "--runs", "6", "--horizon", "200",
+            "--set", "window=30", "--no-progress"]
+    for extra, out in ((["--single-device"], "one"), (["--processes", "2"], "two")):
+        r = subprocess.run(args + extra + ["--out", str(tmp_path / out)], env=env, capture_output=True, text=True,
+                           timeout=600)
+        assert r.returncode == 0, r.stderr[-2000:]
+    assert "of 2 processes" in r.stdout
+    _same_results(tmp_path / "one", tmp_path / "two")
