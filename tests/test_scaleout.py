@@ -252,3 +252,25 @@ def test_grid_points_split_bitwise():
     for f in ("regret", "reward", "pulls", "lost_to_W"):
         np.testing.assert_array_equal(getattr(whole, f), np.concatenate([getattr(a, f), getattr(b, f)]), err_msg=f)
     assert not np.array_equal(whole.regret[0], whole.regret[1])  # the points differ: the test can fail
+
+
+def test_a_part_uses_the_whole_runs_calendar_width():
+    """The default calendar width depends on the number of runs (all calendars within 2 GiB): a
+    part of fewer runs would get the exact width where the whole run gets the delay law's quantile
+    (and loses records to it). The part's channel carries the whole run's width."""
+    from jaxbandits import channels as C
+    from jaxbandits import delays as D
+    from jaxbandits import envs as E
+    from jaxbandits import experiments as X
+    from jaxbandits.engine.round import problem
+    from jaxbandits.parts import whole_width_channel
+    from jaxbandits.policies import classic as P
+
+    T = 2**20
+    panel = X.Panel("", E.bernoulli([0.6, 0.4], delay=D.geometric(mean=50.0)), C.attributed(), {"UCB1": P.ucb1()})
+    w = lambda ch, n: problem(panel.env, ch, P.ucb1(), T, n_runs=n).cspec.width
+    whole, alone = w(C.attributed(), 300), w(C.attributed(), 100)
+    assert whole < alone  # the premise: 100 runs alone would get a wider calendar
+    ch = whole_width_channel(panel, T, 300, 100)
+    assert ch.width == whole and w(ch, 100) == whole
+    assert whole_width_channel(panel, T, 300, 300) is panel.channel  # the whole run: unchanged
