@@ -246,6 +246,9 @@ def merge(dirs: Sequence, out, *, force: bool = False, plot: bool = True):
     if not dirs:
         raise MergeError("merge: give the part folders to merge (jaxbandits merge DIR... --out OUT)")
     _io.check_writable(out)
+    real = lambda d: os.path.realpath(os.fspath(d))
+    if real(out) in {real(d) for d in dirs}:
+        raise MergeError(f"merge: --out {os.fspath(out)!r} is one of the parts: write the results to another folder")
     metas = [load_part(d) for d in dirs]
     _check_same(metas)
     metas = _order(metas)

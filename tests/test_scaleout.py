@@ -120,6 +120,7 @@ def test_merge_refuses(parts, tmp_path, capsys):
     assert "part 1/3 is given twice" in err and "p1-copy" in err
     assert "is not a part folder (a whole run's results)" in _merge_err(capsys, d / "whole", d / "p1", out=out)
     assert "does not exist" in _merge_err(capsys, tmp_path / "nope", out=out)
+    assert "is one of the parts" in _merge_err(capsys, d / "p0", d / "p1", d / "p2", out=d / "p2")
     # parts of other runs: another seed, config, number of parts, versions
     for change, msg in [({"seed": 4}, "seed is 4 there and 3 here"),
                         ({"config": {"means": [0.6, 0.4], "max_delay": 7}}, "config is"),
