@@ -98,7 +98,7 @@ def _parser():
     r.add_argument("--runs", type=int, default=None)
     r.add_argument("--horizon", type=int, default=None)
     r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--out", default=None, help="output folder (default results/NAME)")
+    r.add_argument("--out", default=None, help="output folder (default results/NAME; a part: results/NAME-part-I-of-N)")
     r.add_argument("--force", action="store_true",
                    help="replace the results of another experiment (or other settings) in --out, removing their files")
     r.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
@@ -120,8 +120,10 @@ def _parser():
                         "--process-id, else from the environment (SLURM, Kubernetes, ... as JAX detects it)")
     r.add_argument("--coordinator", default=None, metavar="HOST:PORT",
                    help="with --distributed: address of process 0's coordinator service")
-    r.add_argument("--num-processes", type=int, default=None, help="with --distributed: number of processes")
-    r.add_argument("--process-id", type=int, default=None, help="with --distributed: this process's id, 0 .. N-1")
+    r.add_argument("--num-processes", type=int, default=None, metavar="N",
+                   help="with --distributed: number of processes")
+    r.add_argument("--process-id", type=int, default=None, metavar="I",
+                   help="with --distributed: this process's id, 0 .. N-1")
     r.add_argument("--processes", type=int, default=None, metavar="N",
                    help="start N local processes (CPU devices, coordinator on 127.0.0.1) running this command "
                         "with --distributed, and wait for them")
