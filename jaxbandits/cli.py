@@ -1,4 +1,4 @@
-"""The ``jaxbandits`` command: ``list``, ``run NAME``, ``plot DIR``, ``compare DIR``, ``fit LOG.csv|LOG.parquet``."""
+"""The ``jaxbandits`` command: ``list``, ``run NAME``, ``merge DIR...``, ``plot DIR``, ``compare DIR``, ``fit LOG.csv|LOG.parquet``."""
 from __future__ import annotations
 
 import argparse
@@ -98,7 +98,7 @@ def _parser():
     r.add_argument("--runs", type=int, default=None)
     r.add_argument("--horizon", type=int, default=None)
     r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--out", default=None, help="output folder (default results/NAME)")
+    r.add_argument("--out", default=None, help="output folder (default results/NAME; a part: results/NAME-part-I-of-N)")
     r.add_argument("--force", action="store_true",
                    help="replace the results of another experiment (or other settings) in --out, removing their files")
     r.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
@@ -111,7 +111,30 @@ def _parser():
     r.add_argument("--single-device", action="store_true", help="do not shard runs across CPU cores")
     r.add_argument("--no-compile-cache", action="store_true",
                    help=f"do not use the persistent compilation cache (${CACHE_ENV}, default ~/.cache/jaxbandits/jax)")
+    r.add_argument("--part", default=None, metavar="I/N",
+                   help="compute only part I of N of the runs (0 <= I < N) into the part folder --out; "
+                        "combine the N parts with jaxbandits merge (bitwise the whole run)")
+    r.add_argument("--distributed", action="store_true",
+                   help="one run over many processes with jax.distributed: the runs shard over the devices of "
+                        "all processes, process 0 writes --out; coordinator from --coordinator/--num-processes/"
+                        "--process-id, else from the environment (SLURM, Kubernetes, ... as JAX detects it)")
+    r.add_argument("--coordinator", default=None, metavar="HOST:PORT",
+                   help="with --distributed: address of process 0's coordinator service")
+    r.add_argument("--num-processes", type=int, default=None, metavar="N",
+                   help="with --distributed: number of processes")
+    r.add_argument("--process-id", type=int, default=None, metavar="I",
+                   help="with --distributed: this process's id, 0 .. N-1")
+    r.add_argument("--processes", type=int, default=None, metavar="N",
+                   help="start N local processes (CPU devices, coordinator on 127.0.0.1) running this command "
+                        "with --distributed, and wait for them")
     r.add_argument("--debug", **common)
+    m = sub.add_parser("merge", help="combine the part folders of jaxbandits run --part I/N into the whole run's results")
+    m.add_argument("dirs", nargs="+", metavar="DIR", help="the part folders (all N parts, each once)")
+    m.add_argument("--out", required=True, help="results folder to write")
+    m.add_argument("--force", action="store_true",
+                   help="replace the results of another experiment (or other settings) in --out, removing their files")
+    m.add_argument("--no-plot", action="store_true", help="write no plot")
+    m.add_argument("--debug", **common)
     pl = sub.add_parser("plot", help="re-plot a results folder")
     pl.add_argument("dir", help="a results folder written by jaxbandits run")
     pl.add_argument("--logx", action="store_true", help="log scale on the x-axis (rounds), every panel")
@@ -240,6 +263,8 @@ def _main(argv):
         return _plot(a)
     if a.cmd == "compare":
         return _compare(a)
+    if a.cmd == "merge":
+        return _merge(a)
     from ._io import check_writable
 
     if a.runs is not None and a.runs < 1:
@@ -248,10 +273,20 @@ def _main(argv):
         raise ValueError(f"--horizon must be >= 1, got {a.horizon}")
     if a.seed < 0:
         raise ValueError(f"--seed must be >= 0, got {a.seed}")
-    out = a.out or os.path.join("results", a.name)
+    _check_scale_out_options(a)
+    default = a.name if a.part is None else f"{a.name}-part-{a.part.strip().replace('/', '-of-')}"
+    out = a.out or os.path.join("results", default)
     check_writable(out)  # before anything is imported or compiled
+    if a.processes is not None:
+        from .distributed import launch_local
+
+        return launch_local(_without_processes(argv), a.processes)
     if not a.single_device:
         _use_all_cores()
+    if a.distributed:
+        from .distributed import initialize
+
+        initialize(a.coordinator, a.num_processes, a.process_id)
     from . import experiments as X
     from .engine.checkpoint import Interrupted
 
@@ -259,11 +294,67 @@ def _main(argv):
     with compile_cache(not a.no_compile_cache) as cache:
         try:
             res = X.run(a.name, runs=a.runs, horizon=a.horizon, seed=a.seed, overrides=overrides, out=out,
-                        progress=not a.no_progress, chunk=a.chunk, resume=a.resume, force=a.force)
+                        progress=not a.no_progress, chunk=a.chunk, resume=a.resume, force=a.force,
+                        part=a.part, distributed=a.distributed)
         except Interrupted as e:
             print(f"jaxbandits: {e}; partial results marked in {os.path.join(out, 'summary.json')}\n"
                   f"resume with: {e.resume_command}", file=sys.stderr)
             return 130
+    if a.distributed:
+        from .distributed import process_index
+
+        if process_index() != 0:  # process 0 reports and writes
+            return 0
+    if a.part is not None:
+        print(f"{res.experiment}: part {a.part} ({res.runs} runs x {res.horizon} rounds) written to {out}; "
+              f"combine all parts with: jaxbandits merge DIR... --out OUT")
+        return 0
+    return _report(res, out, cache)
+
+
+def _check_scale_out_options(a):
+    """The options of parts and distributed runs, checked before JAX starts."""
+    if a.processes is not None:
+        if a.processes < 1:
+            raise ValueError(f"--processes must be >= 1, got {a.processes}")
+        if a.distributed or a.coordinator or a.num_processes is not None or a.process_id is not None:
+            raise ValueError("--processes starts the processes itself: leave out --distributed, --coordinator, "
+                             "--num-processes and --process-id")
+    elif not a.distributed:
+        for opt, v in (("--coordinator", a.coordinator), ("--num-processes", a.num_processes),
+                       ("--process-id", a.process_id)):
+            if v is not None:
+                raise ValueError(f"{opt} applies to a --distributed run only; add --distributed or leave it out")
+    if a.resume and (a.distributed or a.processes is not None):
+        raise ValueError("distributed runs are not checkpointed: --resume does not apply (split the run into "
+                         "--part jobs to rerun one alone)")
+    if a.part is not None and (a.distributed or a.processes is not None):
+        raise ValueError("--part and --distributed/--processes are exclusive: run parts as separate jobs")
+
+
+def _without_processes(argv):
+    out, skip = [], False
+    for x in argv:
+        if skip:
+            skip = False
+            continue
+        if x == "--processes":
+            skip = True
+            continue
+        if x.startswith("--processes="):
+            continue
+        out.append(x)
+    return out
+
+
+def _merge(a):
+    from .parts import merge
+
+    res = merge(a.dirs, a.out, force=a.force, plot=not a.no_plot)
+    return _report(res, a.out, None)
+
+
+def _report(res, out, cache):
     s = res.summary()
     if "policies" not in s:  # a study with its own table (e.g. bayes-fit-recovery)
         print(f"{res.experiment}: {res.runs} replications\n" + res.table())
@@ -275,7 +366,8 @@ def _main(argv):
         print(f"  {lab:12s} final regret {v['final_regret_mean']:10.2f} ± {v['final_regret_se']:.2f}")
     t = s["timing"]
     print(f"  compile {t['compile_s']:.1f} s, run {t['run_s']:.1f} s, {t['run_steps_per_s']:.3g} run-steps/s "
-          f"on {t['devices']} device(s)" + (f"; compilation cache {cache}" if cache else ""))
+          f"on {t['devices']} device(s)" + (f" of {t['processes']} processes" if t.get("processes", 1) > 1 else "")
+          + (f" ({t['parts']} parts)" if "parts" in t else "") + (f"; compilation cache {cache}" if cache else ""))
     print(f"wrote {out}/summary.json, {out}/results.nc, {out}/regret.png")
     return 0
 

@@ -303,7 +303,8 @@ def resolve_config(exp: Experiment, overrides: Optional[dict]) -> dict:
 
 def run(name: str, runs: Optional[int] = None, horizon: Optional[int] = None, seed: int = 0,
         overrides: Optional[dict] = None, out: Optional[str] = None, progress: bool = False,
-        chunk: Optional[int] = None, resume: bool = False, force: bool = False) -> Results:
+        chunk: Optional[int] = None, resume: bool = False, force: bool = False, part=None,
+        distributed: bool = False) -> Results:
     """Run a registered experiment (all its policies in one compiled program); save to ``out``.
 
     ``out`` is checked and locked before anything runs: a folder that cannot be written raises
@@ -323,7 +324,14 @@ def run(name: str, runs: Optional[int] = None, horizon: Optional[int] = None, se
     ``[1, 2**24]``, ``seed`` in ``[0, 2**64 - 1]`` (docs/conventions.md §8), ``overrides`` against
     the config's keys and kinds (:func:`resolve_config`); an option the experiment does not use
     (``horizon`` of an offline study, ``chunk`` of a sweep, ``horizon`` together with a config key
-    it replaces) is an error rather than silently ignored."""
+    it replaces) is an error rather than silently ignored.
+
+    ``part=(i, n)`` (or ``"i/n"``) runs only part ``i`` of ``n`` of the runs and writes a part folder
+    to ``out`` (``part.json``, ``part.npz``) instead of results; :func:`jaxbandits.parts.merge`
+    combines the ``n`` parts into the results of the whole run, bitwise. Returns the results of the
+    part's runs alone. ``distributed=True`` shards the runs over the devices of every process of
+    ``jax.distributed`` (:func:`jaxbandits.distributed.initialize` first); process 0 writes ``out``
+    (docs/cluster.md)."""
     exp = get(name)
     runs = exp.runs if runs is None else V.integer("runs", runs, lo=1)
     given_horizon = None if horizon is None else V.horizon("horizon", horizon)
@@ -345,14 +353,49 @@ def run(name: str, runs: Optional[int] = None, horizon: Optional[int] = None, se
     if resume and out is None:
         raise ValueError("resume=True needs out=, the folder of the interrupted run")
     job = dict(overrides=overrides, chunk=chunk, resume=bool(resume), force=bool(force), given_runs=runs)
+    if part is not None or distributed:
+        _scale_out_checks(name, exp, runs, out, resume, part, distributed, job)
+    if distributed and job["process"] != 0:  # process 0 holds and writes out; the others compute
+        return _run(name, exp, runs, horizon, seed, cfg, None, False, chunk, given_horizon, job)
     if out is None:
         return _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, given_horizon, job)
     with _io.output_folder(out, {"experiment": name, "config": cfg}, force=bool(force)):
         return _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, given_horizon, job)
 
 
+def _scale_out_checks(name, exp, runs, out, resume, part, distributed, job):
+    """Arguments of a part or of a distributed run, checked before anything is built."""
+    if exp.runner is not None:
+        raise ValueError(f"experiment {name!r} is a sweep (its own loop over settings, drawing per-run data "
+                         f"for all runs at once): it cannot be split into parts or distributed; run it whole")
+    if part is not None and distributed:
+        raise ValueError("part and distributed are exclusive: a part runs on one process (run the parts as "
+                         "separate jobs), a distributed run is the whole run over many processes")
+    if part is not None:
+        from . import parts as _parts
+
+        if out is None:
+            raise ValueError("part needs out=, the part folder to write (--out)")
+        job["part"] = _parts.parse_part(part)
+        job["range"] = _parts.run_range(runs, *job["part"])
+        held = _io._read_json(os.path.join(out, "part.json"))
+        if isinstance(held, dict) and not job["force"] and (held.get("part"), held.get("parts")) != job["part"]:
+            raise ValueError(f"--out {out} holds part {held.get('part')}/{held.get('parts')}; give each part its own "
+                             f"folder (or --force to replace it)")
+    if distributed:
+        if resume:
+            raise ValueError("distributed runs are not checkpointed: --resume does not apply (split the run "
+                             "into --part jobs to rerun one alone)")
+        from . import distributed as _dist
+
+        job["distributed"] = True
+        job["process"] = _dist.process_index()
+
+
 def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizon, job):
     resume = job["resume"]
+    part, dist = job.get("part"), job.get("distributed", False)
+    first, n_here = job.get("range", (0, runs))
     ckpt_root = None if out is None else os.path.join(out, ".checkpoint")
     if resume and not os.path.isdir(ckpt_root):
         raise ValueError(f"resume: nothing to resume in {out} (no {ckpt_root}): the run finished or never "
@@ -385,7 +428,8 @@ def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizo
     built = exp.build(cfg)
     panels = built if isinstance(built, list) else [Panel("", *built)]
     ch = chunk if chunk is not None else exp.chunk
-    if ch is None and (progress or out is not None):  # chunks: progress, checkpoints, resume
+    # chunks: progress, checkpoints, resume; every process of a distributed run cuts the same chunks
+    if ch is None and (progress or out is not None or dist):
         ch = max(1, horizon // 20)
     checkpoints = tuple(c for c in exp.checkpoints if c <= horizon)
     record = exp.record
@@ -397,40 +441,69 @@ def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizo
     cps = []
     with contextlib.ExitStack() as stack:
         stop = None
-        if out is not None:
+        if out is not None and not dist:  # one process of a distributed run cannot stop alone
             stop = stack.enter_context(graceful_stop(
                 "jaxbandits: stopping at the end of this chunk (Ctrl-C again to abort at once)"))
         for i, p in enumerate(panels):
             cp = None
-            if ckpt_root is not None:
+            if ckpt_root is not None and not dist:
                 cp = Checkpoint(os.path.join(ckpt_root, f"panel-{i}"),
                                 extra={"experiment": name, "config": repr(sorted(cfg.items())), "seed": seed,
-                                       "panel": p.name})
+                                       "panel": p.name, **({"part": list(part)} if part else {})})
                 cps.append(cp)
             try:
-                o = simulate(p.env, p.channel, p.policies, horizon, V.seed_key(seed), runs, record=record,
-                             chunk=ch, progress=progress, checkpoint=cp, resume=bool(resume and cp.exists()),
-                             stop=stop)
+                if dist:
+                    from .distributed import simulate_global
+
+                    o = simulate_global(p.env, p.channel, p.policies, horizon, V.seed_key(seed), runs, record=record,
+                                        chunk=ch, progress=progress)
+                else:
+                    channel = p.channel
+                    if part is not None:  # the calendar width of the whole run
+                        from .parts import whole_width_channel
+
+                        channel = whole_width_channel(p, horizon, runs, n_here)
+                    o = simulate(p.env, channel, p.policies, horizon, V.seed_key(seed), n_here, record=record,
+                                 chunk=ch, progress=progress, checkpoint=cp, resume=bool(resume and cp.exists()),
+                                 stop=stop, first_run=first)
             except Interrupted as e:
-                e.resume_command = _resume_command(name, runs, horizon, seed, job["overrides"], out, chunk)
+                e.resume_command = _resume_command(name, runs, horizon, seed, job["overrides"], out, chunk, part)
                 _write_partial(out, name, cfg, seed, runs, horizon, i, len(panels), e)
                 raise
             _collect(o, p, outs, panel_of, lines, timing)
-    steps = runs * horizon * len(outs)
+    steps = n_here * horizon * len(outs)
     timing["run_steps_per_s"] = steps / max(timing["run_s"], 1e-12)
     full_cfg = {"channels": sorted({str(p.channel) for p in panels}), **cfg}
-    res = Results.from_sim(name, full_cfg, seed, runs, horizon, outs, metric=exp.metric, timing=timing)
-    res.panels = panel_of if any(panel_of.values()) else {}
-    res.log_lines = lines if any(lines.values()) else {}
-    res.checkpoints = list(checkpoints)
-    res.layout = exp.layout
-    res.ratio_to = exp.ratio_to
-    if out is not None:
+    res = _assemble(name, full_cfg, seed, n_here, horizon, outs, exp.metric, timing, panel_of, lines, checkpoints,
+                    exp.layout, exp.ratio_to)
+    if out is not None and part is not None:
+        from .parts import save_part
+
+        save_part(out, {"experiment": name, "config": cfg, "full_config": full_cfg, "seed": seed, "runs": runs,
+                        "horizon": horizon, "part": part[0], "parts": part[1], "first_run": first, "n_runs": n_here,
+                        "t": res.t, "metric": exp.metric, "panel_of": panel_of, "log_lines": lines,
+                        "checkpoints": list(checkpoints), "layout": exp.layout, "ratio_to": exp.ratio_to,
+                        "timing": timing, "versions": res.versions}, outs)
+    elif out is not None:
         res.save(out)
+    if out is not None:
         for cp in cps:  # the results are safely written: the checkpoints have done their job
             cp.remove()
         with contextlib.suppress(OSError):
             os.rmdir(ckpt_root)
+    return res
+
+
+def _assemble(name, full_cfg, seed, runs, horizon, outs, metric, timing, panel_of, lines, checkpoints, layout,
+              ratio_to) -> Results:
+    """The results of an experiment from its outputs ``{label: SimOutput}``: one function for a run
+    done whole and for merged parts (:mod:`jaxbandits.parts`), so both compute the same numbers."""
+    res = Results.from_sim(name, full_cfg, seed, runs, horizon, outs, metric=metric, timing=timing)
+    res.panels = panel_of if any(panel_of.values()) else {}
+    res.log_lines = lines if any(lines.values()) else {}
+    res.checkpoints = list(checkpoints)
+    res.layout = layout
+    res.ratio_to = ratio_to
     return res
 
 
@@ -444,10 +517,12 @@ def _collect(o, p, outs, panel_of, lines, timing):
     timing["compile_s"] += tm["compile_s"]
     timing["run_s"] += tm["run_s"]
     timing["devices"] = tm["devices"]
+    if "processes" in tm:  # a distributed run
+        timing["processes"] = tm["processes"]
     lines[p.name] = dict(p.log_lines)
 
 
-def _resume_command(name, runs, horizon, seed, overrides, out, chunk) -> str:
+def _resume_command(name, runs, horizon, seed, overrides, out, chunk, part=None) -> str:
     import shlex
 
     cmd = ["jaxbandits", "run", name]
@@ -460,6 +535,8 @@ def _resume_command(name, runs, horizon, seed, overrides, out, chunk) -> str:
         cmd += ["--set", f"{k}={v!r}"]
     if chunk is not None:
         cmd += ["--chunk", str(chunk)]
+    if part is not None:
+        cmd += ["--part", f"{part[0]}/{part[1]}"]
     return " ".join(shlex.quote(c) for c in cmd + ["--out", str(out), "--resume"])
 
 

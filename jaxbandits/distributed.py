@@ -1,0 +1,236 @@
+"""One simulation over many processes (hosts) with JAX's multi-controller runtime
+(``jax.distributed``), and a local launcher that starts N processes on this machine
+(docs/cluster.md).
+
+Every process runs the same program. After :func:`initialize`, ``jax.devices()`` lists the devices
+of *all* processes; :func:`simulate_global` pads the runs axis to a multiple of their number and
+shards it over that global mesh, so each process computes the runs of its own devices with the
+driver's own compiled programs (``shard_map``, no collective: runs are independent). The records
+of each chunk are then gathered to every process (``multihost_utils.process_allgather``, which
+on CPU uses the gloo collectives that ``jax.distributed`` sets up) and assembled exactly as the
+one-process driver assembles them, so the outputs are bitwise those of one process: run ``r`` is
+keyed by ``fold_in(key, r)`` whatever the device that runs it (docs/conventions.md §8).
+
+This module uses the driver's programs (``engine/driver.py``: ``Plan``, ``_init_program``,
+``_chunk_program``, ``_compiled``, ``_outputs``); the only thing it does differently is the mesh
+(all processes' devices instead of the local ones) and the gather.
+"""
+from __future__ import annotations
+
+import math
+import os
+import socket
+import subprocess
+import sys
+import time
+from typing import List, Optional
+
+import numpy as np
+
+__all__ = ["initialize", "is_initialized", "process_index", "process_count", "simulate_global", "launch_local"]
+
+_STATE = {"initialized": False}
+
+
+def initialize(coordinator: Optional[str] = None, num_processes: Optional[int] = None,
+               process_id: Optional[int] = None) -> None:
+    """Join the distributed runtime: ``jax.distributed.initialize`` with the coordinator
+    ``host:port``, the number of processes and this process's id; any of them left ``None`` is read
+    from the environment as JAX reads it (SLURM: ``SLURM_*`` variables; Kubernetes indexed jobs,
+    Open MPI, ... : JAX's cluster detection). Must be called before anything runs on a device."""
+    import jax
+
+    from . import _validate as V
+
+    if num_processes is not None:
+        num_processes = V.integer("num_processes", num_processes, lo=1)
+    if process_id is not None:
+        hi = None if num_processes is None else num_processes - 1
+        process_id = V.integer("process_id", process_id, lo=0, hi=hi)
+    if coordinator is not None:
+        host, sep, port = str(coordinator).rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"coordinator must be HOST:PORT (a port in 1..65535), got {coordinator!r}")
+    if _STATE["initialized"]:
+        return
+    try:
+        jax.distributed.initialize(coordinator_address=coordinator, num_processes=num_processes,
+                                   process_id=process_id)
+    except RuntimeError as e:
+        if "before any JAX" not in str(e):
+            raise
+        raise ValueError("--distributed: this process has already started JAX; the distributed runtime must be "
+                         "joined first (start the run in a fresh process)") from None
+    except ValueError as e:  # nothing given and no cluster detected: say what to give
+        raise ValueError(f"--distributed: {e} (give --coordinator HOST:PORT, --num-processes N and --process-id I, "
+                         "or run under a scheduler JAX detects, such as SLURM)") from None
+    _STATE["initialized"] = True
+
+
+def is_initialized() -> bool:
+    return _STATE["initialized"]
+
+
+def process_index() -> int:
+    import jax
+
+    return int(jax.process_index())
+
+
+def process_count() -> int:
+    import jax
+
+    return int(jax.process_count())
+
+
+def _gather(tree):
+    """Every leaf (a global array sharded along the runs axis) as a numpy array on every process."""
+    import jax
+    from jax.experimental import multihost_utils
+
+    if jax.process_count() == 1:
+        return jax.device_get(tree)
+    return multihost_utils.process_allgather(tree, tiled=True)
+
+
+def run_problems_global(problems, key, n_runs, record_at, chunk=None, progress=False, first_run=0):
+    """As :func:`jaxbandits.engine.driver.run_problems` (no grid, no checkpoint), with the runs
+    axis sharded over the devices of every process. Returns ``(records, timing)``; the records are
+    numpy arrays on every process, laid out as the one-process driver lays them out."""
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    from .engine import driver as DR
+    from .engine.recording import segment_plan
+
+    n_dev = jax.device_count()
+    n_pad = int(math.ceil(n_runs / n_dev) * n_dev)
+    plan = DR.Plan(tuple(problems.items()), n_dev, False)
+    T = plan.problems[0][1].horizon
+    ids = np.arange(n_pad, dtype=np.int32) + np.int32(first_run)
+    if n_dev > 1:
+        run_ids = jax.make_array_from_callback((n_pad,), NamedSharding(DR._mesh(n_dev), PartitionSpec("runs")),
+                                               lambda idx: ids[idx])
+    else:
+        run_ids = jnp.asarray(ids)
+    init_exe, compile_s = DR._compiled("init", DR._init_program, plan, (key, run_ids, None))
+    carries = init_exe(key, run_ids, None)
+    seg = segment_plan(T, record_at, chunk)
+    labels = list(problems)
+    parts = {lab: [] for lab in labels}
+    bar = None
+    if progress and jax.process_index() == 0:
+        try:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=T, unit="round", desc=f"simulate ({jax.process_count()} processes)", leave=False)
+        except ImportError:  # pragma: no cover
+            bar = None
+    run_s = 0.0
+    for (lo, hi), keep, n_rounds in zip(seg.chunks, seg.keep, seg.rounds):
+        lo, hi = jnp.asarray(lo), jnp.asarray(hi)
+        exe, dt = DR._compiled("chunk", DR._chunk_program, plan, (carries, None, lo, hi), donate=(1,))
+        compile_s += dt
+        tr = time.perf_counter()
+        carries, ys = exe(carries, None, lo, hi)
+        ys = _gather(ys)
+        run_s += time.perf_counter() - tr
+        for lab in labels:
+            parts[lab].append(jax.tree.map(lambda a: np.asarray(a)[keep], ys[lab]))
+        if bar is not None:
+            bar.update(n_rounds)
+    if bar is not None:
+        bar.close()
+    recs = {}
+    for lab in labels:  # exactly the driver's assembly: [R, runs, ...] -> [runs, R, ...], padding cut
+        cat = jax.tree.map(lambda *a: np.concatenate(a, axis=0), *parts[lab])
+        recs[lab] = jax.tree.map(lambda a: np.moveaxis(a, 0, 1)[:n_runs], cat)
+    timing = {"compile_s": compile_s, "run_s": run_s, "devices": n_dev, "processes": jax.process_count(),
+              "policies_in_program": len(problems)}
+    return recs, timing
+
+
+def simulate_global(env, channel, policies, horizon: int, key, n_runs: int = 1, *, record=None,
+                    chunk: Optional[int] = None, progress: bool = False, first_run: int = 0,
+                    delayed_regret: Optional[bool] = None):
+    """:func:`jaxbandits.simulate` with the runs sharded over the devices of every process of the
+    distributed runtime (call :func:`initialize` first; without it, over the local devices). Every
+    process must call it with the same arguments; every process gets the whole outputs."""
+    from .engine import driver as DR
+    from .engine.round import problem
+    from .engine.recording import record_points
+    from .types import Policy
+
+    horizon, n_runs, key = DR._validate_common(horizon, n_runs, key)
+    first_run = DR._validate_run_args(n_runs, first_run, chunk)
+    record_at = record_points(horizon, record)
+    single = isinstance(policies, Policy)
+    pols = {policies.name: policies} if single else dict(policies)
+    if not pols:
+        raise ValueError("policies must be a Policy or a non-empty {label: Policy} dict")
+    problems = {lab: problem(env, channel, pol, horizon, n_runs=n_runs, delayed_regret=delayed_regret, label=lab)
+                for lab, pol in pols.items()}
+    recs, timing = run_problems_global(problems, key, n_runs, record_at, chunk, progress, first_run)
+    outs = DR._outputs(problems, recs, timing, n_runs, record_at)
+    return outs[next(iter(outs))] if single else outs
+
+
+# ----------------------------------------------------------------------------- the local launcher
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def launch_local(args: List[str], n_processes: int, devices_per_process: Optional[int] = None,
+                 timeout: Optional[float] = None, command: Optional[List[str]] = None) -> int:
+    """Start ``n_processes`` processes of ``python -m jaxbandits.cli *args --distributed
+    --coordinator 127.0.0.1:PORT --num-processes N --process-id i`` on this machine, each with
+    ``devices_per_process`` CPU devices (default: this machine's cores shared out, at least one),
+    and wait for them. Returns the first non-zero exit status (the others are then stopped), else
+    0. Process 0 prints and writes; the others' output goes to stderr. ``command`` replaces
+    ``[python, -m, jaxbandits.cli]``: e.g. a script that registers experiments of its own and then
+    calls :func:`jaxbandits.cli.main`."""
+    from . import _validate as V
+
+    n = V.integer("processes", n_processes, lo=1, hi=1024)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    per = max(1, cores // n) if devices_per_process is None else V.integer("devices_per_process",
+                                                                             devices_per_process, lo=1)
+    port = free_port()
+    env = dict(os.environ)
+    flags = " ".join(f for f in env.get("XLA_FLAGS", "").split() if "xla_force_host_platform_device_count" not in f)
+    env["XLA_FLAGS"] = (flags + f" --xla_force_host_platform_device_count={per}").strip()
+    env["JAX_PLATFORMS"] = "cpu"
+    procs = []
+    try:
+        for i in range(n):
+            cmd = [*(command or [sys.executable, "-m", "jaxbandits.cli"]), *args, "--distributed", "--coordinator",
+                   f"127.0.0.1:{port}", "--num-processes", str(n), "--process-id", str(i)]
+            procs.append(subprocess.Popen(cmd, env=env, stdout=None if i == 0 else sys.stderr))
+        deadline = None if timeout is None else time.monotonic() + timeout
+        status = 0
+        running = list(procs)
+        while running:
+            for p in list(running):
+                rc = p.poll()
+                if rc is None:
+                    continue
+                running.remove(p)
+                if rc != 0 and status == 0:
+                    status = rc
+                    for q in running:  # one failed: the others would wait for it forever
+                        q.terminate()
+            if deadline is not None and time.monotonic() > deadline and running:
+                for q in running:
+                    q.kill()
+                status = status or 124
+            time.sleep(0.05)
+        return status
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()

@@ -1,0 +1,267 @@
+"""An experiment split into parts (``jaxbandits run NAME --part i/n``) and the parts merged
+(``jaxbandits merge DIR... --out OUT``) into results bitwise identical to one run (docs/cluster.md).
+
+Part ``i`` of ``n`` runs the global runs ``[floor(i N / n), floor((i + 1) N / n))`` of the ``N``
+runs (``simulate(..., first_run=...)``: run ``r`` is keyed by ``fold_in(key, r)``, so a part's runs
+are those runs of the whole, docs/conventions.md §8) and writes a *part folder*:
+
+    part.json   what the part is of (experiment, config, seed, runs, horizon, record points,
+                versions), which part, and what the merged results need (metric, panels, ...)
+    part.npz    the per-run records of each policy, as the simulator returns them
+
+both written as one unit with the manifest and checksums of :mod:`jaxbandits._io`. The merge
+checks that the parts are of one run (same experiment, config, seed, runs, horizon, record points
+and the versions that change the bits), that every part ``0 .. n-1`` is there exactly once and
+that each file matches its checksum; it then concatenates the per-run records in the layout the
+simulator itself returns them in, and builds the results with the same code as a whole run
+(means and standard errors over runs are computed there, from the merged per-run arrays, by the
+same numpy reductions on arrays of the same memory layout: the same bits).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from . import _io
+
+__all__ = ["parse_part", "run_range", "save_part", "load_part", "merge", "MergeError", "PART_FORMAT"]
+
+PART_FORMAT = "jaxbandits-part/1"
+#: the arrays of a SimOutput that a part keeps (those that exist)
+FIELDS = ("regret", "expected_regret", "reward", "pulls", "lost_to_W", "delayed_regret", "arm_totals")
+#: the version entries that change the bits of a run: parts must agree on them
+BIT_VERSIONS = ("jaxbandits", "jax", "backend", "x64", "threefry_partitionable")
+
+
+class MergeError(ValueError):
+    """Parts that cannot be merged (of different runs, missing, duplicated, damaged)."""
+
+
+def parse_part(part) -> Tuple[int, int]:
+    """``"i/n"`` or ``(i, n)`` -> ``(i, n)`` with ``0 <= i < n``."""
+    if isinstance(part, str):
+        m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", part)
+        if not m:
+            raise ValueError(f"--part must be I/N (part I of N, 0 <= I < N), got {part!r}")
+        i, n = int(m.group(1)), int(m.group(2))
+    elif isinstance(part, (tuple, list)) and len(part) == 2 and all(
+            isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in part):
+        i, n = int(part[0]), int(part[1])
+    else:
+        raise TypeError(f"part must be 'I/N' or a pair (I, N) of integers, got {part!r}")
+    if n < 1 or not 0 <= i < n:
+        raise ValueError(f"--part I/N needs N >= 1 and 0 <= I < N, got {i}/{n}")
+    return i, n
+
+
+def run_range(runs: int, i: int, n: int) -> Tuple[int, int]:
+    """``(first run, number of runs)`` of part ``i`` of ``n`` of ``runs`` runs."""
+    if n > runs:
+        raise ValueError(f"--part {i}/{n}: {n} parts of {runs} runs leave some part without a run; "
+                         f"give at most {runs} parts (or more --runs)")
+    a, b = (i * runs) // n, ((i + 1) * runs) // n
+    return a, b - a
+
+
+def whole_width_channel(panel, horizon: int, runs: int, runs_here: int):
+    """The channel a part must use so that its calendar width ``W`` is the one the whole run
+    resolves: the default width depends on the number of runs (calendars within 2 GiB,
+    docs/conventions.md §3), so a part of fewer runs could otherwise get a wider calendar than the
+    whole, and other bits where the whole loses records to ``W``."""
+    import dataclasses
+
+    from .engine.round import problem
+
+    ch = panel.channel
+    if getattr(ch, "width", None) is not None or runs_here == runs:
+        return ch
+    widths = {}
+    for lab, pol in panel.policies.items():
+        whole = problem(panel.env, ch, pol, horizon, n_runs=runs, label=lab).cspec.width
+        here = problem(panel.env, ch, pol, horizon, n_runs=runs_here, label=lab).cspec.width
+        widths[lab] = (whole, here)
+    if all(w == h for w, h in widths.values()):
+        return ch
+    if len({w for w, _ in widths.values()}) == 1 and dataclasses.is_dataclass(ch):
+        return dataclasses.replace(ch, width=next(iter(widths.values()))[0])
+    raise ValueError(f"--part: the policies of panel {panel.name!r} get different calendar widths in the whole run "
+                     f"({ {k: w for k, (w, _) in widths.items()} }); a part cannot reproduce them: give the "
+                     "channel an explicit width in the config, or run whole")
+
+
+# ----------------------------------------------------------------------------- writing a part
+def save_part(out, meta: dict, outs: Dict[str, object]) -> dict:
+    """Write the part folder ``out``: ``part.json`` (``meta``) and ``part.npz`` (the records of
+    ``outs``, ``{label: SimOutput}``), as one unit (:func:`jaxbandits._io.save_files`)."""
+    arrays, fields = {}, {}
+    for j, (lab, o) in enumerate(outs.items()):
+        fields[lab] = [f for f in FIELDS if getattr(o, f) is not None]
+        for f in fields[lab]:
+            arrays[f"p{j}_{f}"] = np.asarray(getattr(o, f))
+        arrays[f"p{j}_t"] = np.asarray(o.t)
+    meta = dict(meta, format=PART_FORMAT, labels=list(outs), fields=fields,
+                widths={lab: int(o.width) for lab, o in outs.items()})
+
+    def write_npz(p):
+        with open(p, "wb") as fh:
+            np.savez(fh, **arrays)
+
+    identity = {"experiment": meta["experiment"], "config": meta["config"]}
+    return _io.save_files(out, {"part.json": _io.json_writer(_io._normal(meta)), "part.npz": write_npz}, identity)
+
+
+# ----------------------------------------------------------------------------- reading and merging
+def _short(d) -> str:
+    return os.fspath(d)
+
+
+def load_part(folder) -> dict:
+    """``part.json`` of a part folder, checked to be a finished part whose files match the
+    manifest's checksums (a clear :class:`MergeError` otherwise)."""
+    d = _short(folder)
+    if not os.path.isdir(folder):
+        raise MergeError(f"merge: {d!r} does not exist (a part folder of jaxbandits run --part I/N)")
+    _io.recover(folder)
+    pj = os.path.join(folder, "part.json")
+    if not os.path.isfile(pj):
+        s = _io._read_json(os.path.join(folder, "summary.json"))
+        if isinstance(s, dict) and s.get("partial"):
+            raise MergeError(f"merge: {d!r} holds an interrupted part (it did not finish): resume it with: "
+                             f"{s.get('resume')}")
+        if os.path.isdir(os.path.join(folder, ".checkpoint")):
+            raise MergeError(f"merge: {d!r} holds an unfinished part (a checkpoint, no part.json): rerun that part "
+                             "with --resume")
+        what = "a whole run's results" if os.path.isfile(os.path.join(folder, "results.nc")) else "no part.json"
+        raise MergeError(f"merge: {d!r} is not a part folder ({what}): give the folders written by "
+                         "jaxbandits run NAME --part I/N --out DIR")
+    meta = _io._read_json(pj)
+    if not isinstance(meta, dict) or meta.get("format") != PART_FORMAT:
+        raise MergeError(f"merge: {pj} is not a part description of this version ({PART_FORMAT})")
+    man = _io._read_json(os.path.join(folder, _io.MANIFEST_NAME))
+    sums = man.get("files", {}) if isinstance(man, dict) else {}
+    for name in ("part.json", "part.npz"):
+        p = os.path.join(folder, name)
+        if not os.path.isfile(p):
+            raise MergeError(f"merge: {d!r} lacks {name}")
+        if name not in sums or _io._sha256(p) != sums[name]:
+            raise MergeError(f"merge: {p} does not match the checksum of its manifest (a damaged or edited file): "
+                             "rerun that part")
+    meta["_folder"] = d
+    return meta
+
+
+def _check_same(metas: List[dict]):
+    """Every part is of the same run as the first; name the first difference."""
+    ref = metas[0]
+    keys = ("experiment", "config", "seed", "runs", "horizon", "parts", "t", "labels", "metric")
+    for m in metas[1:]:
+        for k in keys:
+            if m.get(k) != ref.get(k):
+                raise MergeError(f"merge: {m['_folder']!r} is a part of another run than {ref['_folder']!r}: "
+                                 f"{k} is {_show(m.get(k))} there and {_show(ref.get(k))} here; merge only the parts "
+                                 "of one run (same experiment, --set, --seed, --runs, --horizon and number of parts)")
+        for k in BIT_VERSIONS:
+            a, b = m["versions"].get(k), ref["versions"].get(k)
+            if a != b:
+                raise MergeError(f"merge: {m['_folder']!r} was computed with {k} {a!r} and {ref['_folder']!r} with "
+                                 f"{b!r}: parts of one run must come from the same versions (their bits differ "
+                                 "otherwise); rerun the odd parts")
+
+
+def _show(v) -> str:
+    s = json.dumps(v, sort_keys=True)
+    return s if len(s) <= 80 else s[:77] + "..."
+
+
+def _order(metas: List[dict]) -> List[dict]:
+    """The parts in order 0 .. n-1; duplicates and missing parts are errors naming them."""
+    n = metas[0]["parts"]
+    seen: Dict[int, str] = {}
+    for m in metas:
+        i = m["part"]
+        if i in seen:
+            raise MergeError(f"merge: part {i}/{n} is given twice ({seen[i]!r} and {m['_folder']!r}); give each part once")
+        seen[i] = m["_folder"]
+    missing = [i for i in range(n) if i not in seen]
+    if missing:
+        have = ", ".join(f"{i}/{n}" for i in sorted(seen))
+        raise MergeError(f"merge: part(s) {', '.join(f'{i}/{n}' for i in missing)} missing (given: {have}); "
+                         f"run them with --part I/{n} and merge all {n}")
+    ordered = sorted(metas, key=lambda m: m["part"])
+    expect = 0
+    for m in ordered:  # the run ranges tile 0 .. runs - 1
+        if m["first_run"] != expect:
+            raise MergeError(f"merge: {m['_folder']!r} starts at run {m['first_run']}, expected {expect}")
+        expect += m["n_runs"]
+    if expect != metas[0]["runs"]:
+        raise MergeError(f"merge: the parts hold {expect} runs, the run has {metas[0]['runs']}")
+    return ordered
+
+
+def merged_outputs(metas: List[dict]) -> Dict[str, object]:
+    """``{label: SimOutput}`` of the whole run from the ordered parts' records, in the simulator's
+    own layout (``[R, runs, ...]`` concatenated, then runs moved first: the same view as the
+    driver returns), so every later numpy reduction over runs adds in the same order."""
+    from .engine.recording import SimOutput
+
+    ref = metas[0]
+    loaded = []
+    for m in metas:
+        with np.load(os.path.join(m["_folder"], "part.npz"), allow_pickle=False) as z:
+            loaded.append({k: z[k] for k in z.files})
+    outs = {}
+    for j, lab in enumerate(ref["labels"]):
+        arrs = {}
+        for f in ref["fields"][lab]:
+            ps = [z[f"p{j}_{f}"] for z in loaded]
+            if ps[0].ndim >= 2:  # [runs, R, ...]: the driver's [R, runs, ...] buffer, viewed runs first
+                arrs[f] = np.moveaxis(np.concatenate([np.moveaxis(p, 0, 1) for p in ps], axis=1), 0, 1)
+            else:
+                arrs[f] = np.concatenate(ps, axis=0)
+        timing = merged_timing(metas)
+        outs[lab] = SimOutput(t=loaded[0][f"p{j}_t"], width=int(ref["widths"][lab]), timing=timing,
+                              **{f: arrs.get(f) for f in FIELDS})
+    return outs
+
+
+def merged_timing(metas: List[dict]) -> dict:
+    """Timing of the merged run: compile and run seconds summed over the parts (device time)."""
+    t = {"compile_s": float(sum(m["timing"]["compile_s"] for m in metas)),
+         "run_s": float(sum(m["timing"]["run_s"] for m in metas)),
+         "devices": int(max(m["timing"].get("devices", 1) for m in metas)), "parts": len(metas)}
+    return t
+
+
+def merge(dirs: Sequence, out, *, force: bool = False, plot: bool = True):
+    """Merge the part folders ``dirs`` into the results folder ``out`` (``results.nc``,
+    ``summary.json``, ...): bitwise those of the run done whole (timing aside). Refuses parts of
+    different runs or versions, missing or duplicated parts, damaged files
+    (:class:`MergeError`), and an ``out`` holding other results (as ``run``; ``force``)."""
+    from .experiments import _assemble
+
+    if not dirs:
+        raise MergeError("merge: give the part folders to merge (jaxbandits merge DIR... --out OUT)")
+    _io.check_writable(out)
+    real = lambda d: os.path.realpath(os.fspath(d))
+    if real(out) in {real(d) for d in dirs}:
+        raise MergeError(f"merge: --out {os.fspath(out)!r} is one of the parts: write the results to another folder")
+    metas = [load_part(d) for d in dirs]
+    _check_same(metas)
+    metas = _order(metas)
+    ref = metas[0]
+    identity = {"experiment": ref["experiment"], "config": ref["config"]}
+    with _io.output_folder(out, identity, force=force):
+        outs = merged_outputs(metas)
+        timing = merged_timing(metas)
+        steps = ref["runs"] * ref["horizon"] * len(outs)
+        timing["run_steps_per_s"] = steps / max(timing["run_s"], 1e-12)
+        res = _assemble(ref["experiment"], ref["full_config"], ref["seed"], ref["runs"], ref["horizon"], outs,
+                        ref["metric"], timing, ref["panel_of"], ref["log_lines"], ref["checkpoints"],
+                        None if ref["layout"] is None else tuple(ref["layout"]), ref["ratio_to"])
+        res.versions = dict(ref["versions"])
+        res.save(out, plot=plot)
+    return res
