@@ -11,13 +11,12 @@ on CPU uses the gloo collectives that ``jax.distributed`` sets up) and assembled
 one-process driver assembles them, so the outputs are bitwise those of one process: run ``r`` is
 keyed by ``fold_in(key, r)`` whatever the device that runs it (docs/conventions.md §8).
 
-This module uses the driver's programs (``engine/driver.py``: ``Plan``, ``_init_program``,
-``_chunk_program``, ``_compiled``, ``_outputs``); the only thing it does differently is the mesh
-(all processes' devices instead of the local ones) and the gather.
+The driver does the work (``engine.driver.run_problems(..., global_devices=True)``: the same
+compiled programs; only the mesh, all processes' devices instead of the local ones, and the
+gather differ).
 """
 from __future__ import annotations
 
-import math
 import os
 import socket
 import subprocess
@@ -25,7 +24,6 @@ import sys
 import time
 from typing import List, Optional
 
-import numpy as np
 
 __all__ = ["initialize", "is_initialized", "process_index", "process_count", "simulate_global", "launch_local"]
 
@@ -83,71 +81,14 @@ def process_count() -> int:
     return int(jax.process_count())
 
 
-def _gather(tree):
-    """Every leaf (a global array sharded along the runs axis) as a numpy array on every process."""
-    import jax
-    from jax.experimental import multihost_utils
-
-    if jax.process_count() == 1:
-        return jax.device_get(tree)
-    return multihost_utils.process_allgather(tree, tiled=True)
-
-
 def run_problems_global(problems, key, n_runs, record_at, chunk=None, progress=False, first_run=0):
-    """As :func:`jaxbandits.engine.driver.run_problems` (no grid, no checkpoint), with the runs
-    axis sharded over the devices of every process. Returns ``(records, timing)``; the records are
+    """:func:`jaxbandits.engine.driver.run_problems` (no grid, no checkpoint) with the runs axis
+    sharded over the devices of every process. Returns ``(records, timing)``; the records are
     numpy arrays on every process, laid out as the one-process driver lays them out."""
-    import jax
-    import jax.numpy as jnp
-    from jax.sharding import NamedSharding, PartitionSpec
-
     from .engine import driver as DR
-    from .engine.recording import segment_plan
 
-    n_dev = jax.device_count()
-    n_pad = int(math.ceil(n_runs / n_dev) * n_dev)
-    plan = DR.Plan(tuple(problems.items()), n_dev, False)
-    T = plan.problems[0][1].horizon
-    ids = np.arange(n_pad, dtype=np.int32) + np.int32(first_run)
-    if n_dev > 1:
-        run_ids = jax.make_array_from_callback((n_pad,), NamedSharding(DR._mesh(n_dev), PartitionSpec("runs")),
-                                               lambda idx: ids[idx])
-    else:
-        run_ids = jnp.asarray(ids)
-    init_exe, compile_s = DR._compiled("init", DR._init_program, plan, (key, run_ids, None))
-    carries = init_exe(key, run_ids, None)
-    seg = segment_plan(T, record_at, chunk)
-    labels = list(problems)
-    parts = {lab: [] for lab in labels}
-    bar = None
-    if progress and jax.process_index() == 0:
-        try:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=T, unit="round", desc=f"simulate ({jax.process_count()} processes)", leave=False)
-        except ImportError:  # pragma: no cover
-            bar = None
-    run_s = 0.0
-    for (lo, hi), keep, n_rounds in zip(seg.chunks, seg.keep, seg.rounds):
-        lo, hi = jnp.asarray(lo), jnp.asarray(hi)
-        exe, dt = DR._compiled("chunk", DR._chunk_program, plan, (carries, None, lo, hi), donate=(1,))
-        compile_s += dt
-        tr = time.perf_counter()
-        carries, ys = exe(carries, None, lo, hi)
-        ys = _gather(ys)
-        run_s += time.perf_counter() - tr
-        for lab in labels:
-            parts[lab].append(jax.tree.map(lambda a: np.asarray(a)[keep], ys[lab]))
-        if bar is not None:
-            bar.update(n_rounds)
-    if bar is not None:
-        bar.close()
-    recs = {}
-    for lab in labels:  # exactly the driver's assembly: [R, runs, ...] -> [runs, R, ...], padding cut
-        cat = jax.tree.map(lambda *a: np.concatenate(a, axis=0), *parts[lab])
-        recs[lab] = jax.tree.map(lambda a: np.moveaxis(a, 0, 1)[:n_runs], cat)
-    timing = {"compile_s": compile_s, "run_s": run_s, "devices": n_dev, "processes": jax.process_count(),
-              "policies_in_program": len(problems)}
+    _, recs, timing = DR.run_problems(problems, None, key, n_runs, record_at, chunk, progress,
+                                      first_run=first_run, global_devices=True)
     return recs, timing
 
 

@@ -181,24 +181,52 @@ def _place(tree, like):
     return jax.tree.map(lambda a, t: jax.device_put(a, t.sharding), tree, like)
 
 
+def _gather_local(tree):
+    return jax.device_get(tree)
+
+
+def _gather_global(tree):
+    """Every leaf (an array sharded along the runs axis over the devices of every process) as a
+    numpy array on every process."""
+    if jax.process_count() == 1:
+        return jax.device_get(tree)
+    from jax.experimental import multihost_utils
+
+    return multihost_utils.process_allgather(tree, tiled=True)
+
+
 def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, record_at, chunk=None,
-                 progress=False, shard=None, first_run=0, checkpoint=None, resume=False, stop=None):
+                 progress=False, shard=None, first_run=0, checkpoint=None, resume=False, stop=None,
+                 global_devices=False):
     """Compile (once) and run every problem in one program per chunk shape.
     Returns ``(final carries, records {label: Records of numpy [.., runs, R, ...]}, timing)``.
 
     ``checkpoint`` (a folder, or a :class:`~jaxbandits.engine.checkpoint.Checkpoint`) saves the
     state and the records after every chunk; ``resume=True`` continues from it (bitwise as if never
     stopped); ``stop()`` is asked after every chunk: when it says so, the run stops there and
-    raises :class:`~jaxbandits.engine.checkpoint.Interrupted` (its work saved in the checkpoint)."""
+    raises :class:`~jaxbandits.engine.checkpoint.Interrupted` (its work saved in the checkpoint).
+
+    ``global_devices=True`` shards the runs over the devices of every process of JAX's distributed
+    runtime (``jaxbandits.distributed``; every process calls this with the same arguments and gets
+    every record); no checkpoint then."""
     from .checkpoint import Checkpoint, Interrupted
 
-    n_dev = _devices(shard, n_runs)
+    if global_devices:
+        if checkpoint is not None or resume or stop is not None:
+            raise ValueError("a run over the devices of several processes takes no checkpoint, resume or stop")
+        n_dev, gather = jax.device_count(), _gather_global
+        progress = progress and jax.process_index() == 0
+    else:
+        n_dev, gather = _devices(shard, n_runs), _gather_local
     n_pad = int(math.ceil(n_runs / n_dev) * n_dev)
     plan = Plan(tuple(problems.items()), n_dev, grid_params is not None)
     T = plan.problems[0][1].horizon
-    run_ids = jnp.asarray(np.arange(n_pad, dtype=np.int32) + np.int32(first_run))
-    if n_dev > 1:
-        run_ids = jax.device_put(run_ids, jax.sharding.NamedSharding(_mesh(n_dev), jax.sharding.PartitionSpec("runs")))
+    ids = np.arange(n_pad, dtype=np.int32) + np.int32(first_run)
+    if n_dev > 1:  # each process places the blocks of its own devices
+        run_ids = jax.make_array_from_callback(
+            (n_pad,), jax.sharding.NamedSharding(_mesh(n_dev), jax.sharding.PartitionSpec("runs")), lambda i: ids[i])
+    else:
+        run_ids = jnp.asarray(ids)
     init_exe, compile_s = _compiled("init", _init_program, plan, (key, run_ids, grid_params))
     carries = init_exe(key, run_ids, grid_params)
     seg = segment_plan(T, record_at, chunk)
@@ -242,7 +270,7 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
         compile_s += dt
         tr = time.perf_counter()
         carries, ys = exe(carries, grid_params, lo, hi)
-        ys = jax.device_get(ys)
+        ys = gather(ys)
         run_s += time.perf_counter() - tr
         new = {lab: jax.tree.map(lambda a: a[keep], ys[lab]) for lab in labels}
         for lab in labels:
@@ -264,6 +292,8 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
         # [R, (G,) runs, ...] -> [(G,) runs, R, ...], padded runs cut
         recs[lab] = jax.tree.map(lambda a: np.moveaxis(a, 0, nb)[(slice(None),) * (nb - 1) + (slice(0, n_runs),)], cat)
     timing = {"compile_s": compile_s, "run_s": run_s, "devices": n_dev, "policies_in_program": len(problems)}
+    if global_devices:
+        timing["processes"] = jax.process_count()
     return carries, recs, timing
 
 
