@@ -54,12 +54,22 @@ def uniform_random() -> Policy:
 class IndexState(NamedTuple):
     """Per-arm statistics of the stochastic index policies. The denominator of an arm's mean is
     its plays when the channel hides zero outcomes (conversions: a play without an arrival may be
-    a zero), its arrivals otherwise; the state holds only that one count (the other is None, fixed
-    by the channel's feedback properties when the policy starts)."""
+    a zero), its arrivals otherwise; ``n_played`` is kept only in the first case (None otherwise,
+    fixed by the channel's feedback properties when the policy starts). Arrivals and reward sums
+    are one vector, the running sum of the payloads ``[e_A, e_A r]``, so an update is one add."""
 
     n_played: Any  # f32[K] plays made (known at once: the action is echoed); None if zeros are observed
-    n_arrived: Any  # f32[K] records arrived; None if the channel hides zero outcomes
-    sums: Any  # f32[K] sum of arrived rewards
+    arrived: Any  # f32[2K]: [:K] records arrived per arm, [K:] the sum of their rewards
+
+    @property
+    def n_arrived(self):
+        """f32[..., K] records arrived per arm."""
+        return self.arrived[..., : self.arrived.shape[-1] // 2]
+
+    @property
+    def sums(self):
+        """f32[..., K] sum of the arrived rewards per arm."""
+        return self.arrived[..., self.arrived.shape[-1] // 2:]
 
 
 class IndexMemo(NamedTuple):
@@ -67,10 +77,9 @@ class IndexMemo(NamedTuple):
 
 
 def _index_init(spec: ProblemSpec, key):
-    z = jnp.zeros((spec.n_arms,), _F)
-    if spec.feedback.zeros_observed:
-        return IndexState(None, z, z)
-    return IndexState(z, None, z)
+    K = spec.n_arms
+    n_played = None if spec.feedback.zeros_observed else jnp.zeros((K,), _F)
+    return IndexState(n_played, jnp.zeros((2 * K,), _F))
 
 
 def _index_payload(memo, reward, delay):
@@ -78,10 +87,10 @@ def _index_payload(memo, reward, delay):
 
 
 def _index_update(state: IndexState, arr):
-    k = state.sums.shape[0]
-    if state.n_played is not None:
-        return state._replace(n_played=state.n_played + one_hot(arr.action, k), sums=state.sums + arr.payload[k:])
-    return state._replace(n_arrived=state.n_arrived + arr.payload[:k], sums=state.sums + arr.payload[k:])
+    n_played = state.n_played
+    if n_played is not None:
+        n_played = n_played + one_hot(arr.action, n_played.shape[0])
+    return IndexState(n_played, state.arrived + arr.payload)
 
 
 def counts(state: IndexState):
