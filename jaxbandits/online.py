@@ -246,18 +246,25 @@ def _delivered(cfg: Config, pend: Pending, t):
     return jax.lax.cond(jnp.any(pend.due == t), gather, lambda: jnp.zeros((P,), _F))
 
 
-def _arrivals(cfg: Config, st: LearnerState) -> Arrivals:
+def _arrivals(cfg: Config, st: LearnerState, quiet: bool = False) -> Arrivals:
+    """What ``update`` receives at the end of the open round. ``quiet`` (static): nothing can be
+    delivered in this round (a round inside a batch of decisions, for a policy without holds)."""
     t, pend, H = st.t, st.pending, cfg.pending
     slot = t % H
     play = st.play
     memo = jax.tree.map(lambda m: jnp.where(play, m[slot], jnp.zeros_like(m[slot])), pend.memo)
-    pay = _delivered(cfg, pend, t) if cfg.spec.feedback.attributed else st.acc
+    if not cfg.spec.feedback.attributed:
+        pay = st.acc
+    elif quiet:
+        pay = jnp.zeros((cfg.payload_size,), _F)
+    else:
+        pay = _delivered(cfg, pend, t)
     rev = None
     if cfg.reveal > 0:
         a = jnp.arange(cfg.reveal)
         s = t - a
         sl = s % H
-        rev = (s >= 0) & (pend.round[sl] == s) & (pend.due[sl] == t)
+        rev = jnp.zeros((cfg.reveal,), bool) if quiet else (s >= 0) & (pend.round[sl] == s) & (pend.due[sl] == t)
     return Arrivals(t, jnp.where(play, pend.action[slot], -1), memo, pay, rev)
 
 
@@ -268,12 +275,12 @@ def _closed_policy(st: LearnerState):
     return jax.lax.cond(st.t >= 0, lambda: cfg.policy.update(st.policy, _arrivals(cfg, st)), lambda: st.policy)
 
 
-def _step(st: LearnerState, x):
+def _step(st: LearnerState, x, quiet=False):
     cfg = st.config
     feats, mask, dnow = x
     # the open round already has its decision: close it and decide in the next one; an idle open
     # round (reached by advance) gets its decision now and stays open
-    pol = jax.lax.cond(st.play & (st.t >= 0), lambda: cfg.policy.update(st.policy, _arrivals(cfg, st)),
+    pol = jax.lax.cond(st.play & (st.t >= 0), lambda: cfg.policy.update(st.policy, _arrivals(cfg, st, quiet)),
                        lambda: st.policy)
     t = jnp.where(st.play, st.t + 1, st.t)
     ctx = Context(t, feats, mask, jnp.asarray(-1, _I) if dnow is None else dnow)
@@ -290,7 +297,19 @@ def _step(st: LearnerState, x):
 
 @partial(jax.jit, static_argnames=("n",))
 def _decide(st, feats, masks, delays, n):
-    return jax.lax.scan(_step, st, (feats, masks, delays), length=n)
+    # The first decision closes the open round, which may have received feedback. The rounds of the
+    # later decisions of the batch receive none (no feedback can be reported between them): for a
+    # policy without holds (whose deliveries are all due in the round they are reported) nothing is
+    # delivered then, so their ends skip the ring search. Same arrivals, same bits, O(1) per round.
+    xs = (feats, masks, delays)
+    first = jax.tree.map(lambda v: v[0], xs)
+    st, (t0, a0) = _step(st, first)
+    if n == 1:
+        return st, (t0[None], a0[None])
+    rest = jax.tree.map(lambda v: v[1:], xs)
+    quiet = not st.config.policy.memo_hold
+    st, (ts, arms) = jax.lax.scan(partial(_step, quiet=quiet), st, rest, length=n - 1)
+    return st, (jnp.concatenate([t0[None], ts]), jnp.concatenate([a0[None], arms]))
 
 
 def decide(state: LearnerState, n: Optional[int] = None, contexts=None, masks=None, delays=None):
