@@ -84,7 +84,7 @@ ACCEPTED, UNKNOWN, OUTSIDE_WINDOW, EXPIRED, DUPLICATE, INVALID = range(6)
 CODES = ("accepted", "unknown", "outside_window", "expired", "duplicate", "invalid")
 
 __all__ = ["Config", "Pending", "Counters", "LearnerState", "init", "decide", "feedback", "close_round",
-           "advance", "Clock", "save", "load", "Learner", "CODES", "FORMAT_VERSION"]
+           "advance", "Clock", "save", "dumps", "loads", "load", "Learner", "CODES", "FORMAT_VERSION"]
 
 
 class Config(NamedTuple):
@@ -624,11 +624,7 @@ def _header(state, extra=None):
     return h
 
 
-def save(state: LearnerState, path, extra: Optional[dict] = None) -> None:
-    """Write the whole learner to one ``.npz`` file (numpy's format, no pickle): arrays
-    ``leaf_0..leaf_{n-1}`` (the state's leaves; PRNG keys as their key data) and ``header``, a JSON
-    document (format ``"jaxbandits.online"``, ``format_version``, ``library_version``, policy
-    name, channel, sizes, the state's tree layout, and ``extra``: JSON-able data of the caller)."""
+def _write(state: LearnerState, f, extra=None) -> None:
     leaves, _, _ = _layout(state)
     arrays = {}
     for i, x in enumerate(leaves):
@@ -637,24 +633,60 @@ def save(state: LearnerState, path, extra: Optional[dict] = None) -> None:
         arrays[f"leaf_{i}"] = np.asarray(x)
     head = json.dumps(_header(state, extra), sort_keys=True)
     arrays["header"] = np.frombuffer(head.encode(), np.uint8)
-    path = str(path)
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        np.savez(f, **arrays)
-    import os
+    np.savez(f, **arrays)
 
-    os.replace(tmp, path)
+
+def save(state: LearnerState, path, extra: Optional[dict] = None) -> None:
+    """Write the whole learner to one ``.npz`` file (numpy's format, no pickle): arrays
+    ``leaf_0..leaf_{n-1}`` (the state's leaves; PRNG keys as their key data) and ``header``, a JSON
+    document (format ``"jaxbandits.online"``, ``format_version``, ``library_version``, policy
+    name, channel, sizes, the state's tree layout, and ``extra``: JSON-able data of the caller).
+    The file is written atomically (a temporary file flushed to disk, then renamed)."""
+    from ._io import atomic_write
+
+    def writer(tmp):
+        with open(tmp, "wb") as f:
+            _write(state, f, extra)
+
+    atomic_write(path, writer)
+
+
+def dumps(state: LearnerState, extra: Optional[dict] = None) -> bytes:
+    """The bytes :func:`save` would write (for a database blob)."""
+    import io
+
+    buf = io.BytesIO()
+    _write(state, buf, extra)
+    return buf.getvalue()
+
+
+def loads(data: bytes, policy: Policy, channel, *, return_extra: bool = False):
+    """:func:`load` from the bytes of :func:`dumps`."""
+    import io
+
+    return load(io.BytesIO(data), policy, channel, return_extra=return_extra)
+
+
+def _open(path):
+    if hasattr(path, "read"):
+        path.seek(0)
+        return np.load(path, allow_pickle=False)
+    return np.load(str(path), allow_pickle=False)
 
 
 def read_header(path) -> dict:
     """The JSON header of a saved learner (no arrays are built)."""
-    with np.load(str(path), allow_pickle=False) as z:
+    with _open(path) as z:
         if "header" not in z.files:
-            raise ValueError(f"{path}: not a saved jaxbandits learner (no header)")
+            raise ValueError(f"{_name(path)}: not a saved jaxbandits learner (no header)")
         h = json.loads(bytes(z["header"]).decode())
     if h.get("format") != FORMAT:
-        raise ValueError(f"{path}: not a saved jaxbandits learner (format {h.get('format')!r})")
+        raise ValueError(f"{_name(path)}: not a saved jaxbandits learner (format {h.get('format')!r})")
     return h
+
+
+def _name(path):
+    return "(bytes)" if hasattr(path, "read") else str(path)
 
 
 def _compatible(a: str, b: str) -> bool:
@@ -666,25 +698,26 @@ def load(path, policy: Policy, channel, *, return_extra: bool = False):
     file holds their state). Refuses, naming what differs: another format version, a library
     version of another major.minor, another policy name or channel, or another state layout."""
     h = read_header(path)
+    name = _name(path)
     if h["format_version"] != FORMAT_VERSION:
-        raise ValueError(f"{path}: format version {h['format_version']}, this library reads version {FORMAT_VERSION}")
+        raise ValueError(f"{name}: format version {h['format_version']}, this library reads version {FORMAT_VERSION}")
     if not _compatible(h["library_version"], _version()):
-        raise ValueError(f"{path}: saved by jaxbandits {h['library_version']}, incompatible with this "
+        raise ValueError(f"{name}: saved by jaxbandits {h['library_version']}, incompatible with this "
                          f"jaxbandits {_version()} (the major.minor versions differ)")
     if not isinstance(policy, Policy):
         raise TypeError(f"policy must be a jaxbandits Policy, got {type(policy).__name__}")
     if policy.name != h["policy"]:
-        raise ValueError(f"{path}: saved for policy {h['policy']!r}, cannot load into {policy.name!r}")
+        raise ValueError(f"{name}: saved for policy {h['policy']!r}, cannot load into {policy.name!r}")
     if str(channel) != h["channel"]:
-        raise ValueError(f"{path}: saved for channel {h['channel']}, cannot load into {channel}")
+        raise ValueError(f"{name}: saved for channel {h['channel']}, cannot load into {channel}")
     cfg = _config(policy, channel, h["n_arms"], h["horizon"], h["dim"], h["max_pending"])
     template = _init(cfg, jax.random.key(0))
     leaves, treedef, layout = _layout(template)
     if str(treedef) != h["treedef"] or layout != h["leaves"]:
-        raise ValueError(f"{path}: the saved state's layout differs from {policy.name}'s state on {channel} "
+        raise ValueError(f"{name}: the saved state's layout differs from {policy.name}'s state on {channel} "
                          f"(other parameters or another library version?): refusing to load")
     new = []
-    with np.load(str(path), allow_pickle=False) as z:
+    with _open(path) as z:
         for i, (x, lay) in enumerate(zip(leaves, layout)):
             a = z[f"leaf_{i}"]
             if "key" in lay:
