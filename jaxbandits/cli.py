@@ -240,7 +240,9 @@ def _main(argv):
 
         if not 1 <= a.port <= 65535:
             raise ValueError(f"--port must be in 1..65535, got {a.port}")
-        return serve.run(serve.config_from_args(a), a.db, host=a.host, port=a.port, log_level=a.log_level)
+        config = serve.config_from_args(a)  # checked before anything compiles
+        with compile_cache(True):  # a restart reuses the compiled programs
+            return serve.run(config, a.db, host=a.host, port=a.port, log_level=a.log_level)
     from ._io import check_writable
 
     if a.runs is not None and a.runs < 1:

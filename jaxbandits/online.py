@@ -312,6 +312,24 @@ def _decide(st, feats, masks, delays, n):
     return st, (jnp.concatenate([t0[None], ts]), jnp.concatenate([a0[None], arms]))
 
 
+@partial(jax.jit, static_argnames=("cap",))
+def _decide_upto(st, n, cap):
+    """``n`` decisions (``1 <= n <= cap``, a traced count) without per-round inputs: one compiled
+    program for every ``n`` up to ``cap``; the same rounds and bits as :func:`_decide`."""
+    x0 = (None, None, None)
+    st, (t0, a0) = _step(st, x0)
+    ids = jnp.zeros((cap,), _I).at[0].set(t0)
+    arms = jnp.zeros((cap,), _I).at[0].set(a0)
+    quiet = not st.config.policy.memo_hold
+
+    def body(i, c):
+        s, ids, arms = c
+        s, (t, a) = _step(s, x0, quiet=quiet)
+        return s, ids.at[i].set(t), arms.at[i].set(a)
+
+    return jax.lax.fori_loop(1, n, body, (st, ids, arms))
+
+
 def decide(state: LearnerState, n: Optional[int] = None, contexts=None, masks=None, delays=None):
     """Make ``n`` decisions (``n`` rounds): ``(state, ids i32[n], arms i32[n])``. ``contexts``:
     ``f32[n, K, d]`` for contextual policies (then ``n`` is its length); ``masks``: ``bool[n, K]``
@@ -729,14 +747,14 @@ def load(path, policy: Policy, channel, *, return_extra: bool = False):
 
 
 # ----------------------------------------------------------------------------- stateful wrapper
-def _pad(n):
-    return 1 << max(int(n) - 1, 0).bit_length()
+def _pad(n, least=1):
+    return max(1 << max(int(n) - 1, 0).bit_length(), least)
 
 
 class Learner:
     """A stateful wrapper with arm names (strings or any hashable), for people who want
     ``learner.decide()``. ``arms``: a list of names, or the number of arms (names ``0..K-1``).
-    Feedback batches are padded to a power of two (few compilations)."""
+    Decision and feedback batches are padded to powers of two (few compilations)."""
 
     def __init__(self, policy: Policy, channel, arms, key=0, *, horizon=None, dim=None, max_pending=None,
                  clock: Optional[Clock] = None, _state=None):
@@ -762,10 +780,17 @@ class Learner:
 
     def decide(self, n: Optional[int] = None, contexts=None, masks=None, delays=None, *, now=None):
         """``(ids, arm names)`` of ``n`` decisions (one if ``n`` and contexts are not given);
-        ``now``: advance the clock to it first."""
+        ``now``: advance the clock to it first. Without contexts, masks or delays, one compiled
+        program serves every ``n`` up to the next power of two (at least 64)."""
         if now is not None:
             self.advance(now)
-        self.state, ids, arms = decide(self.state, n, contexts, masks, delays)
+        if contexts is None and masks is None and delays is None and not self.state.config.spec.feedback.delay_at_action \
+                and self.state.config.spec.dim is None:
+            n = 1 if n is None else V.integer("n", n, lo=1, hi=2**24)
+            self.state, ids, arms = _decide_upto(self.state, jnp.asarray(n, _I), max(_pad(n), 64))
+            ids, arms = np.asarray(ids)[:n], np.asarray(arms)[:n]
+        else:
+            self.state, ids, arms = decide(self.state, n, contexts, masks, delays)
         return np.asarray(ids).tolist(), [self.arms[i] for i in np.asarray(arms)]
 
     def feedback(self, ids=None, rewards=None, *, y=None, now=None) -> list:
@@ -778,7 +803,7 @@ class Learner:
             n = y.shape[0]
             if n == 0:
                 return []
-            m = _pad(n)
+            m = _pad(n, 8)
             yy = np.zeros(m, np.float32)
             yy[:n] = y
             self.state, codes = feedback(self.state, y=yy, valid=np.arange(m) < n)
@@ -787,7 +812,7 @@ class Learner:
         n = ids.shape[0]
         if n == 0:
             return []
-        m = _pad(n)
+        m = _pad(n, 8)
         ii = np.full(m, -1, np.int64)
         ii[:n] = ids
         rr = None

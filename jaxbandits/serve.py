@@ -139,10 +139,17 @@ class ServeConfig:
         return Clock(self.clock.get("origin", 0), self.clock.get("round_length", 1))
 
     def build(self):
-        """(policy, channel, clock): the objects the config describes."""
+        """(policy, channel, clock): the objects the config describes (the same objects for the
+        same config within a process, so a restarted service reuses the compiled programs)."""
+        self.check()
+        key = json.dumps([self.policy, self.channel], sort_keys=True)
+        if key not in _BUILT:
+            _BUILT[key] = self._build()
+        return _BUILT[key] + (self._clock(),)
+
+    def _build(self):
         from . import channels, delays
 
-        self.check()
         ch = (channels.conversions(window=int(self.channel["window"])) if self.channel["kind"] == "conversions"
               else channels.attributed())
         params = {k: v for k, v in self.policy.items() if k != "name"}
@@ -166,7 +173,10 @@ class ServeConfig:
             pol = make(**params)
         except TypeError as e:
             raise ValueError(f"config table 'policy' ({name}): {e}") from None
-        return pol, ch, self._clock()
+        return pol, ch
+
+
+_BUILT: Dict[str, Any] = {}
 
 
 def load_config(path=None, **overrides) -> ServeConfig:
@@ -430,7 +440,8 @@ class Service:
             if "arm" in e:
                 arm = e["arm"]
                 if arm not in lr.index:
-                    raise BadRequest(f"events[{j}].arm: unknown arm {arm!r}; the arms are {lr.arms}")
+                    shown = repr(arm) if len(repr(arm)) <= 60 else repr(arm)[:57] + "..."
+                    raise BadRequest(f"events[{j}].arm: unknown arm {shown}; the arms are {lr.arms}")
                 if acts is None:
                     acts = np.asarray(lr.state.pending.action)
                     rounds = np.asarray(lr.state.pending.round)
@@ -505,7 +516,7 @@ def replay_events(config: ServeConfig, rows):
         if body.get("now") is not None:
             lr.advance(body["now"])
         if kind == "decide":
-            lr.decide(n=body["n"])
+            lr.decide(n=int(body["n"]))
         elif kind == "feedback" and body["ids"]:
             lr.feedback(body["ids"], body.get("rewards"))
     return lr
