@@ -142,6 +142,100 @@ def inprocess(label, policy, channel, max_pending, reps, calls=3):
             "bare_policy_scan_decisions_per_s": bare_rate(policy, channel, reps)}
 
 
+SERVED = {  # the serve configs of the setups above (jaxbandits serve, docs/online.md)
+    "UCB1": ({"name": "ucb1"}, {"kind": "attributed"}, 4096),
+    "DelayedKLUCB": ({"name": "delayed_klucb", "window": M, "delay": {"law": "geometric", "mean": 50.0}},
+                     {"kind": "conversions", "window": M}, None),
+    "delay-model TS (refresh 100)": ({"name": "delay_model_ts", "window": M, "model": "exponential", "refresh": 100},
+                                     {"kind": "conversions", "window": M}, None),
+}
+
+
+def http(label, reps, calls=3, single=200):
+    """The same measurements through ``jaxbandits serve`` on 127.0.0.1 (a subprocess; every
+    request committed to its SQLite log before the answer)."""
+    import json
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import tempfile
+
+    import httpx
+
+    pol, ch, mp = SERVED[label]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = {"arms": [f"arm-{k}" for k in range(K)], "policy": pol, "channel": ch, "max_batch": 1000,
+               "max_pending": mp}
+        with open(os.path.join(tmp, "serve.json"), "w") as fh:
+            json.dump(cfg, fh)
+        with socket.socket() as so:
+            so.bind(("127.0.0.1", 0))
+            port = so.getsockname()[1]
+        env = {**os.environ, "PYTHONPATH": root, "JAXBANDITS_CACHE_DIR": os.path.join(tmp, "cache")}
+        proc = subprocess.Popen([sys.executable, "-m", "jaxbandits.cli", "serve", os.path.join(tmp, "serve.json"),
+                                 "--db", os.path.join(tmp, "serve.db"), "--port", str(port)], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            c = httpx.Client(timeout=60.0)
+            for _ in range(600):
+                try:
+                    c.get(url + "/health")
+                    break
+                except httpx.TransportError:
+                    time.sleep(0.1)
+            zeros = ch["kind"] == "attributed"
+            rng = np.random.default_rng(0)
+
+            def events(ids):
+                ev = [{"id": int(i)} for i in ids if rng.random() < 0.03]
+                if zeros:
+                    for e in ev:
+                        e["reward"] = float(rng.random() < 0.5)
+                return ev
+
+            out = c.post(url + "/decide", json={"n": 1000}).json()  # compile
+            c.post(url + "/decide", json={"n": 1})
+            c.post(url + "/feedback", json={"events": events(out["ids"])[:8]})
+            c.get(url + "/stats")
+            batch, batch_fb, p50, p99, fb_lat = [], [], [], [], []
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                for _ in range(calls):
+                    out = c.post(url + "/decide", json={"n": 1000}).json()
+                batch.append(calls * 1000 / (time.perf_counter() - t0))
+                t0 = time.perf_counter()
+                for _ in range(calls):
+                    out = c.post(url + "/decide", json={"n": 1000}).json()
+                    c.post(url + "/feedback", json={"events": events(out["ids"])}).raise_for_status()
+                batch_fb.append(calls * 1000 / (time.perf_counter() - t0))
+                lat = []
+                for _ in range(single):
+                    t0 = time.perf_counter()
+                    out = c.post(url + "/decide", json={"n": 1}).json()
+                    lat.append(time.perf_counter() - t0)
+                lat = np.array(lat) * 1e3
+                p50.append(np.percentile(lat, 50))
+                p99.append(np.percentile(lat, 99))
+                lat = []
+                for _ in range(50):
+                    e = {"id": out["ids"][0]}
+                    if zeros:
+                        e["reward"] = 1.0
+                    t0 = time.perf_counter()
+                    c.post(url + "/feedback", json={"events": [e]}).raise_for_status()
+                    lat.append(time.perf_counter() - t0)
+                fb_lat.append(np.percentile(np.array(lat) * 1e3, 50))
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+    return {"policy": label, "batch_1000_decisions_per_s": _spread(batch),
+            "batch_1000_with_feedback_decisions_per_s": _spread(batch_fb),
+            "single_p50_ms": _spread(p50), "single_p99_ms": _spread(p99), "feedback_1_event_p50_ms": _spread(fb_lat)}
+
+
 def _fmt(x, f="{:.3g}"):
     return f.format(x["median"]) + " (" + f.format(x["min"]) + "-" + f.format(x["max"]) + ")"
 
@@ -168,6 +262,18 @@ def main(argv=None):
         print(f"{label:30s} {_fmt(r['batch_1000_decisions_per_s']):>24s} "
               f"{_fmt(r['batch_1000_with_feedback_decisions_per_s']):>24s} {_fmt(r['single_p50_ms']):>20s} "
               f"{_fmt(r['single_p99_ms']):>20s} {_fmt(r['bare_policy_scan_decisions_per_s']):>24s}", flush=True)
+    if not a.no_http:
+        print("over HTTP on 127.0.0.1 (jaxbandits serve, each request committed to SQLite before the answer)")
+        print(f"{'policy':30s} {'batch 1000 dec/s':>24s} {'+ feedback dec/s':>24s} {'single p50 ms':>20s} "
+              f"{'single p99 ms':>20s} {'feedback(1) p50 ms':>20s}")
+        for label in SERVED:
+            if a.only and a.only not in label:
+                continue
+            r = http(label, a.reps)
+            res["http"].append(r)
+            print(f"{label:30s} {_fmt(r['batch_1000_decisions_per_s']):>24s} "
+                  f"{_fmt(r['batch_1000_with_feedback_decisions_per_s']):>24s} {_fmt(r['single_p50_ms']):>20s} "
+                  f"{_fmt(r['single_p99_ms']):>20s} {_fmt(r['feedback_1_event_p50_ms']):>20s}", flush=True)
     res["load_average_at_end"] = os.getloadavg()
     out = a.out or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
                                 f"online-{res['platform']}.json")

@@ -229,6 +229,32 @@ def test_learner_wrapper_names_arms():
     assert lr.arm_index("blue") == 2
 
 
+@pytest.mark.parametrize("make", [lambda: V.delayed_klucb(LAW, 6),
+                                  pytest.param(lambda: V.discarding_ucb(LAW, 6), marks=pytest.mark.slow)],
+                         ids=["DelayedKLUCB", "Discarding"])
+def test_learner_batches_of_any_size_are_the_pure_rounds_bitwise(make):
+    """The Learner's one-program-per-capacity batches (a traced count) and padded feedback give the
+    rounds of the pure API's scan, bit for bit, for a policy without holds (the quiet path after
+    the first decision of a batch) and one with holds (the ring searched in every round)."""
+    pol, ch = make(), C.conversions(window=6)
+    lr = online.Learner(pol, ch, 3, key=5)
+    st = online.init(pol, ch, 3, 5)
+    rng = np.random.default_rng(0)
+    for n in (1, 37, 2, 37):
+        ids, arms = lr.decide(n)
+        st, i2, a2 = online.decide(st, n=n)
+        assert ids == np.asarray(i2).tolist() and arms == np.asarray(a2).tolist()
+        back = [int(i) for i in ids if rng.random() < 0.4][:5]
+        pad = np.full(8, -1)
+        pad[:len(back)] = back
+        st, codes = online.feedback(st, pad, valid=np.arange(8) < len(back))
+        assert lr.feedback(back) == [online.CODES[c] for c in np.asarray(codes)[:len(back)]]
+    for a, b in zip(jax.tree.leaves(lr.state), jax.tree.leaves(st)):
+        if jnp.issubdtype(a.dtype, jax.dtypes.prng_key):
+            a, b = jax.random.key_data(a), jax.random.key_data(b)
+        assert np.array_equal(np.asarray(a), np.asarray(b))
+
+
 # ----------------------------------------------------------------------------- save / load
 def _drive(st, rounds, t0, seed=0):
     """A deterministic stream of decisions and conversions (ids of recent decisions)."""
@@ -367,6 +393,7 @@ def test_clock_timestamps_give_the_actions_of_integer_rounds_and_delays_in_clock
     assert lr_ts.stats()["round"] == rounds[-1] and lr_ts.stats()["decisions"] == 120
 
 
+@pytest.mark.slow  # CI time; the float64 mapping itself is checked in the default suite below
 def test_clock_one_decision_per_round_is_the_decision_count_bitwise():
     """Epoch seconds mapped to one-minute rounds (float64 on the host: a float32 cannot tell the
     seconds of 1.7e9 apart): one decision per round gives the decision clock's actions."""
@@ -402,6 +429,12 @@ def test_clock_bursts_run_ahead_late_events_counted_and_bad_times_refused(tmp_pa
     lr.save(tmp_path / "c.npz")
     again = online.Learner.load(tmp_path / "c.npz", lr.policy, lr.channel)
     assert again.clock == lr.clock and again.stats() == lr.stats()
+    # epoch seconds into one-minute rounds in float64 (a float32 cannot tell these seconds apart)
+    clk = online.Clock(1_795_000_000.0, 60.0)
+    assert [clk.round(1_795_000_000.0 + 60.0 * t + x) for t, x in ((0, 59.9), (1, 0.0), (7, 59.0), (10**6, 1.5))] \
+        == [0, 1, 7, 10**6]
+    assert online.Clock(np.datetime64("2026-11-24T00:00"), np.timedelta64(90, "s")).round(
+        np.datetime64("2026-11-24T01:00:29")) == 40
     with pytest.raises(ValueError, match="before the clock's origin"):
         lr.advance(99)
     with pytest.raises(TypeError, match="now must be a finite number"):

@@ -278,7 +278,7 @@ def _drive(tmp_path, n_decisions, batch, kill_at):
 
 
 def test_serve_killed_and_restarted_over_http_loses_no_acknowledged_feedback(tmp_path):
-    _drive(tmp_path, n_decisions=800, batch=100, kill_at=4)
+    _drive(tmp_path, n_decisions=600, batch=100, kill_at=3)
 
 
 @pytest.mark.slow
