@@ -340,6 +340,11 @@ def test_docs_page_example_runs(tmp_path, monkeypatch):
     # the learner played the best banner most
     counts = np.asarray(online.close_round(ns["learner"].state).n)
     assert counts.argmax() == 0
+    # the clock's example: timestamps of one-minute rounds, a conversion 17 rounds later
+    clock_block = next(b for b in re.findall(r"```python\n(.*?)```", page, re.S) if "online.Clock(" in b)
+    exec(clock_block, ns)
+    st = ns["learner"].stats()
+    assert (st["round"], st["accepted"], st["decisions"]) == (587, 1, 1)
 
 
 # ----------------------------------------------------------------------------- the clock
