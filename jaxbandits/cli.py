@@ -171,6 +171,8 @@ def _serve_parser(sub, common):
     s.add_argument("--horizon", type=int, default=None, help="horizon the policy may plan for (default none)")
     s.add_argument("--snapshot-every", type=int, default=None,
                    help="logged requests between two state snapshots (default 1000)")
+    s.add_argument("--max-advance", type=int, default=None,
+                   help="most rounds one request may move the clock (default 10000000)")
     s.add_argument("--log-level", default="warning", help="uvicorn's log level (default warning)")
     s.add_argument("--debug", **common)
 

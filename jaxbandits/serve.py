@@ -78,7 +78,8 @@ class ServeConfig:
     "conversions", "window": m}`` or ``{"kind": "attributed"}``; ``clock``: ``None`` (one decision
     is one round) or ``{"origin": t0, "round_length": L}`` in the unit of the timestamps (requests
     without ``now`` then use the server's time, seconds since the epoch); ``max_batch``: the most
-    decisions or events in one request; ``snapshot_every``: events logged between two snapshots."""
+    decisions or events in one request; ``snapshot_every``: events logged between two snapshots;
+    ``max_advance``: the most rounds one request may move the clock (each costs an ``update``)."""
 
     arms: List[str]
     policy: Dict[str, Any]
@@ -89,6 +90,7 @@ class ServeConfig:
     clock: Optional[Dict[str, Any]] = None
     max_batch: int = 1000
     snapshot_every: int = 1000
+    max_advance: int = 10_000_000
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
@@ -108,6 +110,7 @@ class ServeConfig:
             V.integer("max_pending", self.max_pending, lo=1)
         V.integer("max_batch", self.max_batch, lo=1, hi=100_000)
         V.integer("snapshot_every", self.snapshot_every, lo=1)
+        V.integer("max_advance", self.max_advance, lo=1)
         if not isinstance(self.channel, dict) or self.channel.get("kind") not in CHANNELS:
             raise ValueError(f"config key 'channel.kind' must be one of {list(CHANNELS)}, got "
                              f"{self.channel.get('kind') if isinstance(self.channel, dict) else self.channel!r}")
@@ -381,11 +384,14 @@ class Service:
                 raise BadRequest(f"now must be an integer round >= 0 (no clock is configured), got {now!r}")
             if now > self._online.MAX_ROUND:
                 raise BadRequest(f"now must be <= {self._online.MAX_ROUND}, got {now}")
-        else:
-            try:
-                self.clock.round(now)
-            except (TypeError, ValueError) as e:
-                raise BadRequest(str(e)) from None
+        try:
+            r = now if self.clock is None else self.clock.round(now)
+        except (TypeError, ValueError) as e:
+            raise BadRequest(str(e)) from None
+        ahead = r - int(self.learner.state.t)
+        if ahead > self.config.max_advance:
+            raise BadRequest(f"now={now!r} is {ahead} rounds after the open round {int(self.learner.state.t)}; one "
+                             f"request may advance the clock by at most {self.config.max_advance} rounds (max_advance)")
         return now
 
     def _saved(self):
@@ -638,7 +644,7 @@ def config_from_args(a) -> ServeConfig:
     arms = None if a.arms is None else [x.strip() for x in a.arms.split(",")]
     return load_config(a.config, arms=arms, policy=policy, channel=channel, seed=a.seed, clock=clock,
                        max_batch=a.max_batch, snapshot_every=a.snapshot_every, max_pending=a.max_pending,
-                       horizon=a.horizon)
+                       horizon=a.horizon, max_advance=a.max_advance)
 
 
 def run(config: ServeConfig, db: str, host: str = "127.0.0.1", port: int = 8000, log_level: str = "warning"):

@@ -18,7 +18,9 @@ import pytest
 
 pytest.importorskip("fastapi")
 httpx = pytest.importorskip("httpx")
-from fastapi.testclient import TestClient  # noqa: E402
+with __import__("warnings").catch_warnings():  # Starlette's note that it prefers httpx2 to httpx
+    __import__("warnings").simplefilter("ignore", DeprecationWarning)
+    from fastapi.testclient import TestClient  # noqa: E402
 
 from jaxbandits import online, serve  # noqa: E402
 from jaxbandits.cli import main as cli_main  # noqa: E402
@@ -70,6 +72,8 @@ BAD = [
     ("/decide", '{"n": 1, "arms": ["a"]}', 422, "unknown key"),
     ("/decide", '{"n": 1, "now": "soon"}', 422, "now must be a finite number"),
     ("/decide", '{"n": 1, "now": -1}', 422, "now must be an integer round >= 0"),
+    ("/advance", '{"now": 20000002}', 422, "max_advance"),
+    ("/advance", '{}', 422, "now is required"),
     ("/feedback", '{"events": [{"id": 0, "arm": "z"}]}', 422, "unknown arm 'z'"),
     ("/feedback", '{"events": [{"id": 0, "arm": "WRONG"}]}', 422, "decision 0 chose arm"),
     ("/feedback", '{"events": [{"id": "0"}]}', 422, "events[0].id must be an integer"),
