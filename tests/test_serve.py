@@ -19,7 +19,7 @@ import pytest
 pytest.importorskip("fastapi")
 httpx = pytest.importorskip("httpx")
 with __import__("warnings").catch_warnings():  # Starlette's note that it prefers httpx2 to httpx
-    __import__("warnings").simplefilter("ignore", DeprecationWarning)
+    __import__("warnings").simplefilter("ignore")
     from fastapi.testclient import TestClient  # noqa: E402
 
 from jaxbandits import online, serve  # noqa: E402
