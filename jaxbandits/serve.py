@@ -247,14 +247,19 @@ class Service:
         self.policy, self.channel, self.clock = config.build()
         self.db_path = os.fspath(db)
         self._lock_fd = self._lock()
-        self.db = sqlite3.connect(self.db_path, isolation_level=None, check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=FULL")  # a commit is on disk before the request is acknowledged
-        self.db.executescript(_SCHEMA)
-        self._online = online
-        self._fresh()
-        self._check_meta()
-        self.recovered_events = self._recover()
+        self.db = None
+        try:
+            self.db = sqlite3.connect(self.db_path, isolation_level=None, check_same_thread=False)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=FULL")  # a commit is on disk before the request is acknowledged
+            self.db.executescript(_SCHEMA)
+            self._online = online
+            self._fresh()
+            self._check_meta()
+            self.recovered_events = self._recover()
+        except BaseException:
+            self.close()
+            raise
 
     # ------------------------------------------------------------------ storage
     def _lock(self):
@@ -491,9 +496,12 @@ class Service:
 
     def close(self):
         try:
-            self.db.close()
+            if self.db is not None:
+                self.db.close()
         finally:
-            os.close(self._lock_fd)
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)
+                self._lock_fd = None
 
 
 def _estimates(pstate):

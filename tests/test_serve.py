@@ -157,6 +157,11 @@ def test_restart_recovers_snapshot_plus_log_exactly_and_refuses_another_config(t
     again.close()
     with pytest.raises(ValueError, match=r"another config \(differs in \['seed'\]\)"):
         serve.Service(_cfg(seed=4, clock={"origin": 1000.0, "round_length": 2.0}), db)
+    # one server per database (an OS lock), released when the refused service closed
+    first = serve.Service(cfg, db)
+    with pytest.raises(OSError, match="in use by another jaxbandits serve"):
+        serve.Service(cfg, db)
+    first.close()
 
 
 # ----------------------------------------------------------------------------- a real server, killed
