@@ -507,9 +507,10 @@ class Service:
 def _estimates(pstate):
     """The policy's own estimate of each arm's mean, where its state has one (else None)."""
     f = getattr(pstate, "_fields", ())
-    if {"sums", "n_arrived", "n_played", "count_plays"} <= set(f):  # UCB1, KL-UCB, Thompson
-        n = np.where(np.asarray(pstate.count_plays), np.asarray(pstate.n_played), np.asarray(pstate.n_arrived))
-        s = np.asarray(pstate.sums)
+    if {"sums", "n_arrived", "n_played"} <= set(f):  # UCB1, KL-UCB, Thompson: sums / (plays or arrivals)
+        from .policies import classic
+
+        n, s = np.asarray(classic.counts(pstate)), np.asarray(pstate.sums)
     elif {"s", "n_tilde"} <= set(f):  # DelayedUCB / KLUCB: S / Ñ, the delay-corrected rate
         n, s = np.asarray(pstate.n_tilde), np.asarray(pstate.s)
     else:
