@@ -1,4 +1,4 @@
-"""The ``jaxbandits`` command: ``list``, ``run NAME``, ``plot DIR``, ``fit LOG.csv|LOG.parquet``, ``serve``."""
+"""The ``jaxbandits`` command: ``list``, ``run NAME``, ``plot DIR``, ``fit LOG.csv|LOG.parquet``."""
 from __future__ import annotations
 
 import argparse
@@ -224,6 +224,8 @@ def _main(argv):
     a = _parser().parse_args(argv)
     if a.cmd == "fit":
         return _fit(a)
+    if a.cmd == "serve":
+        return _serve(a)
     if a.cmd == "list":
         from . import experiments as X
 
@@ -237,14 +239,6 @@ def _main(argv):
         return 0 if not bad else 1
     if a.cmd == "plot":
         return _plot(a)
-    if a.cmd == "serve":
-        from . import serve
-
-        if not 1 <= a.port <= 65535:
-            raise ValueError(f"--port must be in 1..65535, got {a.port}")
-        config = serve.config_from_args(a)  # checked before anything compiles
-        with compile_cache(True):  # a restart reuses the compiled programs
-            return serve.run(config, a.db, host=a.host, port=a.port, log_level=a.log_level)
     from ._io import check_writable
 
     if a.runs is not None and a.runs < 1:
@@ -354,6 +348,17 @@ def _fit(a):
         print(fh.read())
     print("wrote " + ", ".join(paths.values()))
     return 0
+
+
+def _serve(a):
+    """``jaxbandits serve``: a policy over HTTP with an SQLite log (docs/online.md)."""
+    from . import serve
+
+    if not 1 <= a.port <= 65535:
+        raise ValueError(f"--port must be in 1..65535, got {a.port}")
+    config = serve.config_from_args(a)  # checked before anything compiles
+    with compile_cache(True):  # a restart reuses the compiled programs
+        return serve.run(config, a.db, host=a.host, port=a.port, log_level=a.log_level)
 
 
 if __name__ == "__main__":
