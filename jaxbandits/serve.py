@@ -257,6 +257,9 @@ class Service:
             self._fresh()
             self._check_meta()
             self.recovered_events = self._recover()
+        except sqlite3.DatabaseError as e:
+            self.close()
+            raise ValueError(f"{self.db_path}: not a usable SQLite database ({e})") from None
         except BaseException:
             self.close()
             raise
@@ -311,10 +314,14 @@ class Service:
         online = self._online
         row = self.db.execute("SELECT seq, state FROM snapshots ORDER BY seq DESC LIMIT 1").fetchone()
         if row is not None:
-            state, extra = online.loads(row[1], self.policy, self.channel, return_extra=True)
-            self.learner.state = state
-            self.host = extra["host"]
-            self.seq = int(row[0])
+            try:
+                state, extra = online.loads(row[1], self.policy, self.channel, return_extra=True)
+            except Exception:  # unreadable (e.g. written by an incompatible version): the log alone is replayed
+                state = None
+            if state is not None:
+                self.learner.state = state
+                self.host = extra["host"]
+                self.seq = int(row[0])
         n = 0
         for seq, kind, body in self.db.execute("SELECT seq, kind, body FROM events WHERE seq > ? ORDER BY seq",
                                                (self.seq,)).fetchall():

@@ -128,6 +128,10 @@ def test_config_errors_name_the_key(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("jaxbandits: error: config key 'channel.kind'") and "Traceback" not in err
     assert not (tmp_path / "x.db").exists()  # refused before anything was created
+    junk = tmp_path / "junk.db"
+    junk.write_text("not a database\n" * 100)
+    with pytest.raises(ValueError, match="not a usable SQLite database"):
+        serve.Service(_cfg(), junk)
 
 
 def test_restart_recovers_snapshot_plus_log_exactly_and_refuses_another_config(tmp_path):
@@ -157,6 +161,14 @@ def test_restart_recovers_snapshot_plus_log_exactly_and_refuses_another_config(t
     again.close()
     with pytest.raises(ValueError, match=r"another config \(differs in \['seed'\]\)"):
         serve.Service(_cfg(seed=4, clock={"origin": 1000.0, "round_length": 2.0}), db)
+    # an unreadable snapshot is skipped: the whole log is replayed, to the same bits
+    con = sqlite3.connect(str(db))
+    con.execute("UPDATE snapshots SET state = X'00'")
+    con.commit()
+    con.close()
+    again = serve.Service(cfg, db)
+    assert again.recovered_events == 24 and _state_bits(again.learner.state) == bits
+    again.close()
     # one server per database (an OS lock), released when the refused service closed
     first = serve.Service(cfg, db)
     with pytest.raises(OSError, match="in use by another jaxbandits serve"):
