@@ -331,7 +331,8 @@ def _decide_upto(st, n, cap):
 
 
 def decide(state: LearnerState, n: Optional[int] = None, contexts=None, masks=None, delays=None):
-    """Make ``n`` decisions (``n`` rounds): ``(state, ids i32[n], arms i32[n])``. ``contexts``:
+    """Make ``n`` decisions in ``n`` rounds (the open round first if :func:`advance` left it
+    without a decision, then the next ones): ``(state, ids i32[n], arms i32[n])``. ``contexts``:
     ``f32[n, K, d]`` for contextual policies (then ``n`` is its length); ``masks``: ``bool[n, K]``
     which arms exist; ``delays``: ``i32[n]`` the delays shown before acting (action-time channels).
     Closes the open round first: the feedback it received reaches the policy now."""
