@@ -308,3 +308,27 @@ def test_serve_killed_and_restarted_over_http_loses_no_acknowledged_feedback(tmp
 @pytest.mark.slow
 def test_serve_killed_and_restarted_over_http_1e4_decisions(tmp_path):
     _drive(tmp_path, n_decisions=10_000, batch=100, kill_at=40)
+
+
+def test_attributed_channel_takes_rewards_and_reports_the_means(tmp_path):
+    cfg = _cfg(policy={"name": "ucb1"}, channel={"kind": "attributed"}, max_pending=64)
+    svc = serve.Service(cfg, tmp_path / "u.db")
+    with TestClient(serve.create_app(svc)) as c:
+        out = c.post("/decide", json={"n": 6}).json()
+        for body, msg in (('{"events": [{"id": 0}]}', "reward is required"),
+                          ('{"events": [{"id": 0, "reward": NaN}]}', "finite number"),
+                          ('{"events": [{"id": 0, "reward": "1"}]}', "finite number")):
+            r = c.post("/feedback", content=body)
+            assert r.status_code == 422 and msg in r.json()["error"], r.text
+        rewards = [1.0, 0.0, 0.5, 1.0, 0.25, 0.0]
+        r = c.post("/feedback", json={"events": [{"id": i, "reward": x} for i, x in zip(out["ids"], rewards)]})
+        assert r.json()["codes"] == ["accepted"] * 6
+        c.post("/decide", json={"n": 1})  # closes the round: the rewards reach the policy
+        s = c.get("/stats").json()
+    for name in cfg.arms:
+        got = [x for a, x in zip(out["arms"], rewards) if a == name]
+        assert s["arms"][name]["events"] == len(got) and s["arms"][name]["rewards"] == sum(got)
+        want = sum(got) / len(got) if got else None  # UCB1 on this channel: the mean of what arrived
+        assert s["arms"][name]["estimate"] == (pytest.approx(want, rel=1e-6) if got else None)
+    assert sum(1 for name in cfg.arms if s["arms"][name]["events"]) >= 2
+    svc.close()
