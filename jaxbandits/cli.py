@@ -198,7 +198,39 @@ def _parser():
     f.add_argument("--log-likelihood", action="store_true", help="store the pointwise log-likelihood (for LOO)")
     f.add_argument("--no-progress", action="store_true", help="no progress bar")
     f.add_argument("--debug", **common)
+    _serve_parser(sub, common)
     return p
+
+
+def _serve_parser(sub, common):
+    s = sub.add_parser("serve", help="serve a policy over HTTP (POST /decide, /feedback; GET /stats), logged to SQLite")
+    s.add_argument("config", nargs="?", default=None,
+                   help="TOML or JSON config: arms, [policy], [channel], [clock], seed, max_batch (docs/online.md)")
+    s.add_argument("--db", default="jaxbandits-serve.db",
+                   help="SQLite database of the event log and snapshots (created, or recovered on restart)")
+    s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    s.add_argument("--port", type=int, default=8000, help="TCP port (default 8000)")
+    s.add_argument("--arms", default=None, help="comma-separated arm names (overrides the config's arms)")
+    s.add_argument("--policy", default=None, help="policy name, e.g. ucb1, delayed_klucb, delay_model_ts")
+    s.add_argument("--param", dest="params", action="append", default=[], metavar="KEY=VALUE",
+                   help="a policy parameter (repeatable): window=200, delay.law=geometric, delay.mean=20.0")
+    s.add_argument("--channel", default=None, choices=["attributed", "conversions"], help="the feedback channel")
+    s.add_argument("--window", type=int, default=None, help="the conversions channel's window m, in rounds")
+    s.add_argument("--seed", type=int, default=None, help="the learner's seed (default 0)")
+    s.add_argument("--origin", type=float, default=None,
+                   help="clock: the timestamp of round 0 (seconds since the epoch, or your unit)")
+    s.add_argument("--round-length", type=float, default=None,
+                   help="clock: the length of a round in the timestamps' unit (default: one decision per round)")
+    s.add_argument("--max-batch", type=int, default=None, help="most decisions or events per request (default 1000)")
+    s.add_argument("--max-pending", type=int, default=None,
+                   help="pending-decision slots without a window (default 4096)")
+    s.add_argument("--horizon", type=int, default=None, help="horizon the policy may plan for (default none)")
+    s.add_argument("--snapshot-every", type=int, default=None,
+                   help="logged requests between two state snapshots (default 1000)")
+    s.add_argument("--max-advance", type=int, default=None,
+                   help="most rounds one request may move the clock (default 10000000)")
+    s.add_argument("--log-level", default="warning", help="uvicorn's log level (default warning)")
+    s.add_argument("--debug", **common)
 
 
 def _one_line(text) -> str:
@@ -248,6 +280,8 @@ def _main(argv):
     a = _parser().parse_args(argv)
     if a.cmd == "fit":
         return _fit(a)
+    if a.cmd == "serve":
+        return _serve(a)
     if a.cmd == "list":
         from . import experiments as X
 
@@ -495,6 +529,17 @@ def _fit(a):
         print(fh.read())
     print("wrote " + ", ".join(paths.values()))
     return 0
+
+
+def _serve(a):
+    """``jaxbandits serve``: a policy over HTTP with an SQLite log (docs/online.md)."""
+    from . import serve
+
+    if not 1 <= a.port <= 65535:
+        raise ValueError(f"--port must be in 1..65535, got {a.port}")
+    config = serve.config_from_args(a)  # checked before anything compiles
+    with compile_cache(True):  # a restart reuses the compiled programs
+        return serve.run(config, a.db, host=a.host, port=a.port, log_level=a.log_level)
 
 
 if __name__ == "__main__":

@@ -11,14 +11,20 @@ terms. Pure JAX functions over a pytree :class:`LearnerState`, jitted::
     state, codes = online.feedback(state, ids)               # conversions: (decision id), reward 1
     state, codes = online.feedback(state, y=ys)              # anonymous: aggregates of this round
 
-The clock (one decision = one round of the policy). Round ``t`` is the round of decision ``t``
-(decision ids are the round numbers ``0, 1, 2, ...``). It is open from ``decide`` until the next
-``decide``: feedback given meanwhile *arrives at round t* (delay ``d = t - s`` for decision ``s``)
-and is handed to the policy's ``update`` at the end of round ``t``, which is when the next
-decision is made. ``decide(state, n)`` makes ``n`` rounds (nothing arrives in the ``n - 1``
-between them). Your own timestamps are never needed: an event counts in the round open when it is
-reported. A policy's delay-dependent quantities (a conversion window ``m``, a delay law) are in
-rounds, i.e. in decisions: with ``r`` decisions per hour, ``m = 24 r`` is a one-day window.
+The clock. A round holds at most one decision (conventions §2) and decision ids are the rounds of
+the decisions. By default one decision is one round (the decision count): round ``t`` is open from
+decision ``t`` until the next ``decide``; feedback given meanwhile *arrives at round t* (delay
+``d = t - s`` for decision ``s``) and is handed to the policy's ``update`` at the end of round ``t``,
+when the next decision is made. ``decide(state, n)`` makes ``n`` rounds (nothing arrives in the
+``n - 1`` between them). With :func:`advance` time is yours: ``advance(state, now)`` moves to round
+``now`` (an integer), or to ``clock.round(now)`` for a :class:`Clock` mapping your timestamps to
+rounds (``floor((now - origin) / round_length)``, computed on the host in int64/float64). The open
+round is closed, each round in between with no decision is closed idle (``update`` with action
+``-1``, a zero memo and what was delivered then) and round ``now`` opens without a decision; the
+next ``decide`` decides in it. A decision when the open round has one takes the next round (a burst
+runs ahead of the clock until it catches up); a time not after the open round changes nothing. A
+policy's delay-dependent quantities (a conversion window ``m``, a delay law) are in rounds: in
+decisions without a clock, in ``round_length`` units with one.
 
 The keys are the simulator's (conventions §8, run 0): the policy is initialised with
 ``fold_in(fold_in(fold_in(key, 0), 1), 0)`` and round ``t`` acts with
@@ -56,6 +62,7 @@ JSON header (format, format version, library version, policy name, channel, size
 from __future__ import annotations
 
 import json
+import math
 from functools import partial
 from typing import Any, NamedTuple, Optional, Sequence
 
@@ -70,14 +77,14 @@ _F = jnp.float32
 _I = jnp.int32
 
 FORMAT = "jaxbandits.online"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the state's `play` flag (the clock)
 DEFAULT_MAX_PENDING = 4096
 
 ACCEPTED, UNKNOWN, OUTSIDE_WINDOW, EXPIRED, DUPLICATE, INVALID = range(6)
 CODES = ("accepted", "unknown", "outside_window", "expired", "duplicate", "invalid")
 
 __all__ = ["Config", "Pending", "Counters", "LearnerState", "init", "decide", "feedback", "close_round",
-           "save", "load", "Learner", "CODES", "FORMAT_VERSION"]
+           "advance", "Clock", "save", "dumps", "loads", "load", "Learner", "CODES", "FORMAT_VERSION"]
 
 
 class Config(NamedTuple):
@@ -116,12 +123,13 @@ class Counters(NamedTuple):
 class LearnerState:
     """The learner's state: a pytree (its :class:`Config` is static aux data)."""
 
-    _fields = ("policy", "t", "act_key", "pending", "acc", "counts")
+    _fields = ("policy", "t", "play", "act_key", "pending", "acc", "counts")
     __slots__ = _fields + ("config",)
 
-    def __init__(self, config, policy, t, act_key, pending, acc, counts):
+    def __init__(self, config, policy, t, play, act_key, pending, acc, counts):
         self.config = config
         self.policy, self.t, self.act_key = policy, t, act_key  # t: the open round (-1: none yet)
+        self.play = play  # bool: the open round has its decision (False: reached by advance, idle so far)
         self.pending, self.acc, self.counts = pending, acc, counts  # acc: anonymous sum of round t
 
     def tree_flatten(self):
@@ -216,7 +224,7 @@ def _init(cfg: Config, key) -> LearnerState:
     pend = Pending(memos, jnp.zeros((H,), _I), jnp.full((H,), -1, _I), jnp.full((H,), NEVER, _I),
                    jnp.zeros((H,), bool), jnp.zeros((H, P), _F))
     z = jnp.zeros((), _I)
-    return LearnerState(cfg, pstate, jnp.asarray(-1, _I), keys.act, pend, jnp.zeros((P,), _F),
+    return LearnerState(cfg, pstate, jnp.asarray(-1, _I), jnp.asarray(True), keys.act, pend, jnp.zeros((P,), _F),
                         Counters(*([z] * len(Counters._fields))))
 
 
@@ -238,30 +246,43 @@ def _delivered(cfg: Config, pend: Pending, t):
     return jax.lax.cond(jnp.any(pend.due == t), gather, lambda: jnp.zeros((P,), _F))
 
 
-def _arrivals(cfg: Config, st: LearnerState) -> Arrivals:
+def _arrivals(cfg: Config, st: LearnerState, quiet: bool = False) -> Arrivals:
+    """What ``update`` receives at the end of the open round. ``quiet`` (static): nothing can be
+    delivered in this round (a round inside a batch of decisions, for a policy without holds)."""
     t, pend, H = st.t, st.pending, cfg.pending
     slot = t % H
-    memo = jax.tree.map(lambda m: m[slot], pend.memo)
-    pay = _delivered(cfg, pend, t) if cfg.spec.feedback.attributed else st.acc
+    play = st.play
+    memo = jax.tree.map(lambda m: jnp.where(play, m[slot], jnp.zeros_like(m[slot])), pend.memo)
+    if not cfg.spec.feedback.attributed:
+        pay = st.acc
+    elif quiet:
+        pay = jnp.zeros((cfg.payload_size,), _F)
+    else:
+        pay = _delivered(cfg, pend, t)
     rev = None
     if cfg.reveal > 0:
         a = jnp.arange(cfg.reveal)
         s = t - a
         sl = s % H
-        rev = (s >= 0) & (pend.round[sl] == s) & (pend.due[sl] == t)
-    return Arrivals(t, pend.action[slot], memo, pay, rev)
+        rev = jnp.zeros((cfg.reveal,), bool) if quiet else (s >= 0) & (pend.round[sl] == s) & (pend.due[sl] == t)
+    return Arrivals(t, jnp.where(play, pend.action[slot], -1), memo, pay, rev)
 
 
 def _closed_policy(st: LearnerState):
+    """The policy after the end of the open round ``t`` (its update), whether it had a decision or
+    was idle (an idle round's update echoes action ``-1`` and a zero memo)."""
     cfg = st.config
     return jax.lax.cond(st.t >= 0, lambda: cfg.policy.update(st.policy, _arrivals(cfg, st)), lambda: st.policy)
 
 
-def _step(st: LearnerState, x):
+def _step(st: LearnerState, x, quiet=False):
     cfg = st.config
     feats, mask, dnow = x
-    pol = _closed_policy(st)
-    t = st.t + 1
+    # the open round already has its decision: close it and decide in the next one; an idle open
+    # round (reached by advance) gets its decision now and stays open
+    pol = jax.lax.cond(st.play & (st.t >= 0), lambda: cfg.policy.update(st.policy, _arrivals(cfg, st, quiet)),
+                       lambda: st.policy)
+    t = jnp.where(st.play, st.t + 1, st.t)
     ctx = Context(t, feats, mask, jnp.asarray(-1, _I) if dnow is None else dnow)
     a, memo = cfg.policy.act(pol, ctx, jax.random.fold_in(st.act_key, t))
     a = jnp.asarray(a, _I)
@@ -270,16 +291,48 @@ def _step(st: LearnerState, x):
                    p.round.at[sl].set(t), p.due.at[sl].set(NEVER), p.seen.at[sl].set(False),
                    p.payload.at[sl].set(0.0))
     counts = st.counts._replace(decisions=st.counts.decisions + 1)
-    return st._replace(policy=pol, t=t, pending=pend, acc=jnp.zeros_like(st.acc), counts=counts), (t, a)
+    acc = jnp.where(st.play, jnp.zeros_like(st.acc), st.acc)
+    return st._replace(policy=pol, t=t, play=jnp.asarray(True), pending=pend, acc=acc, counts=counts), (t, a)
 
 
 @partial(jax.jit, static_argnames=("n",))
 def _decide(st, feats, masks, delays, n):
-    return jax.lax.scan(_step, st, (feats, masks, delays), length=n)
+    # The first decision closes the open round, which may have received feedback. The rounds of the
+    # later decisions of the batch receive none (no feedback can be reported between them): for a
+    # policy without holds (whose deliveries are all due in the round they are reported) nothing is
+    # delivered then, so their ends skip the ring search. Same arrivals, same bits, O(1) per round.
+    xs = (feats, masks, delays)
+    first = jax.tree.map(lambda v: v[0], xs)
+    st, (t0, a0) = _step(st, first)
+    if n == 1:
+        return st, (t0[None], a0[None])
+    rest = jax.tree.map(lambda v: v[1:], xs)
+    quiet = not st.config.policy.memo_hold
+    st, (ts, arms) = jax.lax.scan(partial(_step, quiet=quiet), st, rest, length=n - 1)
+    return st, (jnp.concatenate([t0[None], ts]), jnp.concatenate([a0[None], arms]))
+
+
+@partial(jax.jit, static_argnames=("cap",))
+def _decide_upto(st, n, cap):
+    """``n`` decisions (``1 <= n <= cap``, a traced count) without per-round inputs: one compiled
+    program for every ``n`` up to ``cap``; the same rounds and bits as :func:`_decide`."""
+    x0 = (None, None, None)
+    st, (t0, a0) = _step(st, x0)
+    ids = jnp.zeros((cap,), _I).at[0].set(t0)
+    arms = jnp.zeros((cap,), _I).at[0].set(a0)
+    quiet = not st.config.policy.memo_hold
+
+    def body(i, c):
+        s, ids, arms = c
+        s, (t, a) = _step(s, x0, quiet=quiet)
+        return s, ids.at[i].set(t), arms.at[i].set(a)
+
+    return jax.lax.fori_loop(1, n, body, (st, ids, arms))
 
 
 def decide(state: LearnerState, n: Optional[int] = None, contexts=None, masks=None, delays=None):
-    """Make ``n`` decisions (``n`` rounds): ``(state, ids i32[n], arms i32[n])``. ``contexts``:
+    """Make ``n`` decisions in ``n`` rounds (the open round first if :func:`advance` left it
+    without a decision, then the next ones): ``(state, ids i32[n], arms i32[n])``. ``contexts``:
     ``f32[n, K, d]`` for contextual policies (then ``n`` is its length); ``masks``: ``bool[n, K]``
     which arms exist; ``delays``: ``i32[n]`` the delays shown before acting (action-time channels).
     Closes the open round first: the feedback it received reaches the policy now."""
@@ -321,7 +374,123 @@ def close_round(state: LearnerState):
 
 @jax.jit
 def _close_jit(state):
-    return _closed_policy(state)
+    return jax.lax.cond(state.play, lambda: _closed_policy(state), lambda: state.policy)
+
+
+# ----------------------------------------------------------------------------- the clock
+class Clock(NamedTuple):
+    """Your timestamps mapped to rounds: round ``floor((now - origin) / round_length)``.
+
+    ``origin`` and ``round_length`` are numbers in your unit (seconds since the epoch and
+    ``60.0``: one-minute rounds), or a ``datetime.datetime`` and a ``datetime.timedelta`` (or
+    numpy ``datetime64`` / ``timedelta64``). The mapping runs on the host, exactly for integers,
+    datetimes and timedeltas and in float64 for other numbers (a float32 cannot tell seconds apart
+    near 1.7e9), so the learner only ever sees integer rounds."""
+
+    origin: Any = 0
+    round_length: Any = 1
+
+    def check(self) -> "Clock":
+        import datetime as _dt
+
+        o, L = self.origin, self.round_length
+        if isinstance(o, (np.datetime64, _dt.datetime)):
+            if not isinstance(L, (np.timedelta64, _dt.timedelta)):
+                raise TypeError(f"round_length must be a timedelta when the origin is a datetime, got {L!r}")
+            if (np.timedelta64(L) if isinstance(L, _dt.timedelta) else L) <= np.timedelta64(0):
+                raise ValueError(f"round_length must be > 0, got {L!r}")
+            return self
+        if isinstance(o, bool) or not isinstance(o, (int, float, np.integer, np.floating)) or not np.isfinite(o):
+            raise TypeError(f"origin must be a finite number or a datetime, got {o!r}")
+        if isinstance(L, bool) or not isinstance(L, (int, float, np.integer, np.floating)) or not np.isfinite(L) \
+                or L <= 0:
+            raise ValueError(f"round_length must be a finite number > 0 (in the unit of your timestamps), got {L!r}")
+        return self
+
+    def round(self, now) -> int:
+        """The round of time ``now`` (a Python int; ``ValueError`` naming ``now`` before the origin)."""
+        import datetime as _dt
+
+        o, L = self.origin, self.round_length
+        if isinstance(o, (np.datetime64, _dt.datetime)):
+            if not isinstance(now, (np.datetime64, _dt.datetime)):
+                raise TypeError(f"now must be a datetime (the clock's origin is {o!r}), got {now!r}")
+            if isinstance(o, np.datetime64) or isinstance(now, np.datetime64) or isinstance(L, np.timedelta64):
+                d = np.datetime64(now, "us") - np.datetime64(o, "us")
+                r = int(d // np.timedelta64(L, "us").astype("timedelta64[us]"))
+            else:
+                r = (now - o) // L
+        else:
+            if isinstance(now, bool) or not isinstance(now, (int, float, np.integer, np.floating)) \
+                    or not np.isfinite(now):
+                raise TypeError(f"now must be a finite number in the clock's unit, got {now!r}")
+            if all(isinstance(x, (int, np.integer)) for x in (now, o, L)):
+                r = (int(now) - int(o)) // int(L)
+            else:
+                r = math.floor((float(now) - float(o)) / float(L))
+        if r < 0:
+            raise ValueError(f"now={now!r} is before the clock's origin {o!r}")
+        if r > MAX_ROUND:
+            raise ValueError(f"now={now!r} is round {r} of the clock, beyond the last round {MAX_ROUND} "
+                             "(a later origin or longer rounds?)")
+        return int(r)
+
+    def to_json(self) -> dict:
+        import datetime as _dt
+
+        o, L = self.origin, self.round_length
+        if isinstance(o, (np.datetime64, _dt.datetime)):
+            return {"origin": str(np.datetime64(o, "us")), "round_length_us": int(np.timedelta64(L, "us")
+                                                                                  .astype(np.int64)),
+                    "kind": "datetime"}
+        return {"origin": o.item() if hasattr(o, "item") else o,
+                "round_length": L.item() if hasattr(L, "item") else L, "kind": "number"}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Clock":
+        if d.get("kind") == "datetime":
+            import datetime as _dt
+
+            return cls(np.datetime64(d["origin"], "us").astype(_dt.datetime),
+                       _dt.timedelta(microseconds=int(d["round_length_us"])))
+        return cls(d["origin"], d["round_length"])
+
+
+#: The last round a clock may reach (round indices plus delays and holds fit int32, conventions §3).
+MAX_ROUND = NEVER - 2**24
+
+
+@jax.jit
+def _advance_jit(st: LearnerState, c):
+    cfg = st.config
+
+    def close(s):  # the end of the open round (its decision's round or an idle one): update
+        pol = jax.lax.cond(s.t >= 0, lambda: cfg.policy.update(s.policy, _arrivals(cfg, s)), lambda: s.policy)
+        return s._replace(policy=pol, t=s.t + 1, play=jnp.asarray(False), acc=jnp.zeros_like(s.acc))
+
+    return jax.lax.while_loop(lambda s: s.t < c, close, st)
+
+
+def advance(state: LearnerState, now, clock: Optional[Clock] = None) -> LearnerState:
+    """Move the clock to round ``now`` (or, with ``clock``, to the round of your timestamp ``now``).
+
+    Every round before it ends: the open round is closed (the feedback it received reaches the
+    policy) and each round in between with no decision is closed *idle* (the policy's ``update``
+    sees the arrivals delivered then, with action ``-1`` and a zero memo: no play). Round ``now``
+    is then open without a decision: feedback reported meanwhile arrives at round ``now`` and the
+    next :func:`decide` decides in it. A round holds at most one decision (conventions §2): a
+    decision when the open round has one takes the next round, so a burst of decisions runs
+    ahead of the clock until it catches up. A time not later than the open round changes nothing
+    (clocks never go back). Cost: one ``update`` per round passed."""
+    cfg = state.config
+    if not cfg.spec.feedback.attributed:
+        raise ValueError(f"the clock cannot leave rounds idle on the anonymous channel {cfg.channel}: its policies "
+                         "follow their own schedule of plays (one decision per round; use the decision count)")
+    if clock is not None:
+        r = clock.check().round(now)
+    else:
+        r = V.integer("now", now, lo=0, hi=MAX_ROUND)
+    return _advance_jit(state, jnp.asarray(r, _I))
 
 
 # ----------------------------------------------------------------------------- feedback
@@ -334,9 +503,10 @@ def _event(st: LearnerState, e):
     sl = s % H
     memo = jax.tree.map(lambda m: m[sl], p.memo)
     bad = ~jnp.isfinite(r)
-    unknown = (s < 0) | (s > t)
+    expired = age >= H
+    # within the ring a slot that does not hold decision s means no decision s was made (an idle round)
+    unknown = (s < 0) | (s > t) | ((s == t) & ~st.play) | (~expired & (p.round[sl] != s))
     outside = (age > fb.window) if (fb.window is not None) else jnp.asarray(False)
-    expired = (age >= H) | (p.round[sl] != s)
     dup = p.seen[sl]
     code = jnp.where(bad, INVALID, jnp.where(unknown, UNKNOWN, jnp.where(outside, OUTSIDE_WINDOW, jnp.where(
         expired, EXPIRED, jnp.where(dup, DUPLICATE, ACCEPTED))))).astype(_I)
@@ -473,11 +643,7 @@ def _header(state, extra=None):
     return h
 
 
-def save(state: LearnerState, path, extra: Optional[dict] = None) -> None:
-    """Write the whole learner to one ``.npz`` file (numpy's format, no pickle): arrays
-    ``leaf_0..leaf_{n-1}`` (the state's leaves; PRNG keys as their key data) and ``header``, a JSON
-    document (format ``"jaxbandits.online"``, ``format_version``, ``library_version``, policy
-    name, channel, sizes, the state's tree layout, and ``extra``: JSON-able data of the caller)."""
+def _write(state: LearnerState, f, extra=None) -> None:
     leaves, _, _ = _layout(state)
     arrays = {}
     for i, x in enumerate(leaves):
@@ -486,24 +652,60 @@ def save(state: LearnerState, path, extra: Optional[dict] = None) -> None:
         arrays[f"leaf_{i}"] = np.asarray(x)
     head = json.dumps(_header(state, extra), sort_keys=True)
     arrays["header"] = np.frombuffer(head.encode(), np.uint8)
-    path = str(path)
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        np.savez(f, **arrays)
-    import os
+    np.savez(f, **arrays)
 
-    os.replace(tmp, path)
+
+def save(state: LearnerState, path, extra: Optional[dict] = None) -> None:
+    """Write the whole learner to one ``.npz`` file (numpy's format, no pickle): arrays
+    ``leaf_0..leaf_{n-1}`` (the state's leaves; PRNG keys as their key data) and ``header``, a JSON
+    document (format ``"jaxbandits.online"``, ``format_version``, ``library_version``, policy
+    name, channel, sizes, the state's tree layout, and ``extra``: JSON-able data of the caller).
+    The file is written atomically (a temporary file flushed to disk, then renamed)."""
+    from ._io import atomic_write
+
+    def writer(tmp):
+        with open(tmp, "wb") as f:
+            _write(state, f, extra)
+
+    atomic_write(path, writer)
+
+
+def dumps(state: LearnerState, extra: Optional[dict] = None) -> bytes:
+    """The bytes :func:`save` would write (for a database blob)."""
+    import io
+
+    buf = io.BytesIO()
+    _write(state, buf, extra)
+    return buf.getvalue()
+
+
+def loads(data: bytes, policy: Policy, channel, *, return_extra: bool = False):
+    """:func:`load` from the bytes of :func:`dumps`."""
+    import io
+
+    return load(io.BytesIO(data), policy, channel, return_extra=return_extra)
+
+
+def _open(path):
+    if hasattr(path, "read"):
+        path.seek(0)
+        return np.load(path, allow_pickle=False)
+    return np.load(str(path), allow_pickle=False)
 
 
 def read_header(path) -> dict:
     """The JSON header of a saved learner (no arrays are built)."""
-    with np.load(str(path), allow_pickle=False) as z:
+    with _open(path) as z:
         if "header" not in z.files:
-            raise ValueError(f"{path}: not a saved jaxbandits learner (no header)")
+            raise ValueError(f"{_name(path)}: not a saved jaxbandits learner (no header)")
         h = json.loads(bytes(z["header"]).decode())
     if h.get("format") != FORMAT:
-        raise ValueError(f"{path}: not a saved jaxbandits learner (format {h.get('format')!r})")
+        raise ValueError(f"{_name(path)}: not a saved jaxbandits learner (format {h.get('format')!r})")
     return h
+
+
+def _name(path):
+    return "(bytes)" if hasattr(path, "read") else str(path)
 
 
 def _compatible(a: str, b: str) -> bool:
@@ -515,25 +717,26 @@ def load(path, policy: Policy, channel, *, return_extra: bool = False):
     file holds their state). Refuses, naming what differs: another format version, a library
     version of another major.minor, another policy name or channel, or another state layout."""
     h = read_header(path)
+    name = _name(path)
     if h["format_version"] != FORMAT_VERSION:
-        raise ValueError(f"{path}: format version {h['format_version']}, this library reads version {FORMAT_VERSION}")
+        raise ValueError(f"{name}: format version {h['format_version']}, this library reads version {FORMAT_VERSION}")
     if not _compatible(h["library_version"], _version()):
-        raise ValueError(f"{path}: saved by jaxbandits {h['library_version']}, incompatible with this "
+        raise ValueError(f"{name}: saved by jaxbandits {h['library_version']}, incompatible with this "
                          f"jaxbandits {_version()} (the major.minor versions differ)")
     if not isinstance(policy, Policy):
         raise TypeError(f"policy must be a jaxbandits Policy, got {type(policy).__name__}")
     if policy.name != h["policy"]:
-        raise ValueError(f"{path}: saved for policy {h['policy']!r}, cannot load into {policy.name!r}")
+        raise ValueError(f"{name}: saved for policy {h['policy']!r}, cannot load into {policy.name!r}")
     if str(channel) != h["channel"]:
-        raise ValueError(f"{path}: saved for channel {h['channel']}, cannot load into {channel}")
+        raise ValueError(f"{name}: saved for channel {h['channel']}, cannot load into {channel}")
     cfg = _config(policy, channel, h["n_arms"], h["horizon"], h["dim"], h["max_pending"])
     template = _init(cfg, jax.random.key(0))
     leaves, treedef, layout = _layout(template)
     if str(treedef) != h["treedef"] or layout != h["leaves"]:
-        raise ValueError(f"{path}: the saved state's layout differs from {policy.name}'s state on {channel} "
+        raise ValueError(f"{name}: the saved state's layout differs from {policy.name}'s state on {channel} "
                          f"(other parameters or another library version?): refusing to load")
     new = []
-    with np.load(str(path), allow_pickle=False) as z:
+    with _open(path) as z:
         for i, (x, lay) in enumerate(zip(leaves, layout)):
             a = z[f"leaf_{i}"]
             if "key" in lay:
@@ -545,17 +748,17 @@ def load(path, policy: Policy, channel, *, return_extra: bool = False):
 
 
 # ----------------------------------------------------------------------------- stateful wrapper
-def _pad(n):
-    return 1 << max(int(n) - 1, 0).bit_length()
+def _pad(n, least=1):
+    return max(1 << max(int(n) - 1, 0).bit_length(), least)
 
 
 class Learner:
     """A stateful wrapper with arm names (strings or any hashable), for people who want
     ``learner.decide()``. ``arms``: a list of names, or the number of arms (names ``0..K-1``).
-    Feedback batches are padded to a power of two (few compilations)."""
+    Decision and feedback batches are padded to powers of two (few compilations)."""
 
     def __init__(self, policy: Policy, channel, arms, key=0, *, horizon=None, dim=None, max_pending=None,
-                 _state=None):
+                 clock: Optional[Clock] = None, _state=None):
         if isinstance(arms, (int, np.integer)) and not isinstance(arms, bool):
             arms = list(range(V.integer("arms", arms, lo=1)))
         arms = list(arms)
@@ -566,22 +769,42 @@ class Learner:
         self.arms = arms
         self.index = {a: i for i, a in enumerate(arms)}
         self.policy, self.channel = policy, channel
+        self.clock = clock.check() if clock is not None else None
         self.state = _state if _state is not None else init(policy, channel, len(arms), key, horizon=horizon,
                                                             dim=dim, max_pending=max_pending)
 
-    def decide(self, n: Optional[int] = None, contexts=None, masks=None, delays=None):
-        """``(ids, arm names)`` of ``n`` decisions (one if ``n`` and contexts are not given)."""
-        self.state, ids, arms = decide(self.state, n, contexts, masks, delays)
+    def advance(self, now) -> int:
+        """Move the clock to ``now`` (a timestamp of the learner's :class:`Clock`, or a round
+        number without one; see :func:`advance`). Returns the open round."""
+        self.state = advance(self.state, now, self.clock)
+        return int(self.state.t)
+
+    def decide(self, n: Optional[int] = None, contexts=None, masks=None, delays=None, *, now=None):
+        """``(ids, arm names)`` of ``n`` decisions (one if ``n`` and contexts are not given);
+        ``now``: advance the clock to it first. Without contexts, masks or delays, one compiled
+        program serves every ``n`` up to the next power of two (at least 64)."""
+        if now is not None:
+            self.advance(now)
+        if contexts is None and masks is None and delays is None and not self.state.config.spec.feedback.delay_at_action \
+                and self.state.config.spec.dim is None:
+            n = 1 if n is None else V.integer("n", n, lo=1, hi=2**24)
+            self.state, ids, arms = _decide_upto(self.state, jnp.asarray(n, _I), max(_pad(n), 64))
+            ids, arms = np.asarray(ids)[:n], np.asarray(arms)[:n]
+        else:
+            self.state, ids, arms = decide(self.state, n, contexts, masks, delays)
         return np.asarray(ids).tolist(), [self.arms[i] for i in np.asarray(arms)]
 
-    def feedback(self, ids=None, rewards=None, *, y=None) -> list:
-        """Events arriving now (see :func:`feedback`); returns the code name of each event."""
+    def feedback(self, ids=None, rewards=None, *, y=None, now=None) -> list:
+        """Events arriving now (see :func:`feedback`); returns the code name of each event.
+        ``now``: advance the clock to it first (the events arrive in that round)."""
+        if now is not None:
+            self.advance(now)
         if y is not None:
             y = np.atleast_1d(np.asarray(y, np.float32))
             n = y.shape[0]
             if n == 0:
                 return []
-            m = _pad(n)
+            m = _pad(n, 8)
             yy = np.zeros(m, np.float32)
             yy[:n] = y
             self.state, codes = feedback(self.state, y=yy, valid=np.arange(m) < n)
@@ -590,7 +813,7 @@ class Learner:
         n = ids.shape[0]
         if n == 0:
             return []
-        m = _pad(n)
+        m = _pad(n, 8)
         ii = np.full(m, -1, np.int64)
         ii[:n] = ids
         rr = None
@@ -611,11 +834,15 @@ class Learner:
         return stats(self.state)
 
     def save(self, path) -> None:
-        save(self.state, path, extra={"arms": [str(a) if not isinstance(a, (int, float)) else a
-                                               for a in self.arms]})
+        extra = {"arms": [str(a) if not isinstance(a, (int, float)) else a for a in self.arms]}
+        if self.clock is not None:
+            extra["clock"] = self.clock.to_json()
+        save(self.state, path, extra=extra)
 
     @classmethod
     def load(cls, path, policy: Policy, channel) -> "Learner":
         state, extra = load(path, policy, channel, return_extra=True)
-        arms = (extra or {}).get("arms") or list(range(state.config.spec.n_arms))
-        return cls(policy, channel, arms, _state=state)
+        extra = extra or {}
+        arms = extra.get("arms") or list(range(state.config.spec.n_arms))
+        clock = Clock.from_json(extra["clock"]) if extra.get("clock") else None
+        return cls(policy, channel, arms, clock=clock, _state=state)

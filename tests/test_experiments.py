@@ -15,7 +15,7 @@ import pytest
 from jaxbandits import experiments as X
 from jaxbandits.cli import main
 
-HEAVY = ("numpyro", "arviz", "matplotlib", "pandas", "xarray")
+HEAVY = ("numpyro", "arviz", "matplotlib", "pandas", "xarray", "fastapi", "uvicorn", "starlette")
 
 
 def _python(code):
@@ -25,7 +25,8 @@ def _python(code):
 
 
 def test_import_jaxbandits_loads_no_heavy_dependency():
-    """``import jaxbandits`` imports neither NumPyro, ArviZ, matplotlib, pandas nor xarray, and no
+    """``import jaxbandits`` imports neither NumPyro, ArviZ, matplotlib, pandas, xarray nor the web
+    stack of ``jaxbandits serve`` (FastAPI, Starlette, uvicorn), and no
     reproduction module or the Bayesian subpackage; they load with the features that need them."""
     loaded = _python(f"""
         import json, sys

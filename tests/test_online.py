@@ -229,6 +229,32 @@ def test_learner_wrapper_names_arms():
     assert lr.arm_index("blue") == 2
 
 
+@pytest.mark.parametrize("make", [lambda: V.delayed_klucb(LAW, 6),
+                                  pytest.param(lambda: V.discarding_ucb(LAW, 6), marks=pytest.mark.slow)],
+                         ids=["DelayedKLUCB", "Discarding"])
+def test_learner_batches_of_any_size_are_the_pure_rounds_bitwise(make):
+    """The Learner's one-program-per-capacity batches (a traced count) and padded feedback give the
+    rounds of the pure API's scan, bit for bit, for a policy without holds (the quiet path after
+    the first decision of a batch) and one with holds (the ring searched in every round)."""
+    pol, ch = make(), C.conversions(window=6)
+    lr = online.Learner(pol, ch, 3, key=5)
+    st = online.init(pol, ch, 3, 5)
+    rng = np.random.default_rng(0)
+    for n in (1, 37, 2, 37):
+        ids, arms = lr.decide(n)
+        st, i2, a2 = online.decide(st, n=n)
+        assert ids == np.asarray(i2).tolist() and arms == np.asarray(a2).tolist()
+        back = [int(i) for i in ids if rng.random() < 0.4][:5]
+        pad = np.full(8, -1)
+        pad[:len(back)] = back
+        st, codes = online.feedback(st, pad, valid=np.arange(8) < len(back))
+        assert lr.feedback(back) == [online.CODES[c] for c in np.asarray(codes)[:len(back)]]
+    for a, b in zip(jax.tree.leaves(lr.state), jax.tree.leaves(st)):
+        if jnp.issubdtype(a.dtype, jax.dtypes.prng_key):
+            a, b = jax.random.key_data(a), jax.random.key_data(b)
+        assert np.array_equal(np.asarray(a), np.asarray(b))
+
+
 # ----------------------------------------------------------------------------- save / load
 def _drive(st, rounds, t0, seed=0):
     """A deterministic stream of decisions and conversions (ids of recent decisions)."""
@@ -314,3 +340,114 @@ def test_docs_page_example_runs(tmp_path, monkeypatch):
     # the learner played the best banner most
     counts = np.asarray(online.close_round(ns["learner"].state).n)
     assert counts.argmax() == 0
+    # the clock's example: timestamps of one-minute rounds, a conversion 17 rounds later
+    clock_block = next(b for b in re.findall(r"```python\n(.*?)```", page, re.S) if "online.Clock(" in b)
+    exec(clock_block, ns)
+    st = ns["learner"].stats()
+    assert (st["round"], st["accepted"], st["decisions"]) == (587, 1, 1)
+
+
+# ----------------------------------------------------------------------------- the clock
+def _stream(lr, times, seed, window):
+    """Decide at each time of ``times`` (advancing the learner's clock) and report conversions of
+    recent decisions at the next time; returns the arms and the (decision id, report time) pairs."""
+    rng = np.random.default_rng(seed)
+    arms, live, reported = [], [], []
+    for now in times:
+        back = [i for i in live if rng.random() < 0.3]
+        if back:
+            codes = lr.feedback(back, now=now)
+            reported += [(i, now, c) for i, c in zip(back, codes)]
+            live = [i for i in live if i not in back]
+        ids, a = lr.decide(now=now)
+        arms += a
+        live = [i for i in live[-window:] + ids]
+    return arms, reported
+
+
+def test_clock_timestamps_give_the_actions_of_integer_rounds_and_delays_in_clock_rounds():
+    import datetime as dt
+
+    m = 12
+    pol = V.delayed_klucb(None, m, online=True)  # its payload carries the revealed delay (a histogram)
+    ch = C.conversions(window=m)
+    rng = np.random.default_rng(0)
+    rounds = np.cumsum(rng.choice([1, 1, 2, 5], size=120))  # idle rounds between decisions
+    origin = dt.datetime(2026, 11, 24, 9, 30)
+    length = dt.timedelta(minutes=5)
+    stamps = [origin + int(r) * length + dt.timedelta(seconds=int(j)) for r, j in
+              zip(rounds, rng.integers(0, 300, size=rounds.size))]  # anywhere inside the round
+    lr_int = online.Learner(pol, ch, ["a", "b", "c"], key=4)
+    lr_ts = online.Learner(pol, ch, ["a", "b", "c"], key=4, clock=online.Clock(origin, length))
+    arms_int, rep_int = _stream(lr_int, [int(r) for r in rounds], 1, m + 4)
+    arms_ts, rep_ts = _stream(lr_ts, stamps, 1, m + 4)
+    assert arms_ts == arms_int and len(set(arms_int)) == 3
+    assert lr_ts.stats() == lr_int.stats()
+    # the decision ids are the rounds of the decisions, and every delay is counted in clock rounds
+    hist = np.zeros(m + 1)
+    codes = []
+    for (i, ts, c), (j, r, c2) in zip(rep_ts, rep_int):
+        assert (i, c) == (j, c2) and (ts - origin) // length == r
+        codes.append(c)
+        if c == "accepted":
+            hist[r - i] += 1
+    assert {"accepted", "outside_window"} <= set(codes)
+    pstate = online.close_round(lr_ts.state)
+    assert np.array_equal(np.asarray(pstate.hist), hist)  # a decision-count delay would differ
+    assert float(np.asarray(pstate.n).sum()) == 120  # pulls are decisions, not rounds
+    assert lr_ts.stats()["round"] == rounds[-1] and lr_ts.stats()["decisions"] == 120
+
+
+@pytest.mark.slow  # CI time; the float64 mapping itself is checked in the default suite below
+def test_clock_one_decision_per_round_is_the_decision_count_bitwise():
+    """Epoch seconds mapped to one-minute rounds (float64 on the host: a float32 cannot tell the
+    seconds of 1.7e9 apart): one decision per round gives the decision clock's actions."""
+    pol = P.ucb1()
+    base = online.Learner(pol, C.attributed(), 3, key=2, max_pending=32)
+    clk = online.Learner(pol, C.attributed(), 3, key=2, max_pending=32,
+                         clock=online.Clock(1_795_000_000.0, 60.0))
+    rng = np.random.default_rng(3)
+    for t in range(60):
+        ids, a = base.decide()
+        ids2, a2 = clk.decide(now=1_795_000_000.0 + 60.0 * t + float(rng.uniform(0, 59.9)))
+        assert (ids, a) == (ids2, a2) == ([t], a)
+        r = [float(rng.random() < 0.5)]
+        assert base.feedback(ids, r) == clk.feedback(ids2, r)
+    assert base.stats() == clk.stats()
+
+
+def test_clock_bursts_run_ahead_late_events_counted_and_bad_times_refused(tmp_path):
+    m = 3
+    lr = online.Learner(V.delayed_klucb(LAW, m), C.conversions(window=m), 2, key=0, clock=online.Clock(100, 10))
+    assert lr.advance(100) == 0
+    ids, _ = lr.decide(n=3)
+    assert ids == [0, 1, 2]
+    assert lr.advance(105) == 2  # a burst ran ahead (rounds 0, 1, 2): the clock never goes back
+    assert lr.feedback([5]) == ["unknown"]
+    assert lr.advance(170) == 7  # rounds 2..6 closed (3..6 idle)
+    assert lr.feedback([7]) == ["unknown"]  # round 7 is open, without a decision yet
+    # beyond the window (7 - 3 > m, whether or not round 3 had a decision); round 4 was idle
+    assert lr.feedback([3, 2, 4]) == ["outside_window", "outside_window", "unknown"]
+    assert lr.stats()["outside_window"] == 2
+    ids, _ = lr.decide()
+    assert ids == [7] and lr.feedback([7]) == ["accepted"]
+    lr.save(tmp_path / "c.npz")
+    again = online.Learner.load(tmp_path / "c.npz", lr.policy, lr.channel)
+    assert again.clock == lr.clock and again.stats() == lr.stats()
+    # epoch seconds into one-minute rounds in float64 (a float32 cannot tell these seconds apart)
+    clk = online.Clock(1_795_000_000.0, 60.0)
+    assert [clk.round(1_795_000_000.0 + 60.0 * t + x) for t, x in ((0, 59.9), (1, 0.0), (7, 59.0), (10**6, 1.5))] \
+        == [0, 1, 7, 10**6]
+    assert online.Clock(np.datetime64("2026-11-24T00:00"), np.timedelta64(90, "s")).round(
+        np.datetime64("2026-11-24T01:00:29")) == 40
+    with pytest.raises(ValueError, match="before the clock's origin"):
+        lr.advance(99)
+    with pytest.raises(TypeError, match="now must be a finite number"):
+        lr.advance("soon")
+    with pytest.raises(ValueError, match="round_length must be"):
+        online.Learner(P.ucb1(), C.attributed(), 2, clock=online.Clock(0, 0))
+    st = online.init(AN.odaaf(3.0), C.anonymous(), 3, 0, horizon=100)
+    with pytest.raises(ValueError, match="anonymous"):
+        online.advance(st, 5)
+    with pytest.raises(ValueError, match="now"):
+        online.advance(online.init(P.ucb1(), C.attributed(), 2, 0), -1)

@@ -1,0 +1,681 @@
+"""``jaxbandits serve``: a policy on live traffic over HTTP, with a durable SQLite log (docs/online.md).
+
+Three parts, only the last needs the optional extra (``pip install 'jaxbandits[serve]'``:
+FastAPI and uvicorn):
+
+* :class:`ServeConfig`, read from a small TOML or JSON file (or built from command-line flags):
+  the arms, the policy and its parameters, the channel and its window, the clock, the seed and
+  the service's limits. Checked before anything compiles; an error names the key.
+* :class:`Service`: the learner (:class:`jaxbandits.online.Learner`) and its SQLite database.
+  Every request that changes the state is applied, appended to the ``events`` table and
+  committed (WAL, ``synchronous=FULL``: on disk) before it is acknowledged; a snapshot of the
+  whole state is written every ``snapshot_every`` events. On start the service loads the latest
+  snapshot and replays the events after it: the learner's functions are deterministic, so a
+  restart (even after ``kill -9``) recovers exactly the state the log implies. A request that
+  fails validation, or whose commit fails, changes nothing (the state is an immutable pytree: the
+  previous one is kept until the commit succeeds).
+* :func:`create_app`: the FastAPI application: ``POST /decide``, ``POST /feedback``,
+  ``POST /advance``, ``GET /stats``, ``GET /health``. A bad request gets a 4xx and one
+  ``{"error": "..."}`` message naming the field.
+"""
+
+import dataclasses
+import inspect
+import json
+import math
+import os
+import sqlite3
+import time
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+from . import _validate as V
+
+__all__ = ["ServeConfig", "Service", "BadRequest", "load_config", "create_app", "replay_events", "POLICIES",
+           "DELAY_LAWS", "DB_FORMAT", "DB_FORMAT_VERSION"]
+
+DB_FORMAT = "jaxbandits.serve"
+DB_FORMAT_VERSION = 1
+
+
+def _policy_table():
+    from .policies import bayes, classic
+    from .policies import conversions as C
+
+    return {
+        "ucb1": classic.ucb1, "kl_ucb": classic.kl_ucb, "thompson": classic.thompson,
+        "delayed_ucb": C.delayed_ucb, "delayed_klucb": C.delayed_klucb,
+        "discarding_ucb": C.discarding_ucb, "discarding_klucb": C.discarding_klucb,
+        "delay_model_ts": bayes.delay_model_ts, "beta_ts": bayes.beta_ts,
+    }
+
+
+#: The policies a config may name (``[policy] name``), with the channels they take.
+POLICIES = ("ucb1", "kl_ucb", "thompson", "delayed_ucb", "delayed_klucb", "discarding_ucb", "discarding_klucb",
+            "delay_model_ts", "beta_ts")
+#: The delay laws a policy's ``delay`` table may name (``law = "geometric"``, then the law's parameters).
+DELAY_LAWS = ("fixed", "uniform", "geometric", "poisson", "exponential", "half_normal", "weibull", "log_normal",
+              "pareto")
+CHANNELS = ("attributed", "conversions")
+
+
+class BadRequest(Exception):
+    """A request refused before anything changed: HTTP ``status`` and a one-line message."""
+
+    def __init__(self, message: str, status: int = 422):
+        super().__init__(message)
+        self.status = status
+
+
+# ----------------------------------------------------------------------------- the config
+@dataclasses.dataclass
+class ServeConfig:
+    """What ``jaxbandits serve`` serves (the TOML/JSON keys, docs/online.md).
+
+    ``arms``: names (strings); ``policy``: ``{"name": ..., parameters...}``, a ``delay``
+    parameter being a table ``{"law": "geometric", "mean": 20.0}``; ``channel``: ``{"kind":
+    "conversions", "window": m}`` or ``{"kind": "attributed"}``; ``clock``: ``None`` (one decision
+    is one round) or ``{"origin": t0, "round_length": L}`` in the unit of the timestamps (requests
+    without ``now`` then use the server's time, seconds since the epoch); ``max_batch``: the most
+    decisions or events in one request; ``snapshot_every``: events logged between two snapshots;
+    ``max_advance``: the most rounds one request may move the clock (each costs an ``update``)."""
+
+    arms: List[str]
+    policy: Dict[str, Any]
+    channel: Dict[str, Any]
+    seed: int = 0
+    horizon: Optional[int] = None
+    max_pending: Optional[int] = None
+    clock: Optional[Dict[str, Any]] = None
+    max_batch: int = 1000
+    snapshot_every: int = 1000
+    max_advance: int = 10_000_000
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def canonical(self) -> str:
+        return json.dumps(self.to_json(), sort_keys=True)
+
+    def check(self) -> "ServeConfig":
+        if not isinstance(self.arms, list) or not self.arms or not all(isinstance(a, str) and a for a in self.arms):
+            raise ValueError(f"config key 'arms' must be a list of at least one non-empty string, got {self.arms!r}")
+        if len(set(self.arms)) != len(self.arms):
+            raise ValueError(f"config key 'arms' must name distinct arms, got {self.arms!r}")
+        V.seed("seed", self.seed)
+        if self.horizon is not None:
+            V.integer("horizon", self.horizon, lo=1)
+        if self.max_pending is not None:
+            V.integer("max_pending", self.max_pending, lo=1)
+        V.integer("max_batch", self.max_batch, lo=1, hi=100_000)
+        V.integer("snapshot_every", self.snapshot_every, lo=1)
+        V.integer("max_advance", self.max_advance, lo=1)
+        if not isinstance(self.channel, dict) or self.channel.get("kind") not in CHANNELS:
+            raise ValueError(f"config key 'channel.kind' must be one of {list(CHANNELS)}, got "
+                             f"{self.channel.get('kind') if isinstance(self.channel, dict) else self.channel!r}")
+        extra = set(self.channel) - {"kind", "window"}
+        if extra:
+            raise ValueError(f"config table 'channel' has unknown key(s) {sorted(extra)} (allowed: kind, window)")
+        if self.channel["kind"] == "conversions":
+            if "window" not in self.channel:
+                raise ValueError("config key 'channel.window' is required for the conversions channel (an integer "
+                                 ">= 0, in rounds)")
+            V.integer("channel.window", self.channel["window"], lo=0)
+        elif "window" in self.channel:
+            raise ValueError("config key 'channel.window' is for the conversions channel only")
+        if not isinstance(self.policy, dict) or self.policy.get("name") not in POLICIES:
+            raise ValueError(f"config key 'policy.name' must be one of {list(POLICIES)}, got "
+                             f"{self.policy.get('name') if isinstance(self.policy, dict) else self.policy!r}")
+        if self.clock is not None:
+            if not isinstance(self.clock, dict) or set(self.clock) - {"origin", "round_length"}:
+                raise ValueError("config table 'clock' takes the keys origin and round_length (numbers, in the "
+                                 f"unit of your timestamps), got {self.clock!r}")
+            self._clock().check()
+        return self
+
+    def _clock(self):
+        from .online import Clock
+
+        if self.clock is None:
+            return None
+        return Clock(self.clock.get("origin", 0), self.clock.get("round_length", 1))
+
+    def build(self):
+        """(policy, channel, clock): the objects the config describes (the same objects for the
+        same config within a process, so a restarted service reuses the compiled programs)."""
+        self.check()
+        key = json.dumps([self.policy, self.channel], sort_keys=True)
+        if key not in _BUILT:
+            _BUILT[key] = self._build()
+        return _BUILT[key] + (self._clock(),)
+
+    def _build(self):
+        from . import channels, delays
+
+        ch = (channels.conversions(window=int(self.channel["window"])) if self.channel["kind"] == "conversions"
+              else channels.attributed())
+        params = {k: v for k, v in self.policy.items() if k != "name"}
+        name = self.policy["name"]
+        make = _policy_table()[name]
+        sig = inspect.signature(make)
+        unknown = set(params) - set(sig.parameters)
+        if unknown:
+            raise ValueError(f"config table 'policy' has unknown key(s) {sorted(unknown)} for {name} (allowed: "
+                             f"{sorted(p for p in sig.parameters)})")
+        if isinstance(params.get("delay"), dict):
+            d = dict(params["delay"])
+            law = d.pop("law", None)
+            if law not in DELAY_LAWS:
+                raise ValueError(f"config key 'policy.delay.law' must be one of {list(DELAY_LAWS)}, got {law!r}")
+            try:
+                params["delay"] = getattr(delays, law)(**d)
+            except TypeError as e:
+                raise ValueError(f"config table 'policy.delay' ({law}): {e}") from None
+        try:
+            pol = make(**params)
+        except TypeError as e:
+            raise ValueError(f"config table 'policy' ({name}): {e}") from None
+        return pol, ch
+
+
+_BUILT: Dict[str, Any] = {}
+
+
+def load_config(path=None, **overrides) -> ServeConfig:
+    """A :class:`ServeConfig` from a TOML (``.toml``) or JSON file, then ``overrides`` (the
+    command line's flags; ``None`` values are ignored). Unknown keys are refused, naming them."""
+    raw: Dict[str, Any] = {}
+    if path is not None:
+        path = os.fspath(path)
+        with open(path, "rb") as fh:
+            data = fh.read()
+        try:
+            if path.endswith(".json"):
+                raw = json.loads(data.decode())
+            else:
+                import tomllib
+
+                raw = tomllib.loads(data.decode())
+        except (ValueError, UnicodeDecodeError) as e:  # tomllib.TOMLDecodeError and JSONDecodeError
+            raise ValueError(f"{path}: not a valid {'JSON' if path.endswith('.json') else 'TOML'} file: {e}") from None
+        if "serve" in raw and isinstance(raw["serve"], dict):  # [serve] limits may sit in their own table
+            raw = {**{k: v for k, v in raw.items() if k != "serve"}, **raw["serve"]}
+    for k, v in overrides.items():
+        if v is None:
+            continue
+        if k in ("policy", "channel") and isinstance(v, dict):
+            raw[k] = {**raw.get(k, {}), **v}
+        else:
+            raw[k] = v
+    fields = {f.name for f in dataclasses.fields(ServeConfig)}
+    unknown = set(raw) - fields
+    if unknown:
+        raise ValueError(f"{path or 'config'}: unknown key(s) {sorted(unknown)} (allowed: {sorted(fields)})")
+    missing = [k for k in ("arms", "policy", "channel") if k not in raw]
+    if missing:
+        raise ValueError(f"{path or 'config'}: missing key(s) {missing} (give them in the file or as --arms, "
+                         "--policy, --channel)")
+    return ServeConfig(**raw).check()
+
+
+# ----------------------------------------------------------------------------- the service
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS events (seq INTEGER PRIMARY KEY, kind TEXT NOT NULL, body TEXT NOT NULL,
+                                   at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS snapshots (seq INTEGER PRIMARY KEY, state BLOB NOT NULL, at REAL NOT NULL);
+"""
+
+_ID_LIMIT = 2**62
+
+
+def _number(name, x):
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or (isinstance(x, float) and not math.isfinite(x)):
+        raise BadRequest(f"{name} must be a finite number, got {x!r}")
+    return x
+
+
+class Service:
+    """The learner of a :class:`ServeConfig` and its SQLite database at ``db`` (created if absent;
+    recovered from its snapshot and log if present; refused if it was created for another config)."""
+
+    def __init__(self, config: ServeConfig, db: str):
+        from . import online
+
+        self.config = config.check()
+        self.policy, self.channel, self.clock = config.build()
+        self.db_path = os.fspath(db)
+        self._lock_fd = self._lock()
+        self.db = None
+        try:
+            self.db = sqlite3.connect(self.db_path, isolation_level=None, check_same_thread=False)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=FULL")  # a commit is on disk before the request is acknowledged
+            self.db.executescript(_SCHEMA)
+            self._online = online
+            self._fresh()
+            self._check_meta()
+            self.recovered_events = self._recover()
+        except sqlite3.DatabaseError as e:
+            self.close()
+            raise ValueError(f"{self.db_path}: not a usable SQLite database ({e})") from None
+        except BaseException:
+            self.close()
+            raise
+
+    # ------------------------------------------------------------------ storage
+    def _lock(self):
+        import fcntl
+
+        d = os.path.dirname(os.path.abspath(self.db_path))
+        os.makedirs(d, exist_ok=True)
+        fd = os.open(self.db_path + ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise OSError(f"{self.db_path}: in use by another jaxbandits serve (lock {self.db_path}.lock)") from None
+        return fd
+
+    def _fresh(self):
+        online = self._online
+        self.learner = online.Learner(self.policy, self.channel, list(self.config.arms), key=int(self.config.seed),
+                                      horizon=self.config.horizon, max_pending=self.config.max_pending,
+                                      clock=self.clock)
+        K = len(self.config.arms)
+        self.host = {"decisions": [0] * K, "events": [0] * K, "rewards": [0.0] * K}
+        self.seq = 0
+
+    def _check_meta(self):
+        from . import __version__
+
+        rows = dict(self.db.execute("SELECT key, value FROM meta").fetchall())
+        want = {"format": DB_FORMAT, "format_version": str(DB_FORMAT_VERSION), "config": self.config.canonical()}
+        if not rows:
+            self.db.execute("BEGIN IMMEDIATE")
+            for k, v in {**want, "library_version": __version__, "created": str(time.time())}.items():
+                self.db.execute("INSERT INTO meta VALUES (?, ?)", (k, v))
+            self.db.execute("COMMIT")
+            return
+        if rows.get("format") != DB_FORMAT:
+            raise ValueError(f"{self.db_path}: not a jaxbandits serve database (format {rows.get('format')!r})")
+        if rows.get("format_version") != want["format_version"]:
+            raise ValueError(f"{self.db_path}: database format version {rows.get('format_version')}, this "
+                             f"jaxbandits reads version {DB_FORMAT_VERSION}")
+        if rows.get("config") != want["config"]:
+            old = json.loads(rows["config"])
+            new = self.config.to_json()
+            diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+            raise ValueError(f"{self.db_path}: the database was created for another config (differs in {diff}); "
+                             "serve it with its own config, or start a new --db")
+
+    def _recover(self) -> int:
+        online = self._online
+        row = self.db.execute("SELECT seq, state FROM snapshots ORDER BY seq DESC LIMIT 1").fetchone()
+        if row is not None:
+            try:
+                state, extra = online.loads(row[1], self.policy, self.channel, return_extra=True)
+            except Exception:  # unreadable (e.g. written by an incompatible version): the log alone is replayed
+                state = None
+            if state is not None:
+                self.learner.state = state
+                self.host = extra["host"]
+                self.seq = int(row[0])
+        n = 0
+        for seq, kind, body in self.db.execute("SELECT seq, kind, body FROM events WHERE seq > ? ORDER BY seq",
+                                               (self.seq,)).fetchall():
+            self._apply(kind, json.loads(body))
+            self.seq = int(seq)
+            n += 1
+        return n
+
+    def _snapshot(self):
+        blob = self._online.dumps(self.learner.state, extra={"arms": list(self.config.arms), "host": self.host,
+                                                             "seq": self.seq})
+        self.db.execute("BEGIN IMMEDIATE")
+        self.db.execute("INSERT INTO snapshots VALUES (?, ?, ?)", (self.seq, blob, time.time()))
+        self.db.execute("DELETE FROM snapshots WHERE seq < (SELECT MIN(seq) FROM (SELECT seq FROM snapshots "
+                        "ORDER BY seq DESC LIMIT 2))")
+        self.db.execute("COMMIT")
+
+    def _commit(self, kind, body, saved):
+        """Log the applied request; on failure restore the state before it and refuse."""
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+            self.db.execute("INSERT INTO events VALUES (?, ?, ?, ?)",
+                            (self.seq + 1, kind, json.dumps(body, separators=(",", ":")), time.time()))
+            self.db.execute("COMMIT")
+        except BaseException:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+            self.learner.state, self.host = saved
+            raise
+        self.seq += 1
+        if self.seq % self.config.snapshot_every == 0:
+            try:
+                self._snapshot()
+            except sqlite3.Error:  # the log holds everything: a missed snapshot only lengthens a replay
+                if self.db.in_transaction:
+                    self.db.execute("ROLLBACK")
+
+    # ------------------------------------------------------------------ requests (applied identically on replay)
+    def _apply(self, kind, body):
+        lr = self.learner
+        if body.get("now") is not None:
+            lr.advance(body["now"])
+        if kind == "decide":
+            ids, arms = lr.decide(n=int(body["n"]))
+            counts = np.bincount([lr.index[a] for a in arms], minlength=len(lr.arms))
+            self.host["decisions"] = [int(x) + int(c) for x, c in zip(self.host["decisions"], counts)]
+            return ids, arms
+        if kind == "feedback":
+            ids = body["ids"]
+            rewards = body.get("rewards")
+            acts = np.asarray(lr.state.pending.action)
+            codes = lr.feedback(ids, rewards) if ids else []
+            H = acts.shape[0]
+            ev, rw = list(self.host["events"]), list(self.host["rewards"])
+            for j, (i, c) in enumerate(zip(ids, codes)):
+                if c == "accepted":
+                    a = int(acts[i % H])
+                    ev[a] += 1
+                    rw[a] += 1.0 if rewards is None else float(rewards[j])
+            self.host["events"], self.host["rewards"] = ev, rw
+            return codes
+        if kind == "advance":
+            return None
+        raise ValueError(f"unknown event kind {kind!r} in the log")
+
+    def _now(self, now):
+        if now is None:
+            return time.time() if self.clock is not None else None
+        _number("now", now)
+        if self.clock is None:
+            if not isinstance(now, int) or now < 0:
+                raise BadRequest(f"now must be an integer round >= 0 (no clock is configured), got {now!r}")
+            if now > self._online.MAX_ROUND:
+                raise BadRequest(f"now must be <= {self._online.MAX_ROUND}, got {now}")
+        try:
+            r = now if self.clock is None else self.clock.round(now)
+        except (TypeError, ValueError) as e:
+            raise BadRequest(str(e)) from None
+        ahead = r - int(self.learner.state.t)
+        if ahead > self.config.max_advance:
+            raise BadRequest(f"now={now!r} is {ahead} rounds after the open round {int(self.learner.state.t)}; one "
+                             f"request may advance the clock by at most {self.config.max_advance} rounds (max_advance)")
+        return now
+
+    def _saved(self):
+        return self.learner.state, {k: list(v) for k, v in self.host.items()}
+
+    def decide(self, n=1, now=None) -> dict:
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise BadRequest(f"n must be an integer, got {n!r}")
+        if n < 1:
+            raise BadRequest(f"n must be >= 1, got {n}")
+        if n > self.config.max_batch:
+            raise BadRequest(f"n must be <= {self.config.max_batch} (max_batch), got {n}", 413)
+        body = {"n": n, "now": self._now(now)}
+        saved = self._saved()
+        ids, arms = self._apply("decide", body)
+        self._commit("decide", body, saved)
+        return {"ids": ids, "arms": arms}
+
+    def feedback(self, events, now=None) -> dict:
+        if not isinstance(events, list):
+            raise BadRequest(f"events must be a list, got {type(events).__name__}")
+        if len(events) > self.config.max_batch:
+            raise BadRequest(f"events must hold at most {self.config.max_batch} events (max_batch), got "
+                             f"{len(events)}", 413)
+        zeros = self.channel.feedback.zeros_observed
+        lr = self.learner
+        acts = rounds = None
+        ids, rewards = [], []
+        for j, e in enumerate(events):
+            if not isinstance(e, dict):
+                raise BadRequest(f"events[{j}] must be an object with an id, got {e!r}")
+            unknown = set(e) - {"id", "reward", "arm"}
+            if unknown:
+                raise BadRequest(f"events[{j}] has unknown key(s) {sorted(unknown)} (allowed: id, reward, arm)")
+            i = e.get("id")
+            if isinstance(i, bool) or not isinstance(i, int):
+                raise BadRequest(f"events[{j}].id must be an integer (a decision id), got {i!r}")
+            if abs(i) >= _ID_LIMIT:
+                raise BadRequest(f"events[{j}].id must be below 2**62 in absolute value, got {i}")
+            r = e.get("reward")
+            if zeros:
+                if r is None:
+                    raise BadRequest(f"events[{j}].reward is required: the {self.config.channel['kind']} channel "
+                                     "observes every outcome")
+                _bad = isinstance(r, bool) or not isinstance(r, (int, float))
+                if _bad or not math.isfinite(r):
+                    raise BadRequest(f"events[{j}].reward must be a finite number, got {r!r}")
+                rewards.append(float(r))
+            elif r is not None and (isinstance(r, bool) or r != 1):
+                raise BadRequest(f"events[{j}].reward: the conversions channel reports conversions only (reward 1 "
+                                 f"or no reward), got {r!r}")
+            if "arm" in e:
+                arm = e["arm"]
+                if arm not in lr.index:
+                    shown = repr(arm) if len(repr(arm)) <= 60 else repr(arm)[:57] + "..."
+                    raise BadRequest(f"events[{j}].arm: unknown arm {shown}; the arms are {lr.arms}")
+                if acts is None:
+                    acts = np.asarray(lr.state.pending.action)
+                    rounds = np.asarray(lr.state.pending.round)
+                H = acts.shape[0]
+                if 0 <= i and rounds[i % H] == i and lr.arms[int(acts[i % H])] != arm:
+                    raise BadRequest(f"events[{j}]: decision {i} chose arm {lr.arms[int(acts[i % H])]!r}, not {arm!r}")
+            ids.append(int(i))
+        body = {"ids": ids, "rewards": rewards if zeros else None, "now": self._now(now)}
+        saved = self._saved()
+        codes = self._apply("feedback", body)
+        self._commit("feedback", body, saved)
+        return {"codes": codes}
+
+    def advance(self, now) -> dict:
+        if now is None:
+            raise BadRequest("now is required")
+        body = {"now": self._now(now)}
+        saved = self._saved()
+        self._apply("advance", body)
+        self._commit("advance", body, saved)
+        return {"round": int(self.learner.state.t)}
+
+    def stats(self) -> dict:
+        """Per-arm decisions, accepted events and rewards, the policy's estimate where it has one,
+        the learner's counters (lost and duplicate events included), the log position."""
+        online = self._online
+        lr = self.learner
+        c = online.stats(lr.state)
+        est = _estimates(online.close_round(lr.state))
+        arms = {}
+        for k, name in enumerate(lr.arms):
+            d = self.host["decisions"][k]
+            arms[name] = {"decisions": d, "events": self.host["events"][k], "rewards": self.host["rewards"][k],
+                          "rate": self.host["rewards"][k] / d if d else None,
+                          "estimate": None if est is None else est[k]}
+        counters = {k: c[k] for k in online.CODES}
+        lost = c["unknown"] + c["outside_window"] + c["expired"] + c["invalid"]
+        return {"arms": arms, "decisions": c["decisions"], "round": c["round"], "pending": c["pending"],
+                "counters": counters, "lost": lost, "duplicate": c["duplicate"], "log_seq": self.seq,
+                "recovered_events": self.recovered_events, "policy": self.policy.name, "channel": str(self.channel)}
+
+    def close(self):
+        try:
+            if self.db is not None:
+                self.db.close()
+        finally:
+            if self._lock_fd is not None:
+                os.close(self._lock_fd)
+                self._lock_fd = None
+
+
+def _estimates(pstate):
+    """The policy's own estimate of each arm's mean, where its state has one (else None)."""
+    f = getattr(pstate, "_fields", ())
+    if {"sums", "n_arrived", "n_played"} <= set(f):  # UCB1, KL-UCB, Thompson: sums / (plays or arrivals)
+        from .policies import classic
+
+        n, s = np.asarray(classic.counts(pstate)), np.asarray(pstate.sums)
+    elif {"s", "n_tilde"} <= set(f):  # DelayedUCB / KLUCB: S / Ñ, the delay-corrected rate
+        n, s = np.asarray(pstate.n_tilde), np.asarray(pstate.s)
+    else:
+        return None
+    return [float(x / m) if m > 0 else None for x, m in zip(s, n)]
+
+
+def replay_events(config: ServeConfig, rows):
+    """A fresh learner of ``config`` driven through ``rows`` of ``(kind, body)`` (the ``events``
+    table, in order, bodies as JSON text or dicts): what the log implies, without any snapshot."""
+    from . import online
+
+    pol, ch, clock = config.build()
+    lr = online.Learner(pol, ch, list(config.arms), key=int(config.seed), horizon=config.horizon,
+                        max_pending=config.max_pending, clock=clock)
+    for kind, body in rows:
+        body = json.loads(body) if isinstance(body, str) else body
+        if body.get("now") is not None:
+            lr.advance(body["now"])
+        if kind == "decide":
+            lr.decide(n=int(body["n"]))
+        elif kind == "feedback" and body["ids"]:
+            lr.feedback(body["ids"], body.get("rewards"))
+    return lr
+
+
+# ----------------------------------------------------------------------------- HTTP
+def create_app(service: Service):
+    """The FastAPI application of ``service`` (requests are served one at a time)."""
+    from fastapi import FastAPI, Request
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import JSONResponse
+
+    app = FastAPI(title="jaxbandits serve", description=f"{service.policy.name} on {service.channel}")
+    limit = 4096 + 200 * service.config.max_batch  # bytes: a request larger than max_batch events is refused unread
+
+    def _err(status, msg):
+        return JSONResponse({"error": msg}, status_code=status)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request, exc):
+        errs = exc.errors()
+        e = errs[0] if errs else {}
+        where = ".".join(str(x) for x in e.get("loc", ()) if x != "body")
+        if e.get("type") == "json_invalid":
+            return _err(400, f"malformed JSON: {e.get('msg', '')}".strip())
+        return _err(422, f"{where or 'body'}: {e.get('msg', 'invalid')}")
+
+    @app.exception_handler(BadRequest)
+    async def _bad(request, exc):
+        return _err(exc.status, str(exc))
+
+    async def _json(request: Request):
+        cl = request.headers.get("content-length")
+        if cl is not None and cl.isdigit() and int(cl) > limit:
+            raise BadRequest(f"request body of {cl} bytes is larger than {limit} (max_batch "
+                             f"{service.config.max_batch})", 413)
+        raw = await request.body()
+        if len(raw) > limit:
+            raise BadRequest(f"request body larger than {limit} bytes (max_batch {service.config.max_batch})", 413)
+        if not raw.strip():
+            return {}
+        try:
+            body = json.loads(raw)
+        except ValueError as e:
+            raise BadRequest(f"malformed JSON: {e}", 400) from None
+        if not isinstance(body, dict):
+            raise BadRequest(f"the body must be a JSON object, got {type(body).__name__}")
+        return body
+
+    def _keys(body, allowed):
+        extra = set(body) - set(allowed)
+        if extra:
+            raise BadRequest(f"unknown key(s) {sorted(extra)} (allowed: {sorted(allowed)})")
+
+    # The handlers are ``async`` and never await while the learner runs: requests are applied one
+    # at a time, in the order the log records them.
+    @app.post("/decide")
+    async def decide(request: Request):
+        body = await _json(request)
+        _keys(body, ("n", "now"))
+        return service.decide(body.get("n", 1), body.get("now"))
+
+    @app.post("/feedback")
+    async def feedback(request: Request):
+        body = await _json(request)
+        _keys(body, ("events", "now"))
+        if "events" not in body:
+            raise BadRequest("events is required: a list of {id, reward?, arm?}")
+        return service.feedback(body["events"], body.get("now"))
+
+    @app.post("/advance")
+    async def advance(request: Request):
+        body = await _json(request)
+        _keys(body, ("now",))
+        return service.advance(body.get("now"))
+
+    @app.get("/stats")
+    async def stats():
+        return service.stats()
+
+    @app.get("/health")
+    async def health():
+        return {"ok": True, "log_seq": service.seq}
+
+    return app
+
+
+def _parse_value(text):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def config_from_args(a) -> ServeConfig:
+    """The :class:`ServeConfig` of ``jaxbandits serve``'s arguments (a file, then the flags)."""
+    policy = None
+    if a.policy is not None or a.params:
+        policy = {} if a.policy is None else {"name": a.policy}
+        for kv in a.params:
+            if "=" not in kv:
+                raise ValueError(f"--param takes KEY=VALUE (e.g. window=200 or delay.mean=20.0), got {kv!r}")
+            k, v = kv.split("=", 1)
+            k = k.strip()
+            if "." in k:
+                outer, inner = k.split(".", 1)
+                policy.setdefault(outer, {})[inner] = _parse_value(v)
+            else:
+                policy[k] = _parse_value(v)
+    channel = None
+    if a.channel is not None or a.window is not None:
+        channel = {} if a.channel is None else {"kind": a.channel}
+        if a.window is not None:
+            channel["window"] = a.window
+    clock = None
+    if a.round_length is not None or a.origin is not None:
+        clock = {"origin": a.origin if a.origin is not None else 0,
+                 "round_length": a.round_length if a.round_length is not None else 1}
+    arms = None if a.arms is None else [x.strip() for x in a.arms.split(",")]
+    return load_config(a.config, arms=arms, policy=policy, channel=channel, seed=a.seed, clock=clock,
+                       max_batch=a.max_batch, snapshot_every=a.snapshot_every, max_pending=a.max_pending,
+                       horizon=a.horizon, max_advance=a.max_advance)
+
+
+def run(config: ServeConfig, db: str, host: str = "127.0.0.1", port: int = 8000, log_level: str = "warning"):
+    """Start the service and serve it with uvicorn until interrupted."""
+    try:
+        import uvicorn
+    except ImportError:
+        raise ImportError("jaxbandits serve needs FastAPI and uvicorn: pip install 'jaxbandits[serve]'") from None
+    service = Service(config, db)
+    app = create_app(service)
+    print(f"jaxbandits serve: {service.policy.name} on {service.channel}, {len(config.arms)} arms, db {db} "
+          f"(recovered {service.seq} logged requests, {service.recovered_events} replayed), http://{host}:{port}",
+          flush=True)
+    try:
+        uvicorn.run(app, host=host, port=port, log_level=log_level)
+    finally:
+        service.close()
+    return 0
