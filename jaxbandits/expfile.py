@@ -1019,3 +1019,46 @@ def to_toml(exp, overrides: Optional[dict] = None) -> str:
     text = dumps(doc, comment)
     tomllib.loads(text)  # what we write, we can read
     return text
+
+
+def settable_keys(doc: dict) -> List[Tuple[str, Any, str]]:
+    """``[(dotted key, value, what it is)]`` of a declarative file: every value ``--set`` can change
+    (kinds excepted: a different constructor is a different file)."""
+    out = []
+
+    def walk(path, x, what):
+        if isinstance(x, dict) and x:
+            for k, v in x.items():
+                if k == "kind":
+                    continue
+                walk(path + (k,), v, f"parameter {k!r} of {x['kind']}" if "kind" in x else what)
+        else:
+            out.append((dotted(path), x, what))
+
+    for k, v in doc.items():
+        if k in ("world", "channel", "policies", "panels", "grid", "log_lines"):
+            if k == "panels":
+                for i, p in enumerate(v):
+                    walk(("panels", i), {q: w for q, w in p.items() if q != "name"}, "")
+            else:
+                walk((k,), v, FILE_KEYS[k] if k in ("grid", "log_lines") else "")
+        elif k not in ("config", "build", "runner", "name", "description"):
+            out.append((k, v, FILE_KEYS.get(k, "")))
+    return out
+
+
+def show_file(exp, path) -> str:
+    """What ``jaxbandits show FILE.toml`` prints."""
+    from .experiments import show as show_exp
+
+    if exp.runner is not None or exp.build is not _build_from_spec:
+        return show_exp(exp).rsplit("\n\n", 1)[0]
+    doc, _ = read(path)
+    lines = [f"{exp.name}: {exp.description}", "", f"horizon {exp.horizon}, {exp.runs} runs", "",
+             "settable keys (--set DOTTED.KEY=VALUE):"]
+    rows = [(k, type(v).__name__ if not isinstance(v, list) else "list", _value(v) if not isinstance(v, dict)
+             else "{...}", what) for k, v, what in settable_keys(doc)]
+    w = [min(max(len(r[i]) for r in rows), 40) for i in range(3)]
+    for r in [("key", "type", "value", "what")] + rows:
+        lines.append("  " + "  ".join(c[:60].ljust(w[i]) for i, c in enumerate(r[:3])) + "  " + r[3])
+    return "\n".join(lines)
