@@ -403,23 +403,28 @@ def dotted(path) -> str:
 class _Ctx:
     file: str
     lines: Dict[tuple, int]
-    errors: List[str] = dataclasses.field(default_factory=list)
+    errors: List[tuple] = dataclasses.field(default_factory=list)
     sets: tuple = ()  # dotted keys given by --set
 
-    def where(self, path) -> str:
+    def where(self, path, file=True) -> str:
         path = tuple(path)
         given = [k for k in self.sets if path and (path[:len(k)] == k or k[:len(path)] == path)]
         n = line_of(self.lines, path)
-        at = f"{self.file}, line {n}" if n else self.file
-        return (f"{at}, key {dotted(path)}" if path else at) + (" (given by --set)" if given else "")
+        at = [self.file] if file else []
+        at += [f"line {n}"] if n else []
+        at += [f"key {dotted(path)}"] if path else []
+        return ", ".join(at) + (" (given by --set)" if given else "")
 
     def err(self, path, msg):
-        self.errors.append(f"{self.where(path)}: {msg}")
+        self.errors.append((tuple(path), msg))
 
     def raise_if_any(self):
+        if len(self.errors) == 1:
+            path, msg = self.errors[0]
+            raise FileError(f"{self.where(path)}: {msg}")
         if self.errors:
-            n = len(self.errors)
-            raise FileError(("" if n == 1 else f"{n} problems: ") + "; ".join(self.errors))
+            raise FileError(f"{self.file}: {len(self.errors)} problems: "
+                            + "; ".join((f"{self.where(p, file=False)}: " if p else "") + m for p, m in self.errors))
 
 
 def _check_int(ctx, path, v, lo=None, hi=None) -> bool:
@@ -712,8 +717,10 @@ def _call(entry, path, ctx):
         kw = {k: _call(v, path + (k,), ctx) for k, v in entry.items() if k != "kind"}
         try:
             return fn(**kw)
-        except (ValueError, TypeError) as e:
-            raise FileError(f"{ctx.where(path)}: {entry['kind']}: {e}") from e
+        except (ValueError, TypeError) as e:  # the constructor names its parameter: point at its key
+            first = re.match(r"[A-Za-z_][A-Za-z0-9_]*", str(e))
+            at = path + (first.group(0),) if first and first.group(0) in kw else path
+            raise FileError(f"{ctx.where(at)}: {entry['kind']}: {e}") from e
     if isinstance(entry, list):
         return [_call(v, path + (i,), ctx) for i, v in enumerate(entry)]
     return entry
@@ -885,7 +892,11 @@ def _encode(x, calls, path, seen=()):
     if hasattr(x, "__array__") and not isinstance(x, (list, tuple, dict)):
         a = np.asarray(x)
         if a.dtype.kind in "biuf":
-            return _encode(a.tolist(), calls, path, seen) if a.ndim else _encode(a.item(), calls, path, seen)
+            if not a.ndim:
+                return _encode(a.item(), calls, path, seen)
+            if np.asarray(a.tolist()).dtype == a.dtype:  # a plain list reads back as this very array
+                return _encode(a.tolist(), calls, path, seen)
+            return {"kind": "numpy:asarray", "a": a.tolist(), "dtype": str(a.dtype)}  # keeps its dtype
     if isinstance(x, (list, tuple)):
         return [_encode(v, calls, path + (i,), seen) for i, v in enumerate(x)]
     if isinstance(x, dict) and all(isinstance(k, str) for k in x) and "kind" not in x:
