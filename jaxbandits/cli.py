@@ -96,7 +96,7 @@ def _parser():
     r = sub.add_parser("run", help="run a registered experiment or an experiment file (FILE.toml)",
                        description="Run a registered experiment (jaxbandits list) or an experiment file FILE.toml "
                                    "(docs/experiment-files.md); jaxbandits show NAME lists its --set keys.")
-    r.add_argument("name", metavar="NAME|FILE.toml",
+    r.add_argument("name",
                    help="a registered experiment's name, or a path ending in .toml: an experiment file")
     r.add_argument("--runs", type=int, default=None, help="paired runs (default: the experiment's)")
     r.add_argument("--horizon", type=int, default=None,
@@ -121,7 +121,7 @@ def _parser():
     sh = sub.add_parser("show", help="describe an experiment: its settable keys, or (--toml) its experiment file",
                         description="Print an experiment's description and every key --set accepts, with its type, "
                                     "default and allowed values; --toml writes it as an experiment file instead.")
-    sh.add_argument("name", metavar="NAME|FILE.toml", help="a registered experiment's name, or an experiment file")
+    sh.add_argument("name", help="a registered experiment's name, or an experiment file")
     sh.add_argument("--toml", action="store_true",
                     help="write the experiment as an experiment file (TOML) that jaxbandits run FILE.toml runs to the "
                          "same results")

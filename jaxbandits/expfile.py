@@ -86,7 +86,7 @@ _ALIASES = {f"policies.{k}": k for k in ("classic", "conversions", "adversarial"
 FILE_KEYS: Dict[str, str] = {
     "name": "the experiment's name in summary.json and the default output folder (default: the file's stem)",
     "description": "one line shown by jaxbandits show",
-    "horizon": "rounds per run, an integer in [1, 2**24] (required, except with runner)",
+    "horizon": "rounds per run, an integer in [1, 2**24] (required; not with runner: --horizon T runs a sweep at T)",
     "runs": "paired runs, an integer >= 1 (default 100)",
     "seed": "an integer in [0, 2**64 - 1] (default 0)",
     "record": "record points: a stride k >= 1, [\"log\", n] (n points spaced evenly in log t), or a list of "
@@ -292,9 +292,9 @@ def _parse_key(s: str, i: int) -> Tuple[Optional[List[str]], int]:
 
 
 def _scan_value(s: str, i: int, depth: int, in_ml: Optional[str]):
-    """Track brackets and multi-line strings through ``s[i:]``: returns (depth, in_ml, inline),
-    ``inline`` the (key, line) pairs of an inline table's keys are not needed: its keys are on
-    this line (TOML 1.0 keeps inline tables on one line)."""
+    """Track brackets and multi-line strings through ``s[i:]`` (a value that may continue on the
+    next lines): returns ``(depth, in_ml)``, the open brackets and the open multi-line string's
+    quotes (or None)."""
     while i < len(s):
         if in_ml:
             end = s.find(in_ml, i)
@@ -530,6 +530,9 @@ def check(doc: dict, ctx: _Ctx) -> None:
     if isinstance(doc.get("metric"), str) and doc["metric"] not in _METRICS:
         ctx.err(("metric",), f"must be one of {', '.join(_METRICS)}, got {doc['metric']!r}")
     ok_h = "horizon" in doc and _check_int(ctx, ("horizon",), doc["horizon"], 1, V.MAX_HORIZON)
+    if "horizon" in doc and "runner" in doc:
+        ctx.err(("horizon",), "a runner file takes no horizon: its [config] sets its horizons (jaxbandits run "
+                              "FILE.toml --horizon T runs the sweep at T alone)")
     if "horizon" not in doc and "runner" not in doc and forms:
         ctx.err((), "missing key 'horizon' (rounds per run, an integer in [1, 2**24])")
     if "runs" in doc:
@@ -809,8 +812,8 @@ def experiment(path: str, sets: Optional[dict] = None, *, doc_ctx=None):
                   source=(os.fspath(path),) + tuple(w for k, v in (sets or {}).items() for w in ("--set", f"{k}={v!r}")))
     desc = doc.get("description", f"experiment file {os.path.basename(os.fspath(path))}")
     if "runner" in doc:
-        return Experiment(name, desc, None, dict(doc.get("config", {})), horizon=doc.get("horizon", 1),
-                          runner=_import_ref(doc["runner"]), **common)
+        return Experiment(name, desc, None, dict(doc.get("config", {})), horizon=1, runner=_import_ref(doc["runner"]),
+                          **common)
     if "build" in doc:
         return Experiment(name, desc, _import_ref(doc["build"]), dict(doc.get("config", {})),
                           horizon=doc["horizon"], **common)
