@@ -234,6 +234,8 @@ def _main(argv):
         raise ValueError(f"--horizon must be >= 1, got {a.horizon}")
     if a.seed is not None and a.seed < 0:
         raise ValueError(f"--seed must be >= 0, got {a.seed}")
+    if not a.single_device:
+        _use_all_cores()  # before JAX starts its backend (reading a file builds its objects)
     target, seed, overrides = a.name, a.seed, None
     if is_file(a.name):  # an experiment file: read and checked (and its objects built) before anything compiles
         target, overrides, file_seed = _file_experiment(a.name, a.sets)
@@ -243,9 +245,7 @@ def _main(argv):
         name = a.name
     seed = 0 if seed is None else seed
     out = a.out or os.path.join("results", name)
-    check_writable(out)  # before anything is imported or compiled
-    if not a.single_device:
-        _use_all_cores()
+    check_writable(out)  # before anything is compiled (or, for a registered experiment, imported)
     from . import experiments as X
     from .engine.checkpoint import Interrupted
 

@@ -599,6 +599,13 @@ def check(doc: dict, ctx: _Ctx) -> None:
         else:
             for i, p in enumerate(ps):
                 _check_panel(ctx, ("panels", i), p, top=False)
+    if isinstance(doc.get("ratio_to"), str) and not ("build" in doc or "runner" in doc):
+        panels = doc["panels"] if isinstance(doc.get("panels"), list) else [doc]
+        labels = {lab for p in panels if isinstance(p, dict) and isinstance(p.get("policies"), dict)
+                  for lab in p["policies"]}
+        if doc["ratio_to"] not in labels:
+            ctx.err(("ratio_to",), f"must be a policy label of the file ({', '.join(sorted(labels))}), "
+                                   f"got {doc['ratio_to']!r}")
     if "grid" in doc:
         g = doc["grid"]
         if not isinstance(g, dict) or not g:
@@ -655,8 +662,9 @@ def _apply_sets(doc: dict, sets: dict, ctx: _Ctx) -> dict:
             parent = _get_path(doc, path[:-1])
         except (KeyError, TypeError, IndexError):
             parent = None
-        if not isinstance(parent, (dict, list)) or (isinstance(parent, dict) and path[-1] not in parent
-                                                    and not (path[:1] != ("grid",) and "kind" in parent)):
+        new_ok = (len(path) == 1 and path[0] in FILE_KEYS) or (path[:1] != ("grid",) and isinstance(parent, dict)
+                                                                and "kind" in parent)
+        if not isinstance(parent, (dict, list)) or (isinstance(parent, dict) and path[-1] not in parent and not new_ok):
             raise FileError(f"--set {k}: {ctx.file} has no key {k!r} (dotted keys of the file, e.g. "
                             "horizon, world.delay.mean, policies.UCB1.alpha)")
         if isinstance(parent, list):

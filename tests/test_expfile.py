@@ -334,6 +334,7 @@ BAD = [
      "[panels.policies]\nU = {kind = \"classic.ucb1\", alpha = 0.0}\n",
      ["line 14, key panels[1].policies.U.alpha", "alpha must lie in (0.0, inf]"]),
     (GOOD + '\n[[panels]]\nname = "x"\n', ["give one of world/channel/policies, panels"]),
+    ('ratio_to = "QPM-D"\n' + GOOD, ["line 1, key ratio_to: must be a policy label of the file (UCB1)"]),
     (GOOD.replace("runs = 2", "runs = 2 x"), ["not valid TOML", "(at line 2, column 10)"]),
     (GOOD + '\n[grid]\n"world.nope.mean" = [1.0]\n', ["key grid.\"world.nope.mean\"", "names no table"]),
     (GOOD + '\n[grid]\n"world.meanz" = [[0.5, 0.4]]\n', ["key grid.\"world.meanz\"", "no parameter 'meanz'"]),
@@ -376,6 +377,9 @@ def test_set_on_a_file_names_unknown_keys_and_checks_values(tmp_path, capsys):
             "'means'?)") in capsys.readouterr().err
     assert main(["run", str(f), "--set", "nope.x=1"]) == 2
     assert "has no key 'nope.x'" in capsys.readouterr().err
+    exp = F.experiment(str(f), {"seed": 7, "record": ["log", 5], "world.means": [0.2, 0.9]})  # keys the file lacks
+    assert exp.record == ("log", 5) and exp.config["spec"]["world"]["means"] == [0.2, 0.9]
+    assert F.read(str(f), {"seed": 7})[0]["seed"] == 7
     assert main(["run", str(f), "--set", "horizon=-5"]) == 2
     err = capsys.readouterr().err
     assert "key horizon (given by --set): must lie in [1, 16777216], got -5" in err
