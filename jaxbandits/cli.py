@@ -306,7 +306,7 @@ def _show(a):
         from . import expfile as F
 
         exp, overrides, _ = _file_experiment(a.name, a.sets)
-        print(F.show_file(exp, a.name))
+        print(F.show_file(exp, a.name, overrides if overrides is not None else F.parse_sets(a.sets)))
         return 0
     exp = X.get(a.name)
     overrides = X.parse_set(a.sets)

@@ -1069,13 +1069,14 @@ def settable_keys(doc: dict) -> List[Tuple[str, Any, str]]:
     return out
 
 
-def show_file(exp, path) -> str:
-    """What ``jaxbandits show FILE.toml`` prints."""
+def show_file(exp, path, sets: Optional[dict] = None) -> str:
+    """What ``jaxbandits show FILE.toml [--set ...]`` prints (``sets``: the [config] overrides of a
+    build/runner file, the dotted keys of a declarative one)."""
     from .experiments import show as show_exp
 
     if exp.runner is not None or exp.build is not _build_from_spec:
-        return show_exp(exp).rsplit("\n\n", 1)[0]
-    doc, _ = read(path)
+        return show_exp(exp, sets).rsplit("\n\n", 1)[0]
+    doc, _ = read(path, sets)
     lines = [f"{exp.name}: {exp.description}", "", f"horizon {exp.horizon}, {exp.runs} runs", "",
              "settable keys (--set DOTTED.KEY=VALUE):"]
     rows = [(k, type(v).__name__ if not isinstance(v, list) else "list", _value(v) if not isinstance(v, dict)

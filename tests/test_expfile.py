@@ -532,3 +532,13 @@ def test_the_docs_example_files_are_valid(tmp_path):
             assert exp.build(exp.config)
         checked += 1
     assert checked >= 4
+
+
+def test_show_file_lists_its_dotted_keys(tmp_path, capsys):
+    """show FILE.toml: the keys --set can change, with their values (after --set) and what they are."""
+    f = tmp_path / "g.toml"
+    f.write_text(GOOD)
+    assert main(["show", str(f), "--set", "world.means=[0.7, 0.1]"]) == 0
+    rows = {ln.split()[0]: ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("  ")}
+    assert "[0.7, 0.1]" in rows["world.means"] and "parameter 'means' of envs.bernoulli" in rows["world.means"]
+    assert "100" in rows["horizon"] and "2" in rows["runs"]
