@@ -7,7 +7,6 @@ import functools
 import json
 import math
 import os
-import sys
 import tomllib
 import types
 
