@@ -195,12 +195,12 @@ def check_params(kind, fn, params: dict) -> List[Tuple[str, str]]:
 # delay law would take three sections. Inline tables keep each {kind = ...} entry on one line, as
 # a user writes it; the few value types involved (strings, numbers, booleans, arrays, tables) make
 # this writer short, and every file it writes is read back by tomllib in the tests.
-_BARE = re.compile(r"^[A-Za-z0-9_-]+$")
+_BARE = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def _key(k) -> str:
     k = str(k)
-    return k if _BARE.match(k) else _string(k)
+    return k if _BARE.fullmatch(k) else _string(k)
 
 
 def _string(s: str) -> str:
@@ -335,7 +335,8 @@ def key_lines(text: str) -> Dict[tuple, int]:
     table: tuple = ()
     counts: Dict[tuple, int] = {}
     depth, in_ml = 0, None
-    for n, raw in enumerate(text.splitlines(), 1):
+    for n, raw in enumerate(text.split("\n"), 1):  # TOML's lines (str.splitlines also breaks at \x85, \u2028...)
+        raw = raw[:-1] if raw.endswith("\r") else raw
         if in_ml or depth > 0:  # inside a multi-line value
             depth, in_ml = _scan_value(raw, 0, depth, in_ml)
             continue
@@ -368,11 +369,12 @@ def key_lines(text: str) -> Dict[tuple, int]:
 
 
 def _resolve(table, parts, counts, header):
-    """A header's key path, with the index of the latest element of each array of tables on it."""
+    """A header's key path, with the index of the latest element of each array of tables it goes
+    through (its own last key is never indexed: the header names that array or table)."""
     out: tuple = ()
-    for p in parts:
+    for n, p in enumerate(parts):
         out = out + (p,)
-        if out in counts and out != tuple(parts):
+        if n < len(parts) - 1 and out in counts:
             out = out + (counts[out] - 1,)
     return out
 
@@ -393,7 +395,7 @@ def dotted(path) -> str:
             out += f"[{p}]"
         else:
             s = str(p)
-            s = s if _BARE.match(s) else _string(s)
+            s = s if _BARE.fullmatch(s) else _string(s)
             out += ("." if out else "") + s
     return out
 

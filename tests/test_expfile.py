@@ -541,3 +541,40 @@ def test_show_file_lists_its_dotted_keys(tmp_path, capsys):
     rows = {ln.split()[0]: ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("  ")}
     assert "[0.7, 0.1]" in rows["world.means"] and "parameter 'means' of envs.bernoulli" in rows["world.means"]
     assert "100" in rows["horizon"] and "2" in rows["runs"]
+
+
+_keys = st.text(max_size=6)
+_docs = st.recursive(
+    st.dictionaries(_keys, _scalars, max_size=3),
+    lambda c: st.dictionaries(_keys, st.one_of(_scalars, c, st.lists(c, min_size=1, max_size=2)), max_size=3),
+    max_leaves=10)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_docs)
+def test_key_lines_point_at_each_key(doc):
+    """For any document the writer produces (keys with dots, quotes, escapes; sections; arrays of
+    tables), the line found for each key is the line that holds it: `key = ...`, `[... .key]` or
+    `[[... .key]]`. Errors can only be as good as these lines."""
+    text = F.dumps(doc)
+    assert json.dumps(tomllib.loads(text), sort_keys=True) == json.dumps(doc, sort_keys=True)
+    lines, rows = F.key_lines(text), text.split("\n")
+
+    def walk(path, d):
+        for k, v in d.items():
+            p = path + (k,)
+            row = rows[lines[p] - 1].strip()
+            if isinstance(v, dict) and "kind" in v:  # a {kind = ...} entry: inline, its keys on its line
+                assert row.startswith(F._key(k) + " = {"), (p, row)
+            elif isinstance(v, dict):
+                assert row.startswith("[") and row.endswith(F._key(k) + "]"), (p, row)
+                walk(p, v)
+            elif isinstance(v, list) and v and all(isinstance(x, dict) and "kind" not in x for x in v):
+                assert row.startswith("[[") and row.endswith(F._key(k) + "]]"), (p, row)
+                for i, x in enumerate(v):
+                    assert rows[lines[p + (i,)] - 1].strip() == row
+                    walk(p + (i,), x)
+            else:
+                assert row.startswith(F._key(k) + " = "), (p, row)
+
+    walk((), doc)
