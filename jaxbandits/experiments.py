@@ -495,7 +495,7 @@ def show(exp: Experiment, overrides: Optional[dict] = None) -> str:
     cfg = resolve_config(exp, overrides)
     lines = [f"{exp.name}: {exp.description}", ""]
     if exp.runner is not None:
-        lines.append(f"a sweep (its own loop over settings), {exp.runs} runs by default"
+        lines.append(f"a loop of its own (over settings or replications), {exp.runs} runs by default"
                      + ("" if "horizon" in exp.ignores else
                         "; --horizon T runs it at T alone" + (f" (instead of {', '.join(exp.horizon_keys)})"
                                                                if exp.horizon_keys else "")))

@@ -178,7 +178,7 @@ FIT_RECOVERY = Experiment("bayes-fit-recovery",
                           horizon=1, runs=40, runner=_fit_recovery, ignores=("horizon",),
                           ranges={"model": "delay family: 'exponential', 'weibull' or 'lognormal'",
                                   "n_arms": "an integer >= 1", "p_low": "lowest true rate, in [0, 1]",
-                                  "p_high": "highest true rate, in [p_low, 1]", "n_plays": "plays per log, an integer >= 1",
+                                  "p_high": "highest true rate, in [0, 1] (rates drawn uniformly between p_low and p_high)", "n_plays": "plays per log, an integer >= 1",
                                   "span": "rounds the plays span (and the cutoff), a number > 0",
                                   "prior_mean": "prior median of the delay mean, a number > 0",
                                   "prior_scale": "prior log-scale of the delay mean, a number > 0"})
