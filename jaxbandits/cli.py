@@ -93,17 +93,23 @@ def _parser():
     common = dict(default=argparse.SUPPRESS, action="store_true", help="show the Python traceback of an error")
     ls = sub.add_parser("list", help="list the registered experiments")
     ls.add_argument("--debug", **common)
-    r = sub.add_parser("run", help="run a registered experiment")
-    r.add_argument("name")
-    r.add_argument("--runs", type=int, default=None)
-    r.add_argument("--horizon", type=int, default=None)
-    r.add_argument("--seed", type=int, default=0)
+    r = sub.add_parser("run", help="run a registered experiment or an experiment file (FILE.toml)",
+                       description="Run a registered experiment (jaxbandits list) or an experiment file FILE.toml "
+                                   "(docs/experiment-files.md); jaxbandits show NAME lists its --set keys.")
+    r.add_argument("name",
+                   help="a registered experiment's name, or a path ending in .toml: an experiment file")
+    r.add_argument("--runs", type=int, default=None, help="paired runs (default: the experiment's)")
+    r.add_argument("--horizon", type=int, default=None,
+                   help="rounds per run, at most 2**24 (default: the experiment's; a sweep then runs at this T alone)")
+    r.add_argument("--seed", type=int, default=None,
+                   help="seed in 0 .. 2**64-1 (default: the file's seed, else 0)")
     r.add_argument("--out", default=None, help="output folder (default results/NAME; a part: results/NAME-part-I-of-N)")
     r.add_argument("--force", action="store_true",
                    help="replace the results of another experiment (or other settings) in --out, removing their files")
     r.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a config entry (repeatable)")
-    r.add_argument("--no-progress", action="store_true")
+                   help="override a config entry (repeatable; jaxbandits show NAME lists the keys); for a file, "
+                        "a dotted key of the file: world.delay.mean=20, policies.UCB1.alpha=1.5")
+    r.add_argument("--no-progress", action="store_true", help="no progress bar")
     r.add_argument("--chunk", type=int, default=None,
                    help="rounds per chunk (checkpoint, progress and Ctrl-C stop at chunk ends; default T/20)")
     r.add_argument("--resume", action="store_true",
@@ -128,6 +134,18 @@ def _parser():
                    help="start N local processes (CPU devices, coordinator on 127.0.0.1) running this command "
                         "with --distributed, and wait for them")
     r.add_argument("--debug", **common)
+    sh = sub.add_parser("show", help="describe an experiment: its settable keys, or (--toml) its experiment file",
+                        description="Print an experiment's description and every key --set accepts, with its type, "
+                                    "default and allowed values; --toml writes it as an experiment file instead.")
+    sh.add_argument("name", help="a registered experiment's name, or an experiment file")
+    sh.add_argument("--toml", action="store_true",
+                    help="write the experiment as an experiment file (TOML) that jaxbandits run FILE.toml runs to the "
+                         "same results")
+    sh.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                    help="override a config entry first (repeatable), as for run")
+    sh.add_argument("--output", "-o", default=None, metavar="FILE.toml",
+                    help="with --toml: write the file here (atomically) instead of to standard output")
+    sh.add_argument("--debug", **common)
     m = sub.add_parser("merge", help="combine the part folders of jaxbandits run --part I/N into the whole run's results")
     m.add_argument("dirs", nargs="+", metavar="DIR", help="the part folders (all N parts, each once)")
     m.add_argument("--out", required=True, help="results folder to write")
@@ -176,7 +194,8 @@ def _parser():
     f.add_argument("log", help="CSV or Parquet with columns arm, play_time, conversion_time (empty: none), cutoff")
     f.add_argument("--model", default="exponential",
                    help="delay family: exponential, geometric, weibull, lognormal, histogram")
-    f.add_argument("--method", default="nuts", choices=["nuts", "svi"])
+    f.add_argument("--method", default="nuts", choices=["nuts", "svi"],
+                   help="NUTS (MCMC, default) or SVI (variational)")
     f.add_argument("--out", default=None, help="output folder (default results/fit-MODEL)")
     f.add_argument("--force", action="store_true",
                    help="replace another fit (or an experiment's results) in --out, removing their files")
@@ -185,10 +204,10 @@ def _parser():
     f.add_argument("--window", type=float, default=None, help="censoring window m (default: none)")
     f.add_argument("--discrete", action="store_true", help="integer rounds, floored delays")
     f.add_argument("--per-arm-delay", action="store_true", help="one delay law per arm")
-    f.add_argument("--chains", type=int, default=4)
-    f.add_argument("--warmup", type=int, default=500)
-    f.add_argument("--samples", type=int, default=1000)
-    f.add_argument("--seed", type=int, default=0)
+    f.add_argument("--chains", type=int, default=4, help="MCMC chains, >= 1 (default 4)")
+    f.add_argument("--warmup", type=int, default=500, help="warm-up iterations per chain, >= 0 (default 500)")
+    f.add_argument("--samples", type=int, default=1000, help="posterior draws per chain, >= 1 (default 1000)")
+    f.add_argument("--seed", type=int, default=0, help="seed, >= 0 (default 0)")
     f.add_argument("--time-unit", default=None, help="unit of durations when the times are timestamps: ms s min h D W")
     f.add_argument("--rounds", action="store_true", help="timestamps floored to integer rounds of --time-unit")
     f.add_argument("--column", dest="columns", action="append", default=[], metavar="FIELD=NAME",
@@ -295,6 +314,8 @@ def _main(argv):
         return 0 if not bad else 1
     if a.cmd == "plot":
         return _plot(a)
+    if a.cmd == "show":
+        return _show(a)
     if a.cmd == "compare":
         return _compare(a)
     if a.cmd == "merge":
@@ -305,29 +326,38 @@ def _main(argv):
         raise ValueError(f"--runs must be >= 1, got {a.runs}")
     if a.horizon is not None and a.horizon < 1:
         raise ValueError(f"--horizon must be >= 1, got {a.horizon}")
-    if a.seed < 0:
+    if a.seed is not None and a.seed < 0:
         raise ValueError(f"--seed must be >= 0, got {a.seed}")
     _check_scale_out_options(a)
-    default = a.name if a.part is None else f"{a.name}-part-{a.part.strip().replace('/', '-of-')}"
-    out = a.out or os.path.join("results", default)
-    check_writable(out)  # before anything is imported or compiled
-    if a.processes is not None:
+    if a.processes is not None:  # the launched processes read the file themselves
         from .distributed import launch_local
 
         return launch_local(_without_processes(argv), a.processes)
     if not a.single_device:
-        _use_all_cores()
+        _use_all_cores()  # before JAX starts its backend (reading a file builds its objects)
     if a.distributed:
         from .distributed import initialize
 
         initialize(a.coordinator, a.num_processes, a.process_id)
+    target, seed, overrides = a.name, a.seed, None
+    if is_file(a.name):  # an experiment file: read and checked (and its objects built) before anything compiles
+        target, overrides, file_seed = _file_experiment(a.name, a.sets)
+        seed = file_seed if seed is None else seed
+        name = target.name
+    else:
+        name = a.name
+    seed = 0 if seed is None else seed
+    default = name if a.part is None else f"{name}-part-{a.part.strip().replace('/', '-of-')}"
+    out = a.out or os.path.join("results", default)
+    check_writable(out)  # before anything is compiled (or, for a registered experiment, imported)
     from . import experiments as X
     from .engine.checkpoint import Interrupted
 
-    overrides = X.parse_set(a.sets)
+    if not is_file(a.name):
+        overrides = X.parse_set(a.sets)
     with compile_cache(not a.no_compile_cache) as cache:
         try:
-            res = X.run(a.name, runs=a.runs, horizon=a.horizon, seed=a.seed, overrides=overrides, out=out,
+            res = X.run(target, runs=a.runs, horizon=a.horizon, seed=seed, overrides=overrides, out=out,
                         progress=not a.no_progress, chunk=a.chunk, resume=a.resume, force=a.force,
                         part=a.part, distributed=a.distributed)
         except Interrupted as e:
@@ -403,6 +433,57 @@ def _report(res, out, cache):
           f"on {t['devices']} device(s)" + (f" of {t['processes']} processes" if t.get("processes", 1) > 1 else "")
           + (f" ({t['parts']} parts)" if "parts" in t else "") + (f"; compilation cache {cache}" if cache else ""))
     print(f"wrote {out}/summary.json, {out}/results.nc, {out}/regret.png")
+    return 0
+
+
+def is_file(name: str) -> bool:
+    """``run`` and ``show`` read an experiment file when the argument ends in ``.toml``."""
+    return str(name).lower().endswith(".toml")
+
+
+def _file_experiment(path, sets):
+    """``(Experiment, overrides, seed)`` of an experiment file: ``--set`` changes the dotted keys of
+    a declarative file, the [config] keys of a build/runner file (as for a registered experiment)."""
+    from . import expfile as F
+    from . import experiments as X
+
+    doc, ctx = F.read(path)
+    if "build" in doc or "runner" in doc:
+        return F.experiment(path, doc_ctx=(doc, ctx)), X.parse_set(sets), doc.get("seed")
+    sets = F.parse_sets(sets)
+    if sets:
+        doc, ctx = F.read(path, sets)
+    return F.experiment(path, sets, doc_ctx=(doc, ctx)), None, doc.get("seed")
+
+
+def _show(a):
+    from . import experiments as X
+
+    if a.output is not None and not a.toml:
+        raise ValueError("--output writes the file of --toml: give --toml too")
+    if is_file(a.name):
+        if a.toml:
+            raise ValueError(f"{a.name} is already an experiment file: show --toml writes a registered experiment's")
+        from . import expfile as F
+
+        exp, overrides, _ = _file_experiment(a.name, a.sets)
+        print(F.show_file(exp, a.name, overrides if overrides is not None else F.parse_sets(a.sets)))
+        return 0
+    exp = X.get(a.name)
+    overrides = X.parse_set(a.sets)
+    if a.toml:
+        from . import expfile as F
+
+        text = F.to_toml(exp, overrides)
+        if a.output is None:
+            sys.stdout.write(text)
+        else:
+            from ._io import write_text
+
+            print(f"wrote {write_text(a.output, text)}", file=sys.stderr)
+        return 0
+    X.resolve_config(exp, overrides)  # bad --set values: an error naming the key
+    print(X.show(exp))
     return 0
 
 

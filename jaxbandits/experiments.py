@@ -68,6 +68,8 @@ class Experiment:
     ratio_to: Optional[str] = None  # plot each panel's curves as ratios to this policy's mean regret
     ignores: tuple = ()  # run options the experiment does not use ("horizon", "chunk"): giving one is an error
     horizon_keys: tuple = ()  # config keys that a horizon given to run() replaces (both at once: an error)
+    ranges: dict = dataclasses.field(default_factory=dict)  # config key -> its allowed values, in words (show NAME)
+    source: Optional[tuple] = None  # read from a file: the words naming it to `jaxbandits run` (FILE.toml, --set ...)
 
 
 # ----------------------------------------------------------------------------- where experiments are found
@@ -301,11 +303,12 @@ def resolve_config(exp: Experiment, overrides: Optional[dict]) -> dict:
     return cfg
 
 
-def run(name: str, runs: Optional[int] = None, horizon: Optional[int] = None, seed: int = 0,
+def run(name, runs: Optional[int] = None, horizon: Optional[int] = None, seed: int = 0,
         overrides: Optional[dict] = None, out: Optional[str] = None, progress: bool = False,
         chunk: Optional[int] = None, resume: bool = False, force: bool = False, part=None,
         distributed: bool = False) -> Results:
     """Run a registered experiment (all its policies in one compiled program); save to ``out``.
+    ``name`` may also be an :class:`Experiment` (one read from a file: :func:`jaxbandits.expfile.experiment`).
 
     ``out`` is checked and locked before anything runs: a folder that cannot be written raises
     :class:`jaxbandits._io.OutputFolderError`, one another run is writing
@@ -332,7 +335,8 @@ def run(name: str, runs: Optional[int] = None, horizon: Optional[int] = None, se
     part's runs alone. ``distributed=True`` shards the runs over the devices of every process of
     ``jax.distributed`` (:func:`jaxbandits.distributed.initialize` first); process 0 writes ``out``
     (docs/cluster.md)."""
-    exp = get(name)
+    exp = name if isinstance(name, Experiment) else get(name)
+    name = exp.name
     runs = exp.runs if runs is None else V.integer("runs", runs, lo=1)
     given_horizon = None if horizon is None else V.horizon("horizon", horizon)
     horizon = exp.horizon if horizon is None else given_horizon
@@ -416,8 +420,8 @@ def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizo
             try:
                 res = exp.runner(cfg, runs, seed, sweep_horizon)
             except Interrupted as e:
-                e.resume_command = _resume_command(name, job["given_runs"], sweep_horizon, seed, job["overrides"],
-                                                   out, chunk)
+                e.resume_command = _resume_command(exp.source or name, job["given_runs"], sweep_horizon, seed,
+                                                   job["overrides"], out, chunk)
                 _write_partial(out, name, cfg, seed, runs, horizon, 0, 1, e)
                 raise
         res.save(out)
@@ -467,7 +471,8 @@ def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizo
                                  chunk=ch, progress=progress, checkpoint=cp, resume=bool(resume and cp.exists()),
                                  stop=stop, first_run=first)
             except Interrupted as e:
-                e.resume_command = _resume_command(name, runs, horizon, seed, job["overrides"], out, chunk, part)
+                e.resume_command = _resume_command(exp.source or name, runs, horizon, seed, job["overrides"], out,
+                                                   chunk, part)
                 _write_partial(out, name, cfg, seed, runs, horizon, i, len(panels), e)
                 raise
             _collect(o, p, outs, panel_of, lines, timing)
@@ -525,7 +530,7 @@ def _collect(o, p, outs, panel_of, lines, timing):
 def _resume_command(name, runs, horizon, seed, overrides, out, chunk, part=None) -> str:
     import shlex
 
-    cmd = ["jaxbandits", "run", name]
+    cmd = ["jaxbandits", "run", *((name,) if isinstance(name, str) else name)]
     if runs is not None:
         cmd += ["--runs", str(runs)]
     if horizon is not None:
@@ -550,6 +555,48 @@ def _write_partial(out, name, cfg, seed, runs, horizon, panel, n_panels, err):
     _io.atomic_write(os.path.join(out, "summary.json"), _io.json_writer(doc))
 
 
+def type_name(v) -> str:
+    """The type of a config value in words: ``int``, ``float``, ``str``, ``list[float]``,
+    ``list[list[int]]``, ``list[str | int]``..."""
+    k = _kind(v)
+    if k != "list":
+        return k
+    subs = sorted({type_name(x) for x in v})
+    return f"list[{' | '.join(subs)}]" if subs else "list"
+
+
+def show(exp: Experiment, overrides: Optional[dict] = None) -> str:
+    """What ``jaxbandits show NAME`` prints: the description, the run settings, and every key
+    ``--set`` accepts with its type, default (and value, if ``overrides`` changes it) and allowed
+    values (:attr:`Experiment.ranges`)."""
+    cfg = resolve_config(exp, overrides)
+    lines = [f"{exp.name}: {exp.description}", ""]
+    if exp.runner is not None:
+        lines.append(f"a loop of its own (over settings or replications), {exp.runs} runs by default"
+                     + ("" if "horizon" in exp.ignores else
+                        "; --horizon T runs it at T alone" + (f" (instead of {', '.join(exp.horizon_keys)})"
+                                                               if exp.horizon_keys else "")))
+    else:
+        rec = exp.record
+        rec = ("about 200 evenly spaced record points" if rec is None else
+               f"{rec[1]} record points spaced evenly in log t" if isinstance(rec, tuple) else f"record {rec!r}")
+        lines.append(f"horizon {exp.horizon}, {exp.runs} runs, {rec}"
+                     + (f", R(t) reported at t = {', '.join(map(str, exp.checkpoints))}" if exp.checkpoints else ""))
+    if exp.ignores:
+        lines.append(f"run options it does not use: {', '.join('--' + o for o in exp.ignores)}")
+    lines += ["", "settable keys (--set KEY=VALUE):" if cfg else "no settable key"]
+    rows = [("key", "type", "default", "allowed")]
+    for k, d in exp.config.items():
+        dv = repr(d) + (f" (now {cfg[k]!r})" if cfg[k] != d else "")
+        rows.append((k, type_name(d), dv, exp.ranges.get(k, "(not stated: the constructors check it)")))
+    if cfg:
+        w = [min(max(len(r[i]) for r in rows), 40) for i in range(3)]
+        for r in rows:
+            lines.append("  " + "  ".join(c.ljust(w[i]) for i, c in enumerate(r[:3])) + "  " + r[3])
+    lines += ["", f"write it as an experiment file: jaxbandits show {exp.name} --toml > {exp.name}.toml"]
+    return "\n".join(lines)
+
+
 # ----------------------------------------------------------------------------- core experiments
 def _build_quickstart(cfg):
     env = E.conversions(cfg["theta"], D.geometric(mean=cfg["delay_mean"]))
@@ -563,7 +610,10 @@ QUICKSTART = Experiment(
     "Conversions with geometric delays seen through a censored window: UCB1, KL-UCB, Thompson, random",
     _build_quickstart,
     {"theta": [0.5, 0.4, 0.3, 0.2], "delay_mean": 50.0, "window": 200},
-    horizon=10000, runs=1000)
+    horizon=10000, runs=1000,
+    ranges={"theta": "2 to 2**20 conversion rates, each in [0, 1]",
+            "delay_mean": "mean of the geometric delay law, in [0, 2**30]",
+            "window": "censoring window m (conversions later than m rounds are never seen), integer >= 0"})
 
 
 def _build_classic(cfg):
@@ -576,7 +626,8 @@ def _build_classic(cfg):
 CLASSIC_BERNOULLI = Experiment(
     "classic-bernoulli",
     "K=10 Bernoulli arms, means linspace(0.1, 0.9), no delay: UCB1, KL-UCB, Thompson, Exp3",
-    _build_classic, {"n_arms": 10, "low": 0.1, "high": 0.9}, horizon=10000, runs=200)
+    _build_classic, {"n_arms": 10, "low": 0.1, "high": 0.9}, horizon=10000, runs=200,
+    ranges={"n_arms": "integer in [2, 2**20]", "low": "lowest arm mean, in [0, 1]", "high": "highest arm mean, in [0, 1]"})
 
 
 def _build_delayed(cfg):
@@ -589,5 +640,7 @@ def _build_delayed(cfg):
 CLASSIC_DELAYED = Experiment(
     "classic-delayed",
     "classic-bernoulli with uniform delays on {0..max_delay}: the cost of waiting for feedback",
-    _build_delayed, {"n_arms": 10, "low": 0.1, "high": 0.9, "max_delay": 200}, horizon=10000, runs=200)
+    _build_delayed, {"n_arms": 10, "low": 0.1, "high": 0.9, "max_delay": 200}, horizon=10000, runs=200,
+    ranges={"n_arms": "integer in [2, 2**20]", "low": "lowest arm mean, in [0, 1]", "high": "highest arm mean, in [0, 1]",
+            "max_delay": "delays uniform on {0..max_delay}, an integer in [0, 2**30]"})
 

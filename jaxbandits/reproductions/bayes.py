@@ -60,12 +60,20 @@ def _arm_delays(cfg):
 TS_SHARED_DELAY = Experiment("bayes-ts-shared-delay",
                              "Bayesian delay-model TS vs naive/closed Beta TS, DelayedKLUCB and the oracle, one geometric delay law",
                              _shared, {"theta": [0.05, 0.07, 0.10], "delay_mean": 50.0, "window": 255, "prior_mean": 30.0},
-                             horizon=10_000, runs=100, record=("log", 60), checkpoints=(2000, 10_000))
+                             horizon=10_000, runs=100, record=("log", 60), checkpoints=(2000, 10_000),
+                             ranges={"theta": "2 to 2**20 conversion rates, each in [0, 1]",
+                                     "delay_mean": "mean of the geometric delay law, a number > 0",
+                                     "window": "reveal window H of the TS policies, an integer >= 1",
+                                     "prior_mean": "prior median of the delay mean, a number > 0"})
 TS_ARM_DELAYS = Experiment("bayes-ts-arm-delays",
                            "Per-arm delay laws: the best arm converts a little more often but much more slowly",
                            _arm_delays, {"theta": [0.06, 0.08, 0.10], "delay_means": [10.0, 10.0, 300.0], "window": 1023,
                                          "prior_mean": 60.0},
-                           horizon=10_000, runs=50, record=("log", 60), checkpoints=(2000, 5000, 10_000))
+                           horizon=10_000, runs=50, record=("log", 60), checkpoints=(2000, 5000, 10_000),
+                           ranges={"theta": "2 to 2**20 conversion rates, each in [0, 1]",
+                                   "delay_means": "one geometric delay mean per arm, numbers > 0",
+                                   "window": "reveal window H of the TS policies, an integer >= 1",
+                                   "prior_mean": "prior median of the delay mean, a number > 0"})
 
 
 # ----------------------------------------------------------------------------- fit recovery
@@ -167,4 +175,11 @@ FIT_RECOVERY = Experiment("bayes-fit-recovery",
                           "Offline NUTS on simulated logs (truth drawn from the prior): 90% interval coverage of p and the delay law",
                           None, {"model": "weibull", "n_arms": 3, "p_low": 0.02, "p_high": 0.2, "n_plays": 3000, "span": 300.0,
                                  "prior_mean": 30.0, "prior_scale": 0.5},
-                          horizon=1, runs=40, runner=_fit_recovery, ignores=("horizon",))
+                          horizon=1, runs=40, runner=_fit_recovery, ignores=("horizon",),
+                          ranges={"model": "delay family: 'exponential', 'weibull' or 'lognormal'",
+                                  "n_arms": "an integer >= 1", "p_low": "lowest true rate, in [0, 1]",
+                                  "p_high": "highest true rate, in [0, 1] (rates drawn uniformly between p_low and p_high)",
+                                  "n_plays": "plays per log, an integer >= 1",
+                                  "span": "rounds the plays span (and the cutoff), a number > 0",
+                                  "prior_mean": "prior median of the delay mean, a number > 0",
+                                  "prior_scale": "prior log-scale of the delay mean, a number > 0"})

@@ -20,6 +20,9 @@ from ..simulate import simulate
 from ..sweeps import SweepResults
 
 CFG = {"means": [0.5, 0.6], "mean_delays": [10, 20]}
+RANGES = {"means": "2 to 2**20 Bernoulli means, each in [0, 1]",
+          "mean_delays": "E[tau] of each panel pair, integers >= 1 (uniform delays on {0..2E}; Poisson, exponential, "
+                         "half-normal of mean E)"}
 
 
 def _pair(name, env, odaaf_policies):
@@ -82,13 +85,16 @@ def _appF(cfg, runs, seed, horizon):
 FIG3A = Experiment("pikeburke2018-fig3a",
                    "Pike-Burke et al. 2018 Fig. 3(a): ODAAF and ODAAF-B over QPM-D, bounded (uniform) delays",
                    _fig3a, dict(CFG), horizon=250_000, runs=200, record=("log", 200), layout=(1, 2),
-                   ratio_to="QPM-D", checkpoints=(25_000, 50_000, 125_000, 250_000))
+                   ratio_to="QPM-D", checkpoints=(25_000, 50_000, 125_000, 250_000), ranges=RANGES)
 FIG3B = Experiment("pikeburke2018-fig3b",
                    "Pike-Burke et al. 2018 Fig. 3(b): ODAAF and ODAAF-V over QPM-D, Poisson/exponential/half-normal",
                    _fig3b, dict(CFG), horizon=250_000, runs=200, record=("log", 200), layout=(2, 3),
-                   ratio_to="QPM-D", checkpoints=(25_000, 50_000, 125_000, 250_000))
+                   ratio_to="QPM-D", checkpoints=(25_000, 50_000, 125_000, 250_000), ranges=RANGES)
 APP_F = Experiment("pikeburke2018-appF",
                    "Pike-Burke et al. 2018 App. F: regret of ODAAF, ODAAF-B and QPM-D against E[tau] (paired streams)",
                    None, {"means": [0.5, 0.6], "delays": [0, 5, 10, 25, 50, 100], "families": ["unif", "const"],
                           "horizon": 250_000}, horizon=250_000, runs=40, runner=_appF,
-                   horizon_keys=("horizon",))
+                   horizon_keys=("horizon",),
+                   ranges={"means": RANGES["means"], "delays": "E[tau] values, integers >= 0",
+                           "families": "a non-empty list of 'unif' (uniform on {0..2E}) and/or 'const' (delay E)",
+                           "horizon": "an integer in [1, 2**24]"})

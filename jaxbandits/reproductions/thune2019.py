@@ -180,16 +180,22 @@ def _bounds(cfg, runs, seed, horizon):
     return res
 
 
+_RANGES = {"n_arms": "integer in [2, 2**20]", "gap": "Delta: arm 0's mean loss is 0.5 - Delta, in [0, 0.5]",
+           "log2_T": "integers in [1, 24]: the horizons T = 2**log2_T"}
 EXAMPLE8 = Experiment("thune2019-example8",
                       "Thune et al. 2019 Example 8 (d_t = T - t early): Cor4 vs Doubling vs oracle vs DEW, sweep over T",
                       None, {"n_arms": 2, "gap": 0.25, "log2_T": [12, 13, 14, 15, 16, 17]}, horizon=2**17, runs=20,
-                      runner=_example8, horizon_keys=("log2_T",))
+                      runner=_example8, horizon_keys=("log2_T",), ranges=_RANGES)
 HEAVY_TAIL = Experiment("thune2019-heavy-tail",
                         "Thune et al. 2019: Pareto(1.5) and contaminated delays, DEW (rate cut) vs Skipper vs Doubling",
                         None, {"n_arms": 2, "gap": 0.25, "alpha": 1.5, "models": ["pareto", "contaminated"],
                                "log2_T": [12, 13, 14, 15, 16]}, horizon=2**16, runs=20, runner=_heavy_tail,
-                        horizon_keys=("log2_T",))
+                        horizon_keys=("log2_T",),
+                        ranges={**_RANGES, "alpha": "Pareto shape, a number > 0",
+                                "models": "a non-empty list of 'pareto' and/or 'contaminated'"})
 BOUNDS = Experiment("thune2019-bounds",
                     "Thune et al. 2019: constant delays, every run under its bound, regret ~ sqrt((KT + D) ln K)",
                     None, {"n_arms": 2, "gap": 0.25, "log2_T": 15, "delays": [0, 8, 32, 128, 256, 512, 1024]},
-                    horizon=2**15, runs=20, runner=_bounds, horizon_keys=("log2_T",))
+                    horizon=2**15, runs=20, runner=_bounds, horizon_keys=("log2_T",),
+                    ranges={**_RANGES, "log2_T": "an integer in [1, 24]: the horizon T = 2**log2_T",
+                            "delays": "constant delays d, integers in [0, 2**30]"})

@@ -15,6 +15,13 @@ THETA_H = [0.5, 0.4, 0.3]
 THETA_L = [0.1, 0.05, 0.03]
 CFG = {"mu": 500.0, "window": 1000, "eps": 0.0, "theta_H": THETA_H, "theta_L": THETA_L,
        "rho_from_mean": "paper"}
+RANGES = {"mu": "delay parameter: > 1 with rho_from_mean='paper' (rho = 1 - 1/mu), in (0, 2**30] with 'exact' "
+                "(mean mu)",
+          "window": "censoring window m, an integer in [0, 2**24]",
+          "eps": "exploration term beta = log t + eps log log t, a number >= 0",
+          "theta_H": "2 to 2**20 conversion rates, each in [0, 1]",
+          "theta_L": "2 to 2**20 conversion rates, each in [0, 1]",
+          "rho_from_mean": "'paper' (rho = 1 - 1/mu, mean mu - 1) or 'exact' (mean mu)"}
 
 
 def delay_law(cfg):
@@ -82,11 +89,11 @@ def _fig3(cfg):
 
 FIG1 = Experiment("vernade2017-fig1",
                   "Vernade et al. 2017 Fig. 1: DelayedUCB vs DelayedKLUCB, theta_H and theta_L, censored and not",
-                  _fig1, dict(CFG), horizon=10_000, runs=100, checkpoints=(1000, 2000, 5000, 10000), layout=(1, 4))
+                  _fig1, dict(CFG), horizon=10_000, runs=100, checkpoints=(1000, 2000, 5000, 10000), layout=(1, 4), ranges=RANGES)
 FIG2 = Experiment("vernade2017-fig2",
                   "Vernade et al. 2017 Fig. 2: Discarding vs delay-corrected UCB/KLUCB, theta_L, censored",
                   _fig2, dict(CFG), horizon=10_000, runs=200,
-                  checkpoints=(250, 500, 1000, 1500, 2000, 3000, 4000, 5000, 8000, 10000), layout=(1, 2))
+                  checkpoints=(250, 500, 1000, 1500, 2000, 3000, 4000, 5000, 8000, 10000), layout=(1, 2), ranges=RANGES)
 FIG3 = Experiment("vernade2017-fig3",
                   "Vernade et al. 2017 Fig. 3 (App. D): DelayedKLUCB with known vs online-estimated delay CDF",
-                  _fig3, dict(CFG), horizon=10_000, runs=100, checkpoints=(1000, 2000, 5000, 10000), layout=(1, 2))
+                  _fig3, dict(CFG), horizon=10_000, runs=100, checkpoints=(1000, 2000, 5000, 10000), layout=(1, 2), ranges=RANGES)

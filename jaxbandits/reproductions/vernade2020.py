@@ -50,8 +50,13 @@ FIG1 = Experiment("vernade2020-fig1",
                   "Vernade et al. 2020 Fig. 1: OTFLinUCB vs OTFLinTS, geometric delays, (m, mu) in "
                   "{(100,100), (500,100), (100,500)}; binary and uniform action sets",
                   _fig1, {"settings": [[100, 100], [500, 100], [100, 500]], "action_sets": ["binary", "uniform"]},
-                  horizon=3000, runs=50, layout=(2, 3), checkpoints=(500, 1000, 2000, 3000))
+                  horizon=3000, runs=50, layout=(2, 3), checkpoints=(500, 1000, 2000, 3000),
+                  ranges={"settings": "pairs [m, mu]: window m an integer >= 1, mean delay mu > 1 "
+                                      "(geometric p = 1/mu, shifted to {1, 2, ...})",
+                          "action_sets": "a non-empty list of 'binary' and/or 'uniform'"})
 FIG3 = Experiment("vernade2020-fig3",
                   "Vernade et al. 2020 Fig. 3: heavy-tailed (Criteo-like) delays, T = 1e4, m = 2000",
                   _fig3, {"window": 2000, "action_sets": ["binary", "uniform"]}, horizon=10_000, runs=20,
-                  layout=(1, 2), checkpoints=(1000, 2000, 5000, 10_000))
+                  layout=(1, 2), checkpoints=(1000, 2000, 5000, 10_000),
+                  ranges={"window": "window m, an integer >= 1",
+                          "action_sets": "a non-empty list of 'binary' and/or 'uniform'"})

@@ -24,6 +24,21 @@ from ..policies import composite as W
 MEANS = [0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1]
 COUPON_WEIGHTS = [1.0, 1.0, 1.0, 1.0, 1.2, 2.0, 1.6]  # Mon..Sun (stand-in; stated, not measured)
 CHECKPOINTS = (6250, 12500, 25000, 50000, 100000)
+RANGES = {"means": "2 to 2**20 Bernoulli means of the totals, each in [0, 1]",
+          "alphas": "ARS-UCB's alpha values of the 'vary alpha' panels, numbers > 0",
+          "fs": "block sizes of the 'vary f' panels: 'k', 'k^2', 'k^3', '2^k' or 'const'",
+          "alpha_f": "block size of the 'vary alpha' panels: 'k', 'k^2', 'k^3', '2^k' or 'const'",
+          "f_alpha": "alpha of the 'vary f' panels, a number > 0",
+          "delays": "pairs [lo, hi] of integers, 0 <= lo <= hi <= 2**30: lags uniform on {lo..hi}",
+          "tol": "tail mass at which a profile is cut, in (0, 1)",
+          "max_len": "most lags of a polynomial profile, an integer >= 1",
+          "ds": "delays d of the panels, integers in [1, 2**24]",
+          "beta": "ARS-EXP3's block exponent, in (0, 1]",
+          "stream_length": "labels per synthetic stream, an integer in [1, 2**24]",
+          "stream_seed": "numpy seed of the streams, an integer >= 0",
+          "outbrain_categories": "categories of the Zipf stream, an integer in [2, 2**20]",
+          "zipf_s": "Zipf exponent, a number",
+          "coupon_weights": "weights of the weekday stream, at least 2 numbers >= 0"}
 BASE = {"means": MEANS, "alphas": [2, 4, 6, 8], "fs": ["k", "k^2", "k^3", "2^k"], "alpha_f": "k^2", "f_alpha": 4}
 
 
@@ -108,19 +123,24 @@ def _fig5(cfg):
 FIG2 = Experiment("wang2021-fig2",
                   "Wang et al. 2021 Fig. 2: ARS-UCB (vary alpha / f) vs ODAAF-V and ODAAF, random delays U{10..30}, U{0..60}",
                   _fig2, {**BASE, "delays": [[10, 30], [0, 60]]}, horizon=100_000, runs=50, record=("log", 120),
-                  layout=(2, 2), checkpoints=CHECKPOINTS)
+                  layout=(2, 2), checkpoints=CHECKPOINTS, ranges=RANGES)
 FIG3 = Experiment("wang2021-fig3",
                   "Wang et al. 2021 Fig. 3: ARS-UCB vs generalized ODAAF, bounded-interval and linear profiles",
                   _fig3, {**BASE, "profiles": [["interval", 30, 40], ["interval", 10, 20], ["lin-dec", 100, 0],
                                                ["lin-dec", 50, 0], ["lin-inc", 100, 0], ["lin-inc", 50, 0]]},
-                  horizon=100_000, runs=50, record=("log", 120), layout=(2, 3), checkpoints=CHECKPOINTS)
+                  horizon=100_000, runs=50, record=("log", 120), layout=(2, 3), checkpoints=CHECKPOINTS,
+                  ranges={**RANGES, "profiles": "entries [kind, a, b]: 'interval' (lags in {a..b}, 0 <= a <= b), "
+                                                "'lin-dec' or 'lin-inc' (length a >= 1; b unused)"})
 FIG4 = Experiment("wang2021-fig4",
                   "Wang et al. 2021 Fig. 4: ARS-UCB alone on infinite-support profiles (discounted, polynomial), truncated",
                   _fig4, {**BASE, "profiles": [["discounted", 0.8], ["discounted", 0.9], ["polynomial", 3.0],
                                                ["polynomial", 2.0]], "tol": 1e-6, "max_len": 4096},
-                  horizon=100_000, runs=50, record=("log", 120), layout=(2, 2), checkpoints=CHECKPOINTS)
+                  horizon=100_000, runs=50, record=("log", 120), layout=(2, 2), checkpoints=CHECKPOINTS,
+                  ranges={**RANGES, "profiles": "entries [kind, gamma]: 'discounted' (gamma in (0, 1)) or "
+                                                "'polynomial' (gamma > 1)"})
 FIG5 = Experiment("wang2021-fig5",
                   "Wang et al. 2021 Fig. 5: ARS-EXP3 vs CLW on synthetic stand-ins for Outbrain (non-oblivious) and Coupon (oblivious)",
                   _fig5, {"ds": [10, 20], "beta": 0.5, "stream_length": 100_000, "stream_seed": 2021,
                           "outbrain_categories": 10, "zipf_s": 1.0, "coupon_weights": COUPON_WEIGHTS},
-                  horizon=100_000, runs=20, record=("log", 120), layout=(2, 2), checkpoints=CHECKPOINTS)
+                  horizon=100_000, runs=20, record=("log", 120), layout=(2, 2), checkpoints=CHECKPOINTS,
+                  ranges=RANGES)
