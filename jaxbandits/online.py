@@ -64,7 +64,7 @@ from __future__ import annotations
 import json
 import math
 from functools import partial
-from typing import Any, NamedTuple, Optional, Sequence
+from typing import Any, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
