@@ -71,6 +71,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _validate as V
+from . import mathlib as M
 from .types import NEVER, Arrivals, Context, Policy, ProblemSpec
 
 _F = jnp.float32
@@ -284,7 +285,7 @@ def _step(st: LearnerState, x, quiet=False):
                        lambda: st.policy)
     t = jnp.where(st.play, st.t + 1, st.t)
     ctx = Context(t, feats, mask, jnp.asarray(-1, _I) if dnow is None else dnow)
-    a, memo = cfg.policy.act(pol, ctx, jax.random.fold_in(st.act_key, t))
+    a, memo = cfg.policy.act(pol, ctx, M.fold_in(st.act_key, t))  # jax.random.fold_in's bits
     a = jnp.asarray(a, _I)
     p, sl = st.pending, t % cfg.pending
     pend = Pending(jax.tree.map(lambda b, v: b.at[sl].set(v), p.memo, memo), p.action.at[sl].set(a),

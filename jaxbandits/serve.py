@@ -512,13 +512,12 @@ class Service:
 
 
 def _estimates(pstate):
-    """The policy's own estimate of each arm's mean, where its state has one (else None)."""
-    f = getattr(pstate, "_fields", ())
-    if {"sums", "n_arrived", "n_played"} <= set(f):  # UCB1, KL-UCB, Thompson: sums / (plays or arrivals)
-        from .policies import classic
+    """The policy's own estimate of each arm's mean, where its state type has one (else None)."""
+    from .policies import classic, conversions
 
+    if isinstance(pstate, classic.IndexState):  # UCB1, KL-UCB, Thompson: sums / (plays or arrivals)
         n, s = np.asarray(classic.counts(pstate)), np.asarray(pstate.sums)
-    elif {"s", "n_tilde"} <= set(f):  # DelayedUCB / KLUCB: S / Ñ, the delay-corrected rate
+    elif isinstance(pstate, conversions.DelayedState):  # DelayedUCB / KLUCB: S / Ñ, the delay-corrected rate
         n, s = np.asarray(pstate.n_tilde), np.asarray(pstate.s)
     else:
         return None
