@@ -21,6 +21,7 @@ tests/test_fused.py by lowering every kernel for CUDA on a CPU machine).
 from __future__ import annotations
 
 import functools
+import math
 from typing import NamedTuple
 
 import jax
@@ -173,6 +174,190 @@ def build(ks: KernelSpec, n_pad: int):
         grid=(n_pad // B,),
         in_specs=[whole(Kp), whole(Rp), runs, runs, runs, runs],
         out_specs=(rows(Rp), rows(Rp), rows(Rp * Kp)),
+        out_shape=out_shape,
+        interpret=ks.interpret,
+        compiler_params=pltriton.CompilerParams(num_warps=ks.num_warps, num_stages=1),
+        name=f"jaxbandits_fused_{ks.kind}",
+    )
+
+
+# ----------------------------------------------------------------------------- delayed conversions
+def delay_value(law: tuple, v):
+    """``floor(F^-1(v))`` of a closed-form delay law as float32 (``law`` = ``(name, params...)``
+    with Python floats; the formulas of :mod:`jaxbandits.delays`). Values beyond the window are
+    compared as floats, so a huge or infinite draw is simply "not within the window"."""
+    name = law[0]
+    if name == "fixed":
+        return jnp.full(v.shape, _F(law[1]))
+    if name == "uniform":
+        lo, hi = law[1], law[2]
+        return jnp.minimum(_F(lo) + jnp.floor(v * _F(hi - lo + 1)), _F(hi))
+    if name == "geometric":  # smallest n with 1 - rho^(n+1) >= v
+        if law[1] == -INF:
+            return jnp.zeros(v.shape, _F)
+        return jnp.maximum(jnp.ceil(jnp.log1p(-v) / _F(law[1])) - 1.0, 0.0)
+    if name == "exponential":
+        return jnp.floor(_F(-law[1]) * jnp.log1p(-v))
+    if name == "weibull":  # scale (-log(1 - v))^(1/shape)
+        k, lam = law[1], law[2]
+        return jnp.floor(_F(lam) * jnp.exp(jnp.log(-jnp.log1p(-v)) / _F(k)))
+    if name == "log_normal":  # exp(mu + sigma Phi^-1(v)), Phi^-1(v) = sqrt(2) erfinv(2v - 1)
+        z = _F(2.0**0.5) * lax.erf_inv(_F(2.0) * v - _F(1.0))
+        return jnp.floor(jnp.exp(_F(law[1]) + _F(law[2]) * z))
+    if name == "pareto":  # scale ((1 - v)^(-1/alpha) - 1)
+        return jnp.floor(_F(law[2]) * jnp.expm1(-jnp.log1p(-v) / _F(law[1])))
+    raise ValueError(f"no closed-form fused delay for {name!r}")
+
+
+def _delayed_kernel(ks: KernelSpec, mu_ref, rec_ref, tau_ref, ke0_ref, ke1_ref, kp0_ref, kp1_ref,
+                    regret_ref, reward_ref, pulls_ref, dl_ref, lost_ref, ring_ref, cal_ref):
+    """DelayedUCB / DelayedKLUCB (Vernade et al. 2017) with the censoring window ``m`` on a
+    conversions world and the conversions channel.
+
+    Pending conversions: a *calendar* in device memory, one row of ``NW = Kp / 4`` words per
+    arrival round modulo ``Wp`` (a power of two > ``m``), each word packing four arms' 8-bit counts.
+    A play that converts with delay ``1 <= d <= m`` adds one to its arm's count at row
+    ``(t + d) mod Wp`` (a per-run scatter into its own column); round ``t`` reads and clears row
+    ``t mod Wp``; ``d = 0`` arrives at once. A count that would pass 255 is dropped and counted in
+    ``lost_to_W`` (a Poisson-binomial count of mean <= 1 per round: never in practice).
+
+    ``Ñ`` as the scan policy keeps it: a ring of the last ``H = min(m, T)`` arms (device memory,
+    row ``s mod Wp``), the closed pulls ``nc`` (weight ``tau_H``), and either the geometric O(K)
+    recursion (geometric and exponential laws) or the direct sum over the ring with the table
+    ``tau_0..tau_H`` (the other laws: O(H K) per round).
+    """
+    B, Kp, K = ks.block, ks.k_pad, ks.n_arms
+    m, H, T = ks.p("window"), ks.p("H"), ks.p("T")
+    Wp = ks.p("Wp")
+    NW = Kp // 4
+    law, log_rho = ks.p("law"), ks.p("log_rho")
+    eps, index = ks.p("eps", 0.0), ks.kind
+    ke0, ke1 = ke0_ref[...], ke1_ref[...]
+    kp0, kp1 = kp0_ref[...], kp1_ref[...]
+    mu = jnp.broadcast_to(mu_ref[...][None, :], (B, Kp))
+    arm = lax.broadcasted_iota(_I, (B, Kp), 1)
+    valid = arm < K
+    best = jnp.max(jnp.where(valid, mu, -INF), axis=1)
+    gaps = jnp.where(valid, best[:, None] - mu, 0.0)
+    col = lax.broadcasted_iota(_I, (B,), 0)
+    word_of = arm // 4
+    shift = ((arm - word_of * 4) * 8).astype(_U)
+    zb = jnp.zeros((B,), _F)
+    zk = jnp.zeros((B, Kp), _F)
+    Wm = jnp.int32(Wp - 1)  # Wp is a power of two: s mod Wp = s & (Wp - 1) for s >= 0
+
+    def clear(j, c):
+        cal_ref[pl.ds(j, 1), :] = jnp.zeros((1, B), _I)
+        return c
+
+    lax.fori_loop(0, Wp * NW, clear, jnp.int32(0))
+
+    def n_tilde_table(t, nc):
+        def add(a, acc):
+            s = t - a
+            row = jnp.maximum(s, 0) & Wm
+            arms = ring_ref[pl.ds(row, 1), :][0]
+            w = jnp.where(s >= 0, tau_ref[pl.ds(a, 1)][0], _F(0.0))
+            return acc + jnp.where(arm == arms[:, None], w, 0.0)
+
+        return lax.fori_loop(0, H, add, tau_ref[pl.ds(H, 1)][0] * nc)
+
+    def one_round(t, st):
+        n, s, nt, o, w, nc, leave, reg, reg_c, rew, rew_c, lost = st
+        tu = t.astype(_U)
+        u, v = rng.uniforms2(ke0, ke1, tu, _U(0))  # world: (u_t, v_t)
+        tie, _ = rng.uniforms2(kp0, kp1, tu, _U(TIE))
+        # act (beta(t) = (1 + eps) log(t + 1): conventions §1)
+        beta = _F(1.0 + eps) * jnp.log(t.astype(_F) + _F(1.0))
+        if index == "delayed_ucb":
+            ok = nt > 0
+            safe = jnp.where(ok, nt, _F(1.0))
+            idx = jnp.where(ok, s / safe + jnp.sqrt(beta * n / _F(2.0)) / safe, INF)
+        else:
+            theta = s / jnp.where(nt > 0, nt, _F(1.0))
+            idx = M.poisson_kl_ucb(theta, nt, beta, ks.p("cap"), ks.p("iters"))
+        a_idx = _argmax_random_tie(idx, valid, tie, arm)
+        a = jnp.where(t < K, lax.rem(t, jnp.int32(K)), a_idx)
+        oh_b = arm == a[:, None]
+        oh = oh_b.astype(_F)
+        mu_a = jnp.sum(jnp.where(oh_b, mu, 0.0), axis=1)
+        # outcome: conversion and its delay (conventions §8: one u, one v per round)
+        conv = u < mu_a
+        d = delay_value(law, v)
+        inwin = conv & (d <= _F(m))
+        di = jnp.where(inwin, d, 0.0).astype(_I)
+        now = inwin & (di == 0)
+        later = inwin & (di > 0) & (di <= T - 1 - t)  # later than T - 1: never (and never aliased)
+        # the calendar: read and clear row t, then insert this play at row t + d (d >= 1)
+        slot = (t & Wm) * NW
+        got = zk
+        for j in range(NW):
+            wd = cal_ref[pl.ds(slot + j, 1), :][0].astype(_U)
+            cnt = ((wd[:, None] >> shift) & _U(255)).astype(_F)
+            got = got + jnp.where(word_of == j, cnt, 0.0)
+            cal_ref[pl.ds(slot + j, 1), :] = jnp.zeros((1, B), _I)
+        row = (((t + di) & Wm) * NW + a // 4)
+        old = cal_ref[row, col].astype(_U)
+        sh = ((a & 3) * 8).astype(_U)
+        full = ((old >> sh) & _U(255)) == _U(255)
+        add = later & ~full
+        cal_ref[row, col] = (old + jnp.where(add, _U(1) << sh, _U(0))).astype(_I)
+        lost = lost + (later & full).astype(_I)
+        got = got + jnp.where(now[:, None], oh, 0.0)
+        # update (the scan policy's order: the pull closing now, write the ring, read the next)
+        n = n + oh
+        s = s + got
+        e_old = (arm == leave[:, None]).astype(_F)
+        nc = nc + e_old
+        ring_ref[pl.ds(t & Wm, 1), :] = a[None, :]
+        nxt = t + 1 - H
+        leave = jnp.where(nxt >= 0, ring_ref[pl.ds(jnp.maximum(nxt, 0) & Wm, 1), :][0], -1)
+        if log_rho is not None:  # geometric: o <- rho o - rho^(m+1) old + rho new (jaxbandits.ring)
+            rho = _F(math.exp(log_rho))
+            o = rho * o - _F(math.exp((m + 1) * log_rho)) * e_old + rho * oh
+            w = w - e_old + oh
+            nt = _F(ks.p("tau_m")) * nc + w - o
+        else:
+            nt = n_tilde_table(t, nc)
+        reg, reg_c = _kahan(reg, reg_c, best - mu_a)
+        rew, rew_c = _kahan(rew, rew_c, conv.astype(_F))
+        return n, s, nt, o, w, nc, leave, reg, reg_c, rew, rew_c, lost
+
+    def segment(i, carry):
+        st, lo = carry
+        hi = rec_ref[i] + 1
+        st = lax.fori_loop(lo, hi, one_round, st)
+        n, nt, reg, rew = st[0], st[2], st[7], st[9]
+        regret_ref[:, pl.ds(i, 1)] = reg[:, None]
+        reward_ref[:, pl.ds(i, 1)] = rew[:, None]
+        pulls_ref[:, pl.ds(i * Kp, Kp)] = n.astype(_I)
+        dl_ref[:, pl.ds(i, 1)] = jnp.sum(gaps * nt, axis=1)[:, None]  # L(t) = sum_k Delta_k Ñ_k(t)
+        return st, hi
+
+    st0 = (zk, zk, zk, zk, zk, zk, jnp.full((B,), -1, _I), zb, zb, zb, zb, jnp.zeros((B,), _I))
+    st, _ = lax.fori_loop(0, ks.n_rec, segment, (st0, jnp.int32(0)))
+    lost_ref[...] = st[-1]
+
+
+def build_delayed(ks: KernelSpec, n_pad: int):
+    """``f(mu, rec, tau[Wp], ke0, ke1, kp0, kp1) -> (regret, reward, pulls, delayed_regret, lost,
+    ring, calendar)``: the last two are the kernel's device-memory work space."""
+    from jax.experimental.pallas import triton as pltriton
+
+    B, Kp, Rp, Wp = ks.block, ks.k_pad, ks.r_pad, ks.p("Wp")
+    NW = Kp // 4
+    runs = pl.BlockSpec((B,), lambda i: (i,))
+    whole = lambda n: pl.BlockSpec((n,), lambda i: (0,))
+    rows = lambda w: pl.BlockSpec((B, w), lambda i: (i, 0))
+    cols = lambda h: pl.BlockSpec((h, B), lambda i: (0, i))
+    S = jax.ShapeDtypeStruct
+    out_shape = (S((n_pad, Rp), _F), S((n_pad, Rp), _F), S((n_pad, Rp * Kp), _I), S((n_pad, Rp), _F),
+                 S((n_pad,), _I), S((Wp, n_pad), _I), S((Wp * NW, n_pad), _I))
+    return pl.pallas_call(
+        functools.partial(_delayed_kernel, ks),
+        grid=(n_pad // B,),
+        in_specs=[whole(Kp), whole(Rp), whole(Wp), runs, runs, runs, runs],
+        out_specs=(rows(Rp), rows(Rp), rows(Rp * Kp), rows(Rp), runs, cols(Wp), cols(Wp * NW)),
         out_shape=out_shape,
         interpret=ks.interpret,
         compiler_params=pltriton.CompilerParams(num_warps=ks.num_warps, num_stages=1),

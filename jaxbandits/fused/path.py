@@ -59,7 +59,7 @@ def unsupported(env, channel, policies, *, chunk=None, shard=None, resume=False,
         sp = spec_of(pol) if isinstance(pol, Policy) else None
         if sp is None:
             why.append(f"policy {lab!r} ({getattr(pol, 'name', type(pol).__name__)}) has no fused kernel "
-                       "(covered: UCB1, KL-UCB, Thompson, Gaussian-TS)")
+                       "(covered: UCB1, KL-UCB, Thompson, Gaussian-TS, DelayedUCB, DelayedKLUCB)")
             continue
         if sp.kind in CLASSIC:
             if type(channel) is not C.Attributed:
@@ -70,9 +70,49 @@ def unsupported(env, channel, policies, *, chunk=None, shard=None, resume=False,
             if sp.kind == "thompson" and sp.get("sampler") != "mt":
                 why.append(f"policy {lab!r}: Thompson with sampler={sp.get('sampler')!r} (fused: 'mt' only)")
         else:
-            why.append(f"policy {lab!r} ({pol.name}): kind {sp.kind!r} has no fused kernel yet")
+            why += _delayed_unsupported(lab, pol, sp, env, law, channel)
     if channel.width is not None:
         why.append(f"an explicit calendar width ({channel})")
+    return why
+
+
+def law_tuple(law):
+    """A closed-form delay law as a hashable ``(name, params...)`` of Python numbers (the kernels'
+    in-kernel inverse CDF), or ``None`` when it has no fused sampler."""
+    t = type(law)
+    if t is D.Fixed:
+        return ("fixed", float(law.d))
+    if t is D.Uniform:
+        return ("uniform", int(law.lo), int(law.hi))
+    if t is D.Geometric:
+        return ("geometric", float(law.log_rho))
+    if t is D.Exponential:
+        return ("exponential", float(law.scale))
+    if t is D.Weibull:
+        return ("weibull", float(law.shape), float(law.scale))
+    if t is D.LogNormal:
+        return ("log_normal", float(law.mu), float(law.sigma))
+    if t is D.Pareto:
+        return ("pareto", float(law.alpha), float(law.scale))
+    return None
+
+
+def _delayed_unsupported(lab, pol, sp, env, law, channel):
+    why = []
+    m = sp.get("window")
+    if sp.get("online"):
+        why.append(f"policy {lab!r} ({pol.name}): the online delay-CDF variant (online=True) has no fused kernel")
+    if m is None or m < 1:
+        why.append(f"policy {lab!r} ({pol.name}): the fused DelayedUCB/DelayedKLUCB need a censoring window "
+                   f"m >= 1, got window={m}")
+    if type(channel) is not C.Conversions:
+        why.append(f"policy {lab!r} ({pol.name}) runs fused only on the conversions channel, not {channel}")
+    if law is not None:
+        if law_tuple(law) is None:
+            why.append(f"the delay law {type(law).__name__} has no closed-form fused sampler (covered: fixed, "
+                       "uniform, geometric, exponential, weibull, log_normal, pareto)")
+        if sp.get("delay") is not law and law_tuple(sp.get("delay")) != law_tuple(law):
+            why.append(f"policy {lab!r} ({pol.name}) was built for another delay law than the world's")
     return why
 
 
@@ -98,11 +138,17 @@ def _program(ks, n_pad):
 
     k = (ks, n_pad)
     if k not in _CACHE:
-        call = Kn.build(ks, n_pad)
+        if ks.kind in DELAYED:
+            call = Kn.build_delayed(ks, n_pad)
 
-        def prog(mu, rec, key, run_ids):
-            w = run_keys_words(key, run_ids)
-            return call(mu, rec, *w)
+            def prog(mu, rec, tau, key, run_ids):
+                return call(mu, rec, tau, *run_keys_words(key, run_ids))[:5]
+        else:
+            call = Kn.build(ks, n_pad)
+
+            def prog(mu, rec, tau, key, run_ids):
+                del tau
+                return call(mu, rec, *run_keys_words(key, run_ids))
 
         _CACHE[k] = jax.jit(prog)
         while len(_CACHE) > 32:
@@ -111,17 +157,36 @@ def _program(ks, n_pad):
     return _CACHE[k]
 
 
-def kernel_spec(env, channel, pol, horizon, n_rec, *, block, interpret):
+def kernel_spec(env, channel, pol, horizon, n_rec, *, block, interpret, num_warps=4):
+    """``(KernelSpec, tau)``: the static description of ``pol``'s kernel and its CDF table
+    (``tau_0..tau_H`` padded to ``Wp``; a one-element dummy for the classic kernels)."""
     from . import kernels as Kn
 
     sp = spec_of(pol)
     K = env.n_arms
-    return Kn.KernelSpec(sp.kind, sp.params, K, max(Kn.next_pow2(K), 2), n_rec, Kn.next_pow2(n_rec), block,
-                         ("bernoulli",), interpret)
+    kp = max(Kn.next_pow2(K), 4)
+    tau = np.zeros((1,), np.float32)
+    params = tuple((k, v) for k, v in sp.params if k != "delay")
+    if sp.kind in DELAYED:
+        law = env.delay
+        m = int(sp.get("window"))
+        H = min(m, horizon)
+        Wp = Kn.next_pow2(min(m, horizon - 1) + 1)
+        Wp = max(Wp, Kn.next_pow2(H + 1))
+        lr = D.geometric_log_rho(law)
+        lr = None if lr is None else float(lr)
+        tau_m = None if lr is None else float(-np.expm1(np.float32((m + 1) * np.float32(lr))))
+        tau = np.zeros((Wp,), np.float32)
+        tau[: H + 1] = np.asarray(law.cdf_table(H + 1), np.float32)
+        params = params + (("H", H), ("T", horizon), ("Wp", Wp), ("law", law_tuple(law)), ("log_rho", lr),
+                           ("tau_m", tau_m))
+    ks = Kn.KernelSpec(sp.kind, tuple(sorted(params, key=lambda kv: kv[0])), K, kp, n_rec,
+                       Kn.next_pow2(n_rec), block, ("bernoulli",), interpret, num_warps)
+    return ks, tau
 
 
 def simulate_fused(env, channel, policies, horizon, key, n_runs=1, *, record=None, first_run=0,
-                   interpret=None, block=None) -> Dict[str, SimOutput] | SimOutput:
+                   delayed_regret=None, interpret=None, block=None) -> Dict[str, SimOutput] | SimOutput:
     """Run a covered simulation on the fused kernels (checked inputs: see ``jaxbandits.simulate``).
 
     ``interpret`` (default: not on a GPU) runs the kernels through Pallas' interpreter;
@@ -140,28 +205,35 @@ def simulate_fused(env, channel, policies, horizon, key, n_runs=1, *, record=Non
     n_pad = -(-n_runs // block) * block
     run_ids = jnp.arange(n_pad, dtype=jnp.int32) + jnp.int32(first_run)
     outs, compile_s, run_s = {}, 0.0, 0.0
-    mu = None
     for lab, pol in pols.items():
-        ks = kernel_spec(env, channel, pol, horizon, R, block=block, interpret=interpret)
-        if mu is None:
-            mu = jnp.zeros((ks.k_pad,), jnp.float32).at[: ks.n_arms].set(jnp.asarray(env.means_, jnp.float32))
-            rec = jnp.full((ks.r_pad,), horizon - 1, jnp.int32).at[:R].set(jnp.asarray(record_at, jnp.int32))
+        ks, tau = kernel_spec(env, channel, pol, horizon, R, block=block, interpret=interpret)
+        mu = np.zeros((ks.k_pad,), np.float32)
+        mu[: ks.n_arms] = np.asarray(env.means_, np.float32)
+        rec = np.full((ks.r_pad,), horizon - 1, np.int32)
+        rec[:R] = record_at
         prog = _program(ks, n_pad)
         t0 = time.perf_counter()
-        exe = prog.lower(mu, rec, key, run_ids).compile()
+        exe = prog.lower(mu, rec, tau, key, run_ids).compile()
         compile_s += time.perf_counter() - t0
         t0 = time.perf_counter()
-        regret, reward, pulls = jax.device_get(exe(mu, rec, key, run_ids))
+        got = jax.device_get(exe(mu, rec, tau, key, run_ids))
         run_s += time.perf_counter() - t0
-        regret = regret[:n_runs, :R]
+        regret, reward, pulls = got[:3]
         pulls = pulls[:n_runs].reshape(n_runs, ks.r_pad, ks.k_pad)[:, :R, : ks.n_arms]
-        outs[lab] = dict(regret=regret, reward=reward[:n_runs, :R], pulls=pulls)
+        o = dict(regret=regret[:n_runs, :R], reward=reward[:n_runs, :R], pulls=pulls, dl=None,
+                 lost=np.zeros((n_runs,), np.int32), width=1)
+        if ks.kind in DELAYED:
+            o["lost"] = got[4][:n_runs]
+            o["width"] = min(ks.p("window"), horizon - 1) + 1
+            if delayed_regret is not False:
+                o["dl"] = got[3][:n_runs, :R]
+        outs[lab] = o
     timing = {"compile_s": compile_s, "run_s": run_s, "devices": 1, "policies_in_program": 1,
               "path": "fused" + (" (interpreted)" if interpret else "")}
     timing["run_steps_per_s"] = n_runs * horizon * len(pols) / max(run_s, 1e-12)
     res = {}
     for lab, o in outs.items():
         res[lab] = SimOutput(t=record_at.astype(np.int64) + 1, regret=o["regret"], expected_regret=o["regret"],
-                             reward=o["reward"], pulls=o["pulls"], lost_to_W=np.zeros((n_runs,), np.int32),
-                             width=1, timing=dict(timing), delayed_regret=None, arm_totals=None)
+                             reward=o["reward"], pulls=o["pulls"], lost_to_W=o["lost"], width=o["width"],
+                             timing=dict(timing), delayed_regret=o["dl"], arm_totals=None)
     return res[next(iter(res))] if single else res
