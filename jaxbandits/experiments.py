@@ -303,7 +303,7 @@ def resolve_config(exp: Experiment, overrides: Optional[dict]) -> dict:
 
 def run(name: str, runs: Optional[int] = None, horizon: Optional[int] = None, seed: int = 0,
         overrides: Optional[dict] = None, out: Optional[str] = None, progress: bool = False,
-        chunk: Optional[int] = None, resume: bool = False, force: bool = False) -> Results:
+        chunk: Optional[int] = None, resume: bool = False, force: bool = False, path: str = "auto") -> Results:
     """Run a registered experiment (all its policies in one compiled program); save to ``out``.
 
     ``out`` is checked and locked before anything runs: a folder that cannot be written raises
@@ -344,11 +344,24 @@ def run(name: str, runs: Optional[int] = None, horizon: Optional[int] = None, se
                          f"or {', '.join(clash)}, not both")
     if resume and out is None:
         raise ValueError("resume=True needs out=, the folder of the interrupted run")
-    job = dict(overrides=overrides, chunk=chunk, resume=bool(resume), force=bool(force), given_runs=runs)
+    _check_path(name, exp, path)
+    job = dict(overrides=overrides, chunk=chunk, resume=bool(resume), force=bool(force), given_runs=runs, path=path)
     if out is None:
         return _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, given_horizon, job)
     with _io.output_folder(out, {"experiment": name, "config": cfg}, force=bool(force)):
         return _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, given_horizon, job)
+
+
+def _check_path(name, exp, path):
+    """``path`` (docs/fused.md) is one of the simulator's; a sweep or an offline study always runs its
+    own loop on the scan path, so forcing the fused one there is an error rather than ignored."""
+    from .simulate import PATHS
+
+    if path not in PATHS:
+        raise ValueError(f"path must be one of {', '.join(PATHS)}, got {path!r}")
+    if path == "fused" and exp.runner is not None:
+        raise ValueError(f"experiment {name!r} is a sweep or study with its own loop: it runs on the scan path "
+                         "(leave --path out, or give --path scan)")
 
 
 def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizon, job):
@@ -410,7 +423,7 @@ def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizo
             try:
                 o = simulate(p.env, p.channel, p.policies, horizon, V.seed_key(seed), runs, record=record,
                              chunk=ch, progress=progress, checkpoint=cp, resume=bool(resume and cp.exists()),
-                             stop=stop)
+                             stop=stop, path=job.get("path", "auto"))
             except Interrupted as e:
                 e.resume_command = _resume_command(name, runs, horizon, seed, job["overrides"], out, chunk)
                 _write_partial(out, name, cfg, seed, runs, horizon, i, len(panels), e)
