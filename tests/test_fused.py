@@ -1,0 +1,295 @@
+"""The fused path (docs/fused.md): Pallas kernels run here through Pallas' interpreter on the CPU,
+and are lowered for CUDA (Triton) without a GPU.
+
+* statistics: the final regret (and delayed regret, and each arm's share of the pulls) of every
+  covered policy x world x channel agree with the scan engine's within 3 standard errors;
+* common random numbers: the policies of one experiment see the same world draws (each round's
+  outcome of every policy is consistent with one reward uniform), and a different key breaks that;
+* the same key gives bitwise the same result twice;
+* the choice of path, and the error when the fused path is forced on what it does not cover;
+* every kernel lowers to a Triton kernel for CUDA (needs jax-cuda12-plugin, see .ci/run; skipped
+  with its reason otherwise).
+
+The default suite runs a reduced set (UCB1 + KL-UCB, DelayedKLUCB on geometric delays, one shape
+lowered); the ``slow`` tests cover every policy, the seven delay laws and more shapes.
+"""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+import jaxbandits as jb
+from jaxbandits.fused import path as FP
+from jaxbandits.policies import classic
+from jaxbandits.policies import conversions as CV
+from jaxbandits.simulate import choose_path
+
+ROOT = Path(__file__).resolve().parents[1]
+KEY = jax.random.key(11)
+MEANS = [0.25, 0.45, 0.6]  # best arm last (conventions §10)
+
+
+def _z(a, b):
+    """Difference of the means of two samples in standard errors."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    se = np.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size)
+    return (a.mean() - b.mean()) / max(se, 1e-12)
+
+
+def _agree(fused, scan, what, delayed=False):
+    """Final regret, each arm's final pull share (and L(T)) within 3 standard errors."""
+    assert abs(_z(fused.regret[:, -1], scan.regret[:, -1])) < 3, what
+    for k in range(fused.pulls.shape[-1]):
+        assert abs(_z(fused.pulls[:, -1, k], scan.pulls[:, -1, k])) < 3, (what, "arm", k)
+    if delayed:
+        assert abs(_z(fused.delayed_regret[:, -1], scan.delayed_regret[:, -1])) < 3, what
+
+
+def _same_form(fused, scan):
+    """The same SimOutput: fields, shapes, dtypes and record rounds."""
+    for f in fused._fields:
+        a, b = getattr(fused, f), getattr(scan, f)
+        if f == "timing":
+            continue
+        if a is None or b is None:
+            assert a is None and b is None, f
+        elif isinstance(b, np.ndarray):
+            assert a.shape == b.shape and a.dtype == b.dtype, (f, a.shape, a.dtype, b.shape, b.dtype)
+        else:
+            assert a == b, f
+    np.testing.assert_array_equal(fused.t, scan.t)
+
+
+# ----------------------------------------------------------------------------- classic policies
+N_C, T_C = 256, 300
+
+
+@pytest.fixture(scope="module")
+def classic_runs():
+    env, ch = jb.envs.bernoulli(MEANS), jb.channels.attributed()
+    pols = {"UCB1": classic.ucb1(), "KL-UCB": classic.kl_ucb()}
+    fused = jb.simulate(env, ch, pols, T_C, KEY, N_C, record=1, path="fused")
+    again = jb.simulate(env, ch, pols, T_C, KEY, N_C, record=1, path="fused")
+    other = jb.simulate(env, ch, pols, T_C, jax.random.key(12), N_C, record=1, path="fused")
+    scan = jb.simulate(env, ch, pols, T_C, KEY, N_C, record=1, path="scan")
+    return env, fused, again, other, scan
+
+
+def test_classic_statistics_agree_with_the_scan(classic_runs):
+    _, fused, _, _, scan = classic_runs
+    for lab in fused:
+        _same_form(fused[lab], scan[lab])
+        _agree(fused[lab], scan[lab], lab)
+        assert fused[lab].timing["path"].startswith("fused") and "path" not in scan[lab].timing
+    # the check has power: UCB1's regret is not KL-UCB's at this size
+    assert abs(_z(fused["UCB1"].regret[:, -1], scan["KL-UCB"].regret[:, -1])) > 3
+
+
+def test_same_key_same_bits_and_another_key_other_bits(classic_runs):
+    _, fused, again, other, _ = classic_runs
+    for lab in fused:
+        for f in ("regret", "reward", "pulls"):
+            np.testing.assert_array_equal(getattr(fused[lab], f), getattr(again[lab], f))
+        assert not np.array_equal(fused[lab].pulls, other[lab].pulls)
+
+
+def _actions_rewards(out):
+    p = np.asarray(out.pulls)
+    d = np.diff(np.concatenate([np.zeros_like(p[:, :1]), p], axis=1), axis=1)
+    assert (d.sum(-1) == 1).all()
+    r = np.diff(np.concatenate([np.zeros_like(out.reward[:, :1]), out.reward], axis=1), axis=1)
+    return d.argmax(-1), np.rint(r).astype(int)
+
+
+def _consistent(outs, means):
+    """Fraction of (run, round) where every policy's reward is ``1{u < mu[A]}`` for one ``u``."""
+    lo, hi = 0.0, 1.0
+    for out in outs:
+        a, r = _actions_rewards(out)
+        m = np.asarray(means)[a]
+        lo = np.maximum(lo, np.where(r == 0, m, 0.0))
+        hi = np.minimum(hi, np.where(r == 1, m, 1.0))
+    return np.mean(lo < hi), lo.shape
+
+
+def test_common_random_numbers_across_policies(classic_runs):
+    env, fused, _, other, _ = classic_runs
+    a1, _ = _actions_rewards(fused["UCB1"])
+    a2, _ = _actions_rewards(fused["KL-UCB"])
+    assert np.mean(a1 != a2) > 0.1  # the policies often play different arms: the check bites
+    frac, _ = _consistent([fused["UCB1"], fused["KL-UCB"]], MEANS)
+    assert frac == 1.0
+    # the same policies on another key's world draws are not coupled
+    frac_other, _ = _consistent([fused["UCB1"], other["KL-UCB"]], MEANS)
+    assert frac_other < 0.95
+
+
+# ----------------------------------------------------------------------------- delayed conversions
+N_D, T_D, M_D = 256, 400, 20
+
+
+def _delayed_pair(make, law, m=M_D, N=N_D, T=T_D, theta=(0.2, 0.35, 0.5)):
+    env, ch = jb.envs.conversions(list(theta), law), jb.channels.conversions(window=m)
+    pol = make(law, m)
+    return (jb.simulate(env, ch, pol, T, KEY, N, record=50, path="fused"),
+            jb.simulate(env, ch, pol, T, KEY, N, record=50, path="scan"))
+
+
+def test_delayed_klucb_geometric_agrees_with_the_scan():
+    fused, scan = _delayed_pair(CV.delayed_klucb, jb.delays.geometric(mean=8.0))
+    _same_form(fused, scan)
+    _agree(fused, scan, "d-klucb geometric", delayed=True)
+    assert fused.width == scan.width == M_D + 1 and fused.lost_to_W.sum() == 0
+    # L(t) <= R(t) (tau <= 1) and censoring bites: L(T) < R(T)
+    assert (fused.delayed_regret <= fused.regret + 1e-3).all()
+    assert fused.delayed_regret[:, -1].mean() < 0.99 * fused.regret[:, -1].mean()
+
+
+LAWS = {"fixed": jb.delays.fixed(3), "uniform": jb.delays.uniform(0, 30), "geometric": jb.delays.geometric(mean=8.0),
+        "exponential": jb.delays.exponential(8.0), "weibull": jb.delays.weibull(0.7, 8.0),
+        "log_normal": jb.delays.log_normal(1.5, 1.0), "pareto": jb.delays.pareto(1.5, 4.0)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("law", list(LAWS))
+@pytest.mark.parametrize("make", [CV.delayed_ucb, CV.delayed_klucb], ids=["d-ucb", "d-klucb"])
+def test_delayed_policies_agree_with_the_scan_for_every_law(make, law):
+    fused, scan = _delayed_pair(make, LAWS[law], N=512)
+    _same_form(fused, scan)
+    _agree(fused, scan, f"{make.__name__} {law}", delayed=True)
+    assert fused.lost_to_W.sum() == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pol", ["UCB1", "KL-UCB", "Thompson", "Gaussian-TS"])
+@pytest.mark.parametrize("means", [[0.5, 0.55], [0.1, 0.2, 0.3, 0.4, 0.9], [0.7, 0.3, 0.7]], ids=["close", "K5", "tie"])
+def test_classic_policies_agree_with_the_scan(pol, means):
+    make = {"UCB1": classic.ucb1, "KL-UCB": classic.kl_ucb, "Thompson": classic.thompson,
+            "Gaussian-TS": classic.gaussian_thompson}[pol]
+    env, ch, p = jb.envs.bernoulli(means), jb.channels.attributed(), make()
+    fused = jb.simulate(env, ch, p, 500, KEY, 512, path="fused")
+    scan = jb.simulate(env, ch, p, 500, KEY, 512, path="scan")
+    _same_form(fused, scan)
+    _agree(fused, scan, (pol, means))
+
+
+@pytest.mark.slow
+def test_runs_are_keyed_by_their_global_index():
+    env, ch, p = jb.envs.bernoulli(MEANS), jb.channels.attributed(), classic.thompson()
+    full = FP.simulate_fused(env, ch, p, 200, KEY, 16, record=20, block=8)
+    tail = FP.simulate_fused(env, ch, p, 200, KEY, 8, record=20, block=8, first_run=8)
+    np.testing.assert_array_equal(full.pulls[8:], tail.pulls)
+    np.testing.assert_array_equal(full.regret[8:], tail.regret)
+
+
+# ----------------------------------------------------------------------------- choosing the path
+def test_auto_picks_fused_only_on_a_gpu_and_only_what_it_covers():
+    env, ch = jb.envs.bernoulli(MEANS), jb.channels.attributed()
+    pols = {"u": classic.ucb1(), "t": classic.thompson()}
+    assert choose_path(env, ch, pols, "auto", backend="cpu") == "scan"
+    assert choose_path(env, ch, pols, "auto", backend="gpu") == "fused"
+    assert choose_path(env, ch, pols, "scan", backend="gpu") == "scan"
+    assert choose_path(env, ch, pols, "fused", backend="cpu") == "fused"
+    # one uncovered policy, a delay, another channel, chunks to resume: auto keeps the scan
+    assert choose_path(env, ch, dict(pols, e=classic.exp3()), "auto", backend="gpu") == "scan"
+    delayed = jb.envs.bernoulli(MEANS, jb.delays.fixed(2))
+    assert choose_path(delayed, ch, pols, "auto", backend="gpu") == "scan"
+    assert choose_path(env, jb.channels.action_time(), pols, "auto", backend="gpu") == "scan"
+    assert choose_path(env, ch, pols, "auto", backend="gpu", resume=True) == "scan"
+    law = jb.delays.geometric(mean=5.0)
+    cenv, cch = jb.envs.conversions(MEANS, law), jb.channels.conversions(window=10)
+    assert choose_path(cenv, cch, CV.delayed_klucb(law, 10), "auto", backend="gpu") == "fused"
+    assert choose_path(cenv, cch, CV.delayed_klucb(law, 10, online=True), "auto", backend="gpu") == "scan"
+    assert choose_path(cenv, cch, CV.discarding_klucb(law, 10), "auto", backend="gpu") == "scan"
+    # a policy built for another law than the world's
+    other = CV.delayed_klucb(jb.delays.geometric(mean=9.0), 10)
+    assert choose_path(cenv, cch, other, "auto", backend="gpu") == "scan"
+    # a law without a closed-form fused sampler
+    penv = jb.envs.conversions(MEANS, jb.delays.poisson(4.0))
+    assert choose_path(penv, cch, CV.delayed_klucb(jb.delays.poisson(4.0), 10), "auto", backend="gpu") == "scan"
+    if jax.default_backend() != "gpu":  # on a CPU machine auto runs the scan
+        assert choose_path(env, ch, pols) == "scan"
+
+
+def test_forced_fused_names_what_it_does_not_cover():
+    env = jb.envs.bernoulli(MEANS, jb.delays.fixed(2))
+    pols = {"e": classic.exp3(), "u": classic.ucb1()}
+    with pytest.raises(ValueError) as e:
+        jb.simulate(env, jb.channels.attributed(), pols, 20, 0, 2, path="fused")
+    msg = str(e.value)
+    assert "path='fused'" in msg and "'e' (Exp3) has no fused kernel" in msg and "without delay" in msg
+    law = jb.delays.poisson(4.0)
+    with pytest.raises(ValueError, match="Poisson has no closed-form fused sampler"):
+        jb.simulate(jb.envs.conversions(MEANS, law), jb.channels.conversions(window=5), CV.delayed_ucb(law, 5), 20,
+                    0, 2, path="fused")
+    with pytest.raises(ValueError, match="censoring window m >= 1"):
+        law = jb.delays.geometric(mean=3.0)
+        jb.simulate(jb.envs.conversions(MEANS, law), jb.channels.conversions(), CV.delayed_ucb(law), 20, 0, 2,
+                    path="fused")
+    with pytest.raises(ValueError, match="path must be one of 'auto', 'fused', 'scan', got 'gpu'"):
+        jb.simulate(env, jb.channels.attributed(), classic.ucb1(), 20, 0, 2, path="gpu")
+    # the scan path's own checks come first, with its messages
+    with pytest.raises(ValueError, match="n_runs"):
+        jb.simulate(jb.envs.bernoulli(MEANS), jb.channels.attributed(), classic.ucb1(), 20, 0, 0, path="fused")
+
+
+def test_cli_path_flag(capsys):
+    from jaxbandits.cli import main
+
+    assert main(["run", "vernade2017-fig1", "--path", "gpu"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("jaxbandits run: error: argument --path") and "'gpu'" in err and "Traceback" not in err
+    from jaxbandits import experiments as X
+
+    sweeps = [n for n in X.names() if X.get(n).runner is not None]
+    assert sweeps
+    with pytest.raises(ValueError, match="runs on the scan path"):
+        X.run(sweeps[0], runs=1, path="fused")
+
+
+# ----------------------------------------------------------------------------- CUDA lowering
+def _plugin_path():
+    """A folder holding jax-cuda12-plugin (as .ci/run installs it), or '' when it is installed in
+    this environment; None when it is nowhere."""
+    d = os.environ.get("JAXBANDITS_CUDA_PLUGIN_DIR") or os.path.join(sys.prefix, "cuda-plugin")
+    if os.path.isdir(os.path.join(d, "jax_plugins", "xla_cuda12")):
+        return d
+    if importlib.util.find_spec("jax_plugins") is not None and importlib.util.find_spec("jax_plugins.xla_cuda12"):
+        return ""
+    return None
+
+
+def _lower(full):
+    d = _plugin_path()
+    if d is None:
+        pytest.skip("jax-cuda12-plugin is not installed, so the CUDA lowering of the fused kernels is NOT checked: "
+                    "install it as .ci/run does (pip install --no-deps --target .venv/cuda-plugin "
+                    "jax-cuda12-plugin==<jaxlib version> jax-cuda12-pjrt==<jaxlib version>)")
+    env = dict(os.environ, JAX_PLATFORMS="cpu",
+               PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), d, os.environ.get("PYTHONPATH", "")) if p))
+    r = subprocess.run([sys.executable, "-m", "jaxbandits.fused.lowering"] + (["--all"] if full else []),
+                       capture_output=True, text=True, env=env, cwd=ROOT, timeout=1200)
+    recs = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+    assert recs, r.stderr[-3000:]
+    bad = [x for x in recs if not (x["ok"] and x["triton"])]
+    assert not bad, bad
+    assert r.returncode == 0, r.stderr[-3000:]
+    return recs
+
+
+def test_every_fused_kernel_lowers_to_triton_for_cuda():
+    recs = _lower(full=False)
+    kernels = {x["kernel"].split("/")[0] for x in recs}
+    assert kernels == {"UCB1", "KL-UCB", "Thompson", "Gaussian-TS", "d-ucb", "d-klucb"}
+
+
+@pytest.mark.slow
+def test_every_fused_kernel_lowers_for_several_shapes():
+    recs = _lower(full=True)
+    assert len({json.dumps(x["shape"]) for x in recs}) >= 4 and len(recs) >= 40
