@@ -26,8 +26,13 @@ _SPECS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def register(policy, kind: str, **params):
-    """Record that ``policy`` is the fused kernel ``kind`` with ``params``; returns ``policy``."""
-    _SPECS[policy.act] = FusedSpec(kind, tuple(sorted(params.items())))
+    """Record that ``policy`` is the fused kernel ``kind`` with ``params``; returns ``policy``.
+    A policy built from traced parameters (inside a grid's program) is not recorded: grids run on
+    the scan path, and the registry must not keep tracers alive."""
+    from jax.core import Tracer
+
+    if not any(isinstance(v, Tracer) for v in params.values()):
+        _SPECS[policy.act] = FusedSpec(kind, tuple(sorted(params.items())))
     return policy
 
 

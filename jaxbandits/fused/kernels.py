@@ -246,8 +246,14 @@ def _delayed_kernel(ks: KernelSpec, mu_ref, rec_ref, tau_ref, ke0_ref, ke1_ref, 
     zk = jnp.zeros((B, Kp), _F)
     Wm = jnp.int32(Wp - 1)  # Wp is a power of two: s mod Wp = s & (Wp - 1) for s >= 0
 
+    # Every access to the calendar and the ring is a (B,)-vector gather or scatter with the same
+    # index form, (row vector, column iota): each run's column is then read and written by the same
+    # lanes throughout, so program order alone orders a write before a later read of it.
+    def rows(r):
+        return jnp.broadcast_to(r, (B,))
+
     def clear(j, c):
-        cal_ref[pl.ds(j, 1), :] = jnp.zeros((1, B), _I)
+        cal_ref[rows(j), col] = jnp.zeros((B,), _I)
         return c
 
     lax.fori_loop(0, Wp * NW, clear, jnp.int32(0))
@@ -256,7 +262,7 @@ def _delayed_kernel(ks: KernelSpec, mu_ref, rec_ref, tau_ref, ke0_ref, ke1_ref, 
         def add(a, acc):
             s = t - a
             row = jnp.maximum(s, 0) & Wm
-            arms = ring_ref[pl.ds(row, 1), :][0]
+            arms = ring_ref[rows(row), col]
             w = jnp.where(s >= 0, tau_ref[pl.ds(a, 1)][0], _F(0.0))
             return acc + jnp.where(arm == arms[:, None], w, 0.0)
 
@@ -292,10 +298,10 @@ def _delayed_kernel(ks: KernelSpec, mu_ref, rec_ref, tau_ref, ke0_ref, ke1_ref, 
         slot = (t & Wm) * NW
         got = zk
         for j in range(NW):
-            wd = cal_ref[pl.ds(slot + j, 1), :][0].astype(_U)
+            wd = cal_ref[rows(slot + j), col].astype(_U)
             cnt = ((wd[:, None] >> shift) & _U(255)).astype(_F)
             got = got + jnp.where(word_of == j, cnt, 0.0)
-            cal_ref[pl.ds(slot + j, 1), :] = jnp.zeros((1, B), _I)
+            cal_ref[rows(slot + j), col] = jnp.zeros((B,), _I)
         row = (((t + di) & Wm) * NW + a // 4)
         old = cal_ref[row, col].astype(_U)
         sh = ((a & 3) * 8).astype(_U)
@@ -309,9 +315,9 @@ def _delayed_kernel(ks: KernelSpec, mu_ref, rec_ref, tau_ref, ke0_ref, ke1_ref, 
         s = s + got
         e_old = (arm == leave[:, None]).astype(_F)
         nc = nc + e_old
-        ring_ref[pl.ds(t & Wm, 1), :] = a[None, :]
+        ring_ref[rows(t & Wm), col] = a
         nxt = t + 1 - H
-        leave = jnp.where(nxt >= 0, ring_ref[pl.ds(jnp.maximum(nxt, 0) & Wm, 1), :][0], -1)
+        leave = jnp.where(nxt >= 0, ring_ref[rows(jnp.maximum(nxt, 0) & Wm), col], -1)
         if log_rho is not None:  # geometric: o <- rho o - rho^(m+1) old + rho new (jaxbandits.ring)
             rho = _F(math.exp(log_rho))
             o = rho * o - _F(math.exp((m + 1) * log_rho)) * e_old + rho * oh

@@ -44,6 +44,8 @@ def _no_delay(law):
 def unsupported(env, channel, policies, *, chunk=None, shard=None, resume=False, grid=False) -> List[str]:
     """Everything that keeps this simulation off the fused path, as sentences (empty: covered)."""
     why = []
+    if jax.config.jax_enable_x64:
+        why.append("x64 mode (jax_enable_x64): the kernels are written for 32-bit types")
     if grid:
         why.append("grids of hyper-parameters (simulate_grid) run on the scan path")
     if resume:
@@ -164,6 +166,15 @@ def _program(ks, n_pad):
     return _CACHE[k]
 
 
+def _scalar(v):
+    """A constructor's argument as a hashable Python value (the kernel bakes it in as a constant)."""
+    if v is None or isinstance(v, (bool, str)):
+        return v
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    return float(v)
+
+
 def kernel_spec(env, channel, pol, horizon, n_rec, *, block, interpret, num_warps=4):
     """``(KernelSpec, tau)``: the static description of ``pol``'s kernel and its CDF table
     (``tau_0..tau_H`` padded to ``Wp``; a one-element dummy for the classic kernels)."""
@@ -173,7 +184,7 @@ def kernel_spec(env, channel, pol, horizon, n_rec, *, block, interpret, num_warp
     K = env.n_arms
     kp = max(Kn.next_pow2(K), 4)
     tau = np.zeros((1,), np.float32)
-    params = tuple((k, v) for k, v in sp.params if k != "delay")
+    params = tuple((k, _scalar(v)) for k, v in sp.params if k != "delay")
     if sp.kind in DELAYED:
         law = env.delay
         m = int(sp.get("window"))

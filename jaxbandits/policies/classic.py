@@ -120,7 +120,7 @@ def ucb1(alpha: float = 2.0) -> Policy:
     def index(state, t, key):
         return ucb1_index(state.sums, counts(state), t + 1, alpha)
 
-    return _fused(_index_policy("UCB1", index), "ucb1", alpha=float(alpha))
+    return _fused(_index_policy("UCB1", index), "ucb1", alpha=alpha)
 
 
 def kl_ucb(c: float = 0.0, iters: int = 4) -> Policy:
@@ -133,7 +133,7 @@ def kl_ucb(c: float = 0.0, iters: int = 4) -> Policy:
     def index(state, t, key):
         return kl_ucb_index(state.sums, counts(state), t + 1, c, iters)
 
-    return _fused(_index_policy("KL-UCB", index), "kl_ucb", c=float(c), iters=iters)
+    return _fused(_index_policy("KL-UCB", index), "kl_ucb", c=c, iters=iters)
 
 
 def thompson(prior_a: float = 1.0, prior_b: float = 1.0, sampler: str = "mt") -> Policy:
@@ -156,7 +156,7 @@ def thompson(prior_a: float = 1.0, prior_b: float = 1.0, sampler: str = "mt") ->
             return M.beta_sample(key, a, b)
         return jax.random.beta(key, a, b)
 
-    return _fused(_index_policy("Thompson", index), "thompson", prior_a=float(prior_a), prior_b=float(prior_b),
+    return _fused(_index_policy("Thompson", index), "thompson", prior_a=prior_a, prior_b=prior_b,
                   sampler=sampler)
 
 
@@ -174,8 +174,8 @@ def gaussian_thompson(sigma: float = 1.0, prior_mean: float = 0.0, prior_var: fl
         mean = (prior_mean / prior_var + state.sums / sigma**2) / prec
         return mean + M.normals(key, n.shape[0]) / jnp.sqrt(prec)
 
-    return _fused(_index_policy("Gaussian-TS", index), "gaussian_ts", sigma=float(sigma),
-                  prior_mean=float(prior_mean), prior_var=float(prior_var))
+    return _fused(_index_policy("Gaussian-TS", index), "gaussian_ts", sigma=sigma,
+                  prior_mean=prior_mean, prior_var=prior_var)
 
 
 # ----------------------------------------------------------------------------- Exp3

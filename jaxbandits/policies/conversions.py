@@ -222,7 +222,7 @@ def delayed_ucb(delay=None, window: Optional[int] = None, eps: float = 0.0, onli
     window = _check(delay, window, eps, online)
     nm = name or ("ud-ucb" if window is None else "d-ucb") + ("-online" if online else "")
     return _fused(_delayed("ucb", delay, window, eps, 1.0, 0, online, nm), "delayed_ucb", delay=delay, window=window,
-                  eps=float(eps), online=bool(online))
+                  eps=eps, online=online)
 
 
 def delayed_klucb(delay=None, window: Optional[int] = None, eps: float = 0.0, cap: Optional[float] = 1.0,
@@ -235,8 +235,7 @@ def delayed_klucb(delay=None, window: Optional[int] = None, eps: float = 0.0, ca
     iters = V.integer("iters", iters, lo=1, hi=64)
     nm = name or ("ud-klucb" if window is None else "d-klucb") + ("-online" if online else "")
     return _fused(_delayed("kl", delay, window, eps, cap, iters, online, nm), "delayed_klucb", delay=delay,
-                  window=window, eps=float(eps), cap=None if cap is None else float(cap), iters=iters,
-                  online=bool(online))
+                  window=window, eps=eps, cap=cap, iters=iters, online=online)
 
 
 # ----------------------------------------------------------------------------- Discarding
