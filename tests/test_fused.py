@@ -10,8 +10,14 @@ and are lowered for CUDA (Triton) without a GPU.
 * every kernel lowers to a Triton kernel for CUDA (needs jax-cuda12-plugin, see .ci/run; skipped
   with its reason otherwise).
 
-The default suite runs a reduced set (UCB1 + KL-UCB, DelayedKLUCB on geometric delays, one shape
-lowered); the ``slow`` tests cover every policy, the seven delay laws and more shapes.
+A *replay* mode feeds a kernel the scan path's own reward, delay and tie uniforms: policies
+without other draws (UCB1, KL-UCB, DelayedUCB, DelayedKLUCB) must then take the scan's actions,
+run for run, round for round, which checks their index, tie rule, delays, censoring, calendar
+and metrics exactly; the statistical tests check the kernels' own generator and samplers.
+
+The default suite runs a reduced set (UCB1 + KL-UCB statistics, KL-UCB and DelayedKLUCB replays,
+the samplers, one shape lowered); the ``slow`` tests cover every policy, the seven delay laws and
+more shapes.
 """
 import importlib.util
 import json
@@ -99,6 +105,17 @@ def test_same_key_same_bits_and_another_key_other_bits(classic_runs):
         assert not np.array_equal(fused[lab].pulls, other[lab].pulls)
 
 
+def test_replaying_the_scan_draws_takes_the_scan_actions(classic_runs):
+    """With the scan path's own reward and tie uniforms fed in (replay), the kernel takes the scan's
+    actions in every run and round and records the same regret and reward, bit for bit: the index,
+    the tie rule, the update and the metrics are the scan's, only the generator differs."""
+    env, _, _, _, scan = classic_runs
+    rep = FP.scan_uniforms(KEY, N_C, T_C)
+    got = FP.simulate_fused(env, jb.channels.attributed(), classic.kl_ucb(), T_C, KEY, N_C, record=1, replay=rep)
+    for f in ("pulls", "regret", "reward"):
+        np.testing.assert_array_equal(getattr(got, f), getattr(scan["KL-UCB"], f))
+
+
 def _actions_rewards(out):
     p = np.asarray(out.pulls)
     d = np.diff(np.concatenate([np.zeros_like(p[:, :1]), p], axis=1), axis=1)
@@ -141,14 +158,30 @@ def _delayed_pair(make, law, m=M_D, N=N_D, T=T_D, theta=(0.2, 0.35, 0.5)):
             jb.simulate(env, ch, pol, T, KEY, N, record=50, path="scan"))
 
 
-def test_delayed_klucb_geometric_agrees_with_the_scan():
-    fused, scan = _delayed_pair(CV.delayed_klucb, jb.delays.geometric(mean=8.0))
-    _same_form(fused, scan)
-    _agree(fused, scan, "d-klucb geometric", delayed=True)
-    assert fused.width == scan.width == M_D + 1 and fused.lost_to_W.sum() == 0
+def _replayed(make, law, scan, m=M_D, N=N_D, T=T_D, theta=(0.2, 0.35, 0.5)):
+    """The fused kernel fed the scan path's uniforms (see test_replaying_the_scan_draws_...)."""
+    env, ch = jb.envs.conversions(list(theta), law), jb.channels.conversions(window=m)
+    return FP.simulate_fused(env, ch, make(law, m), T, KEY, N, record=50, replay=FP.scan_uniforms(KEY, N, T))
+
+
+def test_delayed_klucb_replaying_the_scan_draws_takes_its_actions():
+    """DelayedKLUCB (geometric delays, window m) fed the scan path's uniforms: the same actions in
+    every run and record point (delays, censoring, the calendar of pending conversions, the Ñ
+    recursion and the index are the scan's), the same realised rewards, and L(t) equal up to
+    float32 rounding; the output has the scan's form. (Its statistics with the kernel's own
+    generator, for every law: the slow tests.)"""
+    law = jb.delays.geometric(mean=8.0)
+    env, ch = jb.envs.conversions([0.2, 0.35, 0.5], law), jb.channels.conversions(window=M_D)
+    scan = jb.simulate(env, ch, CV.delayed_klucb(law, M_D), T_D, KEY, N_D, record=50, path="scan")
+    rep = _replayed(CV.delayed_klucb, law, scan)
+    _same_form(rep, scan)
+    np.testing.assert_array_equal(rep.pulls, scan.pulls)
+    np.testing.assert_array_equal(rep.reward, scan.reward)
+    np.testing.assert_allclose(rep.delayed_regret, scan.delayed_regret, rtol=1e-5, atol=1e-3)
+    assert rep.width == scan.width == M_D + 1 and rep.lost_to_W.sum() == 0
     # L(t) <= R(t) (tau <= 1) and censoring bites: L(T) < R(T)
-    assert (fused.delayed_regret <= fused.regret + 1e-3).all()
-    assert fused.delayed_regret[:, -1].mean() < 0.99 * fused.regret[:, -1].mean()
+    assert (rep.delayed_regret <= rep.regret + 1e-3).all()
+    assert rep.delayed_regret[:, -1].mean() < 0.99 * rep.regret[:, -1].mean()
 
 
 LAWS = {"fixed": jb.delays.fixed(3), "uniform": jb.delays.uniform(0, 30), "geometric": jb.delays.geometric(mean=8.0),
@@ -163,7 +196,30 @@ def test_delayed_policies_agree_with_the_scan_for_every_law(make, law):
     fused, scan = _delayed_pair(make, LAWS[law], N=512)
     _same_form(fused, scan)
     _agree(fused, scan, f"{make.__name__} {law}", delayed=True)
-    assert fused.lost_to_W.sum() == 0
+    assert fused.lost_to_W.sum() == 0 and fused.width == scan.width
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("law", list(LAWS))
+@pytest.mark.parametrize("make", [CV.delayed_ucb, CV.delayed_klucb], ids=["d-ucb", "d-klucb"])
+def test_delayed_policies_replaying_the_scan_draws_take_its_actions(make, law):
+    scan = _delayed_pair(make, LAWS[law], N=64)[1]
+    rep = _replayed(make, LAWS[law], scan, N=64)
+    same = (rep.pulls == scan.pulls).all(axis=(1, 2))
+    if law in ("geometric", "exponential"):  # the recursion, in the scan's float32 order: bitwise
+        assert same.all()
+    else:  # the tau-table sum adds in another order than the scan's matrix product: a near tie of
+        assert same.mean() >= 0.75, same.mean()  # two indices may resolve the other way in a run
+    np.testing.assert_array_equal(rep.reward, scan.reward)
+
+
+@pytest.mark.slow
+def test_ucb1_replaying_the_scan_draws_takes_its_actions():
+    env, ch = jb.envs.bernoulli([0.3, 0.5, 0.5, 0.45]), jb.channels.attributed()
+    scan = jb.simulate(env, ch, classic.ucb1(), 400, KEY, 64, record=1, path="scan")
+    got = FP.simulate_fused(env, ch, classic.ucb1(), 400, KEY, 64, record=1, replay=FP.scan_uniforms(KEY, 64, 400))
+    np.testing.assert_array_equal(got.pulls, scan.pulls)
+    np.testing.assert_array_equal(got.regret, scan.regret)
 
 
 @pytest.mark.slow
@@ -186,6 +242,39 @@ def test_runs_are_keyed_by_their_global_index():
     tail = FP.simulate_fused(env, ch, p, 200, KEY, 8, record=20, block=8, first_run=8)
     np.testing.assert_array_equal(full.pulls[8:], tail.pulls)
     np.testing.assert_array_equal(full.regret[8:], tail.regret)
+
+
+# ----------------------------------------------------------------------------- in-kernel samplers
+def test_in_kernel_samplers_have_their_laws():
+    """The generator and the samplers the kernels call, run as plain JAX: uniforms, normals,
+    Gamma and Beta match their laws (Kolmogorov-Smirnov, p > 1e-3 each) and the moments."""
+    from scipy import stats
+
+    import jax.numpy as jnp
+    from jaxbandits.fused import rng
+
+    n = 5000
+    lane = jnp.arange(n, dtype=jnp.uint32)
+    k0, k1 = jnp.uint32(123), jnp.uint32(456)
+    u, v = jax.jit(rng.uniforms2)(k0, k1, jnp.uint32(7), lane)
+    z = jax.jit(rng.normal)(k0, k1, jnp.uint32(8), lane)
+    beta = jax.jit(rng.beta, static_argnums=6)
+    assert stats.kstest(np.asarray(u), "uniform").pvalue > 1e-3
+    assert stats.kstest(np.asarray(v), "uniform").pvalue > 1e-3
+    assert abs(np.corrcoef(np.asarray(u), np.asarray(v))[0, 1]) < 0.06
+    assert stats.kstest(np.asarray(z), "norm").pvalue > 1e-3
+    for a, b in ((1.0, 1.0), (1.0, 30.0), (7.5, 2.0)):
+        x = np.asarray(beta(jnp.full((n,), a), jnp.full((n,), b), k0, k1, jnp.uint32(9), lane, n))
+        assert stats.kstest(x, stats.beta(a, b).cdf).pvalue > 1e-3, (a, b)
+        assert abs(x.mean() - a / (a + b)) < 4 * np.sqrt(a * b / ((a + b) ** 2 * (a + b + 1)) / n)
+    # counters are keys: the same counter gives the same word, a neighbouring one another
+    w = rng.threefry2x32(k0, k1, jnp.uint32(3), lane)
+    assert np.array_equal(np.asarray(w[0]), np.asarray(rng.threefry2x32(k0, k1, jnp.uint32(3), lane)[0]))
+    assert len(np.unique(np.asarray(w[0]))) == n
+    # threefry-2x32 is jax.random's: its known-answer vector (Salmon et al. 2011, 20 rounds)
+    got = rng.threefry2x32(jnp.uint32(0x13198A2E), jnp.uint32(0x03707344), jnp.uint32(0x243F6A88),
+                           jnp.uint32(0x85A308D3))
+    assert [int(g) for g in got] == [0xC4923A9C, 0x483DF7A0]
 
 
 # ----------------------------------------------------------------------------- choosing the path

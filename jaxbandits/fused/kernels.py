@@ -21,7 +21,6 @@ tests/test_fused.py by lowering every kernel for CUDA on a CPU machine).
 from __future__ import annotations
 
 import functools
-import math
 from typing import NamedTuple
 
 import jax
@@ -52,6 +51,7 @@ class KernelSpec(NamedTuple):
     world: tuple = ()  # ("bernoulli",)
     interpret: bool = False
     num_warps: int = 4
+    replay: int = 0  # tests: > 0 reads (u_t, v_t, tie_t) from [runs, replay] arrays instead of threefry
 
     def p(self, name, default=None):
         return dict(self.params).get(name, default)
@@ -113,8 +113,33 @@ def _classic_index(ks: KernelSpec, n, s, t, kp0, kp1, arm):
 
 
 # ----------------------------------------------------------------------------- classic kernel
-def _classic_kernel(ks: KernelSpec, mu_ref, rec_ref, ke0_ref, ke1_ref, kp0_ref, kp1_ref,
-                    regret_ref, reward_ref, pulls_ref):
+def _words(ks, replay_refs, ke0, ke1, kp0, kp1, t):
+    """The round's world uniforms ``(u_t, v_t)`` and tie uniform: threefry of ``(t, 0)`` under
+    ``k_env`` and of ``(t, TIE)`` under ``k_pol``; in replay mode (tests) read from the inputs."""
+    if ks.replay:
+        ur, vr, wr = replay_refs
+        col = pl.ds(t, 1)
+        return ur[:, col][:, 0], vr[:, col][:, 0], wr[:, col][:, 0]
+    tu = t.astype(_U)
+    u, v = rng.uniforms2(ke0, ke1, tu, _U(0))
+    tie, _ = rng.uniforms2(kp0, kp1, tu, _U(TIE))
+    return u, v, tie
+
+
+def _split_refs(ks, refs, n_in):
+    """``(inputs, replay inputs, outputs)`` of a kernel's refs."""
+    n_rep = 3 if ks.replay else 0
+    return refs[:n_in], refs[n_in:n_in + n_rep], refs[n_in + n_rep:]
+
+
+def _classic_kernel(ks: KernelSpec, *refs):
+    (mu_ref, rec_ref, ke0_ref, ke1_ref, kp0_ref, kp1_ref), rep, (regret_ref, reward_ref, pulls_ref) = \
+        _split_refs(ks, refs, 6)
+    _classic_body(ks, mu_ref, rec_ref, ke0_ref, ke1_ref, kp0_ref, kp1_ref, rep, regret_ref, reward_ref, pulls_ref)
+
+
+def _classic_body(ks: KernelSpec, mu_ref, rec_ref, ke0_ref, ke1_ref, kp0_ref, kp1_ref, rep,
+                  regret_ref, reward_ref, pulls_ref):
     """UCB1, KL-UCB, Beta-Bernoulli and Gaussian Thompson on a Bernoulli world without delay,
     attributed channel: a play's record arrives in its own round (conventions §2, step 5)."""
     B, Kp, K = ks.block, ks.k_pad, ks.n_arms
@@ -129,8 +154,7 @@ def _classic_kernel(ks: KernelSpec, mu_ref, rec_ref, ke0_ref, ke1_ref, kp0_ref, 
 
     def one_round(t, st):
         n, s, reg, reg_c, rew, rew_c = st
-        u, _ = rng.uniforms2(ke0, ke1, t.astype(_U), _U(0))  # world: (u_t, v_t)
-        w, _ = rng.uniforms2(kp0, kp1, t.astype(_U), _U(TIE))
+        u, _, w = _words(ks, rep, ke0, ke1, kp0, kp1, t)  # world (u_t, v_t), the tie word
         idx = _classic_index(ks, n, s, t, kp0, kp1, arm)
         a = _argmax_random_tie(idx, valid, w, arm)
         oh = (arm == a[:, None]).astype(_F)
@@ -172,7 +196,7 @@ def build(ks: KernelSpec, n_pad: int):
     return pl.pallas_call(
         functools.partial(_classic_kernel, ks),
         grid=(n_pad // B,),
-        in_specs=[whole(Kp), whole(Rp), runs, runs, runs, runs],
+        in_specs=[whole(Kp), whole(Rp), runs, runs, runs, runs] + [rows(ks.replay)] * (3 if ks.replay else 0),
         out_specs=(rows(Rp), rows(Rp), rows(Rp * Kp)),
         out_shape=out_shape,
         interpret=ks.interpret,
@@ -209,8 +233,13 @@ def delay_value(law: tuple, v):
     raise ValueError(f"no closed-form fused delay for {name!r}")
 
 
-def _delayed_kernel(ks: KernelSpec, mu_ref, rec_ref, tau_ref, ke0_ref, ke1_ref, kp0_ref, kp1_ref,
-                    regret_ref, reward_ref, pulls_ref, dl_ref, lost_ref, ring_ref, cal_ref):
+def _delayed_kernel(ks: KernelSpec, *refs):
+    ins, rep, outs = _split_refs(ks, refs, 7)
+    _delayed_body(ks, *ins, rep, *outs)
+
+
+def _delayed_body(ks: KernelSpec, mu_ref, rec_ref, tau_ref, ke0_ref, ke1_ref, kp0_ref, kp1_ref, rep,
+                  regret_ref, reward_ref, pulls_ref, dl_ref, lost_ref, ring_ref, cal_ref):
     """DelayedUCB / DelayedKLUCB (Vernade et al. 2017) with the censoring window ``m`` on a
     conversions world and the conversions channel.
 
@@ -258,6 +287,10 @@ def _delayed_kernel(ks: KernelSpec, mu_ref, rec_ref, tau_ref, ke0_ref, ke1_ref, 
 
     lax.fori_loop(0, Wp * NW, clear, jnp.int32(0))
 
+    if log_rho is not None:  # in float32, as jaxbandits.ring.discounted_window / discounted_value
+        lr = jnp.full((B, Kp), log_rho, _F)
+        rho, rho_m1, tau_m = jnp.exp(lr), jnp.exp(_F(m + 1) * lr), -jnp.expm1(_F(m + 1) * lr)
+
     def n_tilde_table(t, nc):
         def add(a, acc):
             s = t - a
@@ -270,9 +303,7 @@ def _delayed_kernel(ks: KernelSpec, mu_ref, rec_ref, tau_ref, ke0_ref, ke1_ref, 
 
     def one_round(t, st):
         n, s, nt, o, w, nc, leave, reg, reg_c, rew, rew_c, lost = st
-        tu = t.astype(_U)
-        u, v = rng.uniforms2(ke0, ke1, tu, _U(0))  # world: (u_t, v_t)
-        tie, _ = rng.uniforms2(kp0, kp1, tu, _U(TIE))
+        u, v, tie = _words(ks, rep, ke0, ke1, kp0, kp1, t)  # world (u_t, v_t), the tie word
         # act (beta(t) = (1 + eps) log(t + 1): conventions §1)
         beta = _F(1.0 + eps) * jnp.log(t.astype(_F) + _F(1.0))
         if index == "delayed_ucb":
@@ -319,10 +350,9 @@ def _delayed_kernel(ks: KernelSpec, mu_ref, rec_ref, tau_ref, ke0_ref, ke1_ref, 
         nxt = t + 1 - H
         leave = jnp.where(nxt >= 0, ring_ref[rows(jnp.maximum(nxt, 0) & Wm), col], -1)
         if log_rho is not None:  # geometric: o <- rho o - rho^(m+1) old + rho new (jaxbandits.ring)
-            rho = _F(math.exp(log_rho))
-            o = rho * o - _F(math.exp((m + 1) * log_rho)) * e_old + rho * oh
+            o = rho * o - rho_m1 * e_old + rho * oh
             w = w - e_old + oh
-            nt = _F(ks.p("tau_m")) * nc + w - o
+            nt = tau_m * nc + w - o
         else:
             nt = n_tilde_table(t, nc)
         reg, reg_c = _kahan(reg, reg_c, best - mu_a)
@@ -362,7 +392,8 @@ def build_delayed(ks: KernelSpec, n_pad: int):
     return pl.pallas_call(
         functools.partial(_delayed_kernel, ks),
         grid=(n_pad // B,),
-        in_specs=[whole(Kp), whole(Rp), whole(Wp), runs, runs, runs, runs],
+        in_specs=[whole(Kp), whole(Rp), whole(Wp), runs, runs, runs, runs]
+        + [rows(ks.replay)] * (3 if ks.replay else 0),
         out_specs=(rows(Rp), rows(Rp), rows(Rp * Kp), rows(Rp), runs, cols(Wp), cols(Wp * NW)),
         out_shape=out_shape,
         interpret=ks.interpret,

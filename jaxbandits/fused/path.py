@@ -20,7 +20,7 @@ from ..engine.recording import SimOutput, record_points
 from ..types import Policy
 from ._registry import spec_of
 
-__all__ = ["unsupported", "simulate_fused", "CLASSIC", "DELAYED", "run_keys_words"]
+__all__ = ["unsupported", "simulate_fused", "CLASSIC", "DELAYED", "run_keys_words", "scan_uniforms", "clear_cache"]
 
 CLASSIC = ("ucb1", "kl_ucb", "thompson", "gaussian_ts")
 DELAYED = ("delayed_ucb", "delayed_klucb")
@@ -118,6 +118,21 @@ def _delayed_unsupported(lab, pol, sp, env, law, channel):
     return why
 
 
+def scan_uniforms(key, n_runs, horizon, first_run=0):
+    """The scan path's reward, delay and act-key (tie) uniforms of every run and round,
+    ``[n_runs, horizon]`` each (conventions §8; ``jaxbandits.engine.round``): for replaying the scan's
+    world draws through a kernel in tests."""
+    from ..engine.round import run_keys
+    from ..mathlib import uniform
+
+    def one(r):
+        keys = run_keys(key, r)[0]
+        at = lambda k: jax.vmap(lambda t: uniform(jax.random.fold_in(k, t)))(jnp.arange(horizon))
+        return at(keys.reward), at(keys.delay), at(keys.act)
+
+    return jax.device_get(jax.jit(jax.vmap(one))(jnp.arange(n_runs, dtype=jnp.int32) + first_run))
+
+
 def run_keys_words(key, run_ids):
     """Per-run words of the world key ``k_env`` and the policy key ``k_pol`` (conventions §8:
     ``k_run = fold_in(key, r)``, ``k_env = fold_in(k_run, 0)``, ``k_pol = fold_in(k_run, 1)``):
@@ -150,14 +165,14 @@ def _program(ks, n_pad):
         if ks.kind in DELAYED:
             call = Kn.build_delayed(ks, n_pad)
 
-            def prog(mu, rec, tau, key, run_ids):
-                return call(mu, rec, tau, *run_keys_words(key, run_ids))[:5]
+            def prog(mu, rec, tau, key, run_ids, *replay):
+                return call(mu, rec, tau, *run_keys_words(key, run_ids), *replay)[:5]
         else:
             call = Kn.build(ks, n_pad)
 
-            def prog(mu, rec, tau, key, run_ids):
+            def prog(mu, rec, tau, key, run_ids, *replay):
                 del tau
-                return call(mu, rec, *run_keys_words(key, run_ids))
+                return call(mu, rec, *run_keys_words(key, run_ids), *replay)
 
         _CACHE[k] = jax.jit(prog)
         while len(_CACHE) > 32:
@@ -175,7 +190,7 @@ def _scalar(v):
     return float(v)
 
 
-def kernel_spec(env, channel, pol, horizon, n_rec, *, block, interpret, num_warps=4):
+def kernel_spec(env, channel, pol, horizon, n_rec, *, block, interpret, num_warps=4, replay=0):
     """``(KernelSpec, tau)``: the static description of ``pol``'s kernel and its CDF table
     (``tau_0..tau_H`` padded to ``Wp``; a one-element dummy for the classic kernels)."""
     from . import kernels as Kn
@@ -193,22 +208,23 @@ def kernel_spec(env, channel, pol, horizon, n_rec, *, block, interpret, num_warp
         Wp = max(Wp, Kn.next_pow2(H + 1))
         lr = D.geometric_log_rho(law)
         lr = None if lr is None else float(lr)
-        tau_m = None if lr is None else float(-np.expm1(np.float32((m + 1) * np.float32(lr))))
         tau = np.zeros((Wp,), np.float32)
         tau[: H + 1] = np.asarray(law.cdf_table(H + 1), np.float32)
-        params = params + (("H", H), ("T", horizon), ("Wp", Wp), ("law", law_tuple(law)), ("log_rho", lr),
-                           ("tau_m", tau_m))
+        params = params + (("H", H), ("T", horizon), ("Wp", Wp), ("law", law_tuple(law)), ("log_rho", lr))
     ks = Kn.KernelSpec(sp.kind, tuple(sorted(params, key=lambda kv: kv[0])), K, kp, n_rec,
-                       Kn.next_pow2(n_rec), block, ("bernoulli",), interpret, num_warps)
+                       Kn.next_pow2(n_rec), block, ("bernoulli",), interpret, num_warps, replay)
     return ks, tau
 
 
 def simulate_fused(env, channel, policies, horizon, key, n_runs=1, *, record=None, first_run=0,
-                   delayed_regret=None, interpret=None, block=None) -> Dict[str, SimOutput] | SimOutput:
+                   delayed_regret=None, interpret=None, block=None, replay=None) -> Dict[str, SimOutput] | SimOutput:
     """Run a covered simulation on the fused kernels (checked inputs: see ``jaxbandits.simulate``).
 
     ``interpret`` (default: not on a GPU) runs the kernels through Pallas' interpreter;
-    ``block`` runs per program (default 128 on a GPU, 32 interpreted)."""
+    ``block`` runs per program (default 128 on a GPU, 32 interpreted). ``replay`` (tests): three
+    ``[n_runs, horizon]`` arrays of the rounds' reward, delay and tie uniforms to use instead of the
+    kernels' own generator (e.g. :func:`scan_uniforms`, the scan path's: then the fused and scan
+    paths take the same actions, policies without other draws)."""
     from . import kernels as Kn
 
     single = isinstance(policies, Policy)
@@ -224,23 +240,30 @@ def simulate_fused(env, channel, policies, horizon, key, n_runs=1, *, record=Non
     run_ids = jnp.arange(n_pad, dtype=jnp.int32) + jnp.int32(first_run)
     outs, compile_s, run_s = {}, 0.0, 0.0
     for lab, pol in pols.items():
-        ks, tau = kernel_spec(env, channel, pol, horizon, R, block=block, interpret=interpret)
+        ks, tau = kernel_spec(env, channel, pol, horizon, R, block=block, interpret=interpret,
+                              replay=Kn.next_pow2(horizon) if replay is not None else 0)
+        rep = ()
+        if replay is not None:
+            rep = tuple(np.pad(np.asarray(x, np.float32), ((0, n_pad - n_runs), (0, ks.replay - horizon)),
+                               constant_values=0.5) for x in replay)
         mu = np.zeros((ks.k_pad,), np.float32)
         mu[: ks.n_arms] = np.asarray(env.means_, np.float32)
         rec = np.full((ks.r_pad,), horizon - 1, np.int32)
         rec[:R] = record_at
         ck = (ks, n_pad, tau.shape, str(jax.random.key_impl(key)))
+        if rep:
+            ck = ck + (rep[0].shape,)
         exe = _COMPILED.get(ck)
         if exe is None:  # compile once per kernel and shape (a second call compiles nothing)
             t0 = time.perf_counter()
-            exe = _program(ks, n_pad).lower(mu, rec, tau, key, run_ids).compile()
+            exe = _program(ks, n_pad).lower(mu, rec, tau, key, run_ids, *rep).compile()
             compile_s += time.perf_counter() - t0
             _COMPILED[ck] = exe
             while len(_COMPILED) > 32:
                 _COMPILED.popitem(last=False)
         _COMPILED.move_to_end(ck)
         t0 = time.perf_counter()
-        got = jax.device_get(exe(mu, rec, tau, key, run_ids))
+        got = jax.device_get(exe(mu, rec, tau, key, run_ids, *rep))
         run_s += time.perf_counter() - t0
         regret, reward, pulls = got[:3]
         pulls = pulls[:n_runs].reshape(n_runs, ks.r_pad, ks.k_pad)[:, :R, : ks.n_arms]
