@@ -103,6 +103,12 @@ def test_same_key_same_bits_and_another_key_other_bits(classic_runs):
         for f in ("regret", "reward", "pulls"):
             np.testing.assert_array_equal(getattr(fused[lab], f), getattr(again[lab], f))
         assert not np.array_equal(fused[lab].pulls, other[lab].pulls)
+        assert fused[lab].timing["compile_s"] > 0 and again[lab].timing["compile_s"] == 0  # compiled once
+    # delayed_regret asked for without delays: tau_d = 1 for every d, so L(t) = R(t) (as the scan's)
+    env = classic_runs[0]
+    dl = jb.simulate(env, jb.channels.attributed(), classic.ucb1(), T_C, KEY, N_C, record=1, path="fused",
+                     delayed_regret=True)
+    np.testing.assert_array_equal(dl.delayed_regret, fused["UCB1"].regret)
 
 
 def test_replaying_the_scan_draws_takes_the_scan_actions(classic_runs):
@@ -210,7 +216,34 @@ def test_delayed_policies_replaying_the_scan_draws_take_its_actions(make, law):
         assert same.all()
     else:  # the tau-table sum adds in another order than the scan's matrix product: a near tie of
         assert same.mean() >= 0.75, same.mean()  # two indices may resolve the other way in a run
-    np.testing.assert_array_equal(rep.reward, scan.reward)
+    np.testing.assert_array_equal(rep.reward[same], scan.reward[same])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pol", ["UCB1", "KL-UCB", "random"])
+def test_classic_on_conversions_replaying_the_scan_draws_takes_its_actions(pol):
+    make = {"UCB1": classic.ucb1, "KL-UCB": classic.kl_ucb, "random": classic.uniform_random}[pol]
+    law = jb.delays.geometric(mean=8.0)
+    env, ch = jb.envs.conversions([0.2, 0.35, 0.5], law), jb.channels.conversions(window=M_D)
+    scan = jb.simulate(env, ch, make(), T_D, KEY, 64, record=50, path="scan")
+    rep = FP.simulate_fused(env, ch, make(), T_D, KEY, 64, record=50, replay=FP.scan_uniforms(KEY, 64, T_D))
+    _same_form(rep, scan)
+    np.testing.assert_array_equal(rep.pulls, scan.pulls)
+    np.testing.assert_allclose(rep.delayed_regret, scan.delayed_regret, rtol=1e-5, atol=1e-3)
+    np.testing.assert_allclose(rep.expected_regret, scan.expected_regret, rtol=1e-5)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("law", ["geometric", "weibull"])
+@pytest.mark.parametrize("pol", ["UCB1", "KL-UCB", "Thompson", "Gaussian-TS", "random"])
+def test_classic_on_conversions_agree_with_the_scan(pol, law):
+    make = {"UCB1": classic.ucb1, "KL-UCB": classic.kl_ucb, "Thompson": classic.thompson,
+            "Gaussian-TS": classic.gaussian_thompson, "random": classic.uniform_random}[pol]
+    env, ch = jb.envs.conversions([0.2, 0.35, 0.5], LAWS[law]), jb.channels.conversions(window=M_D)
+    fused = jb.simulate(env, ch, make(), T_D, KEY, 512, record=50, path="fused")
+    scan = jb.simulate(env, ch, make(), T_D, KEY, 512, record=50, path="scan")
+    _same_form(fused, scan)
+    _agree(fused, scan, (pol, law), delayed=True)
 
 
 @pytest.mark.slow
@@ -223,11 +256,11 @@ def test_ucb1_replaying_the_scan_draws_takes_its_actions():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("pol", ["UCB1", "KL-UCB", "Thompson", "Gaussian-TS"])
+@pytest.mark.parametrize("pol", ["UCB1", "KL-UCB", "Thompson", "Gaussian-TS", "random"])
 @pytest.mark.parametrize("means", [[0.5, 0.55], [0.1, 0.2, 0.3, 0.4, 0.9], [0.7, 0.3, 0.7]], ids=["close", "K5", "tie"])
 def test_classic_policies_agree_with_the_scan(pol, means):
     make = {"UCB1": classic.ucb1, "KL-UCB": classic.kl_ucb, "Thompson": classic.thompson,
-            "Gaussian-TS": classic.gaussian_thompson}[pol]
+            "Gaussian-TS": classic.gaussian_thompson, "random": classic.uniform_random}[pol]
     env, ch, p = jb.envs.bernoulli(means), jb.channels.attributed(), make()
     fused = jb.simulate(env, ch, p, 500, KEY, 512, path="fused")
     scan = jb.simulate(env, ch, p, 500, KEY, 512, path="scan")
@@ -296,6 +329,10 @@ def test_auto_picks_fused_only_on_a_gpu_and_only_what_it_covers():
     assert choose_path(cenv, cch, CV.delayed_klucb(law, 10), "auto", backend="gpu") == "fused"
     assert choose_path(cenv, cch, CV.delayed_klucb(law, 10, online=True), "auto", backend="gpu") == "scan"
     assert choose_path(cenv, cch, CV.discarding_klucb(law, 10), "auto", backend="gpu") == "scan"
+    # the classic policies (and uniform random) on the conversions channel with a window, not without
+    quick = {"u": classic.ucb1(), "k": classic.kl_ucb(), "t": classic.thompson(), "r": classic.uniform_random()}
+    assert choose_path(cenv, cch, quick, "auto", backend="gpu") == "fused"
+    assert choose_path(cenv, jb.channels.conversions(), quick, "auto", backend="gpu") == "scan"
     # a policy built for another law than the world's
     other = CV.delayed_klucb(jb.delays.geometric(mean=9.0), 10)
     assert choose_path(cenv, cch, other, "auto", backend="gpu") == "scan"

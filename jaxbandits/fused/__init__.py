@@ -31,7 +31,8 @@ def simulate_fused(*args, **kwargs):
 
 #: The combinations the fused kernels implement (docs/fused.md).
 SUPPORTED = {
-    "attributed channel, Bernoulli world, no delay": ("UCB1", "KL-UCB", "Thompson", "Gaussian-TS"),
+    "attributed channel, Bernoulli world, no delay": ("UCB1", "KL-UCB", "Thompson", "Gaussian-TS", "random"),
     "conversions channel with a window m >= 1, conversions world, closed-form delay law "
-    "(fixed, uniform, geometric, exponential, weibull, log_normal, pareto)": ("d-ucb", "d-klucb"),
+    "(fixed, uniform, geometric, exponential, weibull, log_normal, pareto)":
+        ("UCB1", "KL-UCB", "Thompson", "Gaussian-TS", "random", "d-ucb", "d-klucb"),
 }

@@ -82,6 +82,18 @@ def _argmax_random_tie(idx, valid, u, arm):
     return jnp.sum(jnp.where(sel, arm, 0), axis=1)
 
 
+def _classic_action(ks: KernelSpec, n, s, t, kp0, kp1, arm, valid, tie):
+    """The action of a classic policy: argmax of its index with random ties, or (uniform random)
+    the inverse-CDF draw ``min(K-1, #{a : cumsum(p)_a < u cumsum(p)_K})`` of conventions §8 from
+    the same uniform."""
+    if ks.kind == "random":
+        p = jnp.where(valid, _F(1.0 / ks.n_arms), _F(0.0))
+        c = jnp.cumsum(p, axis=1)
+        last = jnp.max(c, axis=1, keepdims=True)
+        return jnp.minimum(jnp.sum((c < tie[:, None] * last).astype(_I), axis=1), ks.n_arms - 1)
+    return _argmax_random_tie(_classic_index(ks, n, s, t, kp0, kp1, arm), valid, tie, arm)
+
+
 def _classic_index(ks: KernelSpec, n, s, t, kp0, kp1, arm):
     """The index of every arm (``[B, Kp]``) of the classic policies at round ``t`` (0-based)."""
     kind = ks.kind
@@ -155,8 +167,7 @@ def _classic_body(ks: KernelSpec, mu_ref, rec_ref, ke0_ref, ke1_ref, kp0_ref, kp
     def one_round(t, st):
         n, s, reg, reg_c, rew, rew_c = st
         u, _, w = _words(ks, rep, ke0, ke1, kp0, kp1, t)  # world (u_t, v_t), the tie word
-        idx = _classic_index(ks, n, s, t, kp0, kp1, arm)
-        a = _argmax_random_tie(idx, valid, w, arm)
+        a = _classic_action(ks, n, s, t, kp0, kp1, arm, valid, w)
         oh = (arm == a[:, None]).astype(_F)
         mu_a = jnp.sum(oh * mu, axis=1)
         r = (u < mu_a).astype(_F)
@@ -241,7 +252,8 @@ def _delayed_kernel(ks: KernelSpec, *refs):
 def _delayed_body(ks: KernelSpec, mu_ref, rec_ref, tau_ref, ke0_ref, ke1_ref, kp0_ref, kp1_ref, rep,
                   regret_ref, reward_ref, pulls_ref, dl_ref, lost_ref, ring_ref, cal_ref):
     """DelayedUCB / DelayedKLUCB (Vernade et al. 2017) with the censoring window ``m`` on a
-    conversions world and the conversions channel.
+    conversions world and the conversions channel; also UCB1, KL-UCB and the Thompson samplers
+    there (their index on plays and arrived conversions; ``Ñ`` then only serves ``L(t)``).
 
     Pending conversions: a *calendar* in device memory, one row of ``NW = Kp / 4`` words per
     arrival round modulo ``Wp`` (a power of two > ``m``), each word packing four arms' 8-bit counts.
@@ -304,17 +316,20 @@ def _delayed_body(ks: KernelSpec, mu_ref, rec_ref, tau_ref, ke0_ref, ke1_ref, kp
     def one_round(t, st):
         n, s, nt, o, w, nc, leave, reg, reg_c, rew, rew_c, lost = st
         u, v, tie = _words(ks, rep, ke0, ke1, kp0, kp1, t)  # world (u_t, v_t), the tie word
-        # act (beta(t) = (1 + eps) log(t + 1): conventions §1)
-        beta = _F(1.0 + eps) * jnp.log(t.astype(_F) + _F(1.0))
-        if index == "delayed_ucb":
-            ok = nt > 0
-            safe = jnp.where(ok, nt, _F(1.0))
-            idx = jnp.where(ok, s / safe + jnp.sqrt(beta * n / _F(2.0)) / safe, INF)
-        else:
-            theta = s / jnp.where(nt > 0, nt, _F(1.0))
-            idx = M.poisson_kl_ucb(theta, nt, beta, ks.p("cap"), ks.p("iters"))
-        a_idx = _argmax_random_tie(idx, valid, tie, arm)
-        a = jnp.where(t < K, lax.rem(t, jnp.int32(K)), a_idx)
+        if index in ("delayed_ucb", "delayed_klucb"):  # beta(t) = (1 + eps) log(t + 1): conventions §1
+            beta = _F(1.0 + eps) * jnp.log(t.astype(_F) + _F(1.0))
+            if index == "delayed_ucb":
+                ok = nt > 0
+                safe = jnp.where(ok, nt, _F(1.0))
+                idx = jnp.where(ok, s / safe + jnp.sqrt(beta * n / _F(2.0)) / safe, INF)
+            else:
+                theta = s / jnp.where(nt > 0, nt, _F(1.0))
+                idx = M.poisson_kl_ucb(theta, nt, beta, ks.p("cap"), ks.p("iters"))
+            a_idx = _argmax_random_tie(idx, valid, tie, arm)
+            a = jnp.where(t < K, lax.rem(t, jnp.int32(K)), a_idx)  # rounds 1..K play each arm once
+        else:  # a classic policy on the conversions channel: plays counted when made, conversions
+            # when they arrive (pending plays count as failures: jaxbandits.policies.classic)
+            a = _classic_action(ks, n, s, t, kp0, kp1, arm, valid, tie)
         oh_b = arm == a[:, None]
         oh = oh_b.astype(_F)
         mu_a = jnp.sum(jnp.where(oh_b, mu, 0.0), axis=1)

@@ -39,7 +39,10 @@ def cases(full: bool = False):
     for K, T, R, n, m in dshapes:
         for lname, law in laws:
             env = jb.envs.conversions(np.linspace(0.1, 0.5, K), law)
-            for pol in (CV.delayed_ucb(law, m), CV.delayed_klucb(law, m)):
+            pols = [CV.delayed_ucb(law, m), CV.delayed_klucb(law, m)]
+            if lname == "geometric" or full:  # the classic policies on the conversions channel
+                pols += [classic.ucb1(), classic.kl_ucb(), classic.thompson(), classic.gaussian_thompson()]
+            for pol in pols:
                 yield f"{pol.name}/{lname}/m={m}", env, jb.channels.conversions(window=m), pol, T, R, n
 
 
@@ -48,14 +51,14 @@ def lower_all(full: bool = False):
     import jax.numpy as jnp
 
     from . import kernels as Kn
-    from .path import DELAYED, kernel_spec
+    from .path import kernel_spec
 
     S = jax.ShapeDtypeStruct
     for name, env, ch, pol, T, R, n in cases(full):
         ks, tau = kernel_spec(env, ch, pol, T, R, block=128, interpret=False)
         n_pad = -(-n // ks.block) * ks.block
         runs = (S((n_pad,), jnp.uint32),) * 4
-        if ks.kind in DELAYED:
+        if ks.world[0] == "conversions":
             f, args = Kn.build_delayed(ks, n_pad), (S((ks.k_pad,), jnp.float32), S((ks.r_pad,), jnp.int32),
                                                     S(tau.shape, jnp.float32)) + runs
         else:

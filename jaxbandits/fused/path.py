@@ -22,7 +22,7 @@ from ._registry import spec_of
 
 __all__ = ["unsupported", "simulate_fused", "CLASSIC", "DELAYED", "run_keys_words", "scan_uniforms", "clear_cache"]
 
-CLASSIC = ("ucb1", "kl_ucb", "thompson", "gaussian_ts")
+CLASSIC = ("ucb1", "kl_ucb", "thompson", "gaussian_ts", "random")
 DELAYED = ("delayed_ucb", "delayed_klucb")
 #: runs per program on a GPU (one warp group per block of runs)
 GPU_BLOCK = 128
@@ -61,14 +61,17 @@ def unsupported(env, channel, policies, *, chunk=None, shard=None, resume=False,
         sp = spec_of(pol) if isinstance(pol, Policy) else None
         if sp is None:
             why.append(f"policy {lab!r} ({getattr(pol, 'name', type(pol).__name__)}) has no fused kernel "
-                       "(covered: UCB1, KL-UCB, Thompson, Gaussian-TS, DelayedUCB, DelayedKLUCB)")
+                       "(covered: UCB1, KL-UCB, Thompson, Gaussian-TS, uniform random, DelayedUCB, DelayedKLUCB)")
             continue
         if sp.kind in CLASSIC:
-            if type(channel) is not C.Attributed:
-                why.append(f"policy {lab!r} ({pol.name}) runs fused only on the attributed channel, not {channel}")
+            if type(channel) is C.Conversions:
+                why += _conversions_unsupported(lab, pol, channel.window, law)
+            elif type(channel) is not C.Attributed:
+                why.append(f"policy {lab!r} ({pol.name}) runs fused only on the attributed channel (without "
+                           f"delay) or the conversions channel (with a window), not {channel}")
             elif law is not None and not _no_delay(law):
-                why.append(f"policy {lab!r} ({pol.name}) runs fused only without delay (delay law fixed(0)), "
-                           f"got {type(law).__name__}")
+                why.append(f"policy {lab!r} ({pol.name}) runs fused on the attributed channel only without delay "
+                           f"(delay law fixed(0)), got {type(law).__name__}")
             if sp.kind == "thompson" and sp.get("sampler") != "mt":
                 why.append(f"policy {lab!r}: Thompson with sampler={sp.get('sampler')!r} (fused: 'mt' only)")
         else:
@@ -99,20 +102,26 @@ def law_tuple(law):
     return None
 
 
+def _conversions_unsupported(lab, pol, m, law):
+    why = []
+    if m is None or m < 1:
+        why.append(f"policy {lab!r} ({pol.name}): on the conversions channel the fused kernels need a censoring "
+                   f"window m >= 1, got window={m}")
+    if law is not None and law_tuple(law) is None:
+        why.append(f"the delay law {type(law).__name__} has no closed-form fused sampler (covered: fixed, "
+                   "uniform, geometric, exponential, weibull, log_normal, pareto)")
+    return why
+
+
 def _delayed_unsupported(lab, pol, sp, env, law, channel):
     why = []
-    m = sp.get("window")
     if sp.get("online"):
         why.append(f"policy {lab!r} ({pol.name}): the online delay-CDF variant (online=True) has no fused kernel")
-    if m is None or m < 1:
-        why.append(f"policy {lab!r} ({pol.name}): the fused DelayedUCB/DelayedKLUCB need a censoring window "
-                   f"m >= 1, got window={m}")
     if type(channel) is not C.Conversions:
         why.append(f"policy {lab!r} ({pol.name}) runs fused only on the conversions channel, not {channel}")
-    if law is not None:
-        if law_tuple(law) is None:
-            why.append(f"the delay law {type(law).__name__} has no closed-form fused sampler (covered: fixed, "
-                       "uniform, geometric, exponential, weibull, log_normal, pareto)")
+    else:
+        why += _conversions_unsupported(lab, pol, sp.get("window"), law)
+    if law is not None and law_tuple(law) is not None:
         if sp.get("delay") is not law and law_tuple(sp.get("delay")) != law_tuple(law):
             why.append(f"policy {lab!r} ({pol.name}) was built for another delay law than the world's")
     return why
@@ -162,7 +171,7 @@ def _program(ks, n_pad):
 
     k = (ks, n_pad)
     if k not in _CACHE:
-        if ks.kind in DELAYED:
+        if ks.world[0] == "conversions":
             call = Kn.build_delayed(ks, n_pad)
 
             def prog(mu, rec, tau, key, run_ids, *replay):
@@ -199,10 +208,12 @@ def kernel_spec(env, channel, pol, horizon, n_rec, *, block, interpret, num_warp
     K = env.n_arms
     kp = max(Kn.next_pow2(K), 4)
     tau = np.zeros((1,), np.float32)
-    params = tuple((k, _scalar(v)) for k, v in sp.params if k != "delay")
-    if sp.kind in DELAYED:
+    params = tuple((k, _scalar(v)) for k, v in sp.params if k not in ("delay", "window"))
+    world = ("bernoulli",)
+    if type(channel) is C.Conversions:  # the calendar kernel (jaxbandits.fused.kernels._delayed_kernel)
+        world = ("conversions",)
         law = env.delay
-        m = int(sp.get("window"))
+        m = int(channel.window)
         H = min(m, horizon)
         Wp = Kn.next_pow2(min(m, horizon - 1) + 1)
         Wp = max(Wp, Kn.next_pow2(H + 1))
@@ -210,9 +221,10 @@ def kernel_spec(env, channel, pol, horizon, n_rec, *, block, interpret, num_warp
         lr = None if lr is None else float(lr)
         tau = np.zeros((Wp,), np.float32)
         tau[: H + 1] = np.asarray(law.cdf_table(H + 1), np.float32)
-        params = params + (("H", H), ("T", horizon), ("Wp", Wp), ("law", law_tuple(law)), ("log_rho", lr))
+        params = params + (("window", m), ("H", H), ("T", horizon), ("Wp", Wp), ("law", law_tuple(law)),
+                           ("log_rho", lr))
     ks = Kn.KernelSpec(sp.kind, tuple(sorted(params, key=lambda kv: kv[0])), K, kp, n_rec,
-                       Kn.next_pow2(n_rec), block, ("bernoulli",), interpret, num_warps, replay)
+                       Kn.next_pow2(n_rec), block, world, interpret, num_warps, replay)
     return ks, tau
 
 
@@ -269,18 +281,24 @@ def simulate_fused(env, channel, policies, horizon, key, n_runs=1, *, record=Non
         pulls = pulls[:n_runs].reshape(n_runs, ks.r_pad, ks.k_pad)[:, :R, : ks.n_arms]
         o = dict(regret=regret[:n_runs, :R], reward=reward[:n_runs, :R], pulls=pulls, dl=None,
                  lost=np.zeros((n_runs,), np.int32), width=1)
-        if ks.kind in DELAYED:
+        if ks.world[0] == "bernoulli" and delayed_regret:  # asked for without delays: tau_d = 1, L(t) = R(t)
+            o["dl"] = o["regret"].copy()
+        if ks.world[0] == "conversions":
             o["lost"] = got[4][:n_runs]
             o["width"] = channel.exact_width(env.max_delay, horizon)  # the scan path's exact W: nothing lost
             if delayed_regret is not False:
                 o["dl"] = got[3][:n_runs, :R]
+        if ks.kind == "random":  # memo_probs: the expected regret is the gap of the uniform law, every round
+            mu_k = np.asarray(env.means_, np.float64)
+            o["exp"] = ((record_at + 1) * (mu_k.max() - mu_k.mean())).astype(np.float32)[None, :].repeat(n_runs, 0)
         outs[lab] = o
     timing = {"compile_s": compile_s, "run_s": run_s, "devices": 1, "policies_in_program": 1,
               "path": "fused" + (" (interpreted)" if interpret else "")}
     timing["run_steps_per_s"] = n_runs * horizon * len(pols) / max(run_s, 1e-12)
     res = {}
     for lab, o in outs.items():
-        res[lab] = SimOutput(t=record_at.astype(np.int64) + 1, regret=o["regret"], expected_regret=o["regret"],
+        exp = o["regret"] if o.get("exp") is None else o["exp"]
+        res[lab] = SimOutput(t=record_at.astype(np.int64) + 1, regret=o["regret"], expected_regret=exp,
                              reward=o["reward"], pulls=o["pulls"], lost_to_W=o["lost"], width=o["width"],
                              timing=dict(timing), delayed_regret=o["dl"], arm_totals=None)
     return res[next(iter(res))] if single else res

@@ -47,8 +47,8 @@ def uniform_random() -> Policy:
         p = mask.astype(_F) / jnp.sum(mask)
         return M.sample_from_probs(p, M.uniform(key)), RandomMemo(p)
 
-    return Policy(init, act, lambda s, arr: s, lambda memo, r, d: jnp.zeros((1,), _F), Needs(),
-                  "random", memo_probs=True)
+    return _fused(Policy(init, act, lambda s, arr: s, lambda memo, r, d: jnp.zeros((1,), _F), Needs(),
+                         "random", memo_probs=True), "random")
 
 
 # ----------------------------------------------------------------------------- index policies
