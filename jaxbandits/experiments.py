@@ -457,6 +457,8 @@ def _collect(o, p, outs, panel_of, lines, timing):
     timing["compile_s"] += tm["compile_s"]
     timing["run_s"] += tm["run_s"]
     timing["devices"] = tm["devices"]
+    if "path" in tm:  # a panel that ran on the fused path (docs/fused.md) says so
+        timing.setdefault("paths", {})[p.name or "all"] = tm["path"]
     lines[p.name] = dict(p.log_lines)
 
 
