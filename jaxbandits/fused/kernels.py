@@ -46,9 +46,9 @@ class KernelSpec(NamedTuple):
     n_arms: int  # K
     k_pad: int  # Kp: K padded to a power of two
     n_rec: int  # number of record points
-    r_pad: int  # record columns, padded to a power of two
+    r_pad: int  # record columns (= n_rec: columns are stored one at a time, so no power of two is needed)
     block: int  # runs per program
-    world: tuple = ()  # ("bernoulli",)
+    world: tuple = ()  # ("bernoulli",): no delay, attributed; ("conversions",): the calendar kernel
     interpret: bool = False
     num_warps: int = 4
     replay: int = 0  # tests: > 0 reads (u_t, v_t, tie_t) from [runs, replay] arrays instead of threefry

@@ -224,7 +224,7 @@ def kernel_spec(env, channel, pol, horizon, n_rec, *, block, interpret, num_warp
         params = params + (("window", m), ("H", H), ("T", horizon), ("Wp", Wp), ("law", law_tuple(law)),
                            ("log_rho", lr))
     ks = Kn.KernelSpec(sp.kind, tuple(sorted(params, key=lambda kv: kv[0])), K, kp, n_rec,
-                       Kn.next_pow2(n_rec), block, world, interpret, num_warps, replay)
+                       n_rec, block, world, interpret, num_warps, replay)
     return ks, tau
 
 
