@@ -33,6 +33,12 @@ delays of mean ``--delay-mean`` (100) on {0, 1, ...}, censored by the window ``-
     python benchmarks/limits.py --devices 1              # one XLA host device (default: one per core)
     python benchmarks/limits.py                          # GPU: 1e6 runs (DelayedKLUCB 1e5)
 
+On a GPU each row also runs the library's **fused path** (``simulate(..., path="fused")``: one
+Pallas kernel per policy with the whole time loop inside, docs/fused.md), timed the same way, its
+final regret checked against the scan row's statistically (other random bits, same law), with
+its ratio to the scan, to the naive scan and (UCB1) to the 1.08e11 run-steps/s CUDA anchor. On a
+CPU the fused path is reported as GPU-only (its interpreter's timing means nothing).
+
 Writes ``benchmarks/results/limits-<platform>.json``.
 """
 from __future__ import annotations
@@ -304,6 +310,8 @@ def run_library(env, channel, pol, T, key, n_runs, stride, repeat=1):
     kw = {"record": stride}
     if "delayed_regret" in inspect.signature(jb.simulate).parameters:
         kw["delayed_regret"] = False  # the hand-written scans do not track L(t) either
+    if "path" in inspect.signature(jb.simulate).parameters:
+        kw["path"] = "scan"  # this row is the scan engine (on a GPU "auto" would pick the fused kernels)
     out = jb.simulate(env, channel, pol, T, key, n_runs, **kw)
     first = dict(out.timing)
     best, engine, again = np.inf, np.inf, {}
@@ -317,6 +325,33 @@ def run_library(env, channel, pol, T, key, n_runs, stride, repeat=1):
     return out, {"compile_s": first.get("compile_s"), "second_call_compile_s": again.get("compile_s"),
                  "run_s": best, "engine_run_s": engine if np.isfinite(engine) else None,
                  "devices": again.get("devices", 1)}
+
+
+#: One H100, K=10 Bernoulli, 1e6 runs, T=1e4: a hand-written CUDA UCB1, one thread per run, the whole
+#: time loop in the kernel (the issue's anchor; measured outside this project).
+CUDA_UCB1_ANCHOR = 1.08e11
+GPU_ONLY = ("the fused path is GPU-only (Pallas -> Triton); on a CPU it runs through Pallas' interpreter, whose "
+            "timing means nothing: measure it on a GPU with  python benchmarks/limits.py  (docs/fused.md)")
+
+
+def run_pallas(env, channel, pol, T, key, n_runs, stride, scan_out, repeat=1):
+    """The library's fused path (``simulate(..., path="fused")``, GPU only): compile + warm-up call,
+    then ``repeat`` timed calls (the kernel's own time, as the path reports it); its final regret
+    is checked against the scan row's within 4 standard errors (other bits, same statistics)."""
+    import jaxbandits as jb
+
+    out = jb.simulate(env, channel, pol, T, key, n_runs, record=stride, path="fused")
+    compile_s = out.timing["compile_s"]
+    best = np.inf
+    for _ in range(repeat):
+        out = jb.simulate(env, channel, pol, T, key, n_runs, record=stride, path="fused")
+        best = min(best, out.timing["run_s"])
+    a, b = np.asarray(out.regret[:, -1], np.float64), np.asarray(scan_out.regret[:, -1], np.float64)
+    z = (a.mean() - b.mean()) / max(np.sqrt(a.var() / a.size + b.var() / b.size), 1e-12)
+    if abs(z) > 4:
+        raise AssertionError(f"fused path: final regret {a.mean():.3f} vs the scan's {b.mean():.3f} ({z:.1f} SE)")
+    return {"compile_s": compile_s, "run_s": best, "run_steps_per_s": n_runs * T / best, "regret_z_vs_scan": float(z),
+            "final_regret_mean": float(a.mean()), "peak_device_bytes_so_far": peak_device_bytes()}
 
 
 def check_same(label, lib, hand):
@@ -358,8 +393,9 @@ def peak_device_bytes():
         return None
 
 
-def measure(algo, a, key, n_runs, repeat=1):
-    """One row: the library, the naive scan and (DelayedKLUCB) the hand-fused scan, checked equal."""
+def measure(algo, a, key, n_runs, repeat=1, pallas=False):
+    """One row: the library, the naive scan and (DelayedKLUCB) the hand-fused scan, checked equal;
+    on a GPU also the library's fused Pallas path (``pallas``)."""
     stride = record_stride(a.horizon, a.records)
     T, K = a.horizon, a.arms
     if algo == "DelayedKLUCB":
@@ -405,6 +441,19 @@ def measure(algo, a, key, n_runs, repeat=1):
         row["library_over_fused"] = row["library"]["run_steps_per_s"] / row["fused"]["run_steps_per_s"]
         row["library_over_fused_wfold"] = row["library"]["run_steps_per_s"] / row["fused_wfold"]["run_steps_per_s"]
     row["final_regret_mean"] = float(np.mean(np.asarray(lib.regret)[:, -1]))
+    if pallas:
+        import jaxbandits as jb
+
+        if algo == "DelayedKLUCB":  # the default width is exact here (the fused path sizes its own calendar)
+            ch = jb.channels.conversions(window=a.window)
+        p = run_pallas(env, ch, pol, T, key, n_runs, stride, lib, repeat)
+        row["pallas"] = p
+        row["pallas_over_library"] = p["run_steps_per_s"] / row["library"]["run_steps_per_s"]
+        row["pallas_over_naive"] = p["run_steps_per_s"] / row["naive"]["run_steps_per_s"]
+        if algo == "UCB1":
+            row["pallas_over_cuda_anchor"] = p["run_steps_per_s"] / CUDA_UCB1_ANCHOR
+    else:
+        row["pallas"] = {"skipped": GPU_ONLY}
     return row
 
 
@@ -422,6 +471,7 @@ def print_table(rows, platform_name):
             f"{'compile s lib/naive':>20s} {'2nd compile':>11s} {mem_col:>14s}")
     print(head)
     dash = lambda w: f"{'-':>{w}s} "
+    pallas_rows = [r for r in rows if "run_steps_per_s" in r.get("pallas", {})]
     for r in rows:
         fused, fw = r.get("fused"), r.get("fused_wfold")
         comp = f"{r['library']['compile_s']:.2f}/{r['naive']['compile_s']:.2f}"
@@ -435,6 +485,17 @@ def print_table(rows, platform_name):
               + f"{r['library_over_naive']:9.2f} {r['library_over_naive_wfold']:9.2f} "
               + (f"{r['library_over_fused']:9.2f} {r['library_over_fused_wfold']:9.2f} " if fused else dash(9) + dash(9))
               + f"{comp:>20s} {r['library']['second_call_compile_s'] or 0.0:11.2f} {mem:>14s}", flush=True)
+    if pallas_rows:
+        print(f"\nfused path (Pallas; 'fused' above is the hand-fused scan):\n{'algorithm':13s} {'runs':>8s} "
+              f"{'pallas':>10s} {'/library':>9s} {'/naive':>9s} {'compile s':>9s} {'peak MiB':>9s} {'z vs scan':>9s}")
+        for r in pallas_rows:
+            p = r["pallas"]
+            print(f"{r['algo']:13s} {r['runs']:8d} {p['run_steps_per_s']:10.3e} {r['pallas_over_library']:9.2f} "
+                  f"{r['pallas_over_naive']:9.2f} {p['compile_s']:9.2f} {_fmt_bytes(p['peak_device_bytes_so_far']):>9s} "
+                  f"{p['regret_z_vs_scan']:9.2f}" + (f"   {r['pallas_over_cuda_anchor']:.2f} of the 1.08e11 CUDA anchor"
+                                                      if "pallas_over_cuda_anchor" in r else ""))
+    else:
+        print("\n" + GPU_ONLY)
 
 
 def main(argv=None):
@@ -451,6 +512,7 @@ def main(argv=None):
     ap.add_argument("--algos", nargs="+", default=list(ALGOS), choices=ALGOS)
     ap.add_argument("--repeat", type=int, default=2, help="timed calls after the warm-up (the best is kept)")
     ap.add_argument("--devices", type=int, default=None, help="XLA host devices on CPU (default: one per core)")
+    ap.add_argument("--no-pallas", action="store_true", help="on a GPU, leave out the fused (Pallas) path")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None, help="default: benchmarks/results/limits-<platform>.json")
     a = ap.parse_args(argv)
@@ -477,7 +539,8 @@ def main(argv=None):
           f"mean {a.delay_mean:g}, window m={a.window}", flush=True)
     rows = []
     for algo in a.algos:
-        rows.append(measure(algo, a, key, delayed_runs if algo == "DelayedKLUCB" else runs, a.repeat))
+        rows.append(measure(algo, a, key, delayed_runs if algo == "DelayedKLUCB" else runs, a.repeat,
+                            pallas=gpu and not a.no_pallas))
     print_table(rows, "gpu" if gpu else dev.platform)
     res = {"platform": dev.platform, "device_kind": dev.device_kind, "devices": jax.local_device_count(),
            "jax": jax.__version__, "python": platform.python_version(), "horizon": a.horizon, "arms": a.arms,

@@ -115,6 +115,11 @@ def _parser():
     r.add_argument("--resume", action="store_true",
                    help="continue the interrupted run in --out from its checkpoint (bitwise as if never stopped)")
     r.add_argument("--single-device", action="store_true", help="do not shard runs across CPU cores")
+    r.add_argument("--path", choices=["auto", "fused", "scan"], default="auto",
+                   help="execution path (docs/fused.md): auto = the fused GPU kernels when the device is a GPU "
+                        "and every policy of the experiment has one, else the scan; fused = force the kernels "
+                        "(an error names what they do not cover; on a CPU they run interpreted, slowly); "
+                        "scan = the engine's scan")
     r.add_argument("--no-compile-cache", action="store_true",
                    help=f"do not use the persistent compilation cache (${CACHE_ENV}, default ~/.cache/jaxbandits/jax)")
     r.add_argument("--part", default=None, metavar="I/N",
@@ -359,7 +364,7 @@ def _main(argv):
         try:
             res = X.run(target, runs=a.runs, horizon=a.horizon, seed=seed, overrides=overrides, out=out,
                         progress=not a.no_progress, chunk=a.chunk, resume=a.resume, force=a.force,
-                        part=a.part, distributed=a.distributed)
+                        part=a.part, distributed=a.distributed, path=a.path)
         except Interrupted as e:
             print(f"jaxbandits: {e}; partial results marked in {os.path.join(out, 'summary.json')}\n"
                   f"resume with: {e.resume_command}", file=sys.stderr)

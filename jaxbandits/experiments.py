@@ -306,7 +306,7 @@ def resolve_config(exp: Experiment, overrides: Optional[dict]) -> dict:
 def run(name, runs: Optional[int] = None, horizon: Optional[int] = None, seed: int = 0,
         overrides: Optional[dict] = None, out: Optional[str] = None, progress: bool = False,
         chunk: Optional[int] = None, resume: bool = False, force: bool = False, part=None,
-        distributed: bool = False) -> Results:
+        distributed: bool = False, path: str = "auto") -> Results:
     """Run a registered experiment (all its policies in one compiled program); save to ``out``.
     ``name`` may also be an :class:`Experiment` (one read from a file: :func:`jaxbandits.expfile.experiment`).
 
@@ -356,7 +356,8 @@ def run(name, runs: Optional[int] = None, horizon: Optional[int] = None, seed: i
                          f"or {', '.join(clash)}, not both")
     if resume and out is None:
         raise ValueError("resume=True needs out=, the folder of the interrupted run")
-    job = dict(overrides=overrides, chunk=chunk, resume=bool(resume), force=bool(force), given_runs=runs)
+    _check_path(name, exp, path)
+    job = dict(overrides=overrides, chunk=chunk, resume=bool(resume), force=bool(force), given_runs=runs, path=path)
     if part is not None or distributed:
         _scale_out_checks(name, exp, runs, out, resume, part, distributed, job)
     if distributed and job["process"] != 0:  # process 0 holds and writes out; the others compute
@@ -394,6 +395,18 @@ def _scale_out_checks(name, exp, runs, out, resume, part, distributed, job):
 
         job["distributed"] = True
         job["process"] = _dist.process_index()
+
+
+def _check_path(name, exp, path):
+    """``path`` (docs/fused.md) is one of the simulator's; a sweep or an offline study always runs its
+    own loop on the scan path, so forcing the fused one there is an error rather than ignored."""
+    from .simulate import PATHS
+
+    if path not in PATHS:
+        raise ValueError(f"path must be one of {', '.join(PATHS)}, got {path!r}")
+    if path == "fused" and exp.runner is not None:
+        raise ValueError(f"experiment {name!r} is a sweep or study with its own loop: it runs on the scan path "
+                         "(leave --path out, or give --path scan)")
 
 
 def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizon, job):
@@ -469,7 +482,7 @@ def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizo
                         channel = whole_width_channel(p, horizon, runs, n_here)
                     o = simulate(p.env, channel, p.policies, horizon, V.seed_key(seed), n_here, record=record,
                                  chunk=ch, progress=progress, checkpoint=cp, resume=bool(resume and cp.exists()),
-                                 stop=stop, first_run=first)
+                                 stop=stop, first_run=first, path=job.get("path", "auto"))
             except Interrupted as e:
                 e.resume_command = _resume_command(exp.source or name, runs, horizon, seed, job["overrides"], out,
                                                    chunk, part)
@@ -524,6 +537,8 @@ def _collect(o, p, outs, panel_of, lines, timing):
     timing["devices"] = tm["devices"]
     if "processes" in tm:  # a distributed run
         timing["processes"] = tm["processes"]
+    if "path" in tm:  # a panel that ran on the fused path (docs/fused.md) says so
+        timing.setdefault("paths", {})[p.name or "all"] = tm["path"]
     lines[p.name] = dict(p.log_lines)
 
 

@@ -17,6 +17,7 @@ from jax.scipy.linalg import cho_solve, solve_triangular
 
 from .. import _validate as V
 from .. import mathlib as M
+from ..fused._registry import register as _fused
 from ..types import Needs, Policy, ProblemSpec, one_hot
 
 __all__ = ["uniform_random", "ucb1", "kl_ucb", "thompson", "gaussian_thompson", "exp3", "linucb",
@@ -46,8 +47,8 @@ def uniform_random() -> Policy:
         p = mask.astype(_F) / jnp.sum(mask)
         return M.sample_from_probs(p, M.uniform(key)), RandomMemo(p)
 
-    return Policy(init, act, lambda s, arr: s, lambda memo, r, d: jnp.zeros((1,), _F), Needs(),
-                  "random", memo_probs=True)
+    return _fused(Policy(init, act, lambda s, arr: s, lambda memo, r, d: jnp.zeros((1,), _F), Needs(),
+                         "random", memo_probs=True), "random")
 
 
 # ----------------------------------------------------------------------------- index policies
@@ -132,7 +133,7 @@ def ucb1(alpha: float = 2.0) -> Policy:
     def index(state, t, key):
         return ucb1_index(state.sums, counts(state), t + 1, alpha)
 
-    return _index_policy("UCB1", index)
+    return _fused(_index_policy("UCB1", index), "ucb1", alpha=alpha)
 
 
 def kl_ucb(c: float = 0.0, iters: int = 4) -> Policy:
@@ -145,7 +146,7 @@ def kl_ucb(c: float = 0.0, iters: int = 4) -> Policy:
     def index(state, t, key):
         return kl_ucb_index(state.sums, counts(state), t + 1, c, iters)
 
-    return _index_policy("KL-UCB", index)
+    return _fused(_index_policy("KL-UCB", index), "kl_ucb", c=c, iters=iters)
 
 
 def thompson(prior_a: float = 1.0, prior_b: float = 1.0, sampler: str = "mt") -> Policy:
@@ -168,7 +169,8 @@ def thompson(prior_a: float = 1.0, prior_b: float = 1.0, sampler: str = "mt") ->
             return M.beta_sample(key, a, b)
         return jax.random.beta(key, a, b)
 
-    return _index_policy("Thompson", index)
+    return _fused(_index_policy("Thompson", index), "thompson", prior_a=prior_a, prior_b=prior_b,
+                  sampler=sampler)
 
 
 def gaussian_thompson(sigma: float = 1.0, prior_mean: float = 0.0, prior_var: float = 1e4) -> Policy:
@@ -185,7 +187,8 @@ def gaussian_thompson(sigma: float = 1.0, prior_mean: float = 0.0, prior_var: fl
         mean = (prior_mean / prior_var + state.sums / sigma**2) / prec
         return mean + M.normals(key, n.shape[0]) / jnp.sqrt(prec)
 
-    return _index_policy("Gaussian-TS", index)
+    return _fused(_index_policy("Gaussian-TS", index), "gaussian_ts", sigma=sigma,
+                  prior_mean=prior_mean, prior_var=prior_var)
 
 
 # ----------------------------------------------------------------------------- Exp3

@@ -36,6 +36,7 @@ import jax.numpy as jnp
 from .. import _validate as V
 from .. import delays as D
 from .. import mathlib as M
+from ..fused._registry import register as _fused
 from .. import ring as R
 from ..ring import discounted_value, discounted_window
 from ..types import Needs, Policy, ProblemSpec, one_hot
@@ -220,7 +221,8 @@ def delayed_ucb(delay=None, window: Optional[int] = None, eps: float = 0.0, onli
     estimated from the revealed delays (App. D) and ``delay`` is not used."""
     window = _check(delay, window, eps, online)
     nm = name or ("ud-ucb" if window is None else "d-ucb") + ("-online" if online else "")
-    return _delayed("ucb", delay, window, eps, 1.0, 0, online, nm)
+    return _fused(_delayed("ucb", delay, window, eps, 1.0, 0, online, nm), "delayed_ucb", delay=delay, window=window,
+                  eps=eps, online=online)
 
 
 def delayed_klucb(delay=None, window: Optional[int] = None, eps: float = 0.0, cap: Optional[float] = 1.0,
@@ -232,7 +234,8 @@ def delayed_klucb(delay=None, window: Optional[int] = None, eps: float = 0.0, ca
         V.positive("cap", cap)
     iters = V.integer("iters", iters, lo=1, hi=64)
     nm = name or ("ud-klucb" if window is None else "d-klucb") + ("-online" if online else "")
-    return _delayed("kl", delay, window, eps, cap, iters, online, nm)
+    return _fused(_delayed("kl", delay, window, eps, cap, iters, online, nm), "delayed_klucb", delay=delay,
+                  window=window, eps=eps, cap=cap, iters=iters, online=online)
 
 
 # ----------------------------------------------------------------------------- Discarding

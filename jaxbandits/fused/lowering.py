@@ -1,0 +1,85 @@
+"""Lower every fused kernel for CUDA without a GPU (docs/fused.md, "How it is tested").
+
+    JAX_PLATFORMS=cpu PYTHONPATH=<dir with jax-cuda12-plugin> python -m jaxbandits.fused.lowering [--all]
+
+needs ``jax-cuda12-plugin`` and ``jax-cuda12-pjrt`` of the installed jaxlib's version (installed
+without their dependencies: nothing CUDA is loaded, the plugin only registers the platform) and
+prints one JSON line per kernel and shape: ``{"kernel", "shape", "ok", "triton", "error"}``.
+``ok`` means ``jax.jit(f).trace(...).lower(lowering_platforms=("cuda",))`` succeeded and
+``triton`` that the lowered module holds a Triton kernel (``xla.gpu.triton``). This catches what
+Pallas cannot lower to Triton (unsupported primitives, block shapes, dtypes); it compiles no PTX
+and measures no speed.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+
+def cases(full: bool = False):
+    """``(name, env, channel, policy, horizon, records, runs)`` for every fused kernel; ``full``
+    adds more shapes (arms, windows, record counts, runs)."""
+    import numpy as np
+
+    import jaxbandits as jb
+    from jaxbandits.policies import classic
+    from jaxbandits.policies import conversions as CV
+
+    shapes = [(3, 1000, 11, 256)] + ([(10, 10_000, 201, 1024), (17, 500, 500, 128), (2, 1, 1, 128)] if full else [])
+    for K, T, R, n in shapes:
+        env = jb.envs.bernoulli(np.linspace(0.1, 0.9, K))
+        for pol in (classic.ucb1(), classic.kl_ucb(), classic.thompson(), classic.gaussian_thompson()):
+            yield pol.name, env, jb.channels.attributed(), pol, T, R, n
+    laws = [("geometric", jb.delays.geometric(mean=50.0)), ("weibull", jb.delays.weibull(0.7, 30.0))]
+    if full:
+        laws += [("fixed", jb.delays.fixed(5)), ("uniform", jb.delays.uniform(0, 40)),
+                 ("exponential", jb.delays.exponential(20.0)), ("log_normal", jb.delays.log_normal(2.0, 1.0)),
+                 ("pareto", jb.delays.pareto(1.5, 3.0))]
+    dshapes = [(3, 1000, 11, 256, 40)] + ([(10, 10_000, 201, 1024, 1000), (5, 300, 300, 128, 7)] if full else [])
+    for K, T, R, n, m in dshapes:
+        for lname, law in laws:
+            env = jb.envs.conversions(np.linspace(0.1, 0.5, K), law)
+            pols = [CV.delayed_ucb(law, m), CV.delayed_klucb(law, m)]
+            if lname == "geometric" or full:  # the classic policies on the conversions channel
+                pols += [classic.ucb1(), classic.kl_ucb(), classic.thompson(), classic.gaussian_thompson()]
+            for pol in pols:
+                yield f"{pol.name}/{lname}/m={m}", env, jb.channels.conversions(window=m), pol, T, R, n
+
+
+def lower_all(full: bool = False):
+    import jax
+    import jax.numpy as jnp
+
+    from . import kernels as Kn
+    from .path import kernel_spec
+
+    S = jax.ShapeDtypeStruct
+    for name, env, ch, pol, T, R, n in cases(full):
+        ks, tau = kernel_spec(env, ch, pol, T, R, block=128, interpret=False)
+        n_pad = -(-n // ks.block) * ks.block
+        runs = (S((n_pad,), jnp.uint32),) * 4
+        if ks.world[0] == "conversions":
+            f, args = Kn.build_delayed(ks, n_pad), (S((ks.k_pad,), jnp.float32), S((ks.r_pad,), jnp.int32),
+                                                    S(tau.shape, jnp.float32)) + runs
+        else:
+            f, args = Kn.build(ks, n_pad), (S((ks.k_pad,), jnp.float32), S((ks.r_pad,), jnp.int32)) + runs
+        rec = {"kernel": name, "shape": {"K": env.n_arms, "T": T, "records": R, "runs": n}}
+        try:
+            text = jax.jit(f).trace(*args).lower(lowering_platforms=("cuda",)).as_text()
+            rec.update(ok=True, triton="xla.gpu.triton" in text, error=None)
+        except Exception as e:  # report every kernel, not just the first failure
+            rec.update(ok=False, triton=False, error=f"{type(e).__name__}: {str(e)[:2000]}")
+        yield rec
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    bad = 0
+    for rec in lower_all(full="--all" in argv):
+        print(json.dumps(rec), flush=True)
+        bad += not (rec["ok"] and rec["triton"])
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

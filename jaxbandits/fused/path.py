@@ -1,0 +1,304 @@
+"""Which simulations the fused kernels cover, and running them (docs/fused.md).
+
+:func:`unsupported` lists, in words, everything that keeps a simulation off the fused path (an
+empty list: it is covered); :func:`simulate_fused` runs a covered one and returns the same
+:class:`~jaxbandits.engine.recording.SimOutput` as the scan path.
+"""
+from __future__ import annotations
+
+import collections
+import time
+from typing import Dict, List
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import channels as C
+from .. import delays as D
+from ..engine.recording import SimOutput, record_points
+from ..types import Policy
+from ._registry import spec_of
+
+__all__ = ["unsupported", "simulate_fused", "CLASSIC", "DELAYED", "run_keys_words", "scan_uniforms", "clear_cache"]
+
+CLASSIC = ("ucb1", "kl_ucb", "thompson", "gaussian_ts", "random")
+DELAYED = ("delayed_ucb", "delayed_klucb")
+#: runs per program on a GPU (one warp group per block of runs)
+GPU_BLOCK = 128
+
+
+def _world_kind(env):
+    """("bernoulli", law) for the library's Bernoulli / conversions worlds, else None."""
+    from ..envs.stochastic import BanditEnv
+
+    if type(env) is not BanditEnv or env.noise != "bernoulli":
+        return None
+    return env.delay
+
+
+def _no_delay(law):
+    return isinstance(law, D.Fixed) and int(law.support_max) == 0
+
+
+def unsupported(env, channel, policies, *, chunk=None, shard=None, resume=False, grid=False) -> List[str]:
+    """Everything that keeps this simulation off the fused path, as sentences (empty: covered)."""
+    why = []
+    if jax.config.jax_enable_x64:
+        why.append("x64 mode (jax_enable_x64): the kernels are written for 32-bit types")
+    if grid:
+        why.append("grids of hyper-parameters (simulate_grid) run on the scan path")
+    if resume:
+        why.append("resume=True continues a scan-path checkpoint")
+    if shard not in (None, False, 1):
+        why.append(f"shard={shard!r}: the fused path runs on one device")
+    law = _world_kind(env)
+    if law is None:
+        why.append(f"the world {type(env).__name__} (the fused kernels cover the library's Bernoulli and "
+                   "conversions worlds: envs.bernoulli, envs.conversions)")
+    pols = {policies.name: policies} if isinstance(policies, Policy) else dict(policies)
+    for lab, pol in pols.items():
+        sp = spec_of(pol) if isinstance(pol, Policy) else None
+        if sp is None:
+            why.append(f"policy {lab!r} ({getattr(pol, 'name', type(pol).__name__)}) has no fused kernel "
+                       "(covered: UCB1, KL-UCB, Thompson, Gaussian-TS, uniform random, DelayedUCB, DelayedKLUCB)")
+            continue
+        if sp.kind in CLASSIC:
+            if type(channel) is C.Conversions:
+                why += _conversions_unsupported(lab, pol, channel.window, law)
+            elif type(channel) is not C.Attributed:
+                why.append(f"policy {lab!r} ({pol.name}) runs fused only on the attributed channel (without "
+                           f"delay) or the conversions channel (with a window), not {channel}")
+            elif law is not None and not _no_delay(law):
+                why.append(f"policy {lab!r} ({pol.name}) runs fused on the attributed channel only without delay "
+                           f"(delay law fixed(0)), got {type(law).__name__}")
+            if sp.kind == "thompson" and sp.get("sampler") != "mt":
+                why.append(f"policy {lab!r}: Thompson with sampler={sp.get('sampler')!r} (fused: 'mt' only)")
+        else:
+            why += _delayed_unsupported(lab, pol, sp, env, law, channel)
+    if channel.width is not None:
+        why.append(f"an explicit calendar width ({channel})")
+    return why
+
+
+def law_tuple(law):
+    """A closed-form delay law as a hashable ``(name, params...)`` of Python numbers (the kernels'
+    in-kernel inverse CDF), or ``None`` when it has no fused sampler."""
+    t = type(law)
+    if t is D.Fixed:
+        return ("fixed", float(law.d))
+    if t is D.Uniform:
+        return ("uniform", int(law.lo), int(law.hi))
+    if t is D.Geometric:
+        return ("geometric", float(law.log_rho))
+    if t is D.Exponential:
+        return ("exponential", float(law.scale))
+    if t is D.Weibull:
+        return ("weibull", float(law.shape), float(law.scale))
+    if t is D.LogNormal:
+        return ("log_normal", float(law.mu), float(law.sigma))
+    if t is D.Pareto:
+        return ("pareto", float(law.alpha), float(law.scale))
+    return None
+
+
+def _conversions_unsupported(lab, pol, m, law):
+    why = []
+    if m is None or m < 1:
+        why.append(f"policy {lab!r} ({pol.name}): on the conversions channel the fused kernels need a censoring "
+                   f"window m >= 1, got window={m}")
+    if law is not None and law_tuple(law) is None:
+        why.append(f"the delay law {type(law).__name__} has no closed-form fused sampler (covered: fixed, "
+                   "uniform, geometric, exponential, weibull, log_normal, pareto)")
+    return why
+
+
+def _delayed_unsupported(lab, pol, sp, env, law, channel):
+    why = []
+    if sp.get("online"):
+        why.append(f"policy {lab!r} ({pol.name}): the online delay-CDF variant (online=True) has no fused kernel")
+    if type(channel) is not C.Conversions:
+        why.append(f"policy {lab!r} ({pol.name}) runs fused only on the conversions channel, not {channel}")
+    else:
+        why += _conversions_unsupported(lab, pol, sp.get("window"), law)
+    if law is not None and law_tuple(law) is not None:
+        if sp.get("delay") is not law and law_tuple(sp.get("delay")) != law_tuple(law):
+            why.append(f"policy {lab!r} ({pol.name}) was built for another delay law than the world's")
+    return why
+
+
+def scan_uniforms(key, n_runs, horizon, first_run=0):
+    """The scan path's reward, delay and act-key (tie) uniforms of every run and round,
+    ``[n_runs, horizon]`` each (conventions §8; ``jaxbandits.engine.round``): for replaying the scan's
+    world draws through a kernel in tests."""
+    from ..engine.round import run_keys
+    from ..mathlib import uniform
+
+    def one(r):
+        keys = run_keys(key, r)[0]
+        at = lambda k: jax.vmap(lambda t: uniform(jax.random.fold_in(k, t)))(jnp.arange(horizon))
+        return at(keys.reward), at(keys.delay), at(keys.act)
+
+    return jax.device_get(jax.jit(jax.vmap(one))(jnp.arange(n_runs, dtype=jnp.int32) + first_run))
+
+
+def run_keys_words(key, run_ids):
+    """Per-run words of the world key ``k_env`` and the policy key ``k_pol`` (conventions §8:
+    ``k_run = fold_in(key, r)``, ``k_env = fold_in(k_run, 0)``, ``k_pol = fold_in(k_run, 1)``):
+    four ``uint32[n]`` arrays ``(env0, env1, pol0, pol1)``."""
+    def one(r):
+        k_run = jax.random.fold_in(key, r)
+        ke = jax.random.key_data(jax.random.fold_in(k_run, 0)).astype(jnp.uint32)
+        kp = jax.random.key_data(jax.random.fold_in(k_run, 1)).astype(jnp.uint32)
+        return ke[0], ke[1], kp[0], kp[1]
+
+    return jax.vmap(one)(run_ids)
+
+
+_CACHE: "collections.OrderedDict" = collections.OrderedDict()  # jitted programs
+_COMPILED: "collections.OrderedDict" = collections.OrderedDict()  # their executables, by argument shapes
+
+
+def clear_cache():
+    """Forget every compiled fused program."""
+    _CACHE.clear()
+    _COMPILED.clear()
+
+
+def _program(ks, n_pad):
+    """The jitted program of one kernel (cached by its static description and the runs)."""
+    from . import kernels as Kn
+
+    k = (ks, n_pad)
+    if k not in _CACHE:
+        if ks.world[0] == "conversions":
+            call = Kn.build_delayed(ks, n_pad)
+
+            def prog(mu, rec, tau, key, run_ids, *replay):
+                return call(mu, rec, tau, *run_keys_words(key, run_ids), *replay)[:5]
+        else:
+            call = Kn.build(ks, n_pad)
+
+            def prog(mu, rec, tau, key, run_ids, *replay):
+                del tau
+                return call(mu, rec, *run_keys_words(key, run_ids), *replay)
+
+        _CACHE[k] = jax.jit(prog)
+        while len(_CACHE) > 32:
+            _CACHE.popitem(last=False)
+    _CACHE.move_to_end(k)
+    return _CACHE[k]
+
+
+def _scalar(v):
+    """A constructor's argument as a hashable Python value (the kernel bakes it in as a constant)."""
+    if v is None or isinstance(v, (bool, str)):
+        return v
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    return float(v)
+
+
+def kernel_spec(env, channel, pol, horizon, n_rec, *, block, interpret, num_warps=4, replay=0):
+    """``(KernelSpec, tau)``: the static description of ``pol``'s kernel and its CDF table
+    (``tau_0..tau_H`` padded to ``Wp``; a one-element dummy for the classic kernels)."""
+    from . import kernels as Kn
+
+    sp = spec_of(pol)
+    K = env.n_arms
+    kp = max(Kn.next_pow2(K), 4)
+    tau = np.zeros((1,), np.float32)
+    params = tuple((k, _scalar(v)) for k, v in sp.params if k not in ("delay", "window"))
+    world = ("bernoulli",)
+    if type(channel) is C.Conversions:  # the calendar kernel (jaxbandits.fused.kernels._delayed_kernel)
+        world = ("conversions",)
+        law = env.delay
+        m = int(channel.window)
+        H = min(m, horizon)
+        Wp = Kn.next_pow2(min(m, horizon - 1) + 1)
+        Wp = max(Wp, Kn.next_pow2(H + 1))
+        lr = D.geometric_log_rho(law)
+        lr = None if lr is None else float(lr)
+        tau = np.zeros((Wp,), np.float32)
+        tau[: H + 1] = np.asarray(law.cdf_table(H + 1), np.float32)
+        params = params + (("window", m), ("H", H), ("T", horizon), ("Wp", Wp), ("law", law_tuple(law)),
+                           ("log_rho", lr))
+    ks = Kn.KernelSpec(sp.kind, tuple(sorted(params, key=lambda kv: kv[0])), K, kp, n_rec,
+                       n_rec, block, world, interpret, num_warps, replay)
+    return ks, tau
+
+
+def simulate_fused(env, channel, policies, horizon, key, n_runs=1, *, record=None, first_run=0,
+                   delayed_regret=None, interpret=None, block=None, replay=None) -> Dict[str, SimOutput] | SimOutput:
+    """Run a covered simulation on the fused kernels (checked inputs: see ``jaxbandits.simulate``).
+
+    ``interpret`` (default: not on a GPU) runs the kernels through Pallas' interpreter;
+    ``block`` runs per program (default 128 on a GPU, 32 interpreted). ``replay`` (tests): three
+    ``[n_runs, horizon]`` arrays of the rounds' reward, delay and tie uniforms to use instead of the
+    kernels' own generator (e.g. :func:`scan_uniforms`, the scan path's: then the fused and scan
+    paths take the same actions, policies without other draws)."""
+    from . import kernels as Kn
+
+    single = isinstance(policies, Policy)
+    pols = {policies.name: policies} if single else dict(policies)
+    if interpret is None:
+        interpret = jax.default_backend() != "gpu"
+    if block is None:
+        block = GPU_BLOCK if not interpret else 32
+    block = Kn.next_pow2(block)
+    record_at = record_points(horizon, record)
+    R = len(record_at)
+    n_pad = -(-n_runs // block) * block
+    run_ids = jnp.arange(n_pad, dtype=jnp.int32) + jnp.int32(first_run)
+    outs, compile_s, run_s = {}, 0.0, 0.0
+    for lab, pol in pols.items():
+        ks, tau = kernel_spec(env, channel, pol, horizon, R, block=block, interpret=interpret,
+                              replay=Kn.next_pow2(horizon) if replay is not None else 0)
+        rep = ()
+        if replay is not None:
+            rep = tuple(np.pad(np.asarray(x, np.float32), ((0, n_pad - n_runs), (0, ks.replay - horizon)),
+                               constant_values=0.5) for x in replay)
+        mu = np.zeros((ks.k_pad,), np.float32)
+        mu[: ks.n_arms] = np.asarray(env.means_, np.float32)
+        rec = np.full((ks.r_pad,), horizon - 1, np.int32)
+        rec[:R] = record_at
+        ck = (ks, n_pad, tau.shape, str(jax.random.key_impl(key)))
+        if rep:
+            ck = ck + (rep[0].shape,)
+        exe = _COMPILED.get(ck)
+        if exe is None:  # compile once per kernel and shape (a second call compiles nothing)
+            t0 = time.perf_counter()
+            exe = _program(ks, n_pad).lower(mu, rec, tau, key, run_ids, *rep).compile()
+            compile_s += time.perf_counter() - t0
+            _COMPILED[ck] = exe
+            while len(_COMPILED) > 32:
+                _COMPILED.popitem(last=False)
+        _COMPILED.move_to_end(ck)
+        t0 = time.perf_counter()
+        got = jax.device_get(exe(mu, rec, tau, key, run_ids, *rep))
+        run_s += time.perf_counter() - t0
+        regret, reward, pulls = got[:3]
+        pulls = pulls[:n_runs].reshape(n_runs, ks.r_pad, ks.k_pad)[:, :R, : ks.n_arms]
+        o = dict(regret=regret[:n_runs, :R], reward=reward[:n_runs, :R], pulls=pulls, dl=None,
+                 lost=np.zeros((n_runs,), np.int32), width=1)
+        if ks.world[0] == "bernoulli" and delayed_regret:  # asked for without delays: tau_d = 1, L(t) = R(t)
+            o["dl"] = o["regret"].copy()
+        if ks.world[0] == "conversions":
+            o["lost"] = got[4][:n_runs]
+            o["width"] = channel.exact_width(env.max_delay, horizon)  # the scan path's exact W: nothing lost
+            if delayed_regret is not False:
+                o["dl"] = got[3][:n_runs, :R]
+        if ks.kind == "random":  # memo_probs: the expected regret is the gap of the uniform law, every round
+            mu_k = np.asarray(env.means_, np.float64)
+            o["exp"] = ((record_at + 1) * (mu_k.max() - mu_k.mean())).astype(np.float32)[None, :].repeat(n_runs, 0)
+        outs[lab] = o
+    timing = {"compile_s": compile_s, "run_s": run_s, "devices": 1, "policies_in_program": 1,
+              "path": "fused" + (" (interpreted)" if interpret else "")}
+    timing["run_steps_per_s"] = n_runs * horizon * len(pols) / max(run_s, 1e-12)
+    res = {}
+    for lab, o in outs.items():
+        exp = o["regret"] if o.get("exp") is None else o["exp"]
+        res[lab] = SimOutput(t=record_at.astype(np.int64) + 1, regret=o["regret"], expected_regret=exp,
+                             reward=o["reward"], pulls=o["pulls"], lost_to_W=o["lost"], width=o["width"],
+                             timing=dict(timing), delayed_regret=o["dl"], arm_totals=None)
+    return res[next(iter(res))] if single else res

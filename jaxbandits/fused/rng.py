@@ -1,0 +1,105 @@
+"""Counter-based random numbers inside a kernel, from uint32 adds, rotations and xors only (they
+lower to Triton and run in Pallas' interpret mode alike).
+
+``threefry2x32(k0, k1, c0, c1)`` is Threefry-2x32 with 20 rounds (Salmon et al. 2011, the
+generator behind ``jax.random``'s default keys), applied elementwise: the key is a run's stream
+key (conventions §8: ``k_env`` for the world, ``k_pol`` for the policy), the counter is
+``(round, lane)``. Every draw of the fused path is therefore a pure function of (run, round,
+stream, lane): no state is carried, and every policy of an experiment reads the same world words.
+These are not the scan path's bits (which fold keys per round); the statistics are the same
+(tests/test_fused.py).
+
+On top of it: open uniforms (23 bits + 1/2, as :func:`jaxbandits.mathlib.uniform`), normals by
+Box-Muller, exact Gamma(a >= 1) by Marsaglia and Tsang (2000) with a bounded rejection loop,
+and Beta(a, b) = G_a / (G_a + G_b).
+"""
+from __future__ import annotations
+
+import math
+
+import jax.numpy as jnp
+from jax import lax
+
+_U = jnp.uint32
+_F = jnp.float32
+_ROT = ((13, 15, 26, 6), (17, 29, 16, 24))
+
+#: Proposals per Gamma variate before the rejection loop gives up (each accepted with probability
+#: > 0.95 for a >= 1: the cap binds with probability < 0.05**64, i.e. never in practice).
+MAX_TRIES = 64
+
+
+def _rotl(x, r):
+    return (x << _U(r)) | (x >> _U(32 - r))
+
+
+def threefry2x32(k0, k1, c0, c1):
+    """Threefry-2x32 (20 rounds) of the counter ``(c0, c1)`` under the key ``(k0, k1)``: two
+    uint32 words (arrays broadcast together)."""
+    k0, k1, c0, c1 = (jnp.asarray(a, _U) for a in (k0, k1, c0, c1))
+    ks = (k0, k1, k0 ^ k1 ^ _U(0x1BD11BDA))
+    x0, x1 = c0 + ks[0], c1 + ks[1]
+    for i in range(5):
+        for r in _ROT[i % 2]:
+            x0 = x0 + x1
+            x1 = _rotl(x1, r) ^ x0
+        x0 = x0 + ks[(i + 1) % 3]
+        x1 = x1 + ks[(i + 2) % 3] + _U(i + 1)
+    return x0, x1
+
+
+def to_uniform(w):
+    """A uint32 word as a uniform on (0, 1): ``((w >> 9) + 1/2) 2^-23``, never 0 or 1."""
+    return ((w >> _U(9)).astype(_F) + _F(0.5)) * _F(2.0**-23)
+
+
+def uniforms2(k0, k1, c0, c1):
+    """Two independent open uniforms from one threefry call."""
+    w0, w1 = threefry2x32(k0, k1, c0, c1)
+    return to_uniform(w0), to_uniform(w1)
+
+
+def normal(k0, k1, c0, c1):
+    """One standard normal (Box-Muller, cosine branch) from one threefry call."""
+    u0, u1 = uniforms2(k0, k1, c0, c1)
+    return jnp.sqrt(_F(-2.0) * jnp.log(u0)) * jnp.cos(_F(2 * math.pi) * u1)
+
+
+def gamma_mt(a, k0, k1, c0, lane, stride):
+    """Exact Gamma(a, 1), elementwise for ``a >= 1`` (Marsaglia and Tsang 2000).
+
+    Proposal ``i`` of the variate in lane ``lane`` reads the counters ``(c0, lane + stride (2i))``
+    (its normal) and ``(c0, lane + stride (2i + 1))`` (its uniform): ``stride`` must exceed every
+    lane so variates never share words. A ``while_loop`` draws proposals for the whole block until
+    every variate has accepted one (at most :data:`MAX_TRIES`)."""
+    a = jnp.asarray(a, _F)
+    d = a - _F(1.0 / 3.0)
+    c = _F(1.0) / jnp.sqrt(_F(9.0) * d)
+    lane = jnp.asarray(lane, _U)
+
+    def body(st):
+        i, done, val = st
+        base = lane + _U(stride) * (_U(2) * i.astype(_U))
+        x = normal(k0, k1, c0, base)
+        u, _ = uniforms2(k0, k1, c0, base + _U(stride))
+        v = (_F(1.0) + c * x) ** 3
+        vs = jnp.where(v > 0, v, _F(1.0))
+        ok = (v > 0) & (jnp.log(u) < _F(0.5) * x * x + d - d * vs + d * jnp.log(vs))
+        new = ok & ~done
+        return i + 1, done | ok, jnp.where(new, d * vs, val)
+
+    def cond(st):
+        i, done, _ = st
+        return (i < MAX_TRIES) & (jnp.sum(jnp.where(done, 0, 1)) > 0)  # not jnp.all: no reduce_and in Triton
+
+    init = (jnp.int32(0), jnp.zeros(a.shape, bool), jnp.zeros(a.shape, _F))
+    return lax.while_loop(cond, body, init)[2]
+
+
+def beta(a, b, k0, k1, c0, lane, stride):
+    """Exact Beta(a, b) for ``a, b >= 1`` as ``G_a / (G_a + G_b)``; the two gammas use the lanes
+    ``lane`` and ``lane + stride`` (proposal stride ``2 stride``)."""
+    lane = jnp.asarray(lane, _U)
+    ga = gamma_mt(a, k0, k1, c0, lane, 2 * stride)
+    gb = gamma_mt(b, k0, k1, c0, lane + _U(stride), 2 * stride)
+    return ga / (ga + gb)
