@@ -13,6 +13,7 @@ import pytest
 
 import scaleout_tiny
 from jaxbandits import _io
+from jaxbandits import experiments as X
 from jaxbandits.cli import main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -26,9 +27,17 @@ def cache_dir(tmp_path_factory):
     return str(tmp_path_factory.mktemp("jax-cache"))
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _registered():
+    """The tiny experiment is known while this module runs, and forgotten after it: other test
+    modules of the same process (pytest-xdist workers run several) see the built-in table alone."""
+    scaleout_tiny.register()
+    yield
+    X.unregister(NAME)
+
+
 @pytest.fixture(autouse=True)
 def _tiny(cache_dir, monkeypatch):
-    scaleout_tiny.register()
     monkeypatch.setenv("JAXBANDITS_CACHE_DIR", cache_dir)
 
 
@@ -56,7 +65,6 @@ def _same_results(a, b):
 def parts(tmp_path_factory, cache_dir):
     """The whole run and its three parts (2 runs each), computed once for the module."""
     d = tmp_path_factory.mktemp("parts")
-    scaleout_tiny.register()
     old = os.environ.get("JAXBANDITS_CACHE_DIR")
     os.environ["JAXBANDITS_CACHE_DIR"] = cache_dir
     try:
