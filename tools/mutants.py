@@ -92,7 +92,7 @@ def run_one(m, files, full, timeout, cache=None, rev=None):
             return dict(m, status="invalid", why=f"'old' occurs {n} times in {m['file']}", seconds=0.0)
         open(path, "w").write(src.replace(m["old"], m["new"]))
         tests = [] if full else m["tests"]
-        cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests]
+        cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-n", "0", *tests]
         env = dict(os.environ, PYTHONPATH=tmp, JAX_PLATFORMS=os.environ.get("JAX_PLATFORMS", "cpu"))
         if cache:  # programs a mutant does not touch compile once for the whole run
             env.update(JAX_COMPILATION_CACHE_DIR=cache, JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
