@@ -24,6 +24,7 @@ from typing import Optional
 
 import jax
 import jax.numpy as jnp
+from jax.flatten_util import ravel_pytree
 import numpy as np
 
 from .. import _validate as V
@@ -197,7 +198,7 @@ def sbc(model="exponential", n_reps: int = 200, *, n_arms: int = 2, n_plays: int
         for i in range(r.shape[1]):
             ranks[n if prior[n].ndim == 1 else f"{n}[{i}]"] = r[:, i].astype(np.int64)
     cfg = dict(model=fam.name, n_reps=R, n_arms=K, n_plays=int(n_plays), span=float(span), discrete=bool(discrete),
-               n_draws=L, thin=keep_every, num_warmup=int(num_warmup), max_tree_depth=int(max_tree_depth),
+               n_draws=L, thin=int(thin), num_warmup=int(num_warmup), max_tree_depth=int(max_tree_depth),
                priors=dict(priors or {}), prior_mean=float(prior_mean), delay_scale=float(delay_scale), seed=int(seed))
     return SBCResult(fam.name, L, ranks, truth, np.asarray(div), np.asarray(acc), cfg)
 
@@ -210,32 +211,37 @@ def _runner(fam, K, n_plays, discrete, priors, prior_mean, L, thin, num_warmup, 
     keys [R]) -> (z draws [R, L, ...], divergences [R], mean acceptance [R])`` and
     ``post(z) -> constrained draws``. Each replication starts from the prior medians jittered by
     +-0.5 in the unconstrained space."""
+    from numpyro import handlers
+    from numpyro.distributions.transforms import biject_to
     from numpyro.infer.hmc import hmc
-    from numpyro.infer.util import init_to_uniform, initialize_model
+    from numpyro.infer.util import potential_energy
 
     model_fn = functools.partial(conversion_model, n_arms=K, fam=fam, discrete=discrete, priors=dict(priors) or None,
                                  prior_mean=prior_mean)
     dummy = simulate_rows(np.random.default_rng(0), fam, np.zeros(K), fam.init_values(prior_mean, ()), K, n_plays,
                           100.0, discrete)
-    info = initialize_model(jax.random.key(0), model_fn, model_args=(dummy,), dynamic_args=True,
-                            init_strategy=init_to_uniform(radius=0.0))
+    start = {"p": np.full(K, 0.5, np.float32), **fam.init_values(prior_mean, ())}
+    tr = handlers.trace(handlers.substitute(model_fn, data=start)).get_trace(dummy)  # the latent sites, no sampling
+    to_c = {n: biject_to(s["fn"].support) for n, s in tr.items() if s["type"] == "sample" and not s["is_observed"]}
     locs = fam.unconstrained_locs(prior_mean)
-    base = {n: jnp.full_like(v, locs.get(n, 0.0)) for n, v in info.param_info.z.items()}
-    base_flat, unravel = jax.flatten_util.ravel_pytree(base)
-    init_kernel, sample_kernel = hmc(potential_fn_gen=info.potential_fn, algo="NUTS")
+    base = {n: jnp.full(jnp.shape(t.inv(tr[n]["value"])), locs.get(n, 0.0), jnp.float32) for n, t in to_c.items()}
+    base_flat, unravel = ravel_pytree(base)
+    gen = lambda d: (lambda z: potential_energy(model_fn, (d,), {}, z))
+    init_kernel, sample_kernel = hmc(potential_fn_gen=gen, algo="NUTS")
+    constrain = lambda z: {n: t(z[n]) for n, t in to_c.items()}
 
     def one(d, k):
         ki, kr = jax.random.split(k)
         z = unravel(base_flat + jax.random.uniform(ki, base_flat.shape, minval=-0.5, maxval=0.5))
         st = init_kernel(z, num_warmup, model_args=(d,), rng_key=kr, max_tree_depth=max_tree_depth)
-        step = lambda s, _: (sample_kernel(s, model_args=(d,)), None)
-        st, _ = jax.lax.scan(step, st, None, length=num_warmup)
 
-        def block(s, _):
-            s, _ = jax.lax.scan(step, s, None, length=thin)
+        def step(s, _):  # one scan over warm-up and sampling: one copy of the NUTS kernel to compile
+            s = sample_kernel(s, model_args=(d,))
             return s, (s.z, s.diverging, s.accept_prob)
 
-        st, (zs, div, acc) = jax.lax.scan(block, st, None, length=L)
-        return zs, jnp.sum(div), jnp.mean(acc)
+        _, (zs, div, acc) = jax.lax.scan(step, st, None, length=num_warmup + L * thin)
+        keep = slice(num_warmup + thin - 1, None, thin)  # every thin-th draw after warm-up
+        after = slice(num_warmup, None)
+        return jax.tree.map(lambda x: x[keep], zs), jnp.sum(div[after]), jnp.mean(acc[after])
 
-    return jax.jit(jax.vmap(one)), jax.jit(jax.vmap(jax.vmap(info.postprocess_fn(dummy))))
+    return jax.jit(jax.vmap(one)), jax.jit(jax.vmap(jax.vmap(constrain)))
