@@ -49,7 +49,8 @@ def _check_hierarchical(log, p, means, idh, idf=None):
         assert np.sqrt(np.mean((ph - p) ** 2)) < np.sqrt(np.mean((pf - p) ** 2))
 
 
-def test_hierarchical_shrinks_toward_the_pooled_mean_fast():
+@pytest.mark.slow  # about 10 s of CPU: the default suite checks the log density by hand instead
+def test_hierarchical_shrinks_toward_the_pooled_mean():
     log, p, means = _pop_log(K=12, plays_per_arm=50, seed=11)
     idh = B.fit(log, "exponential", hierarchical=True, num_chains=1, num_warmup=250, num_samples=300, seed=1)
     assert idh.posterior.attrs["hierarchical"] == 1
@@ -68,6 +69,36 @@ def test_hierarchical_recovers_and_beats_independent_arms():
     _check_hierarchical(log, p, means, idh, idf)
     lo, hi = np.percentile(idh.posterior["p_sd"].values, [1, 99])
     assert lo < 0.5 < hi
+
+
+def test_hierarchical_log_density_by_hand():
+    """The hierarchical model's joint log density at given values: the population priors and the
+    standard-normal offsets written out with scipy, plus the flat model's per-arm likelihood at
+    ``p = sigmoid(p_mu + p_sd z)`` and ``q = exp(q_mu + q_sd z')`` (Weibull)."""
+    import jax.numpy as jnp
+    from numpyro.infer.util import log_density
+    from scipy import stats
+
+    log = B.synthetic_log([0.1, 0.2, 0.15, 0.3], 300, span=100, cutoff=120, delay="weibull", mean=20, shape=1.4, seed=2)
+    wr, _, _ = B.compress_log(log, per_arm_delay=True, resolution=None)
+    rng = np.random.default_rng(0)
+    K = 4
+    v = {"p_mu": -1.7, "p_sd": 0.4, "p_z": rng.standard_normal(K), "delay_mean_mu": 3.1, "delay_mean_sd": 0.3,
+         "delay_mean_z": rng.standard_normal(K), "delay_shape_mu": 0.2, "delay_shape_sd": 0.15,
+         "delay_shape_z": rng.standard_normal(K)}
+    vals = {k: jnp.asarray(x, jnp.float32) for k, x in v.items()}
+    ld, tr = log_density(B.hierarchical_model, (wr,), dict(n_arms=K, fam="weibull", prior_mean=25.0), vals)
+    p = 1 / (1 + np.exp(-(v["p_mu"] + v["p_sd"] * v["p_z"])))
+    th = {q: np.exp(v[f"{q}_mu"] + v[f"{q}_sd"] * v[f"{q}_z"]) for q in ("delay_mean", "delay_shape")}
+    np.testing.assert_allclose(np.asarray(tr["p"]["value"]), p, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(tr["delay_mean"]["value"]), th["delay_mean"], rtol=1e-5)
+    prior = (stats.norm.logpdf(v["p_mu"], -2.0, 1.5) + stats.halfnorm.logpdf(v["p_sd"], scale=1.0)
+             + stats.norm.logpdf(v["delay_mean_mu"], np.log(25.0), 1.5) + stats.halfnorm.logpdf(v["delay_mean_sd"], scale=0.5)
+             + stats.norm.logpdf(v["delay_shape_mu"], 0.0, 0.5) + stats.halfnorm.logpdf(v["delay_shape_sd"], scale=0.5)
+             + sum(stats.norm.logpdf(v[k]).sum() for k in ("p_z", "delay_mean_z", "delay_shape_z")))
+    lik = float(B.loglik_rows(log.rows(), jnp.asarray(p, jnp.float32),
+                              {q: jnp.asarray(x, jnp.float32) for q, x in th.items()}, "weibull", per_arm_delay=True))
+    assert float(ld) == pytest.approx(prior + lik, rel=2e-5)
 
 
 def test_hierarchical_arguments_checked_before_compiling():
@@ -96,7 +127,8 @@ def _check_context(idata, z=3.5):
         assert np.all(np.abs(m - np.asarray(truth)) < z * s), (name, m, s, truth)
 
 
-def test_contextual_model_recovers_coefficients_and_segment_laws_fast():
+@pytest.mark.slow  # about 8 s of CPU: the default suite checks the log density by hand instead
+def test_contextual_model_recovers_coefficients_and_segment_laws():
     log, X, seg = B.synthetic_contextual_log(2500, TRUTH["alpha"], TRUTH["beta"], TRUTH["delay_mean"], span=400,
                                              cutoff=400, seed=2)
     idata = B.fit_contextual(log, X, seg, "exponential", feature_names=["age", "price"], num_chains=1, num_warmup=250,
@@ -105,11 +137,6 @@ def test_contextual_model_recovers_coefficients_and_segment_laws_fast():
     assert list(post["beta"].coords["feature"].values) == ["age", "price"]
     assert post["delay_mean"].dims[-1] == "segment" and post["alpha"].dims[-1] == "arm"
     _check_context(idata)
-    # the covariates matter: with them shuffled across plays the coefficients collapse to 0
-    perm = np.random.default_rng(0).permutation(len(log))
-    shuffled = B.fit_contextual(log, X[perm], seg, "exponential", num_chains=1, num_warmup=250, num_samples=300, seed=0)
-    b = shuffled.posterior["beta"].values.reshape(-1, 2)
-    assert np.all(np.abs(b.mean(0)) < 3 * b.std(0) + 0.05)
 
 
 @pytest.mark.slow
@@ -118,6 +145,11 @@ def test_contextual_model_recovers_with_weibull_delays():
                                              cutoff=400, delay="weibull", shape=1.5, seed=5)
     idata = B.fit_contextual(log, X, seg, "weibull", num_chains=2, num_warmup=400, num_samples=500, seed=1)
     _check_context(idata, z=3.0)
+    # the covariates matter: with them shuffled across plays the coefficients collapse to 0
+    perm = np.random.default_rng(0).permutation(len(log))
+    shuffled = B.fit_contextual(log, X[perm], seg, "weibull", num_chains=2, num_warmup=400, num_samples=500, seed=1)
+    b = shuffled.posterior["beta"].values.reshape(-1, 2)
+    assert np.all(np.abs(b.mean(0)) < 3 * b.std(0) + 0.05)
     k = idata.posterior["delay_shape"].values.reshape(-1, 2)
     assert np.all(np.abs(k.mean(0) - 1.5) < 3 * k.std(0))
     assert B.diagnostics(idata)["divergences"] == 0

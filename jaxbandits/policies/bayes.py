@@ -126,11 +126,32 @@ class Engine(NamedTuple):
     n_refresh: Any  # i32
 
 
+def numpyro_hmc_transition(potential, z, lam, vec, key, num_steps: int, step_size: float):
+    """One HMC transition of ``z`` by NumPyro's functional kernels (:func:`numpyro.infer.hmc.hmc`,
+    ``algo="HMC"``): ``num_steps`` leapfrog steps of ``step_size`` with the dense mass matrix
+    ``M = V diag(lam) V^T`` (momentum ``V sqrt(lam) eps``, kinetic energy ``r^T M^-1 r / 2``),
+    Metropolis accept, no adaptation (``num_warmup=0``). ``init_kernel`` evaluates the potential
+    and its gradient at ``z`` for the current data; its other outputs are replaced or unused
+    (compiled away). Returns ``(z', accepted)``; a non-finite energy is rejected (NumPyro sets the
+    energy error of a NaN to infinity)."""
+    from numpyro.infer.hmc import hmc
+
+    init_kernel, sample_kernel = hmc(potential_fn=potential, algo="HMC")
+    minv = vec @ (vec.T / lam[:, None])
+    st = init_kernel(z, 0, step_size=step_size, inverse_mass_matrix=minv, adapt_step_size=False,
+                     adapt_mass_matrix=False, dense_mass=True, num_steps=num_steps, trajectory_length=None,
+                     rng_key=key)
+    st = st._replace(adapt_state=st.adapt_state._replace(mass_matrix_sqrt=vec * jnp.sqrt(lam)[None, :]))
+    new = sample_kernel(st)
+    return new.z, jnp.any(new.z != z)
+
+
 def refresh_step(potential, eng: Engine, key, engine: str, num_steps: int = 4, step_size: float = 0.6,
-                 floor: float = 1e-2, max_newton: float = 2.0):
+                 floor: float = 1e-2, max_newton: float = 2.0, sampler: str = "builtin"):
     """One refresh on the current data: a damped Newton step on the mode (the Hessian there gives
-    the mass matrix), then (``hmc``) one HMC transition of the chain. Non-finite results keep the
-    old state."""
+    the mass matrix), then (``hmc``) one HMC transition of the chain (``sampler="numpyro"``:
+    :func:`numpyro_hmc_transition`; ``"builtin"``: the same transition written out here). Non-finite
+    results keep the old state."""
     g, Hm = jax.grad(potential)(eng.mode), jax.hessian(potential)(eng.mode)
     Hm = 0.5 * (Hm + Hm.T)
     lam, vec = _eigh(Hm)
@@ -143,6 +164,9 @@ def refresh_step(potential, eng: Engine, key, engine: str, num_steps: int = 4, s
     vec = jnp.where(ok, vec, eng.vec)
     if engine != "hmc":
         return Engine(eng.z, mode, lam, vec, eng.accept, eng.n_refresh + 1)
+    if sampler == "numpyro":
+        z, acc = numpyro_hmc_transition(potential, eng.z, lam, vec, key, num_steps, step_size)
+        return Engine(z, mode, lam, vec, eng.accept + acc.astype(_F), eng.n_refresh + 1)
     k1, k2 = jax.random.split(key)
     d = eng.z.shape[0]
     r0 = vec @ (jnp.sqrt(lam) * jax.random.normal(k1, (d,), _F))
@@ -180,7 +204,7 @@ class TSMemo(NamedTuple):
 def delay_model_ts(window: int = 255, model: str = "exponential", engine: str = "hmc", refresh: int = 1,
                    per_arm_delay: bool = False, priors: Optional[dict] = None, prior_mean: Optional[float] = None,
                    fixed_delay: Optional[dict] = None, num_steps: int = 4, step_size: float = 0.6,
-                   name: Optional[str] = None, warm_start=None) -> Policy:
+                   name: Optional[str] = None, warm_start=None, sampler: str = "numpyro") -> Policy:
     """Thompson sampling on the joint (rate, delay) posterior, refreshed every ``refresh`` rounds.
 
     ``window`` is the model's ``M`` (``<=`` the channel's ``m``; with an uncensored channel it is a
@@ -211,6 +235,7 @@ def delay_model_ts(window: int = 255, model: str = "exponential", engine: str = 
         raise ValueError(f"delay_model_ts: the {fam.name} family is offline only here (use exponential, geometric, "
                          "weibull or lognormal)")
     V.choice("engine", engine, ("hmc", "laplace"))
+    V.choice("sampler", sampler, ("builtin", "numpyro"))
     k_ref = V.integer("refresh", refresh, lo=1)
     V.integer("num_steps", num_steps, lo=1)
     V.positive("step_size", step_size)
@@ -296,7 +321,8 @@ def delay_model_ts(window: int = 255, model: str = "exponential", engine: str = 
         pot = _potential(rs, K)
 
         def do(eng):
-            return refresh_step(pot, eng, jax.random.fold_in(st.key, arr.t), engine, num_steps, step_size)
+            return refresh_step(pot, eng, jax.random.fold_in(st.key, arr.t), engine, num_steps, step_size,
+                                sampler=sampler)
 
         eng = jax.lax.cond(arr.t % k_ref == k_ref - 1, do, lambda e: e, st.eng)
         return DelayTSState(rs, eng, st.key)
