@@ -115,6 +115,19 @@ def test_hierarchical_arguments_checked_before_compiling():
         B.fit(log, "weibull", hierarchical="yes")
 
 
+def test_cli_hierarchical_flag_reaches_the_fit(tmp_path, capsys):
+    """--hierarchical is passed to fit: the histogram family (nothing to pool) is refused with the
+    CLI's error format, exit status 2, before anything compiles."""
+    from jaxbandits import cli
+
+    log = B.synthetic_log([0.2, 0.3], 50, span=40, cutoff=40, mean=5, discrete=True, seed=1)
+    B.write_log(str(tmp_path / "log.csv"), log)
+    rc = cli.main(["fit", str(tmp_path / "log.csv"), "--model", "histogram", "--discrete", "--hierarchical",
+                   "--out", str(tmp_path / "fit"), "--no-progress"])
+    assert rc == 2
+    assert "no log-normal parameters to pool" in capsys.readouterr().err
+
+
 # ----------------------------------------------------------------------------- contextual
 TRUTH = {"alpha": [-2.0, -1.5], "beta": [0.8, -0.5], "delay_mean": [15.0, 60.0]}
 
