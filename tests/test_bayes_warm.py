@@ -116,12 +116,12 @@ def test_warm_start_experiment_small():
     from jaxbandits import experiments as X
 
     res = X.run("bayes-ts-warm-start", runs=24, horizon=500, seed=0)
-    s = res.summary()
-    assert len(s["policies"]) == 4
+    assert len(res.curves) == 4
     for world in ("world 0", "world 1"):
-        cold = res.outputs[f"{[k for k in res.outputs if k.startswith(world) and 'Cold' in k][0]}"].regret[:, -1]
-        warm = res.outputs[f"{[k for k in res.outputs if k.startswith(world) and 'Warm' in k][0]}"].regret[:, -1]
-        d = cold - warm
+        labs = [k for k in res.curves if k.startswith(world)]
+        cold = next(k for k in labs if "Cold" in k)
+        warm = next(k for k in labs if "Warm" in k)
+        d = np.asarray(res.curves[cold]["regret"])[:, -1] - np.asarray(res.curves[warm]["regret"])[:, -1]
         assert d.mean() > 2 * d.std(ddof=1) / math.sqrt(d.size), (world, d.mean())
 
 
