@@ -209,6 +209,8 @@ def _parser():
     f.add_argument("--window", type=float, default=None, help="censoring window m (default: none)")
     f.add_argument("--discrete", action="store_true", help="integer rounds, floored delays")
     f.add_argument("--per-arm-delay", action="store_true", help="one delay law per arm")
+    f.add_argument("--hierarchical", action="store_true",
+                   help="partial pooling: per-arm rates and delay laws drawn from an inferred population law")
     f.add_argument("--chains", type=int, default=4, help="MCMC chains, >= 1 (default 4)")
     f.add_argument("--warmup", type=int, default=500, help="warm-up iterations per chain, >= 0 (default 500)")
     f.add_argument("--samples", type=int, default=1000, help="posterior draws per chain, >= 1 (default 1000)")
@@ -600,13 +602,15 @@ def _fit(a):
     from . import bayes as B
     from .bayes.report import fit_identity, save_fit
 
-    with output_folder(out, fit_identity(a.model, a.method, a.window, a.discrete, a.per_arm_delay), force=a.force):
+    with output_folder(out, fit_identity(a.model, a.method, a.window, a.discrete, a.per_arm_delay, a.hierarchical),
+                       force=a.force):
         log = B.load_log(a.log, cutoff=cutoff, time_unit=a.time_unit, rounds=a.rounds, columns=columns)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # empty arms are printed below
             idata = B.fit(log, a.model, a.method, window=a.window, discrete=a.discrete, per_arm_delay=a.per_arm_delay,
                           num_chains=a.chains, num_warmup=a.warmup, num_samples=a.samples, seed=a.seed, resolution=res,
-                          log_likelihood=bool(a.log_likelihood), progress_bar=not a.no_progress)
+                          log_likelihood=bool(a.log_likelihood), progress_bar=not a.no_progress,
+                          hierarchical=a.hierarchical)
         if log.empty_arms:
             print(f"jaxbandits: warning: arm(s) {list(log.empty_arms)} have no rows: their posterior is the prior",
                   file=sys.stderr)

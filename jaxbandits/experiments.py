@@ -92,6 +92,7 @@ BUILTIN: Dict[str, str] = {
     "bayes-fit-recovery": "jaxbandits.reproductions.bayes:FIT_RECOVERY",
     "bayes-ts-shared-delay": "jaxbandits.reproductions.bayes:TS_SHARED_DELAY",
     "bayes-ts-arm-delays": "jaxbandits.reproductions.bayes:TS_ARM_DELAYS",
+    "bayes-ts-warm-start": "jaxbandits.reproductions.bayes:TS_WARM_START",
     "wang2021-fig2": "jaxbandits.reproductions.wang2021:FIG2",
     "wang2021-fig3": "jaxbandits.reproductions.wang2021:FIG3",
     "wang2021-fig4": "jaxbandits.reproductions.wang2021:FIG4",

@@ -380,7 +380,7 @@ def test_cli_fit_writes_files(tmp_path):
 
     attrs = json.loads((out / "summary.json").read_text())["attrs"]
     assert attrs["model"] == "weibull" and attrs["window"] == 150.0 and attrs["n_rows"] == 400
-    for f in ("posterior.nc", "summary.md", "summary.json", "posterior_p.png", "delay_cdf.png", "trace.png"):
+    for f in ("posterior.nc", "summary.md", "summary.json", "posterior_p.png", "delay_cdf.png", "trace.png", "ppc.png"):
         assert (out / f).exists(), f
     import arviz as az
 

@@ -178,7 +178,7 @@ def test_arviz_conventions_empty_arm_and_loo(tmp_path):
     assert "p[new]" in s.index and s.loc["p[new]", "mean"] == pytest.approx(0.5, abs=0.1)  # the prior Beta(1, 1)
     paths = save_fit(idata, log, str(tmp_path / "fit"))
     assert "new" in (tmp_path / "fit" / "summary.md").read_text()
-    assert all((tmp_path / "fit" / f).exists() for f in ("posterior.nc", "delay_cdf.png", "trace.png"))
+    assert all((tmp_path / "fit" / f).exists() for f in ("posterior.nc", "delay_cdf.png", "trace.png", "ppc.png"))
     back = az.from_netcdf(paths["idata"])
     assert list(back.posterior["arm"].values) == ["control", "variant-b", "new"]
 

@@ -11,9 +11,17 @@ from .fit import (AUTO_DISTINCT, AUTO_RESOLUTION, ConversionLog, compress_log, c
 from .model import (CensoredConversion, RingStats, Rows, SuffStats, WeightedRows, compress, compress_rows, conversion_model,
                     loglik_ring, loglik_rows, loglik_suffstats, loglik_weighted, pointwise_weighted, unseen_log_term)
 from .synth import synthetic_log
+from .hierarchical import HIER_DEFAULTS, hierarchical_model, hierarchical_priors
+from .contextual import CONTEXT_DEFAULTS, ContextRows, contextual_model, fit_contextual, synthetic_contextual_log
+from .ppc import km_seen_curve, plot_ppc, ppc_curves
+from .calibration import SBCResult, rank_uniformity, sbc
+from .warm import WarmStart, policy_prior
 
 __all__ = ["delay_law", "delay_laws", "Family", "Exponential", "Geometric", "Weibull", "LogNormal", "Histogram", "FAMILIES",
            "family", "DEFAULT_EDGES", "ConversionLog", "conversion_log", "from_table", "read_log", "load_log",
            "compress_log", "AUTO_DISTINCT", "AUTO_RESOLUTION", "WeightedRows", "compress_rows", "loglik_weighted", "pointwise_weighted",
            "write_log", "fit", "diagnostics", "delay_cdf_grid", "Rows", "SuffStats", "CensoredConversion",
-           "conversion_model", "RingStats", "loglik_ring", "loglik_rows", "loglik_suffstats", "compress", "unseen_log_term", "synthetic_log"]
+           "conversion_model", "RingStats", "loglik_ring", "loglik_rows", "loglik_suffstats", "compress", "unseen_log_term", "synthetic_log",
+           "hierarchical_model", "hierarchical_priors", "HIER_DEFAULTS", "ContextRows", "contextual_model", "fit_contextual",
+           "synthetic_contextual_log", "CONTEXT_DEFAULTS", "ppc_curves", "plot_ppc", "km_seen_curve", "sbc", "SBCResult",
+           "rank_uniformity", "WarmStart", "policy_prior"]

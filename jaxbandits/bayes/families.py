@@ -42,6 +42,11 @@ def _safe_pos(x):
 
 
 def _log_normal_prior(loc, scale, shape):
+    """``LogNormal(log loc, scale)`` (scalars), or one per arm (``loc``/``scale`` arrays ``[K]``, a
+    warm start's priors: see :func:`jaxbandits.bayes.policy_prior`)."""
+    if np.ndim(loc) or np.ndim(scale):
+        d = dist.LogNormal(jnp.log(jnp.asarray(loc, jnp.float32)), jnp.asarray(scale, jnp.float32))
+        return d.expand(shape).to_event(1) if shape else d
     d = dist.LogNormal(math.log(loc), scale)
     return d if not shape else d.expand(shape).to_event(1)
 
@@ -60,6 +65,7 @@ class Family:
     edges: Optional[tuple] = None  # histogram bin edges (integers, e_0 = 0)
 
     in_scan = True  # the in-scan Thompson policy can run it (class attribute, not a field)
+    integer_times = False  # the family's natural data are integer rounds (simulation-based calibration's default)
     event_dims = {}  # per parameter: the names of its own axes after the arm axis (histogram: bins)
 
     # ---------------------------------------------------------------- construction
@@ -127,6 +133,19 @@ class Family:
         parameter set (numpy float64 scalars, or the histogram's bin weights)."""
         raise NotImplementedError
 
+    def draw(self, rng, th: dict, size):
+        """Delays drawn with numpy (``rng``: a ``numpy.random.Generator``): the continuous ``X``
+        (floor it for ``D``; the histogram draws ``D`` itself). ``th`` entries broadcast against
+        ``size`` (one parameter set, or one per draw). Simulation-based calibration and posterior
+        predictive checks simulate with it, independently of the model's log densities."""
+        raise NotImplementedError(f"the {self.name} family has no draw(); simulation needs one")
+
+    def log_normal_hyper(self, priors: dict) -> dict:
+        """Per parameter, ``(log-location, scale)`` of its log-normal prior: the population law that
+        the hierarchical model pools the per-arm parameters around (families with positive
+        parameters under log-normal priors only)."""
+        raise ValueError(f"the {self.name} family has no log-normal parameters to pool (hierarchical model)")
+
 
 @dataclasses.dataclass(frozen=True)
 class Exponential(Family):
@@ -163,6 +182,12 @@ class Exponential(Family):
     def law(self, params):
         return D.exponential(float(params["delay_mean"]))
 
+    def draw(self, rng, th, size):
+        return rng.exponential(1.0, size) * np.asarray(th["delay_mean"], np.float64)
+
+    def log_normal_hyper(self, priors):
+        return {"delay_mean": (math.log(priors["delay_mean_loc"]), priors["delay_mean_scale"])}
+
 
 @dataclasses.dataclass(frozen=True)
 class Geometric(Exponential):
@@ -171,6 +196,7 @@ class Geometric(Exponential):
     (the model of integer delays)."""
 
     name: str = "geometric"
+    integer_times = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,13 +207,14 @@ class Weibull(Family):
     params: tuple = ("delay_mean", "delay_shape")
 
     def default_priors(self, prior_mean):
-        return {"delay_mean_loc": prior_mean, "delay_mean_scale": 1.5, "delay_shape_scale": 0.5}
+        return {"delay_mean_loc": prior_mean, "delay_mean_scale": 1.5, "delay_shape_loc": 1.0, "delay_shape_scale": 0.5}
 
     def sample(self, priors, n_laws=None):
         shape = () if n_laws is None else (n_laws,)
         return {"delay_mean": numpyro.sample("delay_mean", _log_normal_prior(priors["delay_mean_loc"],
                                                                              priors["delay_mean_scale"], shape)),
-                "delay_shape": numpyro.sample("delay_shape", _log_normal_prior(1.0, priors["delay_shape_scale"], shape))}
+                "delay_shape": numpyro.sample("delay_shape", _log_normal_prior(priors["delay_shape_loc"],
+                                                                               priors["delay_shape_scale"], shape))}
 
     def unconstrained_locs(self, prior_mean):
         return {"delay_mean": math.log(prior_mean), "delay_shape": 0.0}
@@ -218,6 +245,17 @@ class Weibull(Family):
         k = float(params["delay_shape"])
         return D.weibull(k, float(params["delay_mean"]) / math.gamma(1.0 + 1.0 / k))
 
+    def draw(self, rng, th, size):
+        from scipy.special import gammaln as _gammaln
+
+        k = np.asarray(th["delay_shape"], np.float64)
+        scale = np.asarray(th["delay_mean"], np.float64) / np.exp(_gammaln(1.0 + 1.0 / k))
+        return scale * rng.exponential(1.0, size) ** (1.0 / k)  # X = scale E^(1/k), E ~ Exp(1)
+
+    def log_normal_hyper(self, priors):
+        return {"delay_mean": (math.log(priors["delay_mean_loc"]), priors["delay_mean_scale"]),
+                "delay_shape": (math.log(priors["delay_shape_loc"]), priors["delay_shape_scale"])}
+
 
 @dataclasses.dataclass(frozen=True)
 class LogNormal(Family):
@@ -227,13 +265,14 @@ class LogNormal(Family):
     params: tuple = ("delay_median", "delay_sigma")
 
     def default_priors(self, prior_mean):
-        return {"delay_median_loc": prior_mean, "delay_median_scale": 1.5, "delay_sigma_scale": 0.5}
+        return {"delay_median_loc": prior_mean, "delay_median_scale": 1.5, "delay_sigma_loc": 1.0, "delay_sigma_scale": 0.5}
 
     def sample(self, priors, n_laws=None):
         shape = () if n_laws is None else (n_laws,)
         return {"delay_median": numpyro.sample("delay_median", _log_normal_prior(priors["delay_median_loc"],
                                                                                  priors["delay_median_scale"], shape)),
-                "delay_sigma": numpyro.sample("delay_sigma", _log_normal_prior(1.0, priors["delay_sigma_scale"], shape))}
+                "delay_sigma": numpyro.sample("delay_sigma", _log_normal_prior(priors["delay_sigma_loc"],
+                                                                               priors["delay_sigma_scale"], shape))}
 
     def unconstrained_locs(self, prior_mean):
         return {"delay_median": math.log(prior_mean), "delay_sigma": 0.0}
@@ -261,6 +300,14 @@ class LogNormal(Family):
     def law(self, params):
         return D.log_normal(math.log(float(params["delay_median"])), float(params["delay_sigma"]))
 
+    def draw(self, rng, th, size):
+        return (np.asarray(th["delay_median"], np.float64)
+                * np.exp(np.asarray(th["delay_sigma"], np.float64) * rng.standard_normal(size)))
+
+    def log_normal_hyper(self, priors):
+        return {"delay_median": (math.log(priors["delay_median_loc"]), priors["delay_median_scale"]),
+                "delay_sigma": (math.log(priors["delay_sigma_loc"]), priors["delay_sigma_scale"])}
+
 
 @dataclasses.dataclass(frozen=True)
 class Histogram(Family):
@@ -274,6 +321,7 @@ class Histogram(Family):
     edges: Optional[tuple] = DEFAULT_EDGES
 
     in_scan = False
+    integer_times = True
     event_dims = {"delay_w": ("delay_bin",)}
 
     def with_edges(self, edges):
@@ -341,6 +389,16 @@ class Histogram(Family):
         w = params["delay_w"]
         pmf = np.repeat(w / np.diff(e), np.diff(e))
         return D.histogram(pmf)
+
+    def draw(self, rng, th, size):
+        """Integer delays: a bin from the weights, then uniform on its integers."""
+        e = np.asarray(self.edges, np.int64)
+        w = np.broadcast_to(np.asarray(th["delay_w"], np.float64), tuple(np.atleast_1d(size)) + (e.size - 1,))
+        cw = np.cumsum(w, -1)
+        u = rng.random(size) * cw[..., -1]
+        b = np.minimum(np.sum(u[..., None] >= cw, -1), e.size - 2)
+        width = np.diff(e)[b]
+        return (e[b] + np.floor(rng.random(size) * width)).astype(np.float64)
 
 
 FAMILIES = {f.name: f for f in (Exponential(), Geometric(), Weibull(), LogNormal(), Histogram())}

@@ -60,11 +60,13 @@ def delay_cdf_grid(fam, theta, ages, discrete):
     return 1.0 - jnp.exp(ls)
 
 
-def _dims(fam, per_arm_delay):
+def _dims(fam, per_arm_delay, hierarchical=False):
     dims = {"p": ["arm"], "pending_conversions": ["arm"]}
     for k in fam.params:
         dims[k] = (["arm"] if per_arm_delay else []) + list(fam.event_dims.get(k, ()))
     dims["delay_mean_implied"] = ["arm"] if per_arm_delay else []
+    if hierarchical:  # the standardised per-arm offsets; the population's mu and sd are scalars
+        dims.update({f"{q}_z": ["arm"] for q in ("p",) + tuple(fam.params)})
     return dims
 
 
@@ -107,9 +109,10 @@ def _init_values(fam, wr, plays, K, per_arm_delay, prior_mean):
     return {"p": p0.astype(np.float32), **fam.init_values(mean_d, shape)}
 
 
-def _init_near(values, radius=0.5):
+def _init_near(values, radius=0.5, real=()):
     """A NumPyro init strategy: ``values`` jittered per chain in the unconstrained space (uniform
-    within ``+-radius`` on the log / logit scale; simplexes re-normalised)."""
+    within ``+-radius`` on the log / logit scale, or added for the unbounded sites ``real``;
+    simplexes re-normalised)."""
     from numpyro.infer import init_to_median
 
     def strategy(site=None):
@@ -117,6 +120,8 @@ def _init_near(values, radius=0.5):
             return init_to_median(site=site)
         v = jnp.asarray(values[site["name"]])
         u = jax.random.uniform(site["kwargs"]["rng_key"], v.shape, minval=-radius, maxval=radius)
+        if site["name"] in real:
+            return v + u
         if site["name"] == "p":
             return jax.nn.sigmoid(jnp.log(v) - jnp.log1p(-v) + u)
         if site["name"] == "delay_w":
@@ -125,6 +130,22 @@ def _init_near(values, radius=0.5):
         return v * jnp.exp(u)
 
     return strategy
+
+
+def _hier_init_values(fam, wr, plays, K, prior_mean):
+    """Starting values of the hierarchical model: the population at the pooled rate and mean seen
+    delay, small spreads, every arm's offset at the (clipped) logit of its own seen rate."""
+    flat = _init_values(fam, wr, plays, K, False, prior_mean)
+    p_k = np.clip((np.asarray(wr.n_conv, np.float64) + 1) / (np.asarray(plays, np.float64) + 2), 1e-3, 0.9)
+    p_all = float(np.clip((np.sum(wr.n_conv) + 1) / (np.sum(plays) + 2), 1e-3, 0.9))
+    mu = math.log(p_all / (1 - p_all))
+    out = {"p_mu": np.float32(mu), "p_sd": np.float32(0.5),
+           "p_z": np.clip((np.log(p_k / (1 - p_k)) - mu) / 0.5, -2, 2).astype(np.float32)}
+    for q in fam.params:
+        out.update({f"{q}_mu": np.float32(math.log(float(flat[q]))), f"{q}_sd": np.float32(0.2),
+                    f"{q}_z": np.zeros(K, np.float32)})
+    real = ("p_mu", "p_z") + tuple(f"{q}_{s}" for q in fam.params for s in ("mu", "z"))
+    return out, real
 
 
 def _to_idata(mcmc, coords, dims):
@@ -148,7 +169,7 @@ def _to_idata(mcmc, coords, dims):
 def fit(log: ConversionLog, model: str = "exponential", method: str = "nuts", *, window=None, discrete=False,
         per_arm_delay=False, priors=None, prior_mean=None, edges=None, num_warmup=500, num_samples=1000,
         num_chains=4, seed=0, svi_steps=5000, svi_lr=0.01, grid=None, resolution="auto", log_likelihood=False,
-        chain_method="vectorized", progress_bar=False):
+        chain_method="vectorized", progress_bar=False, hierarchical=False):
     """Fit the joint model to ``log``; returns ``arviz.InferenceData``.
 
     ``model``: the delay family; ``method``: ``"nuts"`` (reference; full sample_stats) or ``"svi"``
@@ -162,7 +183,13 @@ def fit(log: ConversionLog, model: str = "exponential", method: str = "nuts", *,
     chain). ``progress_bar``: NumPyro's progress bar. Posterior extras: ``delay_cdf`` on an age
     grid (per arm with ``per_arm_delay``) and ``pending_conversions`` per arm (expected conversions
     still to come among unseen plays: ``sum p S(a) / (1 - p F(a))``). Arms with no rows are warned
-    about and listed in ``attrs["empty_arms"]`` (their posterior is the prior)."""
+    about and listed in ``attrs["empty_arms"]`` (their posterior is the prior).
+
+    ``hierarchical=True``: partial pooling across arms (:func:`~jaxbandits.bayes.hierarchical_model`;
+    per-arm rates and delay laws drawn from a population law that is inferred too; NUTS only;
+    implies ``per_arm_delay``; families with log-normal parameters: exponential, geometric,
+    Weibull, log-normal). Its priors (``priors=``) add ``p_mu_loc``, ``p_mu_scale``,
+    ``p_pool_scale`` and ``delay_pool_scale``."""
     import arviz as az
     from numpyro.infer import MCMC, NUTS, SVI, Trace_ELBO, init_to_median
     from numpyro.infer.autoguide import AutoMultivariateNormal
@@ -182,6 +209,15 @@ def fit(log: ConversionLog, model: str = "exponential", method: str = "nuts", *,
         raise ValueError(f"chain_method must be 'vectorized', 'sequential' or 'parallel', got {chain_method!r}")
     if log_likelihood not in (True, False, "auto"):
         raise ValueError(f"log_likelihood must be True, False or 'auto', got {log_likelihood!r}")
+    if hierarchical not in (True, False):
+        raise ValueError(f"hierarchical must be True or False, got {hierarchical!r}")
+    if hierarchical:
+        from .hierarchical import hierarchical_priors
+
+        if method != "nuts":
+            raise ValueError(f"hierarchical=True fits with method='nuts' only, got method={method!r}")
+        fam.log_normal_hyper(hierarchical_priors(fam, priors, 1.0))  # the family and the priors, checked now
+        per_arm_delay = True
     V.seed("seed", seed)
     for name, v in (("num_warmup", num_warmup), ("num_samples", num_samples), ("num_chains", num_chains)):
         if not isinstance(v, (int, np.integer)) or v < (0 if name == "num_warmup" else 1):
@@ -196,18 +232,27 @@ def fit(log: ConversionLog, model: str = "exponential", method: str = "nuts", *,
     key = V.seed_key(seed)
     labels = list(log.arm_labels)
     coords = {"arm": labels, **fam.coords()}
-    dims = _dims(fam, per_arm_delay)
+    dims = _dims(fam, per_arm_delay, hierarchical)
     attrs = {"model": fam.name, "method": method, "window": "none" if window is None else float(window),
              "discrete": int(discrete), "per_arm_delay": int(per_arm_delay), "prior_mean": prior_mean,
              "priors": str(priors or {}), "n_rows": len(log), "n_arms": K,
              "n_distinct_rows": int(wr.delay.shape[0] + wr.age.shape[0]),
              "resolution": "exact" if res is None else float(res), "empty_arms": json.dumps([str(x) for x in empty]),
-             "arm_labels": json.dumps([str(x) for x in labels])}
+             "arm_labels": json.dumps([str(x) for x in labels]), "hierarchical": int(hierarchical)}
     if log.time_unit is not None:
         attrs.update(time_unit=log.time_unit, time_origin=str(log.origin))
     model_fn = functools.partial(conversion_model, **kw)  # static options bound; only the data are jitted
+    if hierarchical:
+        from .hierarchical import hierarchical_model
+
+        model_fn = functools.partial(hierarchical_model, n_arms=K, fam=fam, discrete=discrete, priors=priors,
+                                     prior_mean=prior_mean)
     if method == "nuts":
-        init = _init_near(_init_values(fam, wr, log.plays_per_arm, K, per_arm_delay, prior_mean))
+        if hierarchical:
+            values, real = _hier_init_values(fam, wr, log.plays_per_arm, K, prior_mean)
+            init = _init_near(values, real=real)
+        else:
+            init = _init_near(_init_values(fam, wr, log.plays_per_arm, K, per_arm_delay, prior_mean))
         mcmc = MCMC(NUTS(model_fn, init_strategy=init), num_warmup=num_warmup, num_samples=num_samples,
                     num_chains=num_chains, chain_method=chain_method, progress_bar=progress_bar, jit_model_args=True)
         with warnings.catch_warnings():  # "not enough devices for parallel chains" is numpyro's own fallback

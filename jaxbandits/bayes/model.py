@@ -139,6 +139,12 @@ def _priors(fam: Family, priors: Optional[dict], prior_mean: float) -> dict:
     for k, v in (priors or {}).items():
         if k not in out:
             raise ValueError(f"unknown prior {k!r} for the {fam.name} model; known: {sorted(out)}")
+        if isinstance(v, (np.ndarray, jax.Array, list, tuple)):  # one value per arm (a warm start's priors)
+            a = np.asarray(v, np.float64)
+            if a.ndim != 1 or a.size == 0 or not np.all(np.isfinite(a) & (a > 0)):
+                raise ValueError(f"prior {k!r} must be a positive number or a 1-d array of them (one per arm), got {v!r}")
+            out[k] = a
+            continue
         if not (isinstance(v, (int, float)) and v > 0):
             raise ValueError(f"prior {k!r} must be a positive number, got {v!r}")
         out[k] = float(v)

@@ -1,5 +1,6 @@
 """Files of an offline fit: the InferenceData (netCDF), a summary table, and plots (posterior of
-``p`` per arm, fitted vs empirical delay curve with Kaplan-Meier, trace plot)."""
+``p`` per arm, fitted vs empirical delay curve with Kaplan-Meier, trace plot, and the posterior
+predictive check ``ppc.png``: Kaplan-Meier of the data against replicated logs)."""
 from __future__ import annotations
 
 import json
@@ -33,12 +34,15 @@ def kaplan_meier_conversion(log: ConversionLog, arm: int, ages, window=None):
     return np.where(idx >= 0, 1.0 - surv[np.maximum(idx, 0)], 0.0)
 
 
-def fit_identity(model, method, window=None, discrete=False, per_arm_delay=False) -> dict:
+def fit_identity(model, method, window=None, discrete=False, per_arm_delay=False, hierarchical=False) -> dict:
     """What a fit's output folder holds (the model and its options): an output folder holding
     another fit (or an experiment's results) is not overwritten without ``force``."""
     window = "none" if window in (None, "none") else float(window)
-    return {"experiment": "fit", "config": {"model": str(model), "method": str(method), "window": window,
-                                            "discrete": int(discrete), "per_arm_delay": int(per_arm_delay)}}
+    cfg = {"model": str(model), "method": str(method), "window": window, "discrete": int(discrete),
+           "per_arm_delay": int(per_arm_delay)}
+    if int(hierarchical):  # only then: the identity of every other fit is unchanged
+        cfg["hierarchical"] = 1
+    return {"experiment": "fit", "config": cfg}
 
 
 def save_fit(idata, log: ConversionLog, out_dir: str, plot: bool = True, force: bool = False) -> dict:
@@ -75,15 +79,16 @@ def save_fit(idata, log: ConversionLog, out_dir: str, plot: bool = True, force: 
                                           "pending_conversions": [float(x) for x in pend], "arms": labels,
                                           "empty_arms": empty})}
     keys = {"posterior.nc": "idata", "summary.md": "summary", "posterior_p.png": "plot_p",
-            "delay_cdf.png": "plot_delay", "trace.png": "plot_trace"}
+            "delay_cdf.png": "plot_delay", "trace.png": "plot_trace", "ppc.png": "plot_ppc"}
     if plot:
         files.update({"posterior_p.png": lambda p: _plot_p(idata, log, labels, empty, p),
                       "delay_cdf.png": lambda p: _plot_delay(idata, log, labels, empty, attrs, p),
-                      "trace.png": lambda p: _plot_trace(idata, names, p)})
+                      "trace.png": lambda p: _plot_trace(idata, names, p),
+                      "ppc.png": lambda p: _plot_ppc(idata, log, p)})
     ident = fit_identity(attrs.get("model"), attrs.get("method"), attrs.get("window"), attrs.get("discrete", 0),
-                         attrs.get("per_arm_delay", 0))
+                         attrs.get("per_arm_delay", 0), attrs.get("hierarchical", 0))
     written = save_files(out_dir, files, ident, force=force)
-    order = ["posterior.nc", "summary.md", "posterior_p.png", "delay_cdf.png", "trace.png"]
+    order = ["posterior.nc", "summary.md", "posterior_p.png", "delay_cdf.png", "trace.png", "ppc.png"]
     return {keys[name]: written[name] for name in order if name in written}
 
 
@@ -135,6 +140,12 @@ def _plot_delay(idata, log, labels, empty, attrs, path):
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+def _plot_ppc(idata, log, path):
+    from .ppc import plot_ppc
+
+    plot_ppc(idata, log, path)
 
 
 def _plot_trace(idata, names, path):

@@ -126,11 +126,32 @@ class Engine(NamedTuple):
     n_refresh: Any  # i32
 
 
+def numpyro_hmc_transition(potential, z, lam, vec, key, num_steps: int, step_size: float):
+    """One HMC transition of ``z`` by NumPyro's functional kernels (:func:`numpyro.infer.hmc.hmc`,
+    ``algo="HMC"``): ``num_steps`` leapfrog steps of ``step_size`` with the dense mass matrix
+    ``M = V diag(lam) V^T`` (momentum ``V sqrt(lam) eps``, kinetic energy ``r^T M^-1 r / 2``),
+    Metropolis accept, no adaptation (``num_warmup=0``). ``init_kernel`` evaluates the potential
+    and its gradient at ``z`` for the current data; its other outputs are replaced or unused
+    (compiled away). Returns ``(z', accepted)``; a non-finite energy is rejected (NumPyro sets the
+    energy error of a NaN to infinity)."""
+    from numpyro.infer.hmc import hmc
+
+    init_kernel, sample_kernel = hmc(potential_fn=potential, algo="HMC")
+    minv = vec @ (vec.T / lam[:, None])
+    st = init_kernel(z, 0, step_size=step_size, inverse_mass_matrix=minv, adapt_step_size=False,
+                     adapt_mass_matrix=False, dense_mass=True, num_steps=num_steps, trajectory_length=None,
+                     rng_key=key)
+    st = st._replace(adapt_state=st.adapt_state._replace(mass_matrix_sqrt=vec * jnp.sqrt(lam)[None, :]))
+    new = sample_kernel(st)
+    return new.z, jnp.any(new.z != z)
+
+
 def refresh_step(potential, eng: Engine, key, engine: str, num_steps: int = 4, step_size: float = 0.6,
-                 floor: float = 1e-2, max_newton: float = 2.0):
+                 floor: float = 1e-2, max_newton: float = 2.0, sampler: str = "builtin"):
     """One refresh on the current data: a damped Newton step on the mode (the Hessian there gives
-    the mass matrix), then (``hmc``) one HMC transition of the chain. Non-finite results keep the
-    old state."""
+    the mass matrix), then (``hmc``) one HMC transition of the chain (``sampler="numpyro"``:
+    :func:`numpyro_hmc_transition`; ``"builtin"``: the same transition written out here). Non-finite
+    results keep the old state."""
     g, Hm = jax.grad(potential)(eng.mode), jax.hessian(potential)(eng.mode)
     Hm = 0.5 * (Hm + Hm.T)
     lam, vec = _eigh(Hm)
@@ -143,6 +164,9 @@ def refresh_step(potential, eng: Engine, key, engine: str, num_steps: int = 4, s
     vec = jnp.where(ok, vec, eng.vec)
     if engine != "hmc":
         return Engine(eng.z, mode, lam, vec, eng.accept, eng.n_refresh + 1)
+    if sampler == "numpyro":
+        z, acc = numpyro_hmc_transition(potential, eng.z, lam, vec, key, num_steps, step_size)
+        return Engine(z, mode, lam, vec, eng.accept + acc.astype(_F), eng.n_refresh + 1)
     k1, k2 = jax.random.split(key)
     d = eng.z.shape[0]
     r0 = vec @ (jnp.sqrt(lam) * jax.random.normal(k1, (d,), _F))
@@ -180,19 +204,38 @@ class TSMemo(NamedTuple):
 def delay_model_ts(window: int = 255, model: str = "exponential", engine: str = "hmc", refresh: int = 1,
                    per_arm_delay: bool = False, priors: Optional[dict] = None, prior_mean: Optional[float] = None,
                    fixed_delay: Optional[dict] = None, num_steps: int = 4, step_size: float = 0.6,
-                   name: Optional[str] = None) -> Policy:
+                   name: Optional[str] = None, warm_start=None, sampler: str = "numpyro") -> Policy:
     """Thompson sampling on the joint (rate, delay) posterior, refreshed every ``refresh`` rounds.
 
     ``window`` is the model's ``M`` (``<=`` the channel's ``m``; with an uncensored channel it is a
     declared truncation that ignores conversions later than ``M``). ``fixed_delay`` (e.g.
     ``{"delay_mean": 50.0}``) makes the oracle that knows the delay law. Acts on
-    ``argmax p`` (shared law) or ``argmax p_k F_k(M)`` (per-arm laws), ties broken at random."""
+    ``argmax p`` (shared law) or ``argmax p_k F_k(M)`` (per-arm laws), ties broken at random.
+
+    ``warm_start`` (:func:`jaxbandits.bayes.policy_prior` of a past fit): its priors replace the
+    defaults (``priors`` still override entries), and the chain and the tracked mode start at its
+    ``z0`` with the eigen-decomposition of the prior's Hessian there as the mass matrix (what a
+    refresh with no data computes), instead of the prior median and the identity."""
     M_ = V.integer("window", window, lo=1, hi=V.MAX_HORIZON)
+    if warm_start is not None:
+        from ..bayes.warm import WarmStart
+
+        if not isinstance(warm_start, WarmStart):
+            raise TypeError(f"warm_start must be a jaxbandits.bayes.policy_prior(...) result, got {type(warm_start).__name__}")
+        if family(model).name != warm_start.model:
+            raise ValueError(f"warm_start was fitted with the {warm_start.model} model, the policy has model={model!r}")
+        if bool(per_arm_delay) != warm_start.per_arm_delay:
+            raise ValueError(f"warm_start has per_arm_delay={warm_start.per_arm_delay} (as fitted); the policy has "
+                             f"per_arm_delay={per_arm_delay}")
+        if fixed_delay is not None:
+            raise ValueError("warm_start and fixed_delay exclude each other (the oracle knows the delay law)")
+        priors = {**warm_start.priors, **(priors or {})}
     fam = family(model)
     if not fam.in_scan:
         raise ValueError(f"delay_model_ts: the {fam.name} family is offline only here (use exponential, geometric, "
                          "weibull or lognormal)")
     V.choice("engine", engine, ("hmc", "laplace"))
+    V.choice("sampler", sampler, ("builtin", "numpyro"))
     k_ref = V.integer("refresh", refresh, lo=1)
     V.integer("num_steps", num_steps, lo=1)
     V.positive("step_size", step_size)
@@ -205,6 +248,10 @@ def delay_model_ts(window: int = 255, model: str = "exponential", engine: str = 
     V.positive("prior_mean", pm)
     kw = dict(fam=fam, discrete=True, per_arm_delay=per_arm_delay, priors=priors, prior_mean=pm,
               fixed_delay=fixed_delay)
+    if priors is not None:
+        from ..bayes.model import _priors
+
+        _priors(fam, priors, pm)  # unknown keys and bad values named now, before anything compiles
 
     def _unravel(K):
         z0 = unconstrained_init(fam, K, per_arm_delay, pm, fixed_delay)
@@ -228,10 +275,31 @@ def delay_model_ts(window: int = 255, model: str = "exponential", engine: str = 
         if spec.window is not None and spec.window < M_:
             raise ValueError(f"delay_model_ts: window M={M_} must be <= the channel's window m={spec.window}")
         K = spec.n_arms
+        if warm_start is not None:
+            return _warm_init(K, key)
         z0, _ = _unravel(K)
         d = z0.shape[0]
         eng = Engine(z0, z0, jnp.ones((d,), _F), jnp.eye(d, dtype=_F), jnp.zeros((), _F), jnp.zeros((), jnp.int32))
         return DelayTSState(_empty_stats(K, W, per_arm_delay), eng, key)
+
+    def _warm_init(K, key):
+        if K != warm_start.n_arms:
+            raise ValueError(f"delay_model_ts: warm_start has {warm_start.n_arms} arms, the problem has {K}")
+        for k, v in priors.items():
+            if hasattr(v, "__len__") and len(v) != K:
+                raise ValueError(f"delay_model_ts: prior {k!r} has {len(v)} entries, the problem has {K} arms")
+        z0, _ = ravel_pytree({k: jnp.asarray(v, _F) for k, v in warm_start.z0.items()})
+        empty = _empty_stats(K, W, per_arm_delay)
+
+        @jax.jit  # one program, also when init runs outside a trace
+        def mass(z):
+            H = jax.hessian(_potential(empty, K))(z)
+            lam, vec = _eigh(0.5 * (H + H.T))
+            return jnp.maximum(lam, 1e-2), vec
+
+        lam, vec = mass(z0)
+        eng = Engine(z0, z0, lam, vec, jnp.zeros((), _F), jnp.zeros((), jnp.int32))
+        return DelayTSState(empty, eng, key)
 
     def act(st: DelayTSState, ctx, key):
         K = st.stats.n_conv.shape[0]
@@ -253,12 +321,14 @@ def delay_model_ts(window: int = 255, model: str = "exponential", engine: str = 
         pot = _potential(rs, K)
 
         def do(eng):
-            return refresh_step(pot, eng, jax.random.fold_in(st.key, arr.t), engine, num_steps, step_size)
+            return refresh_step(pot, eng, jax.random.fold_in(st.key, arr.t), engine, num_steps, step_size,
+                                sampler=sampler)
 
         eng = jax.lax.cond(arr.t % k_ref == k_ref - 1, do, lambda e: e, st.eng)
         return DelayTSState(rs, eng, st.key)
 
-    label = name or ("Oracle TS" if fixed_delay is not None else f"DelayModel TS ({engine}, k={k_ref})")
+    label = name or ("Oracle TS" if fixed_delay is not None else f"DelayModel TS ({engine}, k={k_ref}"
+                     + (", warm)" if warm_start is not None else ")"))
     return Policy(init, act, update, payload, _CONV, label, reveal_window=W)
 
 

@@ -7,6 +7,9 @@
   is given the delay CDF) and the oracle TS that knows the law.
 * ``bayes-ts-arm-delays``: the best arm converts a little more often but much more slowly; per-arm
   delay-model TS against the same baselines and the per-arm oracle.
+* ``bayes-ts-warm-start``: a past campaign's log is fitted offline; delay-model TS warm-started
+  from that fit (:func:`jaxbandits.bayes.policy_prior`) against the cold-started one, on worlds
+  drawn from the fitted posterior.
 
 Arms are listed worst first (the best arm is not arm 0, conventions §10) and every TS breaks ties at
 random.
@@ -20,7 +23,7 @@ import numpy as np
 from .. import channels as C
 from .. import delays as D
 from .. import envs as E
-from ..experiments import Experiment
+from ..experiments import Experiment, Panel
 from ..policies import bayes as PB
 from ..policies import conversions as PC
 
@@ -183,3 +186,60 @@ FIT_RECOVERY = Experiment("bayes-fit-recovery",
                                   "span": "rounds the plays span (and the cutoff), a number > 0",
                                   "prior_mean": "prior median of the delay mean, a number > 0",
                                   "prior_scale": "prior log-scale of the delay mean, a number > 0"})
+
+
+
+# ----------------------------------------------------------------------------- warm start from a fit
+def _past_campaign_fit(cfg):
+    """The past campaign: a simulated log (integer rounds, Weibull delays) fitted offline with the
+    Weibull model (NUTS). Returns ``(idata, log)``."""
+    from .. import bayes as B
+
+    log = B.synthetic_log(cfg["past_theta"], int(cfg["past_plays"]), span=float(cfg["past_span"]),
+                          cutoff=float(cfg["past_span"]), delay="weibull", mean=float(cfg["delay_mean"]),
+                          shape=float(cfg["delay_shape"]), discrete=True, seed=int(cfg["fit_seed"]))
+    idata = B.fit(log, "weibull", discrete=True, num_chains=2, num_warmup=300, num_samples=500,
+                  seed=int(cfg["fit_seed"]), prior_mean=float(cfg["prior_mean"]))
+    return idata, log
+
+
+def _warm_start(cfg):
+    """Warm- vs cold-started delay-model TS on worlds drawn from the past campaign's posterior:
+    one panel per world (a posterior draw of the rates and the Weibull law)."""
+    from .. import bayes as B
+
+    idata, _ = _past_campaign_fit(cfg)
+    M_ = int(cfg["window"])
+    pm = float(cfg["prior_mean"])
+    post = idata.posterior
+    p_all = post["p"].values.reshape(-1, post.sizes["arm"])
+    laws = B.delay_laws(idata, draws=int(cfg["n_worlds"]), seed=int(cfg["fit_seed"]) + 1)
+    idx = np.random.default_rng(int(cfg["fit_seed"]) + 1).choice(p_all.shape[0], size=int(cfg["n_worlds"]), replace=False)
+    warm = B.policy_prior(idata, strength=float(cfg["strength"]))
+    panels = []
+    for i, (j, law) in enumerate(zip(idx, laws)):  # delay_laws picks the same draws (same seed, same choice)
+        theta = [float(x) for x in p_all[j]]
+        pols = {"Cold TS (default prior)": PB.delay_model_ts(M_, "weibull", prior_mean=pm),
+                "Warm TS (fitted prior)": PB.delay_model_ts(M_, "weibull", prior_mean=pm, warm_start=warm)}
+        name = f"world {i}: p = " + " / ".join(f"{x:.3f}" for x in theta)
+        panels.append(Panel(name, E.conversions(theta, law), C.conversions(), pols))
+    return panels
+
+
+TS_WARM_START = Experiment("bayes-ts-warm-start",
+                           "Delay-model TS warm-started from a past campaign's fit vs cold-started, on worlds drawn "
+                           "from that posterior",
+                           _warm_start, {"past_theta": [0.04, 0.06, 0.08], "past_plays": 6000, "past_span": 3000,
+                                         "delay_mean": 60.0, "delay_shape": 1.5, "window": 255, "prior_mean": 30.0,
+                                         "strength": 1.0, "n_worlds": 2, "fit_seed": 0},
+                           horizon=2000, runs=40, record=("log", 40), checkpoints=(200, 500, 2000),
+                           ranges={"past_theta": "the past campaign's conversion rates, 2 to 2**20 values in [0, 1]",
+                                   "past_plays": "plays in the past campaign's log, an integer >= 1",
+                                   "past_span": "rounds the past plays span (and the cutoff), a number > 0",
+                                   "delay_mean": "mean of the past campaign's Weibull delays, a number > 0",
+                                   "delay_shape": "shape of those Weibull delays, a number > 0",
+                                   "window": "censoring window M of the policies, an integer >= 1",
+                                   "prior_mean": "prior median of the delay mean, a number > 0",
+                                   "strength": "weight of the fitted prior (power prior), a number > 0",
+                                   "n_worlds": "worlds drawn from the posterior (one panel each), an integer >= 1",
+                                   "fit_seed": "seed of the past log and its fit, an integer >= 0"})

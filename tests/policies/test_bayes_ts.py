@@ -98,7 +98,8 @@ def test_ring_statistics_equal_the_per_row_likelihood(per_arm):
 
 def test_in_scan_engine_agrees_with_offline_nuts():
     """The in-scan HMC refresh run on fixed data targets the offline NUTS posterior (means within
-    0.2 posterior sd, sds within 15%); Laplace means within 0.3 sd."""
+    0.2 posterior sd, sds within 15%), with either sampler (the built-in transition or NumPyro's
+    kernel); Laplace means within 0.3 sd."""
     K, M, T = 3, 255, 600
     arm, conv, d = _simulated_rounds(T, K, [0.10, 0.07, 0.05], 50.0, 3)
     rs = _drive(arm, conv, d, K, M, T)
@@ -108,9 +109,9 @@ def test_in_scan_engine_agrees_with_offline_nuts():
     pot = lambda z: potential_energy(B.conversion_model, (rs,), kw, unravel(z))
     eng0 = PB.Engine(z0, z0, jnp.ones(4), jnp.eye(4), jnp.zeros(()), jnp.zeros((), jnp.int32))
 
-    def chain(engine, n):
+    def chain(engine, n, sampler="builtin"):
         def body(e, k):
-            e = PB.refresh_step(pot, e, k, engine)
+            e = PB.refresh_step(pot, e, k, engine, sampler=sampler)
             return e, e.z if engine == "hmc" else e.mode + e.vec @ (jax.random.normal(k, (4,)) / jnp.sqrt(e.lam))
         return jax.jit(lambda e: jax.lax.scan(body, e, jax.random.split(jax.random.key(0), n)))(eng0)
 
@@ -130,6 +131,13 @@ def test_in_scan_engine_agrees_with_offline_nuts():
     assert np.all(np.abs(hmc.mean(0) - m) < 0.2 * s), (hmc.mean(0), m, s)
     assert np.all(np.abs(hmc.std(0) / s - 1) < 0.15), (hmc.std(0), s)
     assert np.all(np.abs(lap.mean(0) - m) < 0.3 * s), (lap.mean(0), m, s)
+    # the same transition by NumPyro's functional HMC kernel (sampler="numpyro")
+    eng_n, zn = chain("hmc", 3000, sampler="numpyro")
+    assert float(eng_n.accept) / 3000 > 0.8
+    un = jax.vmap(unravel)(zn[500:])
+    npy = np.column_stack([np.asarray(jax.nn.sigmoid(un["p"])), np.exp(np.asarray(un["delay_mean"]))])
+    assert np.all(np.abs(npy.mean(0) - m) < 0.2 * s), (npy.mean(0), m, s)
+    assert np.all(np.abs(npy.std(0) / s - 1) < 0.15), (npy.std(0), s)
 
 
 class _Rev(NamedTuple):
