@@ -910,7 +910,7 @@ def _encode(x, calls, path, seen=()):
             if np.asarray(a.tolist()).dtype == a.dtype:  # a plain list reads back as this very array
                 return _encode(a.tolist(), calls, path, seen)
             return {"kind": "numpy:asarray", "a": a.tolist(), "dtype": str(a.dtype)}  # keeps its dtype
-    if isinstance(x, (list, tuple)):
+    if isinstance(x, (list, tuple)) and type(x) in (list, tuple):  # a NamedTuple would read back as a list
         return [_encode(v, calls, path + (i,), seen) for i, v in enumerate(x)]
     if isinstance(x, dict) and all(isinstance(k, str) for k in x) and "kind" not in x:
         return {k: _encode(v, calls, path + (k,), seen) for k, v in x.items()}
@@ -961,13 +961,26 @@ def describe(exp, overrides: Optional[dict] = None) -> Tuple[dict, str]:
                    "built inside that function, with per-setting tuning and bounds), so this file gives the\n"
                    "function and its [config] rather than world/channel/policies tables.")
         return doc, comment
-    calls, built = record_build(exp, cfg)
-    panels = built if isinstance(built, list) else None
-    if panels is None:
-        from .experiments import Panel
+    try:
+        return _describe_declarative(exp, cfg, head, overrides)
+    except NotExpressible as e:
+        ref = _ref_of(exp.build)
+        if ref is None:
+            raise
+        why = str(e)
+    # a build whose objects are not all constructor calls of the table (e.g. a prior fitted inside
+    # the build): the file names the build function and its config instead
+    doc = {**head, "build": ref, "horizon": exp.horizon, "runs": exp.runs, "seed": 0}
+    _common_keys(exp, doc)
+    doc["config"] = _encode(cfg, {}, ("config",))
+    comment = (f"{exp.name}: written by jaxbandits show {exp.name} --toml.\n"
+               f"Not every object of its build can be written as {{kind = ...}} ({why});\n"
+               f"so this file gives the build function, {ref}, and its [config].")
+    return doc, comment
 
-        panels = [Panel("", *built)]
-    doc = dict(head, horizon=exp.horizon, runs=exp.runs, seed=0)
+
+def _common_keys(exp, doc):
+    """The experiment's record points, metric, chunk, checkpoints, layout and ratio, into ``doc``."""
     if exp.record is not None:
         rec = exp.record
         doc["record"] = list(rec) if isinstance(rec, tuple) else _encode(rec, {}, ("record",))
@@ -981,6 +994,17 @@ def describe(exp, overrides: Optional[dict] = None) -> Tuple[dict, str]:
         doc["layout"] = [int(x) for x in exp.layout]
     if exp.ratio_to is not None:
         doc["ratio_to"] = exp.ratio_to
+
+
+def _describe_declarative(exp, cfg, head, overrides):
+    calls, built = record_build(exp, cfg)
+    panels = built if isinstance(built, list) else None
+    if panels is None:
+        from .experiments import Panel
+
+        panels = [Panel("", *built)]
+    doc = dict(head, horizon=exp.horizon, runs=exp.runs, seed=0)
+    _common_keys(exp, doc)
     entries = []
     for i, p in enumerate(panels):
         where = ("panels", i) if len(panels) > 1 or p.name else ()

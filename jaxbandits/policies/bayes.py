@@ -127,7 +127,7 @@ class Engine(NamedTuple):
 
 
 def numpyro_hmc_transition(potential, z, lam, vec, key, num_steps: int, step_size: float):
-    """One HMC transition of ``z`` by NumPyro's functional kernels (:func:`numpyro.infer.hmc.hmc`,
+    """One HMC transition of ``z`` by NumPyro's functional kernels (``numpyro.infer.hmc.hmc``,
     ``algo="HMC"``): ``num_steps`` leapfrog steps of ``step_size`` with the dense mass matrix
     ``M = V diag(lam) V^T`` (momentum ``V sqrt(lam) eps``, kinetic energy ``r^T M^-1 r / 2``),
     Metropolis accept, no adaptation (``num_warmup=0``). ``init_kernel`` evaluates the potential
