@@ -2,7 +2,7 @@
 
 For each of ``n_reps`` replications: draw the parameters from the model's own prior (NumPyro's
 ``Predictive`` on :func:`~jaxbandits.bayes.conversion_model`), simulate a log from them with the
-family's numpy sampler (:meth:`~jaxbandits.bayes.Family.draw`, independent of the model's log
+family's numpy sampler (:meth:`~jaxbandits.bayes.families.Family.draw`, independent of the model's log
 densities), fit it with NUTS, and record the rank of each true parameter among ``n_draws``
 thinned posterior draws. If the simulator, the likelihood and the sampler agree, every rank is
 uniform on ``{0, ..., n_draws}`` (Talts et al. 2018). Uniformity is tested per parameter with a
@@ -10,7 +10,7 @@ chi-square test on ``n_bins`` equal bins of ranks; a family passes when every p-
 ``level / n_parameters`` (Bonferroni: family-wise level ``level``).
 
 All replications run as one program: NumPyro's functional NUTS kernels
-(:func:`numpyro.infer.hmc.hmc`, ``potential_fn_gen`` from ``initialize_model(dynamic_args=True)``)
+(``numpyro.infer.hmc.hmc``, ``potential_fn_gen`` from ``initialize_model(dynamic_args=True)``)
 under ``vmap`` over the replications, each with its own data, warm-up adaptation and key. Each
 log has the same number of plays, stored as distinct rows with 0/1 counts
 (:class:`~jaxbandits.bayes.WeightedRows`, padding rows with count 0), so shapes are static.

@@ -2,7 +2,7 @@
 
 The check replays the log's own design (each play's arm and observation age, the window) under
 parameters drawn from the posterior: every play converts with its arm's ``p``, after a delay drawn
-from the fitted law (the family's numpy sampler, :meth:`~jaxbandits.bayes.Family.draw`), and the
+from the fitted law (the family's numpy sampler, :meth:`~jaxbandits.bayes.families.Family.draw`), and the
 conversion is seen when its delay is at most the play's age. The Kaplan-Meier estimate of
 ``P(conversion seen by age a)`` is computed per arm on the data and on each replicated log; a model
 that fits puts the data's curve inside the band of the replicated curves. Unlike the model curve
