@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 import jax.numpy as jnp
+from jax import lax
 
 from .. import ring
 from ..mathlib import kahan_add
@@ -14,13 +15,16 @@ _F = jnp.float32
 
 
 class Accum(NamedTuple):
-    """Running sums. The four scalar sums (float32 with Kahan compensation), their compensations
-    and the pull counts share one carried vector, so a round updates them in one fused operation
-    with one output (separate arrays made XLA:CPU split the update into four kernels and a copy).
-    Pull counts are float32 there, exact: the horizon is at most 2**24 (conventions §1)."""
+    """Running sums. The four scalar sums are float32 with Kahan compensation, each sum and its
+    compensation held as one complex64 element (real part the sum, imaginary part the
+    compensation): a round's update is then elementwise, one fused kernel that XLA:CPU does in
+    place (as separate arrays it took four kernels and a copy; as one real vector, one kernel and
+    a copy of it every round). Pull counts are float32, exact: the horizon is at most 2**24
+    (conventions §1)."""
 
-    vec: Any  # f32[8 + K]: [0:4] the sums REGRET, EXP_REGRET, REWARD, EXP_REWARD (sum <p_t, r_t>,
-    #           adversarial), [4:8] their Kahan compensations, [8:] the pulls of every arm
+    kahan: Any  # c64[4]: REGRET, EXP_REGRET, REWARD, EXP_REWARD (sum <p_t, r_t>, adversarial);
+    #             real part the float32 sum, imaginary part its Kahan compensation
+    pulls: Any  # f32[K] plays of every arm
     arm_totals: Any  # f32[K] cumulative reward of every arm (adversarial G(t))
     arm_totals_c: Any
 
@@ -63,7 +67,7 @@ def init(prob) -> Metrics:
     K = prob.spec.n_arms
     z = jnp.zeros((), _F)
     zk = jnp.zeros((K,), _F)
-    acc = Accum(jnp.zeros((8 + K,), _F), zk, zk)
+    acc = Accum(jnp.zeros((4,), jnp.complex64), zk, zk, zk)
     return Metrics(acc, DelayedRegret(z, z, z, jnp.zeros((prob.dl_len,), _F), z))
 
 
@@ -119,10 +123,9 @@ def update(prob, world, met: Metrics, step) -> Metrics:
         arm_totals, arm_totals_c = acc.arm_totals, acc.arm_totals_c
         exp_gap = step.expected_gap if prob.policy.memo_probs else zero  # else read as the regret
         vals = jnp.stack([step.gap, exp_gap, step.reward, zero])
-    sums, comp = kahan_add(acc.vec[:4], acc.vec[4:8], vals)
-    pulls = acc.vec[8:]
-    pulls = pulls + (jnp.arange(pulls.shape[0]) == step.action).astype(_F)
-    acc = Accum(jnp.concatenate([sums, comp, pulls]), arm_totals, arm_totals_c)
+    sums, comp = kahan_add(jnp.real(acc.kahan), jnp.imag(acc.kahan), vals)
+    pulls = acc.pulls + (jnp.arange(acc.pulls.shape[0]) == step.action).astype(_F)
+    acc = Accum(lax.complex(sums, comp), pulls, arm_totals, arm_totals_c)
     dl = _dl_update(prob, world, met.dl, step.t, step.gap) if prob.dl_mode is not None else met.dl
     return Metrics(acc, dl)
 
@@ -130,7 +133,7 @@ def update(prob, world, met: Metrics, step) -> Metrics:
 def record(prob, world, met: Metrics, t, channel_state) -> Records:
     """The records after round ``t``."""
     acc = met.acc
-    sums = acc.vec[:4]
+    sums = jnp.real(acc.kahan)
     if world.adversarial:
         best_g = jnp.max(acc.arm_totals)
         rg, erg = best_g - sums[REWARD], best_g - sums[EXP_REWARD]
@@ -139,4 +142,4 @@ def record(prob, world, met: Metrics, t, channel_state) -> Records:
         rg, erg = sums[REGRET], sums[EXP_REGRET if prob.policy.memo_probs else REGRET]
         totals = jnp.zeros((0,), _F)
     dl = _dl_value(prob, world, met.dl, t, sums[REGRET]) if prob.dl_mode is not None else jnp.zeros((0,), _F)
-    return Records(rg, erg, sums[REWARD], acc.vec[8:].astype(jnp.int32), dl, totals, prob.channel.lost(channel_state))
+    return Records(rg, erg, sums[REWARD], acc.pulls.astype(jnp.int32), dl, totals, prob.channel.lost(channel_state))
