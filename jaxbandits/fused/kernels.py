@@ -150,17 +150,24 @@ def _classic_kernel(ks: KernelSpec, *refs):
     _classic_body(ks, mu_ref, rec_ref, ke0_ref, ke1_ref, kp0_ref, kp1_ref, rep, regret_ref, reward_ref, pulls_ref)
 
 
-def _classic_body(ks: KernelSpec, mu_ref, rec_ref, ke0_ref, ke1_ref, kp0_ref, kp1_ref, rep,
-                  regret_ref, reward_ref, pulls_ref):
-    """UCB1, KL-UCB, Beta-Bernoulli and Gaussian Thompson on a Bernoulli world without delay,
-    attributed channel: a play's record arrives in its own round (conventions §2, step 5)."""
+def _block_setup(ks: KernelSpec, mu_ref, ke0_ref, ke1_ref, kp0_ref, kp1_ref):
+    """What every kernel reads first: the block's world and policy key words, the arm means
+    broadcast over the block's runs, the arm index, the mask of real (unpadded) arms and the best
+    mean of each run."""
     B, Kp, K = ks.block, ks.k_pad, ks.n_arms
-    ke0, ke1 = ke0_ref[...], ke1_ref[...]
-    kp0, kp1 = kp0_ref[...], kp1_ref[...]
     mu = jnp.broadcast_to(mu_ref[...][None, :], (B, Kp))
     arm = lax.broadcasted_iota(_I, (B, Kp), 1)
     valid = arm < K
     best = jnp.max(jnp.where(valid, mu, -INF), axis=1)
+    return ke0_ref[...], ke1_ref[...], kp0_ref[...], kp1_ref[...], mu, arm, valid, best
+
+
+def _classic_body(ks: KernelSpec, mu_ref, rec_ref, ke0_ref, ke1_ref, kp0_ref, kp1_ref, rep,
+                  regret_ref, reward_ref, pulls_ref):
+    """UCB1, KL-UCB, Beta-Bernoulli and Gaussian Thompson on a Bernoulli world without delay,
+    attributed channel: a play's record arrives in its own round (conventions §2, step 5)."""
+    B, Kp = ks.block, ks.k_pad
+    ke0, ke1, kp0, kp1, mu, arm, valid, best = _block_setup(ks, mu_ref, ke0_ref, ke1_ref, kp0_ref, kp1_ref)
     zb = jnp.zeros((B,), _F)
     zk = jnp.zeros((B, Kp), _F)
 
@@ -273,12 +280,7 @@ def _delayed_body(ks: KernelSpec, mu_ref, rec_ref, tau_ref, ke0_ref, ke1_ref, kp
     NW = Kp // 4
     law, log_rho = ks.p("law"), ks.p("log_rho")
     eps, index = ks.p("eps", 0.0), ks.kind
-    ke0, ke1 = ke0_ref[...], ke1_ref[...]
-    kp0, kp1 = kp0_ref[...], kp1_ref[...]
-    mu = jnp.broadcast_to(mu_ref[...][None, :], (B, Kp))
-    arm = lax.broadcasted_iota(_I, (B, Kp), 1)
-    valid = arm < K
-    best = jnp.max(jnp.where(valid, mu, -INF), axis=1)
+    ke0, ke1, kp0, kp1, mu, arm, valid, best = _block_setup(ks, mu_ref, ke0_ref, ke1_ref, kp0_ref, kp1_ref)
     gaps = jnp.where(valid, best[:, None] - mu, 0.0)
     col = lax.broadcasted_iota(_I, (B,), 0)
     word_of = arm // 4
