@@ -40,6 +40,8 @@ def setups():
         ("DelayedKLUCB", conv.delayed_klucb(LAW, M), channels.conversions(window=M), None),
         ("delay-model TS (refresh 100)", bayes.delay_model_ts(M, model="exponential", refresh=100),
          channels.conversions(window=M), None),
+        ("delay-model TS (refresh 10)", bayes.delay_model_ts(M, model="exponential", refresh=10),
+         channels.conversions(window=M), None),
         ("delay-model TS (refresh 1)", bayes.delay_model_ts(M, model="exponential", refresh=1),
          channels.conversions(window=M), None),
     ]

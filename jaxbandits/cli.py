@@ -123,8 +123,8 @@ def _parser():
     r.add_argument("--no-compile-cache", action="store_true",
                    help=f"do not use the persistent compilation cache (${CACHE_ENV}, default ~/.cache/jaxbandits/jax)")
     r.add_argument("--part", default=None, metavar="I/N",
-                   help="compute only part I of N of the runs (0 <= I < N) into the part folder --out; "
-                        "combine the N parts with jaxbandits merge (bitwise the whole run)")
+                   help="compute only part I of N of the runs (0 <= I < N; a sweep: of its simulations and fits) "
+                        "into the part folder --out; combine the N parts with jaxbandits merge (bitwise the whole run)")
     r.add_argument("--distributed", action="store_true",
                    help="one run over many processes with jax.distributed: the runs shard over the devices of "
                         "all processes, process 0 writes --out; coordinator from --coordinator/--num-processes/"
@@ -377,7 +377,11 @@ def _main(argv):
         if process_index() != 0:  # process 0 reports and writes
             return 0
     if a.part is not None:
-        print(f"{res.experiment}: part {a.part} ({res.runs} runs x {res.horizon} rounds) written to {out}; "
+        from .results import Results
+
+        what = (f"{res.runs} runs x {res.horizon} rounds" if isinstance(res, Results)
+                else "its share of the sweep's simulations and fits")
+        print(f"{res.experiment}: part {a.part} ({what}) written to {out}; "
               f"combine all parts with: jaxbandits merge DIR... --out OUT")
         return 0
     return _report(res, out, cache)

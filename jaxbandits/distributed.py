@@ -25,7 +25,8 @@ import time
 from typing import List, Optional
 
 
-__all__ = ["initialize", "is_initialized", "process_index", "process_count", "simulate_global", "launch_local"]
+__all__ = ["initialize", "is_initialized", "process_index", "process_count", "simulate_global", "run_sweep_global",
+           "launch_local"]
 
 _STATE = {"initialized": False}
 
@@ -115,6 +116,37 @@ def simulate_global(env, channel, policies, horizon: int, key, n_runs: int = 1, 
     recs, timing = run_problems_global(problems, key, n_runs, record_at, chunk, progress, first_run)
     outs = DR._outputs(problems, recs, timing, n_runs, record_at)
     return outs[next(iter(outs))] if single else outs
+
+
+def _bytes_from(data: bytes, owner: int) -> bytes:
+    """``data`` as given by process ``owner``, on every process (two ``process_allgather``: the
+    lengths, then the bytes padded to the longest)."""
+    import numpy as np
+    from jax.experimental import multihost_utils as mh
+
+    n = np.asarray(mh.process_allgather(np.array([len(data)], np.int64))).reshape(-1)
+    buf = np.zeros(int(n.max()) if n.size else 0, np.uint8)
+    buf[:len(data)] = np.frombuffer(data, np.uint8)
+    got = np.asarray(mh.process_allgather(buf)).reshape(n.size, -1)
+    return got[owner, :int(n[owner])].tobytes()
+
+
+def run_sweep_global(runner, cfg, runs: int, seed: int, horizon):
+    """A sweep (an experiment with its own loop over settings or replications) over every process:
+    each computes its share of the sweep's units (each simulation or fit, shared out by cost as
+    :class:`jaxbandits.engine.checkpoint.SweepShare` does for ``--part``), the units are exchanged,
+    and every process replays the sweep over all of them. The results are those of one process,
+    bit for bit: a unit's numbers do not depend on the process that computes it."""
+    from .engine.checkpoint import SweepShare, sweep_checkpoints
+
+    me, count = process_index(), process_count()
+    with sweep_checkpoints(None, share=SweepShare(me, count)) as ctx:  # this process's units
+        runner(cfg, runs, seed, horizon)
+    with sweep_checkpoints(None, replay_only=True) as rep:
+        for uid, kind, owner in ctx.units:
+            mine = ctx.cache.get_bytes(uid, kind) if owner == me else b""
+            rep.cache.put_bytes(uid, kind, _bytes_from(mine or b"", owner) if count > 1 else mine)
+        return runner(cfg, runs, seed, horizon)
 
 
 # ----------------------------------------------------------------------------- the local launcher

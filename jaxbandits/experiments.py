@@ -35,7 +35,7 @@ from . import delays as D
 from . import envs as E
 from .policies import classic as P
 from .engine.checkpoint import CallCache, Checkpoint, Interrupted, graceful_stop, sweep_checkpoints
-from .results import Results
+from .results import Results, versions
 from .simulate import simulate
 
 
@@ -330,8 +330,9 @@ def run(name, runs: Optional[int] = None, horizon: Optional[int] = None, seed: i
     (``horizon`` of an offline study, ``chunk`` of a sweep, ``horizon`` together with a config key
     it replaces) is an error rather than silently ignored.
 
-    ``part=(i, n)`` (or ``"i/n"``) runs only part ``i`` of ``n`` of the runs and writes a part folder
-    to ``out`` (``part.json``, ``part.npz``) instead of results; :func:`jaxbandits.parts.merge`
+    ``part=(i, n)`` (or ``"i/n"``) runs only part ``i`` of ``n`` of the runs (of a sweep: of its
+    units, each simulation or fit) and writes a part folder to ``out`` (``part.json``, ``part.npz``)
+    instead of results; :func:`jaxbandits.parts.merge`
     combines the ``n`` parts into the results of the whole run, bitwise. Returns the results of the
     part's runs alone. ``distributed=True`` shards the runs over the devices of every process of
     ``jax.distributed`` (:func:`jaxbandits.distributed.initialize` first); process 0 writes ``out``
@@ -371,9 +372,6 @@ def run(name, runs: Optional[int] = None, horizon: Optional[int] = None, seed: i
 
 def _scale_out_checks(name, exp, runs, out, resume, part, distributed, job):
     """Arguments of a part or of a distributed run, checked before anything is built."""
-    if exp.runner is not None:
-        raise ValueError(f"experiment {name!r} is a sweep (its own loop over settings, drawing per-run data "
-                         f"for all runs at once): it cannot be split into parts or distributed; run it whole")
     if part is not None and distributed:
         raise ValueError("part and distributed are exclusive: a part runs on one process (run the parts as "
                          "separate jobs), a distributed run is the whole run over many processes")
@@ -383,7 +381,8 @@ def _scale_out_checks(name, exp, runs, out, resume, part, distributed, job):
         if out is None:
             raise ValueError("part needs out=, the part folder to write (--out)")
         job["part"] = _parts.parse_part(part)
-        job["range"] = _parts.run_range(runs, *job["part"])
+        if exp.runner is None:  # a sweep splits its units (simulations, fits), not its runs
+            job["range"] = _parts.run_range(runs, *job["part"])
         held = _io._read_json(os.path.join(out, "part.json"))
         if isinstance(held, dict) and not job["force"] and (held.get("part"), held.get("parts")) != job["part"]:
             raise ValueError(f"--out {out} holds part {held.get('part')}/{held.get('parts')}; give each part its own "
@@ -426,23 +425,7 @@ def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizo
             Checkpoint(os.path.join(ckpt_root, d)).remove()
             CallCache(os.path.join(ckpt_root, d)).remove()
     if exp.runner is not None:  # a sweep (regret against T, d, ...): its own loop over settings
-        if out is None:
-            return exp.runner(cfg, runs, seed, sweep_horizon)
-        # every completed simulation of the sweep is saved; a resumed sweep replays them
-        with graceful_stop("jaxbandits: stopping before the next setting of the sweep (Ctrl-C again to abort "
-                           "at once)") as stop, sweep_checkpoints(os.path.join(ckpt_root, "sweep"), stop) as cache:
-            try:
-                res = exp.runner(cfg, runs, seed, sweep_horizon)
-            except Interrupted as e:
-                e.resume_command = _resume_command(exp.source or name, job["given_runs"], sweep_horizon, seed,
-                                                   job["overrides"], out, chunk)
-                _write_partial(out, name, cfg, seed, runs, horizon, 0, 1, e)
-                raise
-        res.save(out)
-        cache.remove()
-        with contextlib.suppress(OSError):
-            os.rmdir(ckpt_root)
-        return res
+        return _run_sweep(name, exp, runs, horizon, seed, cfg, out, chunk, sweep_horizon, job, ckpt_root)
     built = exp.build(cfg)
     panels = built if isinstance(built, list) else [Panel("", *built)]
     ch = chunk if chunk is not None else exp.chunk
@@ -510,6 +493,51 @@ def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizo
             cp.remove()
         with contextlib.suppress(OSError):
             os.rmdir(ckpt_root)
+    return res
+
+
+def _run_sweep(name, exp, runs, horizon, seed, cfg, out, chunk, sweep_horizon, job, ckpt_root):
+    """A sweep: its runner, with every unit (simulation, fit) saved as it completes so a resumed
+    sweep replays them. A part (``--part I/N``) computes only its share of the units and writes
+    them to its part folder; a distributed run has each process compute its share, exchanges the
+    units, and replays the sweep on every process (docs/cluster.md)."""
+    part, dist = job.get("part"), job.get("distributed", False)
+    if dist:
+        from .distributed import run_sweep_global
+
+        res = run_sweep_global(exp.runner, cfg, runs, seed, sweep_horizon)
+        if out is not None:
+            res.save(out)
+        return res
+    if out is None:
+        return exp.runner(cfg, runs, seed, sweep_horizon)
+    share = None
+    if part is not None:
+        from .engine.checkpoint import SweepShare
+
+        share = SweepShare(*part)
+    # every completed unit of the sweep is saved; a resumed sweep replays them
+    with graceful_stop("jaxbandits: stopping before the next setting of the sweep (Ctrl-C again to abort "
+                       "at once)") as stop, sweep_checkpoints(os.path.join(ckpt_root, "sweep"), stop,
+                                                              share=share) as ctx:
+        try:
+            res = exp.runner(cfg, runs, seed, sweep_horizon)
+        except Interrupted as e:
+            e.resume_command = _resume_command(exp.source or name, job["given_runs"], sweep_horizon, seed,
+                                               job["overrides"], out, chunk, part)
+            _write_partial(out, name, cfg, seed, runs, horizon, 0, 1, e)
+            raise
+    if part is not None:
+        from .parts import save_sweep_part
+
+        save_sweep_part(out, {"experiment": name, "source": list(exp.source) if exp.source else None,
+                              "config": cfg, "seed": seed, "runs": runs, "horizon": sweep_horizon,
+                              "part": part[0], "parts": part[1], "versions": versions()}, ctx)
+    else:
+        res.save(out)
+    ctx.cache.remove()
+    with contextlib.suppress(OSError):
+        os.rmdir(ckpt_root)
     return res
 
 

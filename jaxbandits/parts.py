@@ -19,6 +19,7 @@ same numpy reductions on arrays of the same memory layout: the same bits).
 """
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -28,7 +29,7 @@ import numpy as np
 
 from . import _io
 
-__all__ = ["parse_part", "run_range", "save_part", "load_part", "merge", "MergeError", "PART_FORMAT"]
+__all__ = ["parse_part", "run_range", "save_part", "save_sweep_part", "load_part", "merge", "MergeError", "PART_FORMAT"]
 
 PART_FORMAT = "jaxbandits-part/1"
 #: the arrays of a SimOutput that a part keeps (those that exist)
@@ -114,6 +115,27 @@ def save_part(out, meta: dict, outs: Dict[str, object]) -> dict:
     return _io.save_files(out, {"part.json": _io.json_writer(_io._normal(meta)), "part.npz": write_npz}, identity)
 
 
+def save_sweep_part(out, meta: dict, ctx) -> dict:
+    """Write the part folder of a split sweep: ``part.json`` (``meta``, the sweep's units in the
+    order it asked for them and which part owns each) and ``part.npz`` (the bytes of each unit this
+    part owns, as :class:`jaxbandits.engine.checkpoint.CallCache` saves them), as one unit."""
+    mine = {uid: kind for uid, kind, owner in ctx.units if owner == meta["part"]}
+    arrays = {}
+    for uid, kind in mine.items():
+        data = ctx.cache.get_bytes(uid, kind)
+        if data is None:  # cannot happen: this part computed or replayed every unit it owns
+            raise RuntimeError(f"part {meta['part']}: unit {uid} was not saved")
+        arrays[f"u_{uid}"] = np.frombuffer(data, np.uint8)
+    meta = dict(meta, format=PART_FORMAT, kind="sweep", units=[[u, k, o] for u, k, o in ctx.units])
+
+    def write_npz(p):
+        with open(p, "wb") as fh:
+            np.savez(fh, **arrays)
+
+    identity = {"experiment": meta["experiment"], "config": meta["config"]}
+    return _io.save_files(out, {"part.json": _io.json_writer(_io._normal(meta)), "part.npz": write_npz}, identity)
+
+
 # ----------------------------------------------------------------------------- reading and merging
 def _short(d) -> str:
     return os.fspath(d)
@@ -157,7 +179,7 @@ def load_part(folder) -> dict:
 def _check_same(metas: List[dict]):
     """Every part is of the same run as the first; name the first difference."""
     ref = metas[0]
-    keys = ("experiment", "config", "seed", "runs", "horizon", "parts", "t", "labels", "metric")
+    keys = ("kind", "experiment", "config", "seed", "runs", "horizon", "parts", "t", "labels", "metric", "units")
     for m in metas[1:]:
         for k in keys:
             if m.get(k) != ref.get(k):
@@ -192,6 +214,8 @@ def _order(metas: List[dict]) -> List[dict]:
         raise MergeError(f"merge: part(s) {', '.join(f'{i}/{n}' for i in missing)} missing (given: {have}); "
                          f"run them with --part I/{n} and merge all {n}")
     ordered = sorted(metas, key=lambda m: m["part"])
+    if metas[0].get("kind") == "sweep":  # a sweep's parts split its units, not its runs
+        return ordered
     expect = 0
     for m in ordered:  # the run ranges tile 0 .. runs - 1
         if m["first_run"] != expect:
@@ -254,6 +278,8 @@ def merge(dirs: Sequence, out, *, force: bool = False, plot: bool = True):
     metas = _order(metas)
     ref = metas[0]
     identity = {"experiment": ref["experiment"], "config": ref["config"]}
+    if ref.get("kind") == "sweep":
+        return _merge_sweep(metas, out, identity, force=force)
     with _io.output_folder(out, identity, force=force):
         outs = merged_outputs(metas)
         timing = merged_timing(metas)
@@ -264,4 +290,60 @@ def merge(dirs: Sequence, out, *, force: bool = False, plot: bool = True):
                         None if ref["layout"] is None else tuple(ref["layout"]), ref["ratio_to"])
         res.versions = dict(ref["versions"])
         res.save(out, plot=plot)
+    return res
+
+
+def _sweep_experiment(ref: dict):
+    """The experiment a sweep's parts are of: by name, or re-read from its file."""
+    from . import experiments as X
+
+    if ref.get("source"):
+        from . import expfile
+
+        path, *rest = ref["source"]
+        sets = {}
+        for i in range(0, len(rest) - 1, 2):
+            if rest[i] == "--set":
+                k, _, v = rest[i + 1].partition("=")
+                try:  # written as repr(value)
+                    sets[k] = ast.literal_eval(v)
+                except (ValueError, SyntaxError):
+                    sets[k] = v
+        if not os.path.isfile(path):
+            raise MergeError(f"merge: the parts are of the experiment file {path!r}, which is not there: merge from "
+                             "the folder the parts were run from")
+        return expfile.experiment(path, sets or None)
+    try:
+        return X.get(ref["experiment"])
+    except (KeyError, ValueError) as e:
+        raise MergeError(f"merge: the parts are of experiment {ref['experiment']!r}, not known here ({e}): merge "
+                         "where it is registered") from None
+
+
+def _merge_sweep(metas: List[dict], out, identity: dict, *, force: bool = False):
+    """The parts of a split sweep: every unit the sweep asks for, from the part that owns it; then
+    the sweep's own code runs again over them (replaying, computing nothing), so its results are
+    those of the sweep run whole, bit for bit."""
+    from .engine.checkpoint import MissingUnit, sweep_checkpoints
+
+    ref = metas[0]
+    exp = _sweep_experiment(ref)
+    with sweep_checkpoints(None, replay_only=True) as ctx:
+        for m in metas:
+            with np.load(os.path.join(m["_folder"], "part.npz"), allow_pickle=False) as z:
+                held = {k[2:]: z[k] for k in z.files}
+            for uid, kind, owner in m["units"]:
+                if owner != m["part"]:
+                    continue
+                if uid not in held:
+                    raise MergeError(f"merge: {m['_folder']!r} lacks unit {uid} that its part owns: rerun that part")
+                ctx.cache.put_bytes(uid, kind, held[uid].tobytes())
+        with _io.output_folder(out, identity, force=force):
+            try:
+                res = exp.runner(ref["config"], ref["runs"], ref["seed"], ref["horizon"])
+            except MissingUnit as e:
+                raise MergeError(f"merge: {e}: the parts are not of this code (rerun them with this version)") from None
+            if hasattr(res, "versions"):
+                res.versions = dict(ref["versions"])
+            res.save(out)
     return res

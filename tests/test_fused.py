@@ -15,8 +15,8 @@ without other draws (UCB1, KL-UCB, DelayedUCB, DelayedKLUCB) must then take the 
 run for run, round for round, which checks their index, tie rule, delays, censoring, calendar
 and metrics exactly; the statistical tests check the kernels' own generator and samplers.
 
-The default suite runs a reduced set (UCB1 + KL-UCB statistics, KL-UCB and DelayedKLUCB replays,
-the samplers, one shape lowered); the ``slow`` tests cover every policy, the seven delay laws and
+The default suite runs a reduced set (UCB1, KL-UCB and both Thompsons' statistics, DelayedUCB's
+under Weibull delays, KL-UCB and DelayedKLUCB replays, the samplers, one shape lowered); the ``slow`` tests cover every policy, the seven delay laws and
 more shapes.
 """
 import importlib.util
@@ -95,6 +95,23 @@ def test_classic_statistics_agree_with_the_scan(classic_runs):
         assert fused[lab].timing["path"].startswith("fused") and "path" not in scan[lab].timing
     # the check has power: UCB1's regret is not KL-UCB's at this size
     assert abs(_z(fused["UCB1"].regret[:, -1], scan["KL-UCB"].regret[:, -1])) > 3
+
+
+def test_thompson_statistics_agree_with_the_scan():
+    """Beta-Bernoulli and Gaussian Thompson sampling: their posterior draws come from the kernel's
+    own samplers (Marsaglia-Tsang gammas, Box-Muller normals), so no replay can check them; their
+    final regret and pull shares agree with the scan's within 3 standard errors, and the same key
+    gives the same bits."""
+    env, ch = jb.envs.bernoulli(MEANS), jb.channels.attributed()
+    pols = {"Thompson": classic.thompson(), "Gaussian-TS": classic.gaussian_thompson()}
+    fused = jb.simulate(env, ch, pols, T_C, KEY, N_C, record=1, path="fused")
+    scan = jb.simulate(env, ch, pols, T_C, KEY, N_C, record=1, path="scan")
+    for lab in pols:
+        _same_form(fused[lab], scan[lab])
+        _agree(fused[lab], scan[lab], lab)
+    assert abs(_z(fused["Thompson"].regret[:, -1], scan["Gaussian-TS"].regret[:, -1])) > 3  # the check has power
+    again = jb.simulate(env, ch, pols["Thompson"], T_C, KEY, N_C, record=1, path="fused")
+    np.testing.assert_array_equal(again.pulls, fused["Thompson"].pulls)
 
 
 def test_same_key_same_bits_and_another_key_other_bits(classic_runs):
@@ -188,6 +205,16 @@ def test_delayed_klucb_replaying_the_scan_draws_takes_its_actions():
     # L(t) <= R(t) (tau <= 1) and censoring bites: L(T) < R(T)
     assert (rep.delayed_regret <= rep.regret + 1e-3).all()
     assert rep.delayed_regret[:, -1].mean() < 0.99 * rep.regret[:, -1].mean()
+
+
+def test_delayed_ucb_statistics_agree_with_the_scan():
+    """DelayedUCB under Weibull delays (sampled in-kernel by inversion, Ñ from the tau-table sum)
+    with the kernel's own generator: final regret, L(T) and pull shares within 3 s.e. of the scan's.
+    (Every law and both policies: the slow tests.)"""
+    law = jb.delays.weibull(0.7, 8.0)
+    fused, scan = _delayed_pair(CV.delayed_ucb, law)
+    _same_form(fused, scan)
+    _agree(fused, scan, "DelayedUCB weibull", delayed=True)
 
 
 LAWS = {"fixed": jb.delays.fixed(3), "uniform": jb.delays.uniform(0, 30), "geometric": jb.delays.geometric(mean=8.0),

@@ -197,11 +197,6 @@ def test_option_errors(args, msg, parts, tmp_path, capsys):
     assert msg in err and err.startswith("jaxbandits: error:"), err
 
 
-def test_a_sweep_is_not_split(tmp_path, capsys):
-    assert main(["run", "thune2019-bounds", "--part", "0/2", "--out", str(tmp_path / "s"), "--no-progress"]) == 2
-    assert "is a sweep" in capsys.readouterr().err
-
-
 def test_processes_option_is_stripped_for_the_children():
     from jaxbandits.cli import _without_processes
 

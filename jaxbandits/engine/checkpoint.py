@@ -169,49 +169,97 @@ def graceful_stop(message: Optional[str] = None):
 
 
 # ----------------------------------------------------------------------------- sweeps
+class MissingUnit(LookupError):
+    """A replay of a sweep (a merge of its parts) needed a unit that no part holds."""
+
+
+def _unit_bytes(kind: str, value) -> bytes:
+    """One unit's result as bytes: ``sim`` (``{label: SimOutput}``) as an ``.npz``, ``json`` as UTF-8."""
+    import io
+
+    if kind == "json":
+        return json.dumps(value, sort_keys=True).encode()
+    arrays, meta = {}, {}
+    for i, (lab, o) in enumerate(value.items()):
+        names = [f for f in ("t", "regret", "expected_regret", "reward", "pulls", "lost_to_W",
+                             "delayed_regret", "arm_totals") if getattr(o, f) is not None]
+        meta[lab] = {"arrays": names, "width": int(o.width), "timing": o.timing}
+        arrays.update({f"o{i}_{f}": np.asarray(getattr(o, f)) for f in names})
+    buf = io.BytesIO()
+    np.savez(buf, meta=json.dumps(meta, default=float), **arrays)
+    return buf.getvalue()
+
+
+def _unit_value(kind: str, data: bytes):
+    """Inverse of :func:`_unit_bytes`."""
+    import io
+
+    from .recording import SimOutput
+
+    if kind == "json":
+        return json.loads(data.decode())
+    with np.load(io.BytesIO(data), allow_pickle=False) as z:
+        meta = json.loads(str(z["meta"]))
+        out = {}
+        for i, (lab, m) in enumerate(meta.items()):
+            arrs = {f: z[f"o{i}_{f}"] for f in m["arrays"]}
+            out[lab] = SimOutput(**arrs, width=m["width"], timing=m["timing"],
+                                 **{f: None for f in ("delayed_regret", "arm_totals") if f not in arrs})
+    return out
+
+
+_EXT = {"sim": "npz", "json": "json"}
+
+
 class CallCache:
-    """Completed simulations of a sweep (an experiment that loops over settings, one ``simulate``
-    per setting), each saved whole under the hash of its fingerprint; a resumed sweep replays the
-    saved ones (the same arrays, so the same bits) and runs the rest. Active inside
-    :func:`sweep_checkpoints`."""
+    """Completed units of a sweep (an experiment that loops over settings: one ``simulate`` per
+    setting, or one fit per replication), each saved whole under the hash of its fingerprint; a
+    resumed sweep replays the saved ones (the same arrays, so the same bits) and runs the rest.
+    Active inside :func:`sweep_checkpoints`. ``folder=None`` keeps them in memory."""
 
-    def __init__(self, folder: str):
-        self.folder = os.path.abspath(folder)
+    def __init__(self, folder: Optional[str]):
+        self.folder = None if folder is None else os.path.abspath(folder)
+        self.memory = {}
 
-    def _path(self, fingerprint: dict) -> str:
+    @staticmethod
+    def unit_id(fingerprint: dict) -> str:
         import hashlib
 
-        h = hashlib.sha256(json.dumps(fingerprint, sort_keys=True, default=str).encode()).hexdigest()[:24]
-        return os.path.join(self.folder, f"call-{h}.npz")
+        return hashlib.sha256(json.dumps(fingerprint, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
-    def get(self, fingerprint: dict):
-        """The saved ``{label: SimOutput}`` of this call, or None."""
-        from .recording import SimOutput
+    def file_name(self, uid: str, kind: str = "sim") -> str:
+        return f"call-{uid}.{_EXT[kind]}"
 
-        p = self._path(fingerprint)
+    def _path(self, fingerprint: dict, kind: str = "sim") -> str:
+        return os.path.join(self.folder, self.file_name(self.unit_id(fingerprint), kind))
+
+    def get_bytes(self, uid: str, kind: str):
+        if self.folder is None:
+            return self.memory.get(uid)
+        p = os.path.join(self.folder, self.file_name(uid, kind))
         if not os.path.exists(p):
             return None
-        with np.load(p, allow_pickle=False) as z:
-            meta = json.loads(str(z["meta"]))
-            out = {}
-            for i, (lab, m) in enumerate(meta.items()):
-                arrs = {f: z[f"o{i}_{f}"] for f in m["arrays"]}
-                out[lab] = SimOutput(**arrs, width=m["width"], timing=m["timing"],
-                                     **{f: None for f in ("delayed_regret", "arm_totals") if f not in arrs})
-        return out
+        with open(p, "rb") as fh:
+            return fh.read()
 
-    def put(self, fingerprint: dict, outs: dict):
+    def put_bytes(self, uid: str, kind: str, data: bytes):
+        if self.folder is None:
+            self.memory[uid] = data
+            return
         os.makedirs(self.folder, exist_ok=True)
-        arrays, meta = {}, {}
-        for i, (lab, o) in enumerate(outs.items()):
-            names = [f for f in ("t", "regret", "expected_regret", "reward", "pulls", "lost_to_W",
-                                 "delayed_regret", "arm_totals") if getattr(o, f) is not None]
-            meta[lab] = {"arrays": names, "width": int(o.width), "timing": o.timing}
-            arrays.update({f"o{i}_{f}": np.asarray(getattr(o, f)) for f in names})
-        _atomic(self._path(fingerprint), lambda f: np.savez(f, meta=json.dumps(meta, default=float), **arrays))
+        _atomic(os.path.join(self.folder, self.file_name(uid, kind)), lambda f: f.write(data))
+
+    def get(self, fingerprint: dict, kind: str = "sim"):
+        """The saved result of this unit (``{label: SimOutput}`` for a simulation), or None."""
+        data = self.get_bytes(self.unit_id(fingerprint), kind)
+        return None if data is None else _unit_value(kind, data)
+
+    def put(self, fingerprint: dict, value, kind: str = "sim"):
+        self.put_bytes(self.unit_id(fingerprint), kind, _unit_bytes(kind, value))
 
     def remove(self):
-        if os.path.isdir(self.folder):
+        self.memory.clear()
+        if self.folder is not None and os.path.isdir(self.folder):
             for name in os.listdir(self.folder):
                 if name.startswith(("call-", ".tmp-")):
                     with contextlib.suppress(OSError):
@@ -220,23 +268,85 @@ class CallCache:
                 os.rmdir(self.folder)
 
 
-_SWEEP: "contextvars.ContextVar[Optional[Tuple[CallCache, Callable[[], bool]]]]"
+class SweepShare:
+    """Which units of a sweep one part (or one process of a distributed run) computes, when the
+    sweep is split ``count`` ways: each unit, in the order the sweep asks for them, goes to the
+    share with the least work so far (its cost: run-steps), ties to the lowest index. Every part
+    runs the same sweep code and sees the same units in the same order, so every part computes the
+    same assignment without talking to the others (docs/cluster.md)."""
+
+    def __init__(self, index: int, count: int):
+        self.index, self.count = int(index), int(count)
+        self.loads = [0.0] * self.count
+
+    def owner(self, cost: float) -> int:
+        j = min(range(self.count), key=lambda p: (self.loads[p], p))
+        self.loads[j] += float(cost)
+        return j
+
+
+class SweepContext:
+    """What :func:`sweep_checkpoints` makes active: the cache, the stop request, and, for a split
+    sweep, this part's share (units of other parts get a placeholder and are not computed) or
+    ``replay_only`` (a merge: every unit must come from the cache). ``units`` lists every unit
+    the sweep asked for, in order: ``(id, kind, owner)``."""
+
+    def __init__(self, cache: CallCache, stop: Callable[[], bool] = lambda: False,
+                 share: Optional[SweepShare] = None, replay_only: bool = False):
+        self.cache, self.stop, self.share, self.replay_only = cache, stop, share, replay_only
+        self.units: List[Tuple[str, str, Optional[int]]] = []
+
+
+_SWEEP: "contextvars.ContextVar[Optional[SweepContext]]"
 import contextvars  # noqa: E402
 
 _SWEEP = contextvars.ContextVar("jaxbandits_sweep_checkpoints", default=None)
 
 
 @contextlib.contextmanager
-def sweep_checkpoints(folder: str, stop: Callable[[], bool] = lambda: False):
-    """Within the block, every ``simulate`` / ``simulate_grid`` call is saved whole in ``folder``
-    when it completes and replayed from there when the same call comes again (a resumed sweep);
-    ``stop()`` is asked before each call (:class:`Interrupted` when it says so)."""
-    tok = _SWEEP.set((CallCache(folder), stop))
+def sweep_checkpoints(folder: Optional[str], stop: Callable[[], bool] = lambda: False, *,
+                      share: Optional[SweepShare] = None, replay_only: bool = False):
+    """Within the block, every unit of a sweep (each ``simulate`` / ``simulate_grid`` call, and
+    what a sweep wraps in :func:`sweep_unit`) is saved whole in ``folder`` (``None``: in memory)
+    when it completes and replayed from there when the same unit comes again (a resumed sweep);
+    ``stop()`` is asked before each unit is computed (:class:`Interrupted` when it says so).
+    ``share`` computes only this part's units (:class:`SweepShare`); ``replay_only`` computes
+    none (:class:`MissingUnit` for a unit the cache lacks). Yields the :class:`SweepContext`."""
+    ctx = SweepContext(CallCache(folder), stop, share, replay_only)
+    tok = _SWEEP.set(ctx)
     try:
-        yield _SWEEP.get()[0]
+        yield ctx
     finally:
         _SWEEP.reset(tok)
 
 
-def active_sweep():
+def active_sweep() -> Optional[SweepContext]:
     return _SWEEP.get()
+
+
+def sweep_unit(fingerprint: dict, compute: Callable[[], Any], *, cost: float = 1.0,
+               placeholder: Callable[[], Any] = lambda: None, kind: str = "sim", what: str = "unit"):
+    """One unit of a sweep: outside :func:`sweep_checkpoints`, ``compute()``. Inside, the saved
+    result if the cache holds ``fingerprint``; else, if this part does not own the unit,
+    ``placeholder()`` (a value of the same form that the sweep's code may read but whose numbers
+    are discarded); else ``compute()``, saved. ``kind``: ``"sim"`` for ``{label: SimOutput}``,
+    ``"json"`` for a JSON value. ``cost`` (run-steps) balances a split sweep's parts."""
+    ctx = active_sweep()
+    if ctx is None:
+        return compute()
+    uid = ctx.cache.unit_id(fingerprint)
+    owner = ctx.share.owner(cost) if ctx.share is not None else None
+    ctx.units.append((uid, kind, owner))
+    got = ctx.cache.get(fingerprint, kind)
+    if got is not None:
+        return got
+    if ctx.replay_only:
+        raise MissingUnit(f"the sweep needs {what} {uid} and no part holds it")
+    if owner is not None and owner != ctx.share.index:
+        return placeholder()
+    if ctx.stop():
+        raise Interrupted(0, 0, ctx.cache.folder, what=f"before the next {what} of the sweep (the completed ones "
+                                                       "are saved)")
+    value = compute()
+    ctx.cache.put(fingerprint, value, kind)
+    return value

@@ -398,25 +398,37 @@ def simulate(env, channel, policies, horizon: int, key, n_runs: int = 1, *, reco
 
 
 def _sweep_call(problems, grid_params, key, n_runs, record_at, chunk, shard, first_run, checkpoint, compute):
-    """Inside :func:`jaxbandits.engine.checkpoint.sweep_checkpoints`: replay this call if a sweep saved
-    it, else run it (unless a stop was asked) and save it."""
-    from .checkpoint import Interrupted, active_sweep
+    """A unit of a sweep (:func:`jaxbandits.engine.checkpoint.sweep_unit`): inside
+    :func:`~jaxbandits.engine.checkpoint.sweep_checkpoints`, replay this call if the sweep saved it,
+    give a placeholder if another part of a split sweep computes it, else run it and save it."""
+    from .checkpoint import active_sweep, sweep_unit
 
-    sweep = active_sweep() if checkpoint is None else None
-    if sweep is None:
+    if checkpoint is not None or active_sweep() is None:
         return compute()
-    cache, stop = sweep
     plan = Plan(tuple(problems.items()), _devices(shard, n_runs), grid_params is not None)
+    n_grid = 1 if grid_params is None else int(np.asarray(next(iter(grid_params.values()))).shape[0])
     fp = _fingerprint(plan, key, n_runs, record_at, chunk, first_run,
                       {"grid": None if grid_params is None else {k: np.asarray(v).tolist() for k, v in grid_params.items()}})
-    got = cache.get(fp)
-    if got is not None:
-        return got
-    if stop():
-        raise Interrupted(0, plan.problems[0][1].horizon, cache.folder,
-                          what="before the next simulation of the sweep (the completed ones are saved)")
-    outs = compute()
-    cache.put(fp, outs)
+    horizon = plan.problems[0][1].horizon
+    return sweep_unit(fp, compute, cost=float(horizon) * n_runs * n_grid * len(problems), kind="sim",
+                      what="simulation", placeholder=lambda: _placeholder(problems, n_runs, record_at, grid_params))
+
+
+def _placeholder(problems, n_runs, record_at, grid_params):
+    """Outputs of the form a call returns, all zeros: what a part of a split sweep gets for a call
+    another part computes (its numbers are discarded; docs/cluster.md)."""
+    lead = () if grid_params is None else (int(np.asarray(next(iter(grid_params.values()))).shape[0]),)
+    R = len(record_at)
+    outs = {}
+    for lab, prob in problems.items():
+        K = int(prob.spec.n_arms)
+        z = np.zeros(lead + (n_runs, R), np.float32)
+        outs[lab] = SimOutput(t=np.asarray(record_at, np.int64) + 1, regret=z, expected_regret=z, reward=z,
+                              pulls=np.zeros(lead + (n_runs, R, K), np.float32),
+                              lost_to_W=np.zeros(lead + (n_runs,), np.int32), width=prob.width,
+                              timing={"compile_s": 0.0, "run_s": 0.0, "devices": 1},
+                              delayed_regret=z if prob.dl_mode else None,
+                              arm_totals=np.zeros(lead + (n_runs, R, K), np.float32) if prob.world.adversarial else None)
     return outs
 
 

@@ -139,38 +139,51 @@ class FitRecovery:
         plt.close(fig)
 
 
+def _recover_one(B, cfg, seed, r, p, mean, shape):
+    """One replication of bayes-fit-recovery: simulate a log from the drawn truth, fit it, and report
+    the 90% intervals against the truth (a JSON row)."""
+    K = len(p)
+    log = B.synthetic_log(p, int(cfg["n_plays"]), span=cfg["span"], cutoff=cfg["span"], delay=cfg["model"],
+                          mean=mean, shape=shape, seed=seed * 1000 + r)
+    idata = B.fit(log, cfg["model"], num_chains=2, num_warmup=400, num_samples=500, seed=r,
+                  priors={"delay_mean_scale": cfg["prior_scale"]}, prior_mean=cfg["prior_mean"])
+    post = idata.posterior
+    truth = {f"p[{k}]": float(p[k]) for k in range(K)}
+    truth["delay_mean"] = mean
+    if cfg["model"] == "weibull":
+        truth["delay_shape"] = shape
+    draws = {f"p[{k}]": post["p"].values[..., k].ravel() for k in range(K)}
+    draws["delay_mean"] = post["delay_mean"].values.ravel()
+    if cfg["model"] == "weibull":
+        draws["delay_shape"] = post["delay_shape"].values.ravel()
+    lo = {n: float(np.percentile(v, 5)) for n, v in draws.items()}
+    hi = {n: float(np.percentile(v, 95)) for n, v in draws.items()}
+    dg = B.diagnostics(idata)
+    return {"truth": truth, "mean": {n: float(v.mean()) for n, v in draws.items()}, "lo": lo, "hi": hi,
+            "covered": {n: bool(lo[n] <= truth[n] <= hi[n]) for n in truth},
+            "r_hat_max": float(dg["r_hat_max"]), "divergences": int(dg.get("divergences", 0))}
+
+
 def _fit_recovery(cfg, runs, seed, horizon):
     if horizon is not None:
         raise ValueError("horizon (--horizon) does not apply to bayes-fit-recovery: each replication fits a log of "
                          f"n_plays plays (now {cfg['n_plays']}; change it with --set n_plays=N); leave horizon unset")
     from .. import bayes as B
+    from ..engine.checkpoint import sweep_unit
 
     rng = np.random.default_rng(seed)
     rows = []
-    for r in range(runs):
+    for r in range(runs):  # the truths are drawn in order (one stream); each fit is a unit of the study
         K = int(cfg["n_arms"])
         p = rng.uniform(cfg["p_low"], cfg["p_high"], K)
         mean = float(np.exp(math.log(cfg["prior_mean"]) + cfg["prior_scale"] * rng.standard_normal()))
         shape = float(np.exp(0.5 * rng.standard_normal())) if cfg["model"] == "weibull" else 1.0
-        log = B.synthetic_log(p, int(cfg["n_plays"]), span=cfg["span"], cutoff=cfg["span"], delay=cfg["model"],
-                              mean=mean, shape=shape, seed=seed * 1000 + r)
-        idata = B.fit(log, cfg["model"], num_chains=2, num_warmup=400, num_samples=500, seed=r,
-                      priors={"delay_mean_scale": cfg["prior_scale"]}, prior_mean=cfg["prior_mean"])
-        post = idata.posterior
-        truth = {f"p[{k}]": float(p[k]) for k in range(K)}
-        truth["delay_mean"] = mean
-        if cfg["model"] == "weibull":
-            truth["delay_shape"] = shape
-        draws = {f"p[{k}]": post["p"].values[..., k].ravel() for k in range(K)}
-        draws["delay_mean"] = post["delay_mean"].values.ravel()
-        if cfg["model"] == "weibull":
-            draws["delay_shape"] = post["delay_shape"].values.ravel()
-        lo = {n: float(np.percentile(v, 5)) for n, v in draws.items()}
-        hi = {n: float(np.percentile(v, 95)) for n, v in draws.items()}
-        dg = B.diagnostics(idata)
-        rows.append({"truth": truth, "mean": {n: float(v.mean()) for n, v in draws.items()}, "lo": lo, "hi": hi,
-                     "covered": {n: bool(lo[n] <= truth[n] <= hi[n]) for n in truth},
-                     "r_hat_max": dg["r_hat_max"], "divergences": dg.get("divergences", 0)})
+        fp = {"unit": "bayes-fit-recovery", "config": {k: cfg[k] for k in sorted(cfg)}, "seed": seed, "replication": r,
+              "p": p.tolist(), "mean": mean, "shape": shape}
+        row = sweep_unit(fp, lambda: _recover_one(B, cfg, seed, r, p, mean, shape), cost=float(cfg["n_plays"]),
+                         kind="json", what="fit")
+        if row is not None:  # None: a fit another part of a split study computes
+            rows.append(row)
     return FitRecovery("bayes-fit-recovery", dict(cfg), seed, rows)
 
 

@@ -1,0 +1,206 @@
+"""Sweeps past one process (docs/cluster.md): an experiment with its own loop over settings
+(regret against T, against d, ...) or replications (a fit per replication) splits its *units*
+(each simulation or fit) into ``--part I/N`` shares by cost; ``merge`` replays the sweep over the
+parts' units, so its results are the whole run's, bit for bit; a part killed and resumed changes
+nothing; a 2-process ``jax.distributed`` run exchanges the units and equals one process, bitwise."""
+import json
+import os
+import shutil
+import sys
+
+import numpy as np
+import pytest
+
+from jaxbandits import _io
+from jaxbandits.cli import main
+from jaxbandits.engine.checkpoint import SweepShare
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BOUNDS = ["thune2019-bounds", "--runs", "4", "--set", "log2_T=8", "--set", "delays=[0, 4, 16, 64]", "--seed", "5",
+          "--no-progress"]
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("jax-cache"))
+
+
+@pytest.fixture(autouse=True)
+def _cache(cache_dir, monkeypatch):
+    monkeypatch.setenv("JAXBANDITS_CACHE_DIR", cache_dir)
+
+
+def _same_results(a, b, arrays=True):
+    """Bitwise: every number of summary.json and every array of results.nc (timing aside)."""
+    sa, sb = (json.load(open(os.path.join(d, "summary.json"))) for d in (a, b))
+    sa.pop("timing", None), sb.pop("timing", None)
+    assert sa == sb  # json floats are repr'd exactly: equal text is equal bits
+    if arrays:
+        import xarray as xr
+
+        xa, xb = (xr.load_dataset(os.path.join(d, "results.nc"), engine="h5netcdf") for d in (a, b))
+        assert sorted(xa.data_vars) == sorted(xb.data_vars)
+        for v in xa.data_vars:
+            assert xa[v].dtype == xb[v].dtype
+            np.testing.assert_array_equal(xa[v].values, xb[v].values, err_msg=v)
+
+
+@pytest.fixture(scope="module")
+def bounds(tmp_path_factory, cache_dir):
+    """thune2019-bounds (4 delays: 8 simulations) whole, and in three parts."""
+    d = tmp_path_factory.mktemp("sweep")
+    old = os.environ.get("JAXBANDITS_CACHE_DIR")
+    os.environ["JAXBANDITS_CACHE_DIR"] = cache_dir
+    try:
+        assert main(["run", *BOUNDS, "--out", str(d / "whole")]) == 0
+        for i in range(3):
+            assert main(["run", *BOUNDS, "--part", f"{i}/3", "--out", str(d / f"p{i}")]) == 0
+    finally:
+        if old is None:
+            del os.environ["JAXBANDITS_CACHE_DIR"]
+        else:
+            os.environ["JAXBANDITS_CACHE_DIR"] = old
+    return d
+
+
+def test_share_is_greedy_by_cost_and_the_same_in_every_part():
+    costs = [1, 2, 4, 8, 16, 32, 32]
+    owners = []
+    for i in range(3):
+        s = SweepShare(i, 3)
+        owners.append([s.owner(c) for c in costs])
+        assert s.loads == [41.0, 18.0, 36.0]  # each unit to the least loaded so far, in the sweep's order
+    assert owners[0] == owners[1] == owners[2] == [0, 1, 2, 0, 1, 2, 0]  # every part computes the same
+    # one part: everything is its own
+    s = SweepShare(0, 1)
+    assert {s.owner(c) for c in costs} == {0}
+
+
+def test_sweep_parts_merge_bitwise_the_whole_run(bounds, tmp_path, capsys):
+    d = bounds
+    metas = [json.load(open(d / f"p{i}" / "part.json")) for i in range(3)]
+    units = metas[0]["units"]
+    assert len(units) == 8 and all(m["units"] == units for m in metas)  # 4 delays x (OT, AT) simulations
+    owned = [[u for u, _, o in units if o == i] for i in range(3)]
+    assert all(owned) and sum(map(len, owned)) == 8  # every part computes some, each unit once
+    for i in range(3):  # a part holds its own units only
+        with np.load(d / f"p{i}" / "part.npz") as z:
+            assert sorted(k[2:] for k in z.files) == sorted(owned[i])
+        assert not (d / f"p{i}" / ".checkpoint").exists() and not (d / f"p{i}" / "summary.json").exists()
+    assert main(["merge", str(d / "p2"), str(d / "p0"), str(d / "p1"), "--out", str(tmp_path / "m")]) == 0
+    _same_results(d / "whole", tmp_path / "m")
+    s = json.load(open(tmp_path / "m" / "summary.json"))
+    assert s["sweep"] == "d" and s["runs"] == 4 and len(s["policies"]["DEW-Thm1"]["regret_mean"]) == 4
+
+
+def _merge_err(capsys, *dirs, out):
+    assert main(["merge", *map(str, dirs), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("jaxbandits: error: merge: ") and "Traceback" not in err, err
+    assert not (out / "summary.json").exists()
+    return err
+
+
+def _resign(folder, name):
+    man = folder / _io.MANIFEST_NAME
+    m = json.load(open(man))
+    m["files"][name] = _io._sha256(str(folder / name))
+    man.write_text(json.dumps(m))
+
+
+def test_sweep_merge_refuses(bounds, tmp_path, capsys):
+    d, out = bounds, tmp_path / "m"
+    assert "part(s) 1/3 missing" in _merge_err(capsys, d / "p0", d / "p2", out=out)
+    # a part of the same sweep with other settings
+    other = tmp_path / "other"
+    assert main(["run", *BOUNDS, "--set", "gap=0.2", "--part", "1/3", "--out", str(other)]) == 0
+    capsys.readouterr()
+    assert "config is" in _merge_err(capsys, d / "p0", other, d / "p2", out=out)
+    # a part whose units file lost one of its units (re-signed, so only the content check can see it)
+    bad = tmp_path / "bad"
+    shutil.copytree(d / "p1", bad)
+    with np.load(bad / "part.npz") as z:
+        kept = {k: z[k] for k in list(z.files)[1:]}
+    with open(bad / "part.npz", "wb") as fh:
+        np.savez(fh, **kept)
+    _resign(bad, "part.npz")
+    assert "lacks unit" in _merge_err(capsys, d / "p0", bad, d / "p2", out=out)
+    # parts that say they are of code that asks for other units than this code does
+    odd = tmp_path / "odd"
+    shutil.copytree(d / "p1", odd)
+    for p in (d / "p0", d / "p2"):
+        shutil.copytree(p, tmp_path / p.name)
+    for f in (tmp_path / "p0", odd, tmp_path / "p2"):
+        meta = json.load(open(f / "part.json"))
+        meta["units"] = [[u if o != 1 else "0" * 24, k, o] for u, k, o in meta["units"]]
+        (f / "part.json").write_text(json.dumps(meta))
+        _resign(f, "part.json")
+    err = _merge_err(capsys, tmp_path / "p0", odd, tmp_path / "p2", out=out)
+    assert "lacks unit" in err or "no part holds it" in err
+
+
+def test_sweep_part_killed_then_resumed_leaves_the_merge_unchanged(bounds, tmp_path, monkeypatch, capsys):
+    from jaxbandits.engine import checkpoint as K
+
+    d = bounds
+    put, calls = K.CallCache.put_bytes, {"n": 0}
+
+    def dies_after_1(self, *a, **k):  # the machine is lost after the part's first unit was saved
+        put(self, *a, **k)
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(K.CallCache, "put_bytes", dies_after_1)
+    p0 = tmp_path / "p0"
+    assert main(["run", *BOUNDS, "--part", "0/3", "--out", str(p0)]) == 130
+    assert capsys.readouterr().err.strip() == "jaxbandits: interrupted"
+    monkeypatch.setattr(K.CallCache, "put_bytes", put)
+    saved = os.listdir(p0 / ".checkpoint" / "sweep")
+    assert len([f for f in saved if f.startswith("call-")]) == 1 and not (p0 / "part.json").exists()
+    assert "unfinished part" in _merge_err(capsys, p0, d / "p1", d / "p2", out=tmp_path / "m")
+    # the resumed part replays its saved unit (computes it no more) and computes the rest
+    from jaxbandits.engine import driver as DR
+
+    ran, real = {"n": 0}, DR.run_problems
+
+    def counting(*a, **k):
+        ran["n"] += 1
+        return real(*a, **k)
+
+    monkeypatch.setattr(DR, "run_problems", counting)
+    assert main(["run", *BOUNDS, "--part", "0/3", "--out", str(p0), "--resume"]) == 0
+    assert "part 0/3 (its share of the sweep's simulations and fits) written to" in capsys.readouterr().out
+    owned = sum(1 for _, _, o in json.load(open(p0 / "part.json"))["units"] if o == 0)
+    assert ran["n"] == owned - 1
+    assert main(["merge", str(p0), str(d / "p1"), str(d / "p2"), "--out", str(tmp_path / "m")]) == 0
+    _same_results(d / "whole", tmp_path / "m")
+
+
+def test_sweep_two_processes_bitwise_one_process(bounds, tmp_path):
+    """``--processes 2``: each process computes its share of the units, the units are exchanged
+    (gloo collectives on 127.0.0.1), process 0 writes; bitwise the one-process run."""
+    from jaxbandits.distributed import launch_local
+
+    out = tmp_path / "dist"
+    rc = launch_local(["run", *BOUNDS, "--no-compile-cache", "--out", str(out)], 2, devices_per_process=1,
+                      timeout=240)
+    assert rc == 0
+    _same_results(bounds / "whole", out)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,sets", [
+    ("thune2019-heavy-tail", ["--runs", "3", "--set", "log2_T=[7, 8]", "--set", "models=['pareto']"]),
+    ("thune2019-example8", ["--runs", "3", "--set", "log2_T=[7, 8, 9]"]),
+    ("pikeburke2018-appF", ["--runs", "3", "--set", "horizon=300", "--set", "delays=[0, 5, 10]"]),
+    ("bayes-fit-recovery", ["--runs", "3", "--set", "n_plays=300", "--set", "model='exponential'"]),
+])
+def test_every_sweep_splits_into_parts_bitwise(name, sets, tmp_path):
+    args = [name, *sets, "--seed", "2", "--no-progress"]
+    assert main(["run", *args, "--out", str(tmp_path / "whole")]) == 0
+    for i in range(2):
+        assert main(["run", *args, "--part", f"{i}/2", "--out", str(tmp_path / f"p{i}")]) == 0
+        assert any(o == i for _, _, o in json.load(open(tmp_path / f"p{i}" / "part.json"))["units"])
+    assert main(["merge", str(tmp_path / "p0"), str(tmp_path / "p1"), "--out", str(tmp_path / "m")]) == 0
+    _same_results(tmp_path / "whole", tmp_path / "m", arrays=name != "bayes-fit-recovery")
