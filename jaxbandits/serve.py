@@ -488,7 +488,7 @@ class Service:
         online = self._online
         lr = self.learner
         c = online.stats(lr.state)
-        est = _estimates(online.close_round(lr.state))
+        est = _estimates(lr.policy, online.close_round(lr.state))
         arms = {}
         for k, name in enumerate(lr.arms):
             d = self.host["decisions"][k]
@@ -511,17 +511,11 @@ class Service:
                 self._lock_fd = None
 
 
-def _estimates(pstate):
-    """The policy's own estimate of each arm's mean, where its state type has one (else None)."""
-    from .policies import classic, conversions
-
-    if isinstance(pstate, classic.IndexState):  # UCB1, KL-UCB, Thompson: sums / (plays or arrivals)
-        n, s = np.asarray(classic.counts(pstate)), np.asarray(pstate.sums)
-    elif isinstance(pstate, conversions.DelayedState):  # DelayedUCB / KLUCB: S / Ñ, the delay-corrected rate
-        n, s = np.asarray(pstate.n_tilde), np.asarray(pstate.s)
-    else:
+def _estimates(policy, pstate):
+    """The policy's own estimate of each arm's mean (``Policy.estimate``), None where it declares none."""
+    if policy.estimate is None:
         return None
-    return [float(x / m) if m > 0 else None for x, m in zip(s, n)]
+    return [None if not np.isfinite(x) else float(x) for x in np.asarray(policy.estimate(pstate))]
 
 
 def replay_events(config: ServeConfig, rows):

@@ -142,7 +142,9 @@ class Policy(NamedTuple):
     The memo fields the engine reads are declared, never probed: ``memo_hold`` (the memo has an
     i32 ``hold``: deliver the play's record at ``s + max(d, hold)``, with ``hold <= max_hold``) and
     ``memo_probs`` (the memo has ``probs``, f32[K], the law the action was drawn from: expected
-    regret is taken over it)."""
+    regret is taken over it). ``estimate`` (optional) maps a state to the policy's own estimate of
+    each arm's mean reward, f32[K] with NaN where it has none yet: what ``jaxbandits serve``
+    reports in ``/stats`` (docs/online.md); it is never called by the engine."""
 
     init: Callable[[ProblemSpec, Any], Any]
     act: Callable[[Any, Context, Any], Tuple[Any, Any]]
@@ -154,6 +156,7 @@ class Policy(NamedTuple):
     reveal_window: int = 0  # H > 0: arrivals.rev_age[a] flags the play of round t-a revealed at t
     memo_hold: bool = False
     memo_probs: bool = False
+    estimate: Optional[Callable[[Any], Any]] = None
 
 
 class Outcome(NamedTuple):

@@ -296,7 +296,7 @@ def _drive(tmp_path, n_decisions, batch, kill_at):
     assert stats["counters"] == {k: c[k] for k in online.CODES} and stats["pending"] == c["pending"]
     assert stats["decisions"] == sum(arm_counts.values()) >= n_decisions
     assert stats["duplicate"] > 0 and c["accepted"] > n_decisions * 0.1
-    est = serve._estimates(online.close_round(lr.state))
+    est = serve._estimates(lr.policy, online.close_round(lr.state))
     assert [stats["arms"][a]["estimate"] for a in CONFIG["arms"]] == est
     return stats
 
@@ -332,3 +332,44 @@ def test_attributed_channel_takes_rewards_and_reports_the_means(tmp_path):
         assert s["arms"][name]["estimate"] == (pytest.approx(want, rel=1e-6) if got else None)
     assert sum(1 for name in cfg.arms if s["arms"][name]["events"]) >= 2
     svc.close()
+
+
+def test_stats_report_the_policy_s_declared_estimate(tmp_path):
+    """``/stats`` reports ``Policy.estimate`` of the policy's state: for delay-model TS, the
+    conversion rate at the tracked posterior mode, which learns the true rate of the arm it plays
+    most; NaN (no estimate yet) is reported as null, and a policy that declares none gives null."""
+    cfg = _cfg(arms=["low", "high"], policy={"name": "delay_model_ts", "window": 50, "model": "exponential",
+                                             "refresh": 10},
+               channel={"kind": "conversions", "window": 50}, max_batch=100)
+    svc = serve.Service(cfg, tmp_path / "ts.db")
+    rate = {"low": 0.05, "high": 0.5}
+    rng = np.random.default_rng(0)
+    with TestClient(serve.create_app(svc)) as c:
+        s0 = c.get("/stats").json()
+        for _ in range(400):  # one decision at a time, its conversion (if any) reported at once
+            out = c.post("/decide", json={"n": 1}).json()
+            if rng.random() < rate[out["arms"][0]]:
+                assert c.post("/feedback", json={"events": [{"id": out["ids"][0]}]}).status_code == 200
+        c.post("/decide", json={"n": 1})  # closes the round: the conversions reach the policy
+        s = c.get("/stats").json()
+    est = {a: s["arms"][a]["estimate"] for a in rate}
+    lr = svc.learner
+    want = np.asarray(lr.policy.estimate(online.close_round(lr.state)))
+    assert [est["low"], est["high"]] == [float(x) for x in want]
+    n_high = s["arms"]["high"]["decisions"]
+    assert n_high > 250 and abs(est["high"] - 0.5) < 4 * np.sqrt(0.25 / n_high)
+    assert est["low"] < 0.3
+    # before any data: the prior's rate, the same for both arms
+    assert s0["arms"]["low"]["estimate"] == s0["arms"]["high"]["estimate"]
+    svc.close()
+
+
+def test_estimate_nan_is_null_and_a_policy_without_estimate_gives_null():
+    import jax.numpy as jnp
+
+    from jaxbandits.policies import classic
+
+    pol = classic.ucb1()
+    st = classic.IndexState(None, jnp.array([2.0, 0.0, 1.0, 0.0]))  # arm 0: 2 arrivals, sum 1; arm 1: none
+    assert serve._estimates(pol, st) == [0.5, None]
+    assert serve._estimates(pol._replace(estimate=None), st) is None

@@ -329,7 +329,10 @@ def delay_model_ts(window: int = 255, model: str = "exponential", engine: str = 
 
     label = name or ("Oracle TS" if fixed_delay is not None else f"DelayModel TS ({engine}, k={k_ref}"
                      + (", warm)" if warm_start is not None else ")"))
-    return Policy(init, act, update, payload, _CONV, label, reveal_window=W)
+    def estimate(st: DelayTSState):  # p (or p F(M), per-arm laws) at the Newton-tracked posterior mode
+        return _score(st.eng.mode, st.stats.n_conv.shape[0])
+
+    return Policy(init, act, update, payload, _CONV, label, reveal_window=W, estimate=estimate)
 
 
 # ----------------------------------------------------------------------------- Beta TS baselines

@@ -99,6 +99,12 @@ def counts(state: IndexState):
     return state.n_played if state.n_played is not None else state.n_arrived
 
 
+def index_estimate(state: IndexState):
+    """Each arm's empirical mean, sums / counts (NaN before its first count)."""
+    n = counts(state)
+    return jnp.where(n > 0, state.sums / jnp.maximum(n, 1.0), jnp.nan)
+
+
 def _index_policy(name, index_fn) -> Policy:
     """Argmax of ``index_fn(state, t, key)``, ties broken at random by the key's first word (an
     index that draws from the key uses ``M.words``' counters, disjoint from that word)."""
@@ -108,7 +114,7 @@ def _index_policy(name, index_fn) -> Policy:
         a = M.argmax_random_tie(idx, M.uniform(key), ctx.mask)
         return a, IndexMemo(one_hot(a, idx.shape[0]))
 
-    return Policy(_index_init, act, _index_update, _index_payload, _STOCHASTIC, name)
+    return Policy(_index_init, act, _index_update, _index_payload, _STOCHASTIC, name, estimate=index_estimate)
 
 
 def ucb1_index(sums, n, t, alpha: float = 2.0):

@@ -201,7 +201,10 @@ def _delayed(index: str, delay, window, eps, cap, iters, online, name) -> Policy
         nt = _ring_n_tilde(ring, t, st.tau, st.tau[H], nc, K)
         return st._replace(nc=nc, ring=ring, leave=leave, n_tilde=nt)
 
-    return Policy(init, act, update, payload, _needs(m), name)
+    def estimate(st: DelayedState):  # S / Ñ: the delay-corrected conversion rate (NaN before Ñ > 0)
+        return jnp.where(st.n_tilde > 0, st.s / jnp.where(st.n_tilde > 0, st.n_tilde, 1.0), jnp.nan)
+
+    return Policy(init, act, update, payload, _needs(m), name, estimate=estimate)
 
 
 def _check(delay, window, eps, online):
@@ -288,7 +291,11 @@ def _discarding(index, delay, window, eps, bonus, cap, iters, name) -> Policy:
         ring = R.put(st.ring, arr.t, arr.action)
         return st._replace(nc=st.nc + e_old, sc=sc, ring=ring, leave=R.get(ring, arr.t + 1))
 
-    return Policy(init, act, update, payload, _needs(m), name, max_hold=m, memo_hold=True)
+    def estimate(st: DiscardingState):  # S^c / (tau_m N^c): closed pulls only (NaN before the first closes)
+        n_eff = st.tau_m * st.nc
+        return jnp.where(n_eff > 0, st.sc / jnp.where(n_eff > 0, n_eff, 1.0), jnp.nan)
+
+    return Policy(init, act, update, payload, _needs(m), name, max_hold=m, memo_hold=True, estimate=estimate)
 
 
 def discarding_ucb(delay, window: int, eps: float = 0.0, bonus: str = "paper", name: Optional[str] = None) -> Policy:
