@@ -418,7 +418,7 @@ def _plugin_path():
     return None
 
 
-def _lower(full):
+def _lower(*flags):
     d = _plugin_path()
     if d is None:
         pytest.skip("jax-cuda12-plugin is not installed, so the CUDA lowering of the fused kernels is NOT checked: "
@@ -426,7 +426,7 @@ def _lower(full):
                     "jax-cuda12-plugin==<jaxlib version> jax-cuda12-pjrt==<jaxlib version>)")
     env = dict(os.environ, JAX_PLATFORMS="cpu",
                PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), d, os.environ.get("PYTHONPATH", "")) if p))
-    r = subprocess.run([sys.executable, "-m", "jaxbandits.fused.lowering"] + (["--all"] if full else []),
+    r = subprocess.run([sys.executable, "-m", "jaxbandits.fused.lowering", *flags],
                        capture_output=True, text=True, env=env, cwd=ROOT, timeout=1200)
     recs = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
     assert recs, r.stderr[-3000:]
@@ -437,12 +437,32 @@ def _lower(full):
 
 
 def test_every_fused_kernel_lowers_to_triton_for_cuda():
-    recs = _lower(full=False)
+    recs = _lower()
     kernels = {x["kernel"].split("/")[0] for x in recs}
     assert kernels == {"UCB1", "KL-UCB", "Thompson", "Gaussian-TS", "d-ucb", "d-klucb"}
+    # the lowered program is the kernel alone: XLA allocates nothing but its arguments and results
+    assert all(x["ops"] == ["custom_call"] for x in recs), {x["kernel"]: x["ops"] for x in recs}
+
+
+def test_fused_device_memory_is_the_records_plus_the_state():
+    """At the benchmark's sizes (lowered for CUDA, nothing allocated): the program's buffers are the
+    per-run keys, the records (regret and reward f32, pulls as int32 over 16 arm lanes: K = 10
+    pads to 16) and, on the conversions channel, the calendar and the ring (``Wp (1 + Kp / 4)``
+    int32 words a run, ``Wp = 1024`` for m = 1000) plus the lost counts."""
+    recs = {x["kernel"]: x for x in _lower("--memory")}
+    n, R = 1_000_000 + 64, 200  # runs padded to the block of 128
+    for name in ("UCB1", "KL-UCB", "Thompson"):
+        b = recs[name]["bytes"]
+        assert recs[name]["ops"] == ["custom_call"]
+        assert b["records"] == n * R * 4 * (2 + 16) and b["work_space"] == 0
+        assert b["arguments"] == 4 * n * 4 + 16 * 4 + R * 4  # four key words a run, means, record rounds
+    d = recs["DelayedKLUCB/m=1000"]["bytes"]
+    n = 100_000 + 96  # runs padded to the block of 128
+    assert d["records"] == n * R * 4 * (3 + 16)
+    assert d["work_space"] == n * 4 * (1 + 1024 * (1 + 16 // 4))
 
 
 @pytest.mark.slow
 def test_every_fused_kernel_lowers_for_several_shapes():
-    recs = _lower(full=True)
+    recs = _lower("--all")
     assert len({json.dumps(x["shape"]) for x in recs}) >= 4 and len(recs) >= 40

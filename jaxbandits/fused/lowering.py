@@ -8,7 +8,16 @@ prints one JSON line per kernel and shape: ``{"kernel", "shape", "ok", "triton",
 ``ok`` means ``jax.jit(f).trace(...).lower(lowering_platforms=("cuda",))`` succeeded and
 ``triton`` that the lowered module holds a Triton kernel (``xla.gpu.triton``). This catches what
 Pallas cannot lower to Triton (unsupported primitives, block shapes, dtypes); it compiles no PTX
-and measures no speed.
+and measures no speed. Each line also gives ``ops`` (the StableHLO operations of the lowered
+module: one Triton ``custom_call``, nothing else, so XLA allocates no buffer but the kernel's
+arguments and results) and ``bytes`` (those arguments and results: the device memory of the fused
+path, records plus state).
+
+    ... python -m jaxbandits.fused.lowering --memory
+
+prints the same accounting at the sizes of ``benchmarks/limits.py`` on a GPU (1e6 runs, K = 10,
+T = 1e4, 200 record points; DelayedKLUCB m = 1000 at 1e5 runs), next to the records the scan path
+returns for them.
 """
 from __future__ import annotations
 
@@ -46,7 +55,31 @@ def cases(full: bool = False):
                 yield f"{pol.name}/{lname}/m={m}", env, jb.channels.conversions(window=m), pol, T, R, n
 
 
-def lower_all(full: bool = False):
+def memory_cases():
+    """The configurations of ``benchmarks/limits.py`` on a GPU."""
+    import numpy as np
+
+    import jaxbandits as jb
+    from jaxbandits.policies import classic
+    from jaxbandits.policies import conversions as CV
+
+    env = jb.envs.bernoulli(np.linspace(0.1, 0.9, 10))
+    for pol in (classic.ucb1(), classic.kl_ucb(), classic.thompson()):
+        yield pol.name, env, jb.channels.attributed(), pol, 10_000, 200, 1_000_000
+    law = jb.delays.geometric(mean=100.0)
+    yield ("DelayedKLUCB/m=1000", jb.envs.conversions(np.linspace(0.1, 0.5, 10), law),
+           jb.channels.conversions(window=1000), CV.delayed_klucb(law, 1000), 10_000, 200, 100_000)
+
+
+def _bytes(structs) -> int:
+    import numpy as np
+
+    return int(sum(int(np.prod(x.shape)) * np.dtype(x.dtype).itemsize for x in structs))
+
+
+def lower_all(full: bool = False, memory: bool = False):
+    import re
+
     import jax
     import jax.numpy as jnp
 
@@ -54,7 +87,7 @@ def lower_all(full: bool = False):
     from .path import kernel_spec
 
     S = jax.ShapeDtypeStruct
-    for name, env, ch, pol, T, R, n in cases(full):
+    for name, env, ch, pol, T, R, n in (memory_cases() if memory else cases(full)):
         ks, tau = kernel_spec(env, ch, pol, T, R, block=128, interpret=False)
         n_pad = -(-n // ks.block) * ks.block
         runs = (S((n_pad,), jnp.uint32),) * 4
@@ -67,6 +100,13 @@ def lower_all(full: bool = False):
         try:
             text = jax.jit(f).trace(*args).lower(lowering_platforms=("cuda",)).as_text()
             rec.update(ok=True, triton="xla.gpu.triton" in text, error=None)
+            outs = jax.eval_shape(f, *args)
+            n_rec = 3 if ks.world[0] != "conversions" else 4  # regret, reward, pulls (+ L(t))
+            rec.update(ops=sorted(set(re.findall(r"= stablehlo\.(\w+)", text))),
+                       bytes={"arguments": _bytes(args), "records": _bytes(outs[:n_rec]),
+                              "work_space": _bytes(outs[n_rec:]),  # lost_to_W counts, ring, calendar
+                              # the same records without the padding of runs and arm lanes (4 bytes each)
+                              "records_unpadded": n * R * 4 * (n_rec - 1 + env.n_arms)})
         except Exception as e:  # report every kernel, not just the first failure
             rec.update(ok=False, triton=False, error=f"{type(e).__name__}: {str(e)[:2000]}")
         yield rec
@@ -75,7 +115,7 @@ def lower_all(full: bool = False):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     bad = 0
-    for rec in lower_all(full="--all" in argv):
+    for rec in lower_all(full="--all" in argv, memory="--memory" in argv):
         print(json.dumps(rec), flush=True)
         bad += not (rec["ok"] and rec["triton"])
     return 1 if bad else 0
