@@ -377,11 +377,9 @@ def _main(argv):
         if process_index() != 0:  # process 0 reports and writes
             return 0
     if a.part is not None:
-        from .results import Results
-
-        what = (f"{res.runs} runs x {res.horizon} rounds" if isinstance(res, Results)
-                else "its share of the sweep's simulations and fits")
-        print(f"{res.experiment}: part {a.part} ({what}) written to {out}; "
+        what = ("its share of the sweep's simulations and fits" if res is None
+                else f"{res.runs} runs x {res.horizon} rounds")
+        print(f"{name}: part {a.part} ({what}) written to {out}; "
               f"combine all parts with: jaxbandits merge DIR... --out OUT")
         return 0
     return _report(res, out, cache)

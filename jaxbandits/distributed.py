@@ -118,9 +118,8 @@ def simulate_global(env, channel, policies, horizon: int, key, n_runs: int = 1, 
     return outs[next(iter(outs))] if single else outs
 
 
-def _bytes_from(data: bytes, owner: int) -> bytes:
-    """``data`` as given by process ``owner``, on every process (two ``process_allgather``: the
-    lengths, then the bytes padded to the longest)."""
+def _bytes_all(data: bytes) -> list:
+    """``data`` of every process, on every process (lengths, then the bytes padded to the longest)."""
     import numpy as np
     from jax.experimental import multihost_utils as mh
 
@@ -128,7 +127,12 @@ def _bytes_from(data: bytes, owner: int) -> bytes:
     buf = np.zeros(int(n.max()) if n.size else 0, np.uint8)
     buf[:len(data)] = np.frombuffer(data, np.uint8)
     got = np.asarray(mh.process_allgather(buf)).reshape(n.size, -1)
-    return got[owner, :int(n[owner])].tobytes()
+    return [got[i, :int(n[i])].tobytes() for i in range(n.size)]
+
+
+def _bytes_from(data: bytes, owner: int) -> bytes:
+    """``data`` as given by process ``owner``, on every process."""
+    return _bytes_all(data)[owner]
 
 
 def run_sweep_global(runner, cfg, runs: int, seed: int, horizon):
@@ -142,6 +146,17 @@ def run_sweep_global(runner, cfg, runs: int, seed: int, horizon):
     me, count = process_index(), process_count()
     with sweep_checkpoints(None, share=SweepShare(me, count)) as ctx:  # this process's units
         runner(cfg, runs, seed, horizon)
+    if count > 1:  # every process must have asked for the same units, or the exchange below would pair them wrongly
+        import hashlib
+        import json
+
+        mine = hashlib.sha256(json.dumps(ctx.units).encode()).digest()
+        got = _bytes_all(mine)
+        if any(g != mine for g in got):
+            odd = [i for i, g in enumerate(got) if g != got[0]]
+            raise RuntimeError(f"distributed sweep: process(es) {odd} asked for other units than process 0 (the "
+                               "sweep's code must ask for the same units in the same order on every process, "
+                               "whatever the numbers it gets back)")
     with sweep_checkpoints(None, replay_only=True) as rep:
         for uid, kind, owner in ctx.units:
             mine = ctx.cache.get_bytes(uid, kind) if owner == me else b""

@@ -334,7 +334,7 @@ def run(name, runs: Optional[int] = None, horizon: Optional[int] = None, seed: i
     units, each simulation or fit) and writes a part folder to ``out`` (``part.json``, ``part.npz``)
     instead of results; :func:`jaxbandits.parts.merge`
     combines the ``n`` parts into the results of the whole run, bitwise. Returns the results of the
-    part's runs alone. ``distributed=True`` shards the runs over the devices of every process of
+    part's runs alone (``None`` for a sweep's part: its units are not results by themselves). ``distributed=True`` shards the runs over the devices of every process of
     ``jax.distributed`` (:func:`jaxbandits.distributed.initialize` first); process 0 writes ``out``
     (docs/cluster.md)."""
     exp = name if isinstance(name, Experiment) else get(name)
@@ -525,7 +525,8 @@ def _run_sweep(name, exp, runs, horizon, seed, cfg, out, chunk, sweep_horizon, j
         except Interrupted as e:
             e.resume_command = _resume_command(exp.source or name, job["given_runs"], sweep_horizon, seed,
                                                job["overrides"], out, chunk, part)
-            _write_partial(out, name, cfg, seed, runs, horizon, 0, 1, e)
+            # a sweep's horizon is its config's (or the one given); it has no panels
+            _write_partial(out, name, cfg, seed, runs, sweep_horizon, None, None, e, part)
             raise
     if part is not None:
         from .parts import save_sweep_part
@@ -533,6 +534,7 @@ def _run_sweep(name, exp, runs, horizon, seed, cfg, out, chunk, sweep_horizon, j
         save_sweep_part(out, {"experiment": name, "source": list(exp.source) if exp.source else None,
                               "config": cfg, "seed": seed, "runs": runs, "horizon": sweep_horizon,
                               "part": part[0], "parts": part[1], "versions": versions()}, ctx)
+        res = None  # the runner's own result holds placeholders for the other parts' units
     else:
         res.save(out)
     ctx.cache.remove()
@@ -589,13 +591,18 @@ def _resume_command(name, runs, horizon, seed, overrides, out, chunk, part=None)
     return " ".join(shlex.quote(c) for c in cmd + ["--out", str(out), "--resume"])
 
 
-def _write_partial(out, name, cfg, seed, runs, horizon, panel, n_panels, err):
+def _write_partial(out, name, cfg, seed, runs, horizon, panel, n_panels, err, part=None):
     """``summary.json`` of an interrupted run: partial, how far it got, how to resume."""
 
     doc = {"experiment": name, "config": _io._normal(cfg), "seed": seed, "runs": runs,
            "horizon": horizon, "partial": True, "panels_done": panel, "panels": n_panels,
            "rounds_done_in_panel": err.rounds_done, "checkpoint": os.path.join(out, ".checkpoint"),
            "resume": err.resume_command}
+    if n_panels is None:  # a sweep: units, not panels and rounds
+        for k in ("panels_done", "panels", "rounds_done_in_panel"):
+            doc.pop(k)
+    if part is not None:
+        doc["part"] = f"{part[0]}/{part[1]}"
     _io.atomic_write(os.path.join(out, "summary.json"), _io.json_writer(doc))
 
 

@@ -279,7 +279,7 @@ def merge(dirs: Sequence, out, *, force: bool = False, plot: bool = True):
     ref = metas[0]
     identity = {"experiment": ref["experiment"], "config": ref["config"]}
     if ref.get("kind") == "sweep":
-        return _merge_sweep(metas, out, identity, force=force)
+        return _merge_sweep(metas, out, identity, force=force, plot=plot)
     with _io.output_folder(out, identity, force=force):
         outs = merged_outputs(metas)
         timing = merged_timing(metas)
@@ -320,7 +320,7 @@ def _sweep_experiment(ref: dict):
                          "where it is registered") from None
 
 
-def _merge_sweep(metas: List[dict], out, identity: dict, *, force: bool = False):
+def _merge_sweep(metas: List[dict], out, identity: dict, *, force: bool = False, plot: bool = True):
     """The parts of a split sweep: every unit the sweep asks for, from the part that owns it; then
     the sweep's own code runs again over them (replaying, computing nothing), so its results are
     those of the sweep run whole, bit for bit."""
@@ -345,5 +345,7 @@ def _merge_sweep(metas: List[dict], out, identity: dict, *, force: bool = False)
                 raise MergeError(f"merge: {e}: the parts are not of this code (rerun them with this version)") from None
             if hasattr(res, "versions"):
                 res.versions = dict(ref["versions"])
-            res.save(out)
+            import inspect
+
+            res.save(out, **({"plot": plot} if "plot" in inspect.signature(res.save).parameters else {}))
     return res

@@ -34,7 +34,9 @@ def _same_results(a, b, arrays=True):
     """Bitwise: every number of summary.json and every array of results.nc (timing aside)."""
     sa, sb = (json.load(open(os.path.join(d, "summary.json"))) for d in (a, b))
     sa.pop("timing", None), sb.pop("timing", None)
-    assert sa == sb  # json floats are repr'd exactly: equal text is equal bits
+    assert json.dumps(sa) == json.dumps(sb)  # json floats are repr'd exactly: equal text is equal bits (and order)
+    ta, tb = (open(os.path.join(d, "table.md")).read() for d in (a, b))
+    assert ta == tb
     if arrays:
         import xarray as xr
 
@@ -187,6 +189,49 @@ def test_sweep_two_processes_bitwise_one_process(bounds, tmp_path):
                       timeout=240)
     assert rc == 0
     _same_results(bounds / "whole", out)
+
+
+def test_parts_and_merge_on_other_device_counts(tmp_path):
+    """Parts computed on 2 devices (another machine's cores) and merged by a process of 1 device
+    equal the whole run on 1 device: a unit is named by what it computes, not where."""
+    import subprocess
+
+    args = ["thune2019-bounds", "--runs", "16", "--set", "log2_T=6", "--set", "delays=[0, 4]", "--seed", "5",
+            "--no-progress"]  # 16 runs: sharded over 2 devices (8 runs a device at least)
+
+    def child(devices, code):
+        env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}", JAX_PLATFORMS="cpu")
+        code = (f"import sys, jax; from jaxbandits.cli import main\nassert jax.local_device_count() == {devices}\n"
+                + code)
+        r = subprocess.run([sys.executable, "-c", code, str(tmp_path)], env=env, capture_output=True, text=True,
+                           timeout=300)
+        assert r.returncode == 0, r.stderr[-3000:]
+
+    child(2, f"for i in (0, 1): assert main({['run', *args]!r} + ['--part', f'{{i}}/2', '--out', sys.argv[1] + f'/p{{i}}']) == 0")
+    child(1, "assert main(['merge', sys.argv[1] + '/p0', sys.argv[1] + '/p1', '--out', sys.argv[1] + '/m']) == 0")
+    assert main(["run", *args, "--single-device", "--out", str(tmp_path / "whole")]) == 0
+    _same_results(tmp_path / "whole", tmp_path / "m")
+    assert json.load(open(tmp_path / "p0" / "part.json"))["units"] == json.load(open(tmp_path / "p1" / "part.json"))["units"]
+
+
+def test_sweep_units_are_named_by_the_policy_s_parameters():
+    """Two calls of one sweep that differ only in a policy's hyper-parameter (same label, same
+    code) are two units: each gets its own numbers, never the other's saved ones."""
+    import jax
+
+    import jaxbandits as jb
+    from jaxbandits.engine.checkpoint import sweep_checkpoints
+    from jaxbandits.policies import classic
+
+    env, ch = jb.envs.bernoulli([0.3, 0.5, 0.6]), jb.channels.attributed()
+    direct = [jb.simulate(env, ch, {"p": classic.ucb1(alpha=a)}, 300, jax.random.key(1), 8)["p"] for a in (0.01, 2.0)]
+    assert not np.array_equal(direct[0].pulls, direct[1].pulls)
+    with sweep_checkpoints(None) as ctx:
+        got = [jb.simulate(env, ch, {"p": classic.ucb1(alpha=a)}, 300, jax.random.key(1), 8)["p"] for a in (0.01, 2.0)]
+    assert len({u for u, _, _ in ctx.units}) == 2
+    for d, g in zip(direct, got):
+        np.testing.assert_array_equal(d.pulls, g.pulls)
+        np.testing.assert_array_equal(d.regret, g.regret)
 
 
 @pytest.mark.slow

@@ -178,7 +178,7 @@ def _unit_bytes(kind: str, value) -> bytes:
     import io
 
     if kind == "json":
-        return json.dumps(value, sort_keys=True).encode()
+        return json.dumps(value).encode()  # key order kept: a replayed value is the computed one
     arrays, meta = {}, {}
     for i, (lab, o) in enumerate(value.items()):
         names = [f for f in ("t", "regret", "expected_regret", "reward", "pulls", "lost_to_W",
@@ -347,6 +347,8 @@ def sweep_unit(fingerprint: dict, compute: Callable[[], Any], *, cost: float = 1
     if ctx.stop():
         raise Interrupted(0, 0, ctx.cache.folder, what=f"before the next {what} of the sweep (the completed ones "
                                                        "are saved)")
-    value = compute()
-    ctx.cache.put(fingerprint, value, kind)
-    return value
+    data = _unit_bytes(kind, compute())
+    ctx.cache.put_bytes(uid, kind, data)
+    # the value as saved, not as computed: a whole run, a resumed one and a merge of parts then
+    # hand the sweep the same objects (arrays of the same layout, dicts of the same key order)
+    return _unit_value(kind, data)

@@ -139,14 +139,28 @@ class FitRecovery:
         plt.close(fig)
 
 
+_RECOVERY_FIT = {"num_chains": 2, "num_warmup": 400, "num_samples": 500}
+
+
+def _fit_versions() -> dict:
+    """What changes a fit's numbers besides its inputs (a saved fit of other versions is not replayed)."""
+    from importlib import metadata
+
+    from ..results import versions
+
+    v = {k: versions().get(k) for k in ("jaxbandits", "jax", "backend", "x64")}
+    v["numpyro"] = metadata.version("numpyro")
+    return v
+
+
 def _recover_one(B, cfg, seed, r, p, mean, shape):
     """One replication of bayes-fit-recovery: simulate a log from the drawn truth, fit it, and report
     the 90% intervals against the truth (a JSON row)."""
     K = len(p)
     log = B.synthetic_log(p, int(cfg["n_plays"]), span=cfg["span"], cutoff=cfg["span"], delay=cfg["model"],
                           mean=mean, shape=shape, seed=seed * 1000 + r)
-    idata = B.fit(log, cfg["model"], num_chains=2, num_warmup=400, num_samples=500, seed=r,
-                  priors={"delay_mean_scale": cfg["prior_scale"]}, prior_mean=cfg["prior_mean"])
+    idata = B.fit(log, cfg["model"], **_RECOVERY_FIT, seed=r, priors={"delay_mean_scale": cfg["prior_scale"]},
+                  prior_mean=cfg["prior_mean"])
     post = idata.posterior
     truth = {f"p[{k}]": float(p[k]) for k in range(K)}
     truth["delay_mean"] = mean
@@ -179,7 +193,7 @@ def _fit_recovery(cfg, runs, seed, horizon):
         mean = float(np.exp(math.log(cfg["prior_mean"]) + cfg["prior_scale"] * rng.standard_normal()))
         shape = float(np.exp(0.5 * rng.standard_normal())) if cfg["model"] == "weibull" else 1.0
         fp = {"unit": "bayes-fit-recovery", "config": {k: cfg[k] for k in sorted(cfg)}, "seed": seed, "replication": r,
-              "p": p.tolist(), "mean": mean, "shape": shape}
+              "p": p.tolist(), "mean": mean, "shape": shape, "fit": _RECOVERY_FIT, "versions": _fit_versions()}
         row = sweep_unit(fp, lambda: _recover_one(B, cfg, seed, r, p, mean, shape), cost=float(cfg["n_plays"]),
                          kind="json", what="fit")
         if row is not None:  # None: a fit another part of a split study computes
