@@ -221,6 +221,52 @@ def test_two_processes_bitwise_one_process(parts, tmp_path, monkeypatch):
     _same_results(parts / "whole", out)
 
 
+def _free_slurm_port():
+    """A free port that JAX's SLURM detection derives from a job id: ``61440 + id % 4096``."""
+    import socket
+
+    for port in range(61440 + os.getpid() % 4000, 65536):
+        with socket.socket() as so:
+            try:
+                so.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    pytest.skip("no free port in 61440..65535 for a simulated SLURM job")
+
+
+def test_distributed_under_slurm_reads_the_cluster_from_the_environment(parts, tmp_path):
+    """``--distributed`` with no coordinator flags under SLURM (``srun``): JAX reads the coordinator
+    (first host of ``SLURM_STEP_NODELIST``, port from ``SLURM_JOB_ID``), the process count and id
+    from the environment. Two processes with the variables ``srun`` sets, on 127.0.0.1: the run
+    equals the one-process run bitwise."""
+    import subprocess
+
+    port = _free_slurm_port()
+    out = tmp_path / "slurm"
+    procs = []
+    for i in range(2):
+        env = dict(os.environ, SLURM_JOB_ID=str(port - 61440), SLURM_STEP_NODELIST="127.0.0.1", SLURM_NTASKS="2",
+                   SLURM_PROCID=str(i), SLURM_LOCALID=str(i), SLURM_STEP_NUM_NODES="1", JAX_PLATFORMS="cpu",
+                   XLA_FLAGS="--xla_force_host_platform_device_count=1",
+                   PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
+        procs.append(subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "scaleout_tiny.py"), "run", NAME,
+                                       "--seed", "3", "--no-progress", "--no-compile-cache", "--distributed",
+                                       "--out", str(out)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True))
+    try:
+        res = [p.communicate(timeout=240) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    assert all(p.returncode == 0 for p in procs), [r[1][-2000:] for r in res]
+    assert "of 2 processes" in res[0][0]
+    s = json.load(open(out / "summary.json"))
+    assert s["timing"]["processes"] == 2
+    _same_results(parts / "whole", out)
+
+
 @pytest.mark.slow
 def test_cli_processes_two_equals_one_process(tmp_path):
     """The command line's own launcher (``run --processes 2``) on a built-in experiment."""
