@@ -65,17 +65,11 @@ def _same_results(a, b):
 def parts(tmp_path_factory, cache_dir):
     """The whole run and its three parts (2 runs each), computed once for the module."""
     d = tmp_path_factory.mktemp("parts")
-    old = os.environ.get("JAXBANDITS_CACHE_DIR")
-    os.environ["JAXBANDITS_CACHE_DIR"] = cache_dir
-    try:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("JAXBANDITS_CACHE_DIR", cache_dir)
         assert _run(d / "whole") == 0
         for i in range(3):
             assert _run(d / f"p{i}", "--part", f"{i}/3") == 0
-    finally:
-        if old is None:
-            del os.environ["JAXBANDITS_CACHE_DIR"]
-        else:
-            os.environ["JAXBANDITS_CACHE_DIR"] = old
     return d
 
 

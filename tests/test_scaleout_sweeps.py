@@ -51,17 +51,11 @@ def _same_results(a, b, arrays=True):
 def bounds(tmp_path_factory, cache_dir):
     """thune2019-bounds (4 delays: 8 simulations) whole, and in three parts."""
     d = tmp_path_factory.mktemp("sweep")
-    old = os.environ.get("JAXBANDITS_CACHE_DIR")
-    os.environ["JAXBANDITS_CACHE_DIR"] = cache_dir
-    try:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("JAXBANDITS_CACHE_DIR", cache_dir)
         assert main(["run", *BOUNDS, "--out", str(d / "whole")]) == 0
         for i in range(3):
             assert main(["run", *BOUNDS, "--part", f"{i}/3", "--out", str(d / f"p{i}")]) == 0
-    finally:
-        if old is None:
-            del os.environ["JAXBANDITS_CACHE_DIR"]
-        else:
-            os.environ["JAXBANDITS_CACHE_DIR"] = old
     return d
 
 
