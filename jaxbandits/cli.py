@@ -398,9 +398,6 @@ def _check_scale_out_options(a):
                        ("--process-id", a.process_id)):
             if v is not None:
                 raise ValueError(f"{opt} applies to a --distributed run only; add --distributed or leave it out")
-    if a.resume and (a.distributed or a.processes is not None):
-        raise ValueError("distributed runs are not checkpointed: --resume does not apply (split the run into "
-                         "--part jobs to rerun one alone)")
     if a.part is not None and (a.distributed or a.processes is not None):
         raise ValueError("--part and --distributed/--processes are exclusive: run parts as separate jobs")
 

@@ -82,23 +82,29 @@ def process_count() -> int:
     return int(jax.process_count())
 
 
-def run_problems_global(problems, key, n_runs, record_at, chunk=None, progress=False, first_run=0):
-    """:func:`jaxbandits.engine.driver.run_problems` (no grid, no checkpoint) with the runs axis
-    sharded over the devices of every process. Returns ``(records, timing)``; the records are
-    numpy arrays on every process, laid out as the one-process driver lays them out."""
+def run_problems_global(problems, key, n_runs, record_at, chunk=None, progress=False, first_run=0,
+                        checkpoint=None, resume=False):
+    """:func:`jaxbandits.engine.driver.run_problems` (no grid) with the runs axis sharded over the
+    devices of every process. Returns ``(records, timing)``; the records are numpy arrays on every
+    process, laid out as the one-process driver lays them out. ``checkpoint``: written by process
+    0 after every chunk, read by every process on ``resume`` (a folder they share)."""
     from .engine import driver as DR
 
     _, recs, timing = DR.run_problems(problems, None, key, n_runs, record_at, chunk, progress,
-                                      first_run=first_run, global_devices=True)
+                                      first_run=first_run, checkpoint=checkpoint, resume=resume,
+                                      global_devices=True)
     return recs, timing
 
 
 def simulate_global(env, channel, policies, horizon: int, key, n_runs: int = 1, *, record=None,
                     chunk: Optional[int] = None, progress: bool = False, first_run: int = 0,
-                    delayed_regret: Optional[bool] = None):
+                    delayed_regret: Optional[bool] = None, checkpoint=None, resume: bool = False):
     """:func:`jaxbandits.simulate` with the runs sharded over the devices of every process of the
     distributed runtime (call :func:`initialize` first; without it, over the local devices). Every
-    process must call it with the same arguments; every process gets the whole outputs."""
+    process must call it with the same arguments; every process gets the whole outputs.
+    ``checkpoint`` (a folder every process sees, or a
+    :class:`~jaxbandits.engine.checkpoint.Checkpoint`) is written by process 0 after every chunk;
+    ``resume=True`` continues from it on every process, bitwise as if never stopped."""
     from .engine import driver as DR
     from .engine.round import problem
     from .engine.recording import record_points
@@ -113,7 +119,8 @@ def simulate_global(env, channel, policies, horizon: int, key, n_runs: int = 1, 
         raise ValueError("policies must be a Policy or a non-empty {label: Policy} dict")
     problems = {lab: problem(env, channel, pol, horizon, n_runs=n_runs, delayed_regret=delayed_regret, label=lab)
                 for lab, pol in pols.items()}
-    recs, timing = run_problems_global(problems, key, n_runs, record_at, chunk, progress, first_run)
+    recs, timing = run_problems_global(problems, key, n_runs, record_at, chunk, progress, first_run,
+                                       checkpoint, resume)
     outs = DR._outputs(problems, recs, timing, n_runs, record_at)
     return outs[next(iter(outs))] if single else outs
 
@@ -135,16 +142,17 @@ def _bytes_from(data: bytes, owner: int) -> bytes:
     return _bytes_all(data)[owner]
 
 
-def run_sweep_global(runner, cfg, runs: int, seed: int, horizon):
+def run_sweep_global(runner, cfg, runs: int, seed: int, horizon, folder: Optional[str] = None):
     """A sweep (an experiment with its own loop over settings or replications) over every process:
     each computes its share of the sweep's units (each simulation or fit, shared out by cost as
     :class:`jaxbandits.engine.checkpoint.SweepShare` does for ``--part``), the units are exchanged,
     and every process replays the sweep over all of them. The results are those of one process,
-    bit for bit: a unit's numbers do not depend on the process that computes it."""
+    bit for bit: a unit's numbers do not depend on the process that computes it. ``folder`` (one
+    every process sees) keeps each unit as its process completes it: a rerun replays them."""
     from .engine.checkpoint import SweepShare, sweep_checkpoints
 
     me, count = process_index(), process_count()
-    with sweep_checkpoints(None, share=SweepShare(me, count)) as ctx:  # this process's units
+    with sweep_checkpoints(folder, share=SweepShare(me, count)) as ctx:  # this process's units
         runner(cfg, runs, seed, horizon)
     if count > 1:  # every process must have asked for the same units, or the exchange below would pair them wrongly
         import hashlib

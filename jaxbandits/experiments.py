@@ -363,6 +363,7 @@ def run(name, runs: Optional[int] = None, horizon: Optional[int] = None, seed: i
     if part is not None or distributed:
         _scale_out_checks(name, exp, runs, out, resume, part, distributed, job)
     if distributed and job["process"] != 0:  # process 0 holds and writes out; the others compute
+        job["dist_out"] = out  # ... and read its checkpoint on --resume (a folder every process sees)
         return _run(name, exp, runs, horizon, seed, cfg, None, False, chunk, given_horizon, job)
     if out is None:
         return _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, given_horizon, job)
@@ -388,9 +389,6 @@ def _scale_out_checks(name, exp, runs, out, resume, part, distributed, job):
             raise ValueError(f"--out {out} holds part {held.get('part')}/{held.get('parts')}; give each part its own "
                              f"folder (or --force to replace it)")
     if distributed:
-        if resume:
-            raise ValueError("distributed runs are not checkpointed: --resume does not apply (split the run "
-                             "into --part jobs to rerun one alone)")
         from . import distributed as _dist
 
         job["distributed"] = True
@@ -413,17 +411,20 @@ def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizo
     resume = job["resume"]
     part, dist = job.get("part"), job.get("distributed", False)
     first, n_here = job.get("range", (0, runs))
-    ckpt_root = None if out is None else os.path.join(out, ".checkpoint")
+    base = out if out is not None else job.get("dist_out")  # the other processes of a distributed run read it
+    ckpt_root = None if base is None else os.path.join(base, ".checkpoint")
     if resume and not os.path.isdir(ckpt_root):
-        raise ValueError(f"resume: nothing to resume in {out} (no {ckpt_root}): the run finished or never "
-                         f"started there")
+        raise ValueError(f"resume: nothing to resume in {base} (no {ckpt_root}): the run finished or never "
+                         f"started there" + (" (or this process does not see it: a distributed run needs --out on a "
+                                             "file system every process shares)" if dist else ""))
     if ckpt_root is not None and not resume and os.path.isdir(ckpt_root):
         if not job["force"]:
-            raise ValueError(f"--out {out} holds an interrupted run ({ckpt_root}): pass --resume to continue it, "
+            raise ValueError(f"--out {base} holds an interrupted run ({ckpt_root}): pass --resume to continue it, "
                              f"or --force to start afresh (its checkpoint is removed)")
-        for d in sorted(os.listdir(ckpt_root)):
-            Checkpoint(os.path.join(ckpt_root, d)).remove()
-            CallCache(os.path.join(ckpt_root, d)).remove()
+        if out is not None:  # process 0 alone removes it
+            for d in sorted(os.listdir(ckpt_root)):
+                Checkpoint(os.path.join(ckpt_root, d)).remove()
+                CallCache(os.path.join(ckpt_root, d)).remove()
     if exp.runner is not None:  # a sweep (regret against T, d, ...): its own loop over settings
         return _run_sweep(name, exp, runs, horizon, seed, cfg, out, chunk, sweep_horizon, job, ckpt_root)
     built = exp.build(cfg)
@@ -447,7 +448,7 @@ def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizo
                 "jaxbandits: stopping at the end of this chunk (Ctrl-C again to abort at once)"))
         for i, p in enumerate(panels):
             cp = None
-            if ckpt_root is not None and not dist:
+            if ckpt_root is not None:
                 cp = Checkpoint(os.path.join(ckpt_root, f"panel-{i}"),
                                 extra={"experiment": name, "config": repr(sorted(cfg.items())), "seed": seed,
                                        "panel": p.name, **({"part": list(part)} if part else {})})
@@ -457,7 +458,8 @@ def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizo
                     from .distributed import simulate_global
 
                     o = simulate_global(p.env, p.channel, p.policies, horizon, V.seed_key(seed), runs, record=record,
-                                        chunk=ch, progress=progress)
+                                        chunk=ch, progress=progress, checkpoint=cp,
+                                        resume=bool(resume and cp is not None and cp.exists()))
                 else:
                     channel = p.channel
                     if part is not None:  # the calendar width of the whole run
@@ -505,9 +507,13 @@ def _run_sweep(name, exp, runs, horizon, seed, cfg, out, chunk, sweep_horizon, j
     if dist:
         from .distributed import run_sweep_global
 
-        res = run_sweep_global(exp.runner, cfg, runs, seed, sweep_horizon)
+        folder = None if ckpt_root is None else os.path.join(ckpt_root, "sweep")
+        res = run_sweep_global(exp.runner, cfg, runs, seed, sweep_horizon, folder)
         if out is not None:
             res.save(out)
+            CallCache(folder).remove()
+            with contextlib.suppress(OSError):
+                os.rmdir(ckpt_root)
         return res
     if out is None:
         return exp.runner(cfg, runs, seed, sweep_horizon)

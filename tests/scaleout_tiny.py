@@ -28,7 +28,50 @@ def register():
         X.register(TINY)
 
 
+def _die_after_saves(n: int):
+    """Test hook: this process is killed (SIGKILL, as a lost machine) right after its n-th checkpoint save."""
+    import os
+    import signal
+
+    from jaxbandits.engine import checkpoint as K
+
+    save, calls = K.Checkpoint.save, {"n": 0}
+
+    def dying(self, *a, **k):
+        save(self, *a, **k)
+        calls["n"] += 1
+        if calls["n"] == n:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    K.Checkpoint.save = dying
+
+
+def _die_after_units(n: int):
+    """Test hook: this process is killed (SIGKILL) right after it saved its n-th unit of a sweep."""
+    import os
+    import signal
+
+    from jaxbandits.engine import checkpoint as K
+
+    put, calls = K.CallCache.put_bytes, {"n": 0}
+
+    def dying(self, *a, **k):
+        put(self, *a, **k)
+        if self.folder is not None:
+            calls["n"] += 1
+            if calls["n"] == n:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+    K.CallCache.put_bytes = dying
+
+
 if __name__ == "__main__":
+    import os
+
+    if os.environ.get("SCALEOUT_TINY_DIE_AFTER_SAVES"):
+        _die_after_saves(int(os.environ["SCALEOUT_TINY_DIE_AFTER_SAVES"]))
+    if os.environ.get("SCALEOUT_TINY_DIE_AFTER_UNITS"):
+        _die_after_units(int(os.environ["SCALEOUT_TINY_DIE_AFTER_UNITS"]))
     register()
     from jaxbandits.cli import main
 

@@ -179,7 +179,6 @@ def test_part_killed_then_resumed_leaves_the_merge_unchanged(parts, tmp_path, mo
     (["--coordinator", "127.0.0.1:1234"], "--coordinator applies to a --distributed run only"),
     (["--processes", "0"], "--processes must be >= 1"),
     (["--processes", "2", "--process-id", "1"], "leave out --distributed"),
-    (["--distributed", "--resume"], "not checkpointed"),
     (["--part", "0/3", "--out-of", "p1"], "holds part 1/3"),
 ])
 def test_option_errors(args, msg, parts, tmp_path, capsys):
@@ -212,6 +211,47 @@ def test_two_processes_bitwise_one_process(parts, tmp_path, monkeypatch):
     assert rc == 0
     s = json.load(open(out / "summary.json"))
     assert s["timing"]["processes"] == 2 and s["timing"]["devices"] == 2
+    _same_results(parts / "whole", out)
+
+
+def test_distributed_run_killed_then_resumed_equals_the_whole_run(parts, tmp_path):
+    """A 2-process run whose process 0 (the one that writes the checkpoint) is SIGKILLed after its
+    third chunk was saved, the other then lost too (as when a node of a job fails): rerun with
+    --resume, every process reads the checkpoint, places its own runs' state, and the results are
+    bitwise those of one uninterrupted process."""
+    import subprocess
+
+    from jaxbandits.distributed import free_port, launch_local
+
+    out = tmp_path / "dist"
+    port = free_port()
+    base = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=1",
+                PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
+    procs = []
+    for i in range(2):
+        env = dict(base, **({"SCALEOUT_TINY_DIE_AFTER_SAVES": "3"} if i == 0 else {}))
+        procs.append(subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "scaleout_tiny.py"), "run", NAME,
+                                       "--seed", "3", "--no-progress", "--no-compile-cache", "--out", str(out),
+                                       "--distributed", "--coordinator", f"127.0.0.1:{port}", "--num-processes", "2",
+                                       "--process-id", str(i)], env=env, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL))
+    try:
+        procs[0].wait(timeout=240)
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    assert procs[0].returncode == -9  # killed by the hook, after its third save
+    ck = out / ".checkpoint" / "panel-0"
+    assert (ck / "records-2.npz").exists() and not (ck / "records-3.npz").exists()
+    assert not (out / "summary.json").exists()
+    rc = launch_local(["run", NAME, "--seed", "3", "--no-progress", "--no-compile-cache", "--out", str(out),
+                       "--resume"], 2, devices_per_process=1, timeout=240,
+                      command=[sys.executable, os.path.join(ROOT, "tests", "scaleout_tiny.py")])
+    assert rc == 0
+    assert not (out / ".checkpoint").exists()
+    s = json.load(open(out / "summary.json"))
+    assert s["timing"]["processes"] == 2
     _same_results(parts / "whole", out)
 
 

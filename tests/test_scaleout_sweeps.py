@@ -229,6 +229,39 @@ def test_sweep_units_are_named_by_the_policy_s_parameters():
 
 
 @pytest.mark.slow
+def test_distributed_sweep_killed_then_resumed_equals_the_whole_run(bounds, tmp_path):
+    """Two processes; process 0 is SIGKILLed right after saving its first unit of the sweep, the
+    other is lost with it; --resume on two processes replays the saved units and computes the rest:
+    bitwise the one-process run."""
+    import subprocess
+
+    from jaxbandits.distributed import free_port, launch_local
+
+    tiny = os.path.join(ROOT, "tests", "scaleout_tiny.py")
+    out, port = tmp_path / "dist", free_port()
+    base = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=1",
+                PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
+    procs = [subprocess.Popen([sys.executable, tiny, "run", *BOUNDS, "--no-compile-cache", "--out", str(out),
+                               "--distributed", "--coordinator", f"127.0.0.1:{port}", "--num-processes", "2",
+                               "--process-id", str(i)],
+                              env=dict(base, **({"SCALEOUT_TINY_DIE_AFTER_UNITS": "1"} if i == 0 else {})),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for i in range(2)]
+    try:
+        procs[0].wait(timeout=240)
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    assert procs[0].returncode == -9
+    saved = [f for f in os.listdir(out / ".checkpoint" / "sweep") if f.startswith("call-")]
+    assert 1 <= len(saved) < 8 and not (out / "summary.json").exists()
+    rc = launch_local(["run", *BOUNDS, "--no-compile-cache", "--out", str(out), "--resume"], 2,
+                      devices_per_process=1, timeout=240, command=[sys.executable, tiny])
+    assert rc == 0 and not (out / ".checkpoint").exists()
+    _same_results(bounds / "whole", out)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("name,sets", [
     ("thune2019-heavy-tail", ["--runs", "3", "--set", "log2_T=[7, 8]", "--set", "models=['pareto']"]),
     ("thune2019-example8", ["--runs", "3", "--set", "log2_T=[7, 8, 9]"]),

@@ -277,6 +277,51 @@ def _place(tree, like):
     return jax.tree.map(lambda a, t: jax.device_put(a, t.sharding), tree, like)
 
 
+def _place_global(tree, like):
+    """:func:`_place` for arrays sharded over the devices of several processes: every process holds
+    the whole loaded state and places the blocks of its own devices."""
+    def one(a, t):
+        if _is_key_array(t):
+            data = np.asarray(jax.random.key_data(a))
+            arr = jax.make_array_from_callback(data.shape, t.sharding, lambda idx: data[idx])
+            return jax.random.wrap_key_data(arr, impl=jax.random.key_impl(t))
+        a = np.asarray(a)
+        return jax.make_array_from_callback(a.shape, t.sharding, lambda idx: a[idx])
+
+    return jax.tree.map(one, tree, like)
+
+
+def _is_key_array(a) -> bool:
+    return isinstance(a, jax.Array) and jnp.issubdtype(a.dtype, jax.dtypes.prng_key)
+
+
+def _state_global(tree):
+    """The carried state of a run over several processes, whole, as host arrays on every process
+    (PRNG keys gathered as their key data and wrapped again): what a checkpoint saves."""
+    if jax.process_count() == 1:
+        return tree
+    from jax.experimental import multihost_utils
+
+    leaves, treedef = jax.tree.flatten(tree)
+    data = [jax.random.key_data(a) if _is_key_array(a) else a for a in leaves]
+    got = multihost_utils.process_allgather(data, tiled=True)
+    out = [jax.random.wrap_key_data(np.asarray(g), impl=jax.random.key_impl(a)) if _is_key_array(a) else np.asarray(g)
+           for a, g in zip(leaves, got)]
+    return jax.tree.unflatten(treedef, out)
+
+
+def _agree(value: int, what: str):
+    """Every process of a distributed run holds the same ``value`` (else a clear error on each)."""
+    if jax.process_count() == 1:
+        return
+    from jax.experimental import multihost_utils
+
+    got = np.asarray(multihost_utils.process_allgather(np.array([value], np.int64))).reshape(-1)
+    if (got != got[0]).any():
+        raise RuntimeError(f"distributed run: the processes disagree on {what}: {got.tolist()} (each process must "
+                           "see the same checkpoint folder: put --out on a file system they share)")
+
+
 def _gather_local(tree):
     return jax.device_get(tree)
 
@@ -304,12 +349,15 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
 
     ``global_devices=True`` shards the runs over the devices of every process of JAX's distributed
     runtime (``jaxbandits.distributed``; every process calls this with the same arguments and gets
-    every record); no checkpoint then."""
+    every record). A checkpoint is then written by process 0 (the whole state, gathered) and read by
+    every process on resume, so its folder must be one they share; no ``stop`` (one process cannot
+    stop alone)."""
     from .checkpoint import Checkpoint, Interrupted
 
     if global_devices:
-        if checkpoint is not None or resume or stop is not None:
-            raise ValueError("a run over the devices of several processes takes no checkpoint, resume or stop")
+        if stop is not None:
+            raise ValueError("a run over the devices of several processes takes no stop (one process cannot stop "
+                             "alone)")
         n_dev, gather = jax.device_count(), _gather_global
         progress = progress and jax.process_index() == 0
     else:
@@ -340,7 +388,11 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
             raise ValueError("resume=True needs the checkpoint folder of an interrupted run "
                              f"({'no checkpoint given' if checkpoint is None else 'none in ' + checkpoint.folder})")
         start, state, saved = checkpoint.load(carries)
-        carries = _place(state, carries)
+        if global_devices:
+            _agree(start, "the chunk to resume from")
+            carries = _place_global(state, carries)
+        else:
+            carries = _place(state, carries)
         rec_tree = jax.tree.structure({lab: M.Records(*([0] * len(M.Records._fields))) for lab in labels})
         for flat in saved:  # each chunk's records, as saved: the leaves of {label: Records}
             chunk_recs = jax.tree.unflatten(rec_tree, flat)
@@ -374,7 +426,12 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
         if bar is not None:
             bar.update(n_rounds)
         if checkpoint is not None:
-            checkpoint.save(i + 1, carries, jax.tree.leaves(new))
+            if not global_devices:
+                checkpoint.save(i + 1, carries, jax.tree.leaves(new))
+            else:  # every process takes part in the gather; process 0 writes
+                whole = _state_global(carries)
+                if jax.process_index() == 0:
+                    checkpoint.save(i + 1, whole, jax.tree.leaves(new))
         if stop is not None and i + 1 < n_chunks and stop():
             if bar is not None:
                 bar.close()
