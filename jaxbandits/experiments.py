@@ -413,6 +413,11 @@ def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizo
     first, n_here = job.get("range", (0, runs))
     base = out if out is not None else job.get("dist_out")  # the other processes of a distributed run read it
     ckpt_root = None if base is None else os.path.join(base, ".checkpoint")
+    if dist:  # the checks below must come out alike on every process (one collective, then the same errors)
+        from .engine.driver import _agree
+
+        _agree([ckpt_root is not None, ckpt_root is not None and os.path.isdir(ckpt_root), bool(resume)],
+               "(checkpoint folder given, present, resume)")
     if resume and not os.path.isdir(ckpt_root):
         raise ValueError(f"resume: nothing to resume in {base} (no {ckpt_root}): the run finished or never "
                          f"started there" + (" (or this process does not see it: a distributed run needs --out on a "
@@ -421,10 +426,14 @@ def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizo
         if not job["force"]:
             raise ValueError(f"--out {base} holds an interrupted run ({ckpt_root}): pass --resume to continue it, "
                              f"or --force to start afresh (its checkpoint is removed)")
-        if out is not None:  # process 0 alone removes it
+        if out is not None:  # process 0 alone removes it ...
             for d in sorted(os.listdir(ckpt_root)):
                 Checkpoint(os.path.join(ckpt_root, d)).remove()
                 CallCache(os.path.join(ckpt_root, d)).remove()
+        if dist:  # ... while the others wait
+            from .engine.driver import _barrier
+
+            _barrier("jaxbandits: old checkpoint removed")
     if exp.runner is not None:  # a sweep (regret against T, d, ...): its own loop over settings
         return _run_sweep(name, exp, runs, horizon, seed, cfg, out, chunk, sweep_horizon, job, ckpt_root)
     built = exp.build(cfg)

@@ -255,6 +255,32 @@ def test_distributed_run_killed_then_resumed_equals_the_whole_run(parts, tmp_pat
     _same_results(parts / "whole", out)
 
 
+def test_processes_that_disagree_fail_together_rather_than_hang(tmp_path):
+    """Process 1 asks to resume, process 0 does not (different commands): both stop at once with
+    the same error naming what differs, instead of waiting for each other in a collective."""
+    import subprocess
+
+    from jaxbandits.distributed import free_port
+
+    out, port = tmp_path / "dist", free_port()
+    (out / ".checkpoint").mkdir(parents=True)  # something to resume, as far as process 1 is concerned
+    env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=1",
+               PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
+    procs = [subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "scaleout_tiny.py"), "run", NAME,
+                               "--no-progress", "--no-compile-cache", "--out", str(out), "--force", "--distributed",
+                               "--coordinator", f"127.0.0.1:{port}", "--num-processes", "2", "--process-id", str(i),
+                               *(["--resume"] if i == 1 else [])], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for i in range(2)]
+    try:
+        errs = [p.communicate(timeout=120)[1] for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+    assert all(p.returncode == 2 for p in procs), errs
+    assert all("the processes disagree on (checkpoint folder given, present, resume)" in e and "Traceback" not in e
+               for e in errs), errs
+
+
 def _free_slurm_port():
     """A free port that JAX's SLURM detection derives from a job id: ``61440 + id % 4096``."""
     import socket

@@ -310,16 +310,26 @@ def _state_global(tree):
     return jax.tree.unflatten(treedef, out)
 
 
-def _agree(value: int, what: str):
-    """Every process of a distributed run holds the same ``value`` (else a clear error on each)."""
+def _agree(values, what: str):
+    """Every process of a distributed run holds the same integers ``values`` (else the same clear
+    error on each): one collective that every process reaches."""
     if jax.process_count() == 1:
         return
     from jax.experimental import multihost_utils
 
-    got = np.asarray(multihost_utils.process_allgather(np.array([value], np.int64))).reshape(-1)
+    mine = np.atleast_1d(np.asarray(values, np.int64))
+    got = np.asarray(multihost_utils.process_allgather(mine)).reshape(jax.process_count(), -1)
     if (got != got[0]).any():
-        raise RuntimeError(f"distributed run: the processes disagree on {what}: {got.tolist()} (each process must "
-                           "see the same checkpoint folder: put --out on a file system they share)")
+        raise RuntimeError(f"distributed run: the processes disagree on {what}: {got.tolist()} (every process must "
+                           "run the same command with the same --out, on a file system they share)")
+
+
+def _barrier(name: str):
+    """Every process of a distributed run waits here for the others."""
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        multihost_utils.sync_global_devices(name)
 
 
 def _gather_local(tree):
@@ -388,16 +398,14 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
             raise ValueError("resume=True needs the checkpoint folder of an interrupted run "
                              f"({'no checkpoint given' if checkpoint is None else 'none in ' + checkpoint.folder})")
         start, state, saved = checkpoint.load(carries)
-        if global_devices:
-            _agree(start, "the chunk to resume from")
-            carries = _place_global(state, carries)
-        else:
-            carries = _place(state, carries)
+        carries = _place_global(state, carries) if global_devices else _place(state, carries)
         rec_tree = jax.tree.structure({lab: M.Records(*([0] * len(M.Records._fields))) for lab in labels})
         for flat in saved:  # each chunk's records, as saved: the leaves of {label: Records}
             chunk_recs = jax.tree.unflatten(rec_tree, flat)
             for lab in labels:
                 parts[lab].append(chunk_recs[lab])
+    if global_devices:  # whether to checkpoint, and where to start, decided alike on every process
+        _agree([checkpoint is not None, bool(resume), start], "(checkpoint given, resume, chunk to start from)")
     bar = None
     if progress:
         try:
