@@ -295,6 +295,7 @@ def _free_slurm_port():
     pytest.skip("no free port in 61440..65535 for a simulated SLURM job")
 
 
+@pytest.mark.slow
 def test_distributed_under_slurm_reads_the_cluster_from_the_environment(parts, tmp_path):
     """``--distributed`` with no coordinator flags under SLURM (``srun``): JAX reads the coordinator
     (first host of ``SLURM_STEP_NODELIST``, port from ``SLURM_JOB_ID``), the process count and id

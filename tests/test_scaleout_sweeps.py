@@ -173,16 +173,18 @@ def test_sweep_part_killed_then_resumed_leaves_the_merge_unchanged(bounds, tmp_p
     _same_results(d / "whole", tmp_path / "m")
 
 
-def test_sweep_two_processes_bitwise_one_process(bounds, tmp_path):
+def test_sweep_two_processes_bitwise_one_process(tmp_path):
     """``--processes 2``: each process computes its share of the units, the units are exchanged
     (gloo collectives on 127.0.0.1), process 0 writes; bitwise the one-process run."""
     from jaxbandits.distributed import launch_local
 
-    out = tmp_path / "dist"
-    rc = launch_local(["run", *BOUNDS, "--no-compile-cache", "--out", str(out)], 2, devices_per_process=1,
-                      timeout=240)
+    args = ["thune2019-bounds", "--runs", "4", "--set", "log2_T=6", "--set", "delays=[0, 4]", "--seed", "5",
+            "--no-progress"]
+    assert main(["run", *args, "--single-device", "--out", str(tmp_path / "whole")]) == 0
+    rc = launch_local(["run", *args, "--no-compile-cache", "--out", str(tmp_path / "dist")], 2,
+                      devices_per_process=1, timeout=240)
     assert rc == 0
-    _same_results(bounds / "whole", out)
+    _same_results(tmp_path / "whole", tmp_path / "dist")
 
 
 def test_parts_and_merge_on_other_device_counts(tmp_path):

@@ -346,7 +346,7 @@ def test_stats_report_the_policy_s_declared_estimate(tmp_path):
     rng = np.random.default_rng(0)
     with TestClient(serve.create_app(svc)) as c:
         s0 = c.get("/stats").json()
-        for _ in range(400):  # one decision at a time, its conversion (if any) reported at once
+        for _ in range(250):  # one decision at a time, its conversion (if any) reported at once
             out = c.post("/decide", json={"n": 1}).json()
             if rng.random() < rate[out["arms"][0]]:
                 assert c.post("/feedback", json={"events": [{"id": out["ids"][0]}]}).status_code == 200
@@ -357,7 +357,7 @@ def test_stats_report_the_policy_s_declared_estimate(tmp_path):
     want = np.asarray(lr.policy.estimate(online.close_round(lr.state)))
     assert [est["low"], est["high"]] == [float(x) for x in want]
     n_high = s["arms"]["high"]["decisions"]
-    assert n_high > 250 and abs(est["high"] - 0.5) < 4 * np.sqrt(0.25 / n_high)
+    assert n_high > 150 and abs(est["high"] - 0.5) < 4 * np.sqrt(0.25 / n_high)
     assert est["low"] < 0.3
     # before any data: the prior's rate, the same for both arms
     assert s0["arms"]["low"]["estimate"] == s0["arms"]["high"]["estimate"]
