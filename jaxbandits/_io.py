@@ -367,6 +367,9 @@ def _difference(old, new):
         return "results it cannot identify"
     if old["experiment"] != new.get("experiment"):
         return f"the results of experiment {old['experiment']!r}"
+    if old.get("part") != new.get("part"):  # a part (jaxbandits run --part I/N) is not the whole run's results
+        what = lambda x: "the whole run's results" if x is None else f"part {x}"
+        return f"{what(old.get('part'))} of {old['experiment']!r}, not {what(new.get('part'))}"
     co, cn = old.get("config") or {}, new.get("config") or {}
     diff = [k for k in sorted(set(co) & set(cn)) if k not in _SIZE_KEYS and co[k] != cn[k]]
     if diff:

@@ -438,8 +438,18 @@ def _report(res, out, cache):
     print(f"  compile {t['compile_s']:.1f} s, run {t['run_s']:.1f} s, {t['run_steps_per_s']:.3g} run-steps/s "
           f"on {t['devices']} device(s)" + (f" of {t['processes']} processes" if t.get("processes", 1) > 1 else "")
           + (f" ({t['parts']} parts)" if "parts" in t else "") + (f"; compilation cache {cache}" if cache else ""))
-    print(f"wrote {out}/summary.json, {out}/results.nc, {out}/regret.png")
+    print("wrote " + ", ".join(f"{out}/{name}" for name in _written(out)))
     return 0
+
+
+def _written(out) -> list:
+    """The files the results folder ``out`` holds, as its manifest lists them (docs/results.md)."""
+    from . import _io
+
+    man = _io._read_json(os.path.join(out, _io.MANIFEST_NAME))
+    files = list((man or {}).get("files", {})) if isinstance(man, dict) else []
+    first = ("summary.json", "results.nc")
+    return [f for f in first if f in files] + sorted(f for f in files if f not in first)
 
 
 def is_file(name: str) -> bool:

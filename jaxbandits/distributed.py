@@ -108,15 +108,11 @@ def simulate_global(env, channel, policies, horizon: int, key, n_runs: int = 1, 
     from .engine import driver as DR
     from .engine.round import problem
     from .engine.recording import record_points
-    from .types import Policy
 
     horizon, n_runs, key = DR._validate_common(horizon, n_runs, key)
     first_run = DR._validate_run_args(n_runs, first_run, chunk)
     record_at = record_points(horizon, record)
-    single = isinstance(policies, Policy)
-    pols = {policies.name: policies} if single else dict(policies)
-    if not pols:
-        raise ValueError("policies must be a Policy or a non-empty {label: Policy} dict")
+    single, pols = DR.policies_dict(policies)
     problems = {lab: problem(env, channel, pol, horizon, n_runs=n_runs, delayed_regret=delayed_regret, label=lab)
                 for lab, pol in pols.items()}
     recs, timing = run_problems_global(problems, key, n_runs, record_at, chunk, progress, first_run,

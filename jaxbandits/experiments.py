@@ -367,7 +367,10 @@ def run(name, runs: Optional[int] = None, horizon: Optional[int] = None, seed: i
         return _run(name, exp, runs, horizon, seed, cfg, None, False, chunk, given_horizon, job)
     if out is None:
         return _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, given_horizon, job)
-    with _io.output_folder(out, {"experiment": name, "config": cfg}, force=bool(force)):
+    ident = {"experiment": name, "config": cfg}
+    if job.get("part"):  # a part folder is not a whole run's results, nor another part's
+        ident["part"] = "{}/{}".format(*job["part"])
+    with _io.output_folder(out, ident, force=bool(force)):
         return _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, given_horizon, job)
 
 
@@ -439,6 +442,8 @@ def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizo
     built = exp.build(cfg)
     panels = built if isinstance(built, list) else [Panel("", *built)]
     ch = chunk if chunk is not None else exp.chunk
+    if resume and chunk is None:  # continue with the chunks the run was cut into (a kill -9 leaves no command)
+        ch = _saved_chunk(ckpt_root, ch)
     # chunks: progress, checkpoints, resume; every process of a distributed run cuts the same chunks
     if ch is None and (progress or out is not None or dist):
         ch = max(1, horizon // 20)
@@ -556,6 +561,15 @@ def _run_sweep(name, exp, runs, horizon, seed, cfg, out, chunk, sweep_horizon, j
     with contextlib.suppress(OSError):
         os.rmdir(ckpt_root)
     return res
+
+
+def _saved_chunk(ckpt_root, default):
+    """The chunk size an interrupted run's checkpoint was cut with (its fingerprint), else ``default``."""
+    for d in sorted(os.listdir(ckpt_root)) if ckpt_root and os.path.isdir(ckpt_root) else ():
+        fp = _io._read_json(os.path.join(ckpt_root, d, "fingerprint.json"))
+        if isinstance(fp, dict) and isinstance(fp.get("chunk"), int):
+            return fp["chunk"]
+    return default
 
 
 def _assemble(name, full_cfg, seed, runs, horizon, outs, metric, timing, panel_of, lines, checkpoints, layout,

@@ -85,7 +85,7 @@ ACCEPTED, UNKNOWN, OUTSIDE_WINDOW, EXPIRED, DUPLICATE, INVALID = range(6)
 CODES = ("accepted", "unknown", "outside_window", "expired", "duplicate", "invalid")
 
 __all__ = ["Config", "Pending", "Counters", "LearnerState", "init", "decide", "feedback", "close_round",
-           "advance", "Clock", "save", "dumps", "loads", "load", "Learner", "CODES", "FORMAT_VERSION"]
+           "advance", "Clock", "save", "dumps", "loads", "load", "Learner", "CODES", "FORMAT_VERSION", "arm_estimates"]
 
 
 class Config(NamedTuple):
@@ -365,6 +365,14 @@ def decide(state: LearnerState, n: Optional[int] = None, contexts=None, masks=No
         raise ValueError(f"delays given, but the channel {state.config.channel} does not show them before acting")
     st, (ids, arms) = _decide(state, contexts, masks, delays, n)
     return st, ids, arms
+
+
+def arm_estimates(policy, pstate):
+    """``Policy.estimate`` of a policy state as a list of floats, ``None`` for each arm without one
+    yet (NaN), or ``None`` when the policy declares no estimate (docs/online.md)."""
+    if policy.estimate is None:
+        return None
+    return [float(x) if np.isfinite(x) else None for x in np.asarray(policy.estimate(pstate))]
 
 
 def close_round(state: LearnerState):
@@ -833,6 +841,13 @@ class Learner:
 
     def stats(self) -> dict:
         return stats(self.state)
+
+    def estimates(self) -> dict:
+        """``{arm: the policy's estimate of its mean}`` (``Policy.estimate`` of the state with the
+        open round closed: what the next decision sees; ``None`` where it has none yet), or
+        ``None`` when the policy declares no estimate."""
+        est = arm_estimates(self.policy, close_round(self.state))
+        return None if est is None else dict(zip(self.arms, est))
 
     def save(self, path) -> None:
         extra = {"arms": [str(a) if not isinstance(a, (int, float)) else a for a in self.arms]}

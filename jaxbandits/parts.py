@@ -111,7 +111,7 @@ def save_part(out, meta: dict, outs: Dict[str, object]) -> dict:
         with open(p, "wb") as fh:
             np.savez(fh, **arrays)
 
-    identity = {"experiment": meta["experiment"], "config": meta["config"]}
+    identity = {"experiment": meta["experiment"], "config": meta["config"], "part": f"{meta['part']}/{meta['parts']}"}
     return _io.save_files(out, {"part.json": _io.json_writer(_io._normal(meta)), "part.npz": write_npz}, identity)
 
 
@@ -132,7 +132,7 @@ def save_sweep_part(out, meta: dict, ctx) -> dict:
         with open(p, "wb") as fh:
             np.savez(fh, **arrays)
 
-    identity = {"experiment": meta["experiment"], "config": meta["config"]}
+    identity = {"experiment": meta["experiment"], "config": meta["config"], "part": f"{meta['part']}/{meta['parts']}"}
     return _io.save_files(out, {"part.json": _io.json_writer(_io._normal(meta)), "part.npz": write_npz}, identity)
 
 
@@ -179,12 +179,23 @@ def load_part(folder) -> dict:
 def _check_same(metas: List[dict]):
     """Every part is of the same run as the first; name the first difference."""
     ref = metas[0]
-    keys = ("kind", "experiment", "config", "seed", "runs", "horizon", "parts", "t", "labels", "metric", "units")
+    keys = ("experiment", "kind", "config", "seed", "runs", "horizon", "parts", "t", "labels", "metric", "units")
     for m in metas[1:]:
         for k in keys:
             if m.get(k) != ref.get(k):
+                if k == "kind":
+                    what = lambda x: "a sweep's" if x.get("kind") == "sweep" else "a run's"
+                    raise MergeError(f"merge: {m['_folder']!r} is {what(m)} part and {ref['_folder']!r} {what(ref)} "
+                                     "part: merge only the parts of one run")
+                if k == "config" and isinstance(m.get(k), dict) and isinstance(ref.get(k), dict):
+                    a, b = m[k], ref[k]
+                    diff = "; ".join(f"{key}={_show(a.get(key))} there, {_show(b.get(key))} here"
+                                     for key in sorted(set(a) | set(b)) if a.get(key) != b.get(key))
+                    detail = f"its config differs ({diff})"
+                else:
+                    detail = f"{k} is {_show(m.get(k))} there and {_show(ref.get(k))} here"
                 raise MergeError(f"merge: {m['_folder']!r} is a part of another run than {ref['_folder']!r}: "
-                                 f"{k} is {_show(m.get(k))} there and {_show(ref.get(k))} here; merge only the parts "
+                                 f"{detail}; merge only the parts "
                                  "of one run (same experiment, --set, --seed, --runs, --horizon and number of parts)")
         for k in BIT_VERSIONS:
             a, b = m["versions"].get(k), ref["versions"].get(k)

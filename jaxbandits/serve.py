@@ -513,9 +513,9 @@ class Service:
 
 def _estimates(policy, pstate):
     """The policy's own estimate of each arm's mean (``Policy.estimate``), None where it declares none."""
-    if policy.estimate is None:
-        return None
-    return [None if not np.isfinite(x) else float(x) for x in np.asarray(policy.estimate(pstate))]
+    from .online import arm_estimates
+
+    return arm_estimates(policy, pstate)
 
 
 def replay_events(config: ServeConfig, rows):

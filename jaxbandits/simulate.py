@@ -96,14 +96,11 @@ def simulate(env, channel, policies, horizon: int, key, n_runs: int = 1, *, reco
 def _check_args(env, channel, policies, horizon, key, n_runs, record, chunk, first_run, delayed_regret):
     """The scan path's host checks, in its order and with its messages, before anything compiles."""
     from .engine.round import problem
-    from .types import Policy
 
     horizon, n_runs, key = _driver._validate_common(horizon, n_runs, key)
     first_run = _driver._validate_run_args(n_runs, first_run, chunk)
     record_points(horizon, record)
-    pols = {policies.name: policies} if isinstance(policies, Policy) else dict(policies)
-    if not pols:
-        raise ValueError("policies must be a Policy or a non-empty {label: Policy} dict")
+    _, pols = _driver.policies_dict(policies)
     for lab, pol in pols.items():
         problem(env, channel, pol, horizon, n_runs=n_runs, delayed_regret=delayed_regret, label=lab)
     return horizon, n_runs, key, first_run

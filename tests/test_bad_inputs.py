@@ -343,6 +343,8 @@ case("sim-first-run", lambda: simulate(ENV, C.attributed(), U1, 10, KEY, first_r
 case("sim-shard", lambda: simulate(ENV, C.attributed(), U1, 10, KEY, shard=0), VE, "shard")
 case("sim-no-policies", lambda: simulate(ENV, C.attributed(), {}, 10, KEY), VE, "policies")
 case("sim-policy-str", lambda: simulate(ENV, C.attributed(), {"x": "ucb"}, 10, KEY), TE, "policy")
+case("sim-policy-list", lambda: simulate(ENV, C.attributed(), [P.ucb1()], 10, KEY), TE, "give a dict")
+case("sim-policy-empty", lambda: simulate(ENV, C.attributed(), {}, 10, KEY), VE, "empty")
 case("sim-world-str", lambda: simulate("bernoulli", C.attributed(), U1, 10, KEY), TE, "world")
 case("sim-channel-str", lambda: simulate(ENV, "attributed", U1, 10, KEY), TE, "channel")
 case("sim-needs", lambda: simulate(ENV, C.anonymous(), U1, 10, KEY), VE, "cannot run on the channel")

@@ -125,7 +125,7 @@ def test_merge_refuses(parts, tmp_path, capsys):
     assert "is one of the parts" in _merge_err(capsys, d / "p0", d / "p1", d / "p2", out=d / "p2")
     # parts of other runs: another seed, config, number of parts, versions
     for change, msg in [({"seed": 4}, "seed is 4 there and 3 here"),
-                        ({"config": {"means": [0.6, 0.4], "max_delay": 7}}, "config is"),
+                        ({"config": {"means": [0.6, 0.4], "max_delay": 7}}, "its config differs (max_delay=7 there, 6 here)"),
                         ({"parts": 4}, "parts is 4 there and 3 here"),
                         ({"versions": {"jax": "0.0.1"}}, "computed with jax '0.0.1'"),
                         ({"experiment": "quickstart"}, "experiment is \"quickstart\" there")]:
@@ -142,6 +142,42 @@ def test_merge_refuses(parts, tmp_path, capsys):
         fh.seek(-20, 2)
         fh.write(b"\0" * 8)
     assert "does not match the checksum" in _merge_err(capsys, d / "p0", d / "p1", bad, out=out)
+
+
+def test_resume_after_kill_takes_the_chunks_from_the_checkpoint(parts, tmp_path, monkeypatch, capsys):
+    """A part cut with --chunk 10 is lost (no summary, no printed command, as after kill -9); the
+    rerun with --resume but without --chunk continues with the checkpoint's chunks."""
+    from jaxbandits.engine import checkpoint as K
+
+    save, calls = K.Checkpoint.save, {"n": 0}
+
+    def dies_after_2(self, *a, **k):
+        save(self, *a, **k)
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(K.Checkpoint, "save", dies_after_2)
+    p0 = tmp_path / "p0"
+    assert _run(p0, "--part", "0/3", "--chunk", "10") == 130
+    monkeypatch.setattr(K.Checkpoint, "save", save)
+    capsys.readouterr()
+    assert _run(p0, "--part", "0/3", "--resume") == 0
+    assert main(["merge", str(p0), str(parts / "p1"), str(parts / "p2"), "--out", str(tmp_path / "m")]) == 0
+    _same_results(parts / "whole", tmp_path / "m")
+
+
+def test_a_whole_run_and_a_part_do_not_replace_each_other(parts, tmp_path, capsys):
+    """A whole run into a part's folder, or a part into a whole run's folder, is refused (as other
+    settings are) unless --force: neither silently removes the other's files."""
+    shutil.copytree(parts / "p1", tmp_path / "p1")
+    shutil.copytree(parts / "whole", tmp_path / "whole")
+    assert _run(tmp_path / "p1") == 2
+    assert "holds part 1/3 of 'scaleout-tiny', not the whole run's results" in capsys.readouterr().err
+    assert (tmp_path / "p1" / "part.npz").exists()
+    assert _run(tmp_path / "whole", "--part", "0/3") == 2
+    assert "holds the whole run's results of 'scaleout-tiny', not part 0/3" in capsys.readouterr().err
+    assert (tmp_path / "whole" / "results.nc").exists()
 
 
 def test_part_killed_then_resumed_leaves_the_merge_unchanged(parts, tmp_path, monkeypatch, capsys):

@@ -111,7 +111,15 @@ def test_sweep_merge_refuses(bounds, tmp_path, capsys):
     other = tmp_path / "other"
     assert main(["run", *BOUNDS, "--set", "gap=0.2", "--part", "1/3", "--out", str(other)]) == 0
     capsys.readouterr()
-    assert "config is" in _merge_err(capsys, d / "p0", other, d / "p2", out=out)
+    assert "its config differs (gap=0.2 there, 0.25 here)" in _merge_err(capsys, d / "p0", other, d / "p2", out=out)
+    # a sweep's part with a run's part
+    odd_kind = tmp_path / "odd-kind"
+    shutil.copytree(d / "p1", odd_kind)
+    meta = json.load(open(odd_kind / "part.json"))
+    meta.pop("kind")
+    (odd_kind / "part.json").write_text(json.dumps(meta))
+    _resign(odd_kind, "part.json")
+    assert "is a run's part and" in _merge_err(capsys, d / "p0", odd_kind, d / "p2", out=out)
     # a part whose units file lost one of its units (re-signed, so only the content check can see it)
     bad = tmp_path / "bad"
     shutil.copytree(d / "p1", bad)

@@ -359,6 +359,7 @@ def test_stats_report_the_policy_s_declared_estimate(tmp_path):
     n_high = s["arms"]["high"]["decisions"]
     assert n_high > 150 and abs(est["high"] - 0.5) < 4 * np.sqrt(0.25 / n_high)
     assert est["low"] < 0.3
+    assert lr.estimates() == est  # the in-process learner reports the same
     # before any data: the prior's rate, the same for both arms
     assert s0["arms"]["low"]["estimate"] == s0["arms"]["high"]["estimate"]
     svc.close()

@@ -30,7 +30,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["Checkpoint", "Interrupted", "graceful_stop"]
+__all__ = ["Checkpoint", "Interrupted", "graceful_stop", "sweep_checkpoints", "sweep_unit", "SweepShare",
+           "SweepContext", "CallCache", "MissingUnit"]
 
 
 class Interrupted(Exception):

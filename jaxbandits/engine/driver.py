@@ -24,7 +24,7 @@ from . import metrics as M
 from . import round as R
 from .recording import SimOutput, record_points, segment_plan
 
-__all__ = ["simulate", "simulate_grid", "Plan", "run_problems", "program_memory", "clear_cache"]
+__all__ = ["simulate", "simulate_grid", "Plan", "run_problems", "program_memory", "clear_cache", "policy_digest"]
 
 
 class Plan(NamedTuple):
@@ -546,16 +546,31 @@ def simulate(env, channel, policies, horizon: int, key, n_runs: int = 1, *, reco
     horizon, n_runs, key = _validate_common(horizon, n_runs, key)
     first_run = _validate_run_args(n_runs, first_run, chunk)
     record_at = record_points(horizon, record)
-    single = isinstance(policies, Policy)
-    pols = {policies.name: policies} if single else dict(policies)
-    if not pols:
-        raise ValueError("policies must be a Policy or a non-empty {label: Policy} dict")
+    single, pols = policies_dict(policies)
     problems = {lab: R.problem(env, channel, pol, horizon, n_runs=n_runs, delayed_regret=delayed_regret, label=lab)
                 for lab, pol in pols.items()}
     outs = _sweep_call(problems, None, key, n_runs, record_at, chunk, shard, first_run, checkpoint, lambda: _outputs(
         problems, *run_problems(problems, None, key, n_runs, record_at, chunk, progress, shard, first_run,
                                 checkpoint, resume, stop)[1:], n_runs, record_at))
     return outs[next(iter(outs))] if single else outs
+
+
+def policies_dict(policies):
+    """``(single, {label: Policy})`` of one Policy (labelled by its name) or a non-empty
+    ``{label: Policy}`` mapping; another type is a TypeError, an empty mapping a ValueError."""
+    if isinstance(policies, Policy):
+        return True, {policies.name: policies}
+    if not isinstance(policies, Mapping):
+        raise TypeError("policies must be a Policy or a non-empty {label: Policy} dict, got "
+                        f"{type(policies).__name__}" + (" (give a dict: {label: policy})"
+                                                         if isinstance(policies, (list, tuple)) else ""))
+    if not policies:
+        raise ValueError("policies must be a Policy or a non-empty {label: Policy} dict, got an empty one")
+    for lab, pol in policies.items():
+        if not isinstance(pol, Policy):
+            raise TypeError(f"policies[{lab!r}] must be a Policy (a policy constructor's result), got "
+                            f"{type(pol).__name__}")
+    return False, dict(policies)
 
 
 def _sweep_call(problems, grid_params, key, n_runs, record_at, chunk, shard, first_run, checkpoint, compute):
