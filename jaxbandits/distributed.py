@@ -133,11 +133,6 @@ def _bytes_all(data: bytes) -> list:
     return [got[i, :int(n[i])].tobytes() for i in range(n.size)]
 
 
-def _bytes_from(data: bytes, owner: int) -> bytes:
-    """``data`` as given by process ``owner``, on every process."""
-    return _bytes_all(data)[owner]
-
-
 def run_sweep_global(runner, cfg, runs: int, seed: int, horizon, folder: Optional[str] = None):
     """A sweep (an experiment with its own loop over settings or replications) over every process:
     each computes its share of the sweep's units (each simulation or fit, shared out by cost as
@@ -164,7 +159,7 @@ def run_sweep_global(runner, cfg, runs: int, seed: int, horizon, folder: Optiona
     with sweep_checkpoints(None, replay_only=True) as rep:
         for uid, kind, owner in ctx.units:
             mine = ctx.cache.get_bytes(uid, kind) if owner == me else b""
-            rep.cache.put_bytes(uid, kind, _bytes_from(mine or b"", owner) if count > 1 else mine)
+            rep.cache.put_bytes(uid, kind, _bytes_all(mine or b"")[owner] if count > 1 else mine)
         return runner(cfg, runs, seed, horizon)
 
 

@@ -23,7 +23,7 @@ import ast
 import json
 import os
 import re
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
@@ -356,7 +356,5 @@ def _merge_sweep(metas: List[dict], out, identity: dict, *, force: bool = False,
                 raise MergeError(f"merge: {e}: the parts are not of this code (rerun them with this version)") from None
             if hasattr(res, "versions"):
                 res.versions = dict(ref["versions"])
-            import inspect
-
-            res.save(out, **({"plot": plot} if "plot" in inspect.signature(res.save).parameters else {}))
+            res.save(out, plot=plot)
     return res

@@ -28,50 +28,73 @@ def register():
         X.register(TINY)
 
 
-def _die_after_saves(n: int):
-    """Test hook: this process is killed (SIGKILL, as a lost machine) right after its n-th checkpoint save."""
-    import os
-    import signal
+def after_nth_call(cls, name, n, action, counts=lambda self: True):
+    """``(original, wrapped)`` for the method ``cls.name``: ``wrapped`` calls the original, then,
+    right after its ``n``-th call (counting the calls where ``counts(self)``), ``action()``. Tests
+    install it to lose a machine at a chosen point (KeyboardInterrupt in process, SIGKILL in a
+    child)."""
+    original, calls = getattr(cls, name), {"n": 0}
 
-    from jaxbandits.engine import checkpoint as K
-
-    save, calls = K.Checkpoint.save, {"n": 0}
-
-    def dying(self, *a, **k):
-        save(self, *a, **k)
-        calls["n"] += 1
-        if calls["n"] == n:
-            os.kill(os.getpid(), signal.SIGKILL)
-
-    K.Checkpoint.save = dying
-
-
-def _die_after_units(n: int):
-    """Test hook: this process is killed (SIGKILL) right after it saved its n-th unit of a sweep."""
-    import os
-    import signal
-
-    from jaxbandits.engine import checkpoint as K
-
-    put, calls = K.CallCache.put_bytes, {"n": 0}
-
-    def dying(self, *a, **k):
-        put(self, *a, **k)
-        if self.folder is not None:
+    def wrapped(self, *a, **k):
+        out = original(self, *a, **k)
+        if counts(self):
             calls["n"] += 1
             if calls["n"] == n:
-                os.kill(os.getpid(), signal.SIGKILL)
+                action()
+        return out
 
-    K.CallCache.put_bytes = dying
+    return original, wrapped
+
+
+def interrupt():
+    raise KeyboardInterrupt
+
+
+def _sigkill():
+    import os
+    import signal
+
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def lose_process_0(cli_args, hook: dict, timeout: float = 240) -> int:
+    """A node lost in a distributed job: two processes of this script (``cli_args`` + ``--distributed``
+    on 127.0.0.1, one CPU device each), process 0 with the environment ``hook`` (a SIGKILL hook
+    above) and the other killed once process 0 is gone. Returns process 0's exit status."""
+    import os
+    import subprocess
+
+    from jaxbandits.distributed import free_port
+
+    here = os.path.abspath(__file__)
+    root = os.path.dirname(os.path.dirname(here))
+    port = free_port()
+    base = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=1",
+                PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    procs = [subprocess.Popen([sys.executable, here, *cli_args, "--distributed", "--coordinator", f"127.0.0.1:{port}",
+                               "--num-processes", "2", "--process-id", str(i)],
+                              env=dict(base, **(hook if i == 0 else {})), stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL) for i in range(2)]
+    try:
+        procs[0].wait(timeout=timeout)
+    finally:
+        for q in procs:
+            q.kill()
+            q.wait()
+    return procs[0].returncode
 
 
 if __name__ == "__main__":
     import os
 
-    if os.environ.get("SCALEOUT_TINY_DIE_AFTER_SAVES"):
-        _die_after_saves(int(os.environ["SCALEOUT_TINY_DIE_AFTER_SAVES"]))
-    if os.environ.get("SCALEOUT_TINY_DIE_AFTER_UNITS"):
-        _die_after_units(int(os.environ["SCALEOUT_TINY_DIE_AFTER_UNITS"]))
+    from jaxbandits.engine import checkpoint as K
+
+    if os.environ.get("SCALEOUT_TINY_DIE_AFTER_SAVES"):  # killed right after the n-th checkpoint save
+        K.Checkpoint.save = after_nth_call(K.Checkpoint, "save", int(os.environ["SCALEOUT_TINY_DIE_AFTER_SAVES"]),
+                                           _sigkill)[1]
+    if os.environ.get("SCALEOUT_TINY_DIE_AFTER_UNITS"):  # killed right after the n-th sweep unit saved to a folder
+        K.CallCache.put_bytes = after_nth_call(K.CallCache, "put_bytes", int(os.environ["SCALEOUT_TINY_DIE_AFTER_UNITS"]),
+                                               _sigkill, counts=lambda self: self.folder is not None)[1]
     register()
     from jaxbandits.cli import main
 

@@ -198,7 +198,7 @@ def test_information_hiding_anonymous(kind):
     x = (rng.random(Tn) < 0.5).astype(float)
     R = np.repeat(x[:, None], Kn, 1)  # every arm gives the round's reward: the swap is action-free
     xs = x.reshape(-1, 2)[:, ::-1].ravel()
-    R2 = np.repeat(xs[:, None], Kn, 1)
+    R_swapped = np.repeat(xs[:, None], Kn, 1)
     d = np.tile([1, 0], Tn // 2)
     if kind == "composite":
         mk = lambda R: E.composite(table=R, delay=D.sequence(d))
@@ -208,11 +208,11 @@ def test_information_hiding_anonymous(kind):
         ch = C.anonymous(width=4)
     pol = reactive(Kn)
     a1 = actions_of(simulate(mk(R), ch, pol, Tn, jax.random.key(3), record=1))[0]
-    a2 = actions_of(simulate(mk(R2), ch, pol, Tn, jax.random.key(3), record=1))[0]
+    a2 = actions_of(simulate(mk(R_swapped), ch, pol, Tn, jax.random.key(3), record=1))[0]
     np.testing.assert_array_equal(a1, a2)
     # control: through the attributed channel the same swap is visible, so the actions change
     b1 = actions_of(simulate(E.oblivious(1 - R, d), C.attributed(), pol, Tn, jax.random.key(3), record=1))[0]
-    b2 = actions_of(simulate(E.oblivious(1 - R2, d), C.attributed(), pol, Tn, jax.random.key(3), record=1))[0]
+    b2 = actions_of(simulate(E.oblivious(1 - R_swapped, d), C.attributed(), pol, Tn, jax.random.key(3), record=1))[0]
     assert (b1 != b2).any()
 
 

@@ -149,14 +149,7 @@ def test_resume_after_kill_takes_the_chunks_from_the_checkpoint(parts, tmp_path,
     rerun with --resume but without --chunk continues with the checkpoint's chunks."""
     from jaxbandits.engine import checkpoint as K
 
-    save, calls = K.Checkpoint.save, {"n": 0}
-
-    def dies_after_2(self, *a, **k):
-        save(self, *a, **k)
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise KeyboardInterrupt
-
+    save, dies_after_2 = scaleout_tiny.after_nth_call(K.Checkpoint, "save", 2, scaleout_tiny.interrupt)
     monkeypatch.setattr(K.Checkpoint, "save", dies_after_2)
     p0 = tmp_path / "p0"
     assert _run(p0, "--part", "0/3", "--chunk", "10") == 130
@@ -184,14 +177,8 @@ def test_part_killed_then_resumed_leaves_the_merge_unchanged(parts, tmp_path, mo
     from jaxbandits.engine import checkpoint as K
 
     d = parts
-    save, calls = K.Checkpoint.save, {"n": 0}
-
-    def dies_after_3(self, *a, **k):  # the machine is lost after the third chunk was saved
-        save(self, *a, **k)
-        calls["n"] += 1
-        if calls["n"] == 3:
-            raise KeyboardInterrupt
-
+    # the machine is lost after the third chunk was saved
+    save, dies_after_3 = scaleout_tiny.after_nth_call(K.Checkpoint, "save", 3, scaleout_tiny.interrupt)
     monkeypatch.setattr(K.Checkpoint, "save", dies_after_3)
     p1 = tmp_path / "p1"
     assert _run(p1, "--part", "1/3") == 130
@@ -255,29 +242,12 @@ def test_distributed_run_killed_then_resumed_equals_the_whole_run(parts, tmp_pat
     third chunk was saved, the other then lost too (as when a node of a job fails): rerun with
     --resume, every process reads the checkpoint, places its own runs' state, and the results are
     bitwise those of one uninterrupted process."""
-    import subprocess
-
-    from jaxbandits.distributed import free_port, launch_local
+    from jaxbandits.distributed import launch_local
 
     out = tmp_path / "dist"
-    port = free_port()
-    base = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=1",
-                PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
-    procs = []
-    for i in range(2):
-        env = dict(base, **({"SCALEOUT_TINY_DIE_AFTER_SAVES": "3"} if i == 0 else {}))
-        procs.append(subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "scaleout_tiny.py"), "run", NAME,
-                                       "--seed", "3", "--no-progress", "--no-compile-cache", "--out", str(out),
-                                       "--distributed", "--coordinator", f"127.0.0.1:{port}", "--num-processes", "2",
-                                       "--process-id", str(i)], env=env, stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL))
-    try:
-        procs[0].wait(timeout=240)
-    finally:
-        for p in procs:
-            p.kill()
-            p.wait()
-    assert procs[0].returncode == -9  # killed by the hook, after its third save
+    rc = scaleout_tiny.lose_process_0(["run", NAME, "--seed", "3", "--no-progress", "--no-compile-cache", "--out",
+                                       str(out)], {"SCALEOUT_TINY_DIE_AFTER_SAVES": "3"})
+    assert rc == -9  # killed by the hook, after its third save
     ck = out / ".checkpoint" / "panel-0"
     assert (ck / "records-2.npz").exists() and not (ck / "records-3.npz").exists()
     assert not (out / "summary.json").exists()

@@ -11,6 +11,8 @@ import sys
 import numpy as np
 import pytest
 
+import scaleout_tiny
+
 from jaxbandits import _io
 from jaxbandits.cli import main
 from jaxbandits.engine.checkpoint import SweepShare
@@ -147,14 +149,8 @@ def test_sweep_part_killed_then_resumed_leaves_the_merge_unchanged(bounds, tmp_p
     from jaxbandits.engine import checkpoint as K
 
     d = bounds
-    put, calls = K.CallCache.put_bytes, {"n": 0}
-
-    def dies_after_1(self, *a, **k):  # the machine is lost after the part's first unit was saved
-        put(self, *a, **k)
-        calls["n"] += 1
-        if calls["n"] == 1:
-            raise KeyboardInterrupt
-
+    # the machine is lost after the part's first unit was saved
+    put, dies_after_1 = scaleout_tiny.after_nth_call(K.CallCache, "put_bytes", 1, scaleout_tiny.interrupt)
     monkeypatch.setattr(K.CallCache, "put_bytes", dies_after_1)
     p0 = tmp_path / "p0"
     assert main(["run", *BOUNDS, "--part", "0/3", "--out", str(p0)]) == 130
@@ -243,26 +239,12 @@ def test_distributed_sweep_killed_then_resumed_equals_the_whole_run(bounds, tmp_
     """Two processes; process 0 is SIGKILLed right after saving its first unit of the sweep, the
     other is lost with it; --resume on two processes replays the saved units and computes the rest:
     bitwise the one-process run."""
-    import subprocess
-
-    from jaxbandits.distributed import free_port, launch_local
+    from jaxbandits.distributed import launch_local
 
     tiny = os.path.join(ROOT, "tests", "scaleout_tiny.py")
-    out, port = tmp_path / "dist", free_port()
-    base = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=1",
-                PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
-    procs = [subprocess.Popen([sys.executable, tiny, "run", *BOUNDS, "--no-compile-cache", "--out", str(out),
-                               "--distributed", "--coordinator", f"127.0.0.1:{port}", "--num-processes", "2",
-                               "--process-id", str(i)],
-                              env=dict(base, **({"SCALEOUT_TINY_DIE_AFTER_UNITS": "1"} if i == 0 else {})),
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for i in range(2)]
-    try:
-        procs[0].wait(timeout=240)
-    finally:
-        for p in procs:
-            p.kill()
-            p.wait()
-    assert procs[0].returncode == -9
+    out = tmp_path / "dist"
+    assert scaleout_tiny.lose_process_0(["run", *BOUNDS, "--no-compile-cache", "--out", str(out)],
+                                        {"SCALEOUT_TINY_DIE_AFTER_UNITS": "1"}) == -9
     saved = [f for f in os.listdir(out / ".checkpoint" / "sweep") if f.startswith("call-")]
     assert 1 <= len(saved) < 8 and not (out / "summary.json").exists()
     rc = launch_local(["run", *BOUNDS, "--no-compile-cache", "--out", str(out), "--resume"], 2,

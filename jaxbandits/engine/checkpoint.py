@@ -231,9 +231,6 @@ class CallCache:
     def file_name(self, uid: str, kind: str = "sim") -> str:
         return f"call-{uid}.{_EXT[kind]}"
 
-    def _path(self, fingerprint: dict, kind: str = "sim") -> str:
-        return os.path.join(self.folder, self.file_name(self.unit_id(fingerprint), kind))
-
     def get_bytes(self, uid: str, kind: str):
         if self.folder is None:
             return self.memory.get(uid)
@@ -249,14 +246,6 @@ class CallCache:
             return
         os.makedirs(self.folder, exist_ok=True)
         _atomic(os.path.join(self.folder, self.file_name(uid, kind)), lambda f: f.write(data))
-
-    def get(self, fingerprint: dict, kind: str = "sim"):
-        """The saved result of this unit (``{label: SimOutput}`` for a simulation), or None."""
-        data = self.get_bytes(self.unit_id(fingerprint), kind)
-        return None if data is None else _unit_value(kind, data)
-
-    def put(self, fingerprint: dict, value, kind: str = "sim"):
-        self.put_bytes(self.unit_id(fingerprint), kind, _unit_bytes(kind, value))
 
     def remove(self):
         self.memory.clear()
@@ -338,9 +327,9 @@ def sweep_unit(fingerprint: dict, compute: Callable[[], Any], *, cost: float = 1
     uid = ctx.cache.unit_id(fingerprint)
     owner = ctx.share.owner(cost) if ctx.share is not None else None
     ctx.units.append((uid, kind, owner))
-    got = ctx.cache.get(fingerprint, kind)
-    if got is not None:
-        return got
+    saved = ctx.cache.get_bytes(uid, kind)
+    if saved is not None:
+        return _unit_value(kind, saved)
     if ctx.replay_only:
         raise MissingUnit(f"the sweep needs {what} {uid} and no part holds it")
     if owner is not None and owner != ctx.share.index:

@@ -107,13 +107,14 @@ class FitRecovery:
         lines.append(f"| all | {s['coverage_90_all']:.2f} |")
         return "\n".join(lines) + f"\n\nmax r_hat {s['r_hat_max']:.3f}, divergences {s['divergences']}\n"
 
-    def save(self, out_dir, force=False):
-        """``summary.json``, ``table.md`` and ``recovery.png``, as one unit and atomically (see
-        :meth:`jaxbandits.results.Results.save`)."""
+    def save(self, out_dir, plot=True, force=False):
+        """``summary.json``, ``table.md`` and (``plot``) ``recovery.png``, as one unit and
+        atomically (see :meth:`jaxbandits.results.Results.save`)."""
         from .._io import json_writer, save_files, text_writer
 
-        files = {"summary.json": json_writer(self.summary()), "table.md": text_writer(self.table()),
-                 "recovery.png": self._plot}
+        files = {"summary.json": json_writer(self.summary()), "table.md": text_writer(self.table())}
+        if plot:
+            files["recovery.png"] = self._plot
         ident = {"experiment": self.experiment, "config": self.config}
         return {"summary": save_files(out_dir, files, ident, force=force)["summary.json"]}
 

@@ -299,17 +299,17 @@ def test_information_hiding_composite(make):
     Tn, Kn = 1200, 4
     x = (rng.random(Tn) < 0.5).astype(float)
     R = np.repeat(x[:, None], Kn, 1)
-    R2 = np.repeat(x.reshape(-1, 2)[:, ::-1].ravel()[:, None], Kn, 1)  # swap rounds 2k, 2k+1
+    R_swapped = np.repeat(x.reshape(-1, 2)[:, ::-1].ravel()[:, None], Kn, 1)  # swap rounds 2k, 2k+1
     d = np.tile([1, 0], Tn // 2)  # ... both land at 2k+1: same sums
     mk = lambda R: E.composite(table=R, delay=D.sequence(d))
     pol = make()
     run = lambda R: actions_of(simulate(mk(R), C.composite(width=4), pol, Tn, jax.random.key(3), record=1))[0]
     a1 = run(R)
-    np.testing.assert_array_equal(a1, run(R2))
-    R3 = R.copy()
-    R3[:, -1] = 1.0  # the last arm pays always, the others never: visible
-    R3[:, :-1] = 0.0
-    assert (a1 != run(R3)).any()
+    np.testing.assert_array_equal(a1, run(R_swapped))
+    R_visible = R.copy()
+    R_visible[:, -1] = 1.0  # the last arm pays always, the others never: visible
+    R_visible[:, :-1] = 0.0
+    assert (a1 != run(R_visible)).any()
 
 
 def test_generalized_odaaf_is_odaaf_b():
