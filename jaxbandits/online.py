@@ -183,10 +183,13 @@ def _config(policy, channel, n_arms, horizon, dim, max_pending) -> Config:
         H = fb.window + 1 if fb.window is not None else DEFAULT_MAX_PENDING
         H = max(H, reveal, hold_need, 1)
     spec = ProblemSpec(n_arms, horizon, dim, fb)
+    k = jax.random.key(0)
+    st = jax.eval_shape(lambda: policy.init(spec, k))
+    action, memo = jax.eval_shape(lambda s: policy.act(s, _ctx0(spec), k), st)
+    from .engine.round import check_action
+
+    check_action(policy, policy.name, action)
     if fb.attributed:
-        k = jax.random.key(0)
-        st = jax.eval_shape(lambda: policy.init(spec, k))
-        _, memo = jax.eval_shape(lambda s: policy.act(s, _ctx0(spec), k), st)
         pl = jax.eval_shape(lambda m: policy.payload(m, jnp.float32(1), jnp.int32(0)), memo)
         if pl.ndim != 1:
             raise ValueError(f"{policy.name}: payload must be a 1-d array, got shape {pl.shape}")

@@ -39,3 +39,32 @@ def test_envs_page_world_runs():
 
     out = jb.simulate(ns["Seasonal"](0.3, 24), channels.attributed(), classic.ucb1(), 200, jax.random.key(0), 2)
     assert out.width == 3 and np.isfinite(out.regret).all()
+
+
+def test_own_policy_page_runs_and_is_exact():
+    """docs/policies/own.md as written, then its policy on a world whose regret is known exactly:
+    means (0, 1), fixed delay 5, eps=0: arm 0 (first of the untried) is played until round 0's
+    record arrives at the end of round 5, then arm 1 for ever: regret exactly 6."""
+    import jax
+
+    from jaxbandits import channels, delays, envs
+
+    ns = {}
+    blocks = _blocks("policies/own.md")
+    exec(blocks[0], ns)
+    exec(blocks[1], ns)
+    out = ns["out"]
+    for name in ns["pols"]:
+        assert np.isfinite(out[name].regret).all()
+    jb = ns["jb"]
+    world = envs.bernoulli([0.0, 1.0], delay=delays.fixed(5))
+    res = jb.simulate(world, channels.attributed(), ns["eps_greedy"](0.0), 50, jax.random.key(1), 3)
+    np.testing.assert_array_equal(np.asarray(res.regret)[:, -1], 6.0)
+    page = (DOCS / "policies/own.md").read_text()
+    from jaxbandits.types import Arrivals, Context, ProblemSpec
+
+    for rec in (Context, Arrivals, ProblemSpec):  # every field of the records is listed on the page
+        for f in rec._fields:
+            assert f"| `{f}` |" in page, (rec.__name__, f)
+    with np.testing.assert_raises(ValueError):
+        ns["eps_greedy"](1.5)

@@ -169,6 +169,36 @@ def check_pair(channel, policy, label):
                          f"{policy.reveal_window}) but the channel {channel} does not report them")
 
 
+def _kind(x) -> str:
+    dt = getattr(x, "dtype", None)
+    return f"{type(x).__name__}" if dt is None else f"{dt}{list(getattr(x, 'shape', ()))}"
+
+
+def check_action(policy, label, action):
+    """``act``'s action, traced: one integer (an arm's index), not a float rounded silently."""
+    dt = getattr(action, "dtype", None)
+    if dt is None or not jnp.issubdtype(dt, jnp.integer) or getattr(action, "shape", None) != ():
+        raise TypeError(f"policy {label!r} ({policy.name}): act(state, context, key) must return "
+                        f"(action, memo) with action an integer scalar (e.g. jnp.int32, an arm index in "
+                        f"0..K-1), got action of type {_kind(action)} (docs/policies/own.md)")
+
+
+def check_outcome(world, out):
+    """A world's ``Outcome``, traced: an integer scalar delay and a scalar reward."""
+    name = type(world).__name__
+    if not hasattr(out, "delay") or not hasattr(out, "reward"):
+        raise TypeError(f"world {name}: outcome(...) must return (Outcome, state), got {type(out).__name__} "
+                        f"as its first element (docs/envs.md)")
+    d = out.delay
+    if getattr(d, "dtype", None) is None or not jnp.issubdtype(d.dtype, jnp.integer) or d.shape != ():
+        raise TypeError(f"world {name}: Outcome.delay must be an integer scalar (jnp.int32 rounds; NEVER "
+                        f"for never), got {_kind(d)} (docs/envs.md)")
+    r = out.reward
+    if getattr(r, "dtype", None) is None or r.dtype == jnp.bool_ or r.shape != ():
+        raise TypeError(f"world {name}: Outcome.reward must be a numeric scalar (jnp.float32), got {_kind(r)} "
+                        f"(docs/envs.md)")
+
+
 def _delayed_regret_mode(world, channel, horizon, delayed_regret):
     """Which L(t) tracker to use: by default for a censoring channel (zeros hidden) of a stochastic
     K-armed world with a delay law."""
@@ -209,10 +239,15 @@ def problem(world, channel, policy, horizon: int, *, n_runs: int = 1, delayed_re
     # shapes of a memo and payload, without compiling (abstract values only: nothing is built)
     k = jax.eval_shape(lambda: jax.random.key(0))
     i32 = jax.ShapeDtypeStruct((), jnp.int32)
+    f32 = jax.ShapeDtypeStruct((), jnp.float32)
     st = jax.eval_shape(lambda k: policy.init(spec, k), k)
     feats = jax.eval_shape(lambda k: world.context(world.setup(k), 0, k), k)
     ctx = Context(i32, *feats, i32)
-    _, memo = jax.eval_shape(lambda s, c, k: policy.act(s, c, k), st, ctx, k)
+    action, memo = jax.eval_shape(lambda s, c, k: policy.act(s, c, k), st, ctx, k)
+    check_action(policy, label, action)
+    ws = jax.eval_shape(world.setup, k)
+    out = jax.eval_shape(lambda *a: world.outcome(*a)[0], ws, i32, i32, f32, f32, feats[0], k)
+    check_outcome(world, out)
     for flag, field in ((policy.memo_hold, "hold"), (policy.memo_probs, "probs")):
         if flag and field not in getattr(type(memo), "_fields", ()):
             raise ValueError(f"policy {label!r} ({policy.name}) declares memo_{field}=True but its memo "
