@@ -491,7 +491,8 @@ def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizo
             _collect(o, p, outs, panel_of, lines, timing)
     steps = n_here * horizon * len(outs)
     timing["run_steps_per_s"] = steps / max(timing["run_s"], 1e-12)
-    full_cfg = {"channels": sorted({str(p.channel) for p in panels}), **cfg}
+    full_cfg = {"channels": sorted({str(p.channel) for p in panels}), **cfg,
+                **describe_run(exp, panels, job["overrides"])}
     res = _assemble(name, full_cfg, seed, n_here, horizon, outs, exp.metric, timing, panel_of, lines, checkpoints,
                     exp.layout, exp.ratio_to)
     if out is not None and part is not None:
@@ -510,6 +511,31 @@ def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizo
         with contextlib.suppress(OSError):
             os.rmdir(ckpt_root)
     return res
+
+
+def delay_words(law) -> Optional[str]:
+    """A delay law in words for a figure's title: ``geometric delays, mean 50``."""
+    if law is None:
+        return None
+    name = type(law).__name__.lower()
+    try:
+        return f"{name} delays, mean {float(law.mean):.4g}"
+    except Exception:  # a law of the user's without a mean
+        return f"{name} delays"
+
+
+def describe_run(exp, panels, overrides) -> dict:
+    """What the figures say of a run besides its numbers (plotting.caption, plotting.figure_regret):
+    the experiment's ``description``, the settings changed from its defaults or its file (``--set``),
+    and the delay laws of its worlds in words."""
+    changed = {str(k): v for k, v in (overrides or {}).items()}
+    src = list(exp.source or ())[1:]  # an experiment file's own --set words: "--set", "key=value", ...
+    for flag, kv in zip(src[::2], src[1::2]):
+        if flag == "--set" and "=" in kv:
+            k, v = kv.split("=", 1)
+            changed[k] = v
+    laws = sorted({w for w in (delay_words(getattr(p.env, "delay", None)) for p in panels) if w})
+    return {"description": exp.description, "overrides": changed, "delays": laws}
 
 
 def _run_sweep(name, exp, runs, horizon, seed, cfg, out, chunk, sweep_horizon, job, ckpt_root):

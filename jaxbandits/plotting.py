@@ -121,7 +121,7 @@ def overrides(results) -> Optional[dict]:
     from ._io import _normal
 
     cfg, dflt = _normal(results.config), _normal(defaults)
-    return {k: v for k, v in cfg.items() if k != "channels" and (k not in dflt or dflt[k] != v)}
+    return {k: v for k, v in cfg.items() if k not in DESCRIPTIVE_KEYS and (k not in dflt or dflt[k] != v)}
 
 
 def _fmt(v):
@@ -132,17 +132,41 @@ def _fmt(v):
     return str(v)
 
 
+#: Keys of a run's config that describe it rather than set it (experiments.describe_run).
+DESCRIPTIVE_KEYS = ("channels", "description", "overrides", "delays")
+
+
 def caption(results, extra: str = "") -> str:
-    """The caption of a figure of ``results``: the settings that differ from the experiment's
-    defaults (``--set``), seed, runs and horizon, what the bands are (``extra``)."""
+    """The caption of a figure of ``results``: the experiment's description, the settings changed
+    from its defaults or its file (``--set``), in words; seed, runs and horizon, what the bands are
+    (``extra``)."""
+    cfg = results.config or {}
+    if isinstance(cfg.get("overrides"), dict):  # a run that recorded its description (experiments.run)
+        ov = cfg["overrides"]
+        settings = ("settings changed: " + ", ".join(f"{k} set to {_fmt(v)}" for k, v in ov.items())
+                    if ov else "default settings")
+        if cfg.get("description"):
+            settings = f"{cfg['description']} · {settings}"
+        return f"{settings} · seed {results.seed}, {results.runs} runs × {results.horizon} rounds" + \
+            (f" · {extra}" if extra else "")
     ov = overrides(results)
     if ov is None:
-        cfg = {k: v for k, v in (results.config or {}).items() if k != "channels"}
+        cfg = {k: v for k, v in cfg.items() if k not in DESCRIPTIVE_KEYS}
         settings = "config: " + (", ".join(f"{k}={_fmt(v)}" for k, v in cfg.items()) or "(none)")
     else:
         settings = ("overrides: " + ", ".join(f"{k}={_fmt(v)}" for k, v in ov.items())) if ov else "default settings"
     return f"{settings} · seed {results.seed}, {results.runs} runs × {results.horizon} rounds" + \
         (f" · {extra}" if extra else "")
+
+
+def _setting(results) -> str:
+    """The delay law and the channel of a one-setting run, for its title: `` · geometric delays, mean
+    50 · conversions(window=200)`` (empty when there are several: the panels name theirs)."""
+    cfg = results.config or {}
+    laws, chans = list(cfg.get("delays") or ()), list(cfg.get("channels") or ())
+    if len(laws) > 1 or len(chans) > 1 or not (laws or chans):
+        return ""
+    return "".join(f" · {w}" for w in laws + chans)
 
 
 def _grid(n_panels, layout):
@@ -161,7 +185,8 @@ def _finish(fig, title, cap, width_in):
     if lines:
         fig.text(0.01, 0.08 / h, "\n".join(lines), fontsize=6.8, color="0.3", va="bottom", ha="left")
     if title:
-        fig.suptitle(title, fontsize=10, y=1 - 0.06 / h, va="top")
+        fig.suptitle("\n".join(textwrap.wrap(title, width=max(30, int(width_in * 12)))), fontsize=10,
+                     y=1 - 0.06 / h, va="top")
     fig.tight_layout(rect=(0, bottom, 1, top))
 
 
@@ -287,7 +312,7 @@ def figure_regret(results, metric=None, logx=False, logy=False, title=None, band
                 pax = fig.add_subplot(gs[r * len(hr) + 1, c])
                 _pulls_axis(pax, results, labs, refs, sh)
                 pax.set_label(f"pulls: {pn}" if pn else "pulls")
-        head = title or f"{results.experiment}: {results.runs} runs × {results.horizon} rounds"
+        head = title or f"{results.experiment}: {results.runs} runs × {results.horizon} rounds" + _setting(results)
         parts = ["lines: mean over runs" + (f", bands: {what}" if what else "")]
         if any(isref(l) for l in labels):
             parts.append("dashed grey: reference policies (not used for the y-limits)")

@@ -132,7 +132,12 @@ class Results:
                 else:
                     cells.append("")
             rows.append(f"| {lab} | " + " | ".join(cells) + " |")
-        return "\n".join(rows) + "\n"
+        note = ["", f"R(t): the mean {self.metric} after t rounds, ± its standard error over the runs."]
+        if has_l:
+            note.append(f"L(T): the delayed regret at the horizon T = {self.horizon} (Vernade et al. 2017), "
+                        "Σ_s Δ_(A_s) τ_min(T−s, m): each play's gap weighted by the probability that its "
+                        "conversion has been seen by T (docs/simulate.md).")
+        return "\n".join(rows + note) + "\n"
 
     def to_xarray(self):
         import xarray as xr

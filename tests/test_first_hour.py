@@ -49,3 +49,63 @@ def test_world_returning_a_float_delay_is_refused():
         jb.simulate(_World(jnp.float32), channels.attributed(), classic.ucb1(), 10, jax.random.key(0))
     out = jb.simulate(_World(jnp.int32), channels.attributed(), classic.ucb1(), 10, jax.random.key(0))
     assert np.isfinite(out.regret).all()
+
+
+# ----------------------------------------------------------------------------- figures
+FILE = """
+description = "three arms, mean delay 50"
+horizon = 60
+runs = 3
+world = {kind = "envs.conversions", theta = [0.5, 0.4, 0.3], delay = {kind = "delays.geometric", mean = 50.0}}
+channel = {kind = "channels.conversions", window = 200}
+[policies]
+UCB1 = {kind = "classic.ucb1"}
+"""
+
+
+def test_file_figure_is_captioned_from_description_and_overrides_in_words(tmp_path, monkeypatch, capsys):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from jaxbandits import Results
+    from jaxbandits.cli import main
+    from jaxbandits.plotting import figure_regret
+
+    monkeypatch.setenv("JAXBANDITS_CACHE_DIR", str(tmp_path / "cache"))
+    f = tmp_path / "mine.toml"
+    f.write_text(FILE)
+    out = tmp_path / "out"
+    assert main(["run", str(f), "--set", "channel.window=20", "--out", str(out), "--no-progress",
+                 "--single-device"]) == 0
+    fig = figure_regret(Results.load(str(out)))
+    cap = " ".join(t.get_text() for t in fig.texts)
+    assert cap.startswith("three arms, mean delay 50 · settings changed: channel.window set to 20 · seed 0")
+    assert "spec=" not in cap and "{" not in cap  # no raw config dict
+    title = " ".join(fig._suptitle.get_text().split())
+    assert title == "mine: 3 runs × 60 rounds · geometric delays, mean 50 · conversions(window=20)"
+    table = (out / "table.md").read_text()
+    assert "| L(T) |" in table and "L(T): the delayed regret at the horizon T = 60" in table
+
+
+def test_fit_plots_name_the_time_unit(monkeypatch, tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import xarray as xr
+    from matplotlib.axes import Axes
+
+    from jaxbandits.bayes import logs as L
+    from jaxbandits.bayes import report
+
+    labels = []
+    monkeypatch.setattr(Axes, "set_xlabel", lambda self, s, *a, **k: labels.append(s))
+    z = np.zeros(3)
+    for unit, words in (("h", "hours"), (None, "the log's own time unit")):
+        log = L.ConversionLog(np.array([0, 1, 1]), z, np.array([1.0, np.nan, 2.0]), z + 5, 2, time_unit=unit)
+        post = xr.Dataset({"p": (("chain", "draw", "arm"), np.full((1, 4, 2), 0.5)),
+                           "age": (("age",), np.arange(5.0)),
+                           "delay_cdf": (("chain", "draw", "age"), np.tile(np.linspace(0, 1, 5), (1, 4, 1)))})
+        labels.clear()
+        report._plot_delay(type("I", (), {"posterior": post})(), log, ["a", "b"], set(), {}, tmp_path / "d.png")
+        assert labels == [f"age a (time since the play, in {words})"]
+

@@ -33,6 +33,8 @@ MAX_ARMS = 2**16
 MAX_TIME = float(np.finfo(np.float32).max)
 TIME_UNITS = {"ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0, "D": 86400.0, "d": 86400.0, "W": 7 * 86400.0}
 COLUMNS = ("arm", "play_time", "conversion_time", "cutoff")
+UNIT_WORDS = {"ms": "milliseconds", "s": "seconds", "min": "minutes", "h": "hours", "D": "days", "d": "days",
+              "W": "weeks"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,6 +60,13 @@ class ConversionLog:
 
     def __len__(self):
         return int(self.arm.shape[0])
+
+    @property
+    def unit_words(self) -> str:
+        """The unit of the log's times, in words, for axis labels: the unit the timestamps were
+        turned into (``time_unit``), else the numbers' own unit (rounds, or whatever the log's
+        numbers count)."""
+        return UNIT_WORDS.get(self.time_unit, self.time_unit) if self.time_unit else "the log's own time unit"
 
     @property
     def plays_per_arm(self) -> np.ndarray:

@@ -104,7 +104,7 @@ def plot_ppc(idata, log: ConversionLog, path, n_draws: int = 100, max_plays: int
         ax.fill_between(a, lo, hi, step="post", color="C0", alpha=0.25, label="posterior predictive 5-95%")
         ax.step(a, c["observed"][k], where="post", color="k", lw=1.3, label="data (Kaplan-Meier)")
         ax.set_xscale("log")
-        ax.set_xlabel("age a", fontsize=8)
+        ax.set_xlabel(f"age a ({log.unit_words})", fontsize=8)
         ax.tick_params(labelsize=7)
     for ax in axes.ravel()[K:]:
         ax.axis("off")

@@ -135,7 +135,7 @@ def _plot_delay(idata, log, labels, empty, attrs, path):
         if labels[k] not in empty:  # no data, no Kaplan-Meier curve
             ax.step(ages, kaplan_meier_conversion(log, k, ages, window), where="post", color=line.get_color(),
                     ls="--", lw=1, label=f"arm {labels[k]}: Kaplan-Meier")
-    ax.set_xlabel("age a (time since the play)"), ax.set_ylabel("P(conversion seen by age a)")
+    ax.set_xlabel(f"age a (time since the play, in {log.unit_words})"), ax.set_ylabel("P(conversion seen by age a)")
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path)
