@@ -20,6 +20,7 @@ FastAPI and uvicorn):
 """
 
 import dataclasses
+import difflib
 import inspect
 import json
 import math
@@ -69,6 +70,29 @@ class BadRequest(Exception):
 
 
 # ----------------------------------------------------------------------------- the config
+class ConfigKeyError(ValueError):
+    """A config key that is not one of those allowed; ``path`` is the key's path in the config
+    (``("policy", "delay", "shap")``), for :func:`load_config` to name its file and line."""
+
+    def __init__(self, path: tuple, message: str):
+        super().__init__(f"config key {'.'.join(map(str, path))!r}: {message}")
+        self.path, self.message = tuple(path), message
+
+
+def _unknown(path: tuple, keys, allowed, what: str) -> ConfigKeyError:
+    """The error of the first of ``keys`` that ``allowed`` lacks, with the close matches."""
+    k = sorted(map(str, keys))[0]
+    close = difflib.get_close_matches(k, list(allowed), n=1)
+    return ConfigKeyError(path + (k,), f"unknown key {k!r} in {what}" + (f" (did you mean {close[0]!r}?)" if close
+                                                                          else "")
+                          + f"; allowed: {', '.join(sorted(allowed))}")
+
+
+def _parameters(fn) -> List[str]:
+    return [n for n, p in inspect.signature(fn).parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD,
+                                                                                   p.KEYWORD_ONLY)]
+
+
 @dataclasses.dataclass
 class ServeConfig:
     """What ``jaxbandits serve`` serves (the TOML/JSON keys, docs/online.md).
@@ -116,7 +140,7 @@ class ServeConfig:
                              f"{self.channel.get('kind') if isinstance(self.channel, dict) else self.channel!r}")
         extra = set(self.channel) - {"kind", "window"}
         if extra:
-            raise ValueError(f"config table 'channel' has unknown key(s) {sorted(extra)} (allowed: kind, window)")
+            raise _unknown(("channel",), extra, ["kind", "window"], "table 'channel'")
         if self.channel["kind"] == "conversions":
             if "window" not in self.channel:
                 raise ValueError("config key 'channel.window' is required for the conversions channel (an integer "
@@ -127,8 +151,27 @@ class ServeConfig:
         if not isinstance(self.policy, dict) or self.policy.get("name") not in POLICIES:
             raise ValueError(f"config key 'policy.name' must be one of {list(POLICIES)}, got "
                              f"{self.policy.get('name') if isinstance(self.policy, dict) else self.policy!r}")
+        allowed = _parameters(_policy_table()[self.policy["name"]])
+        extra = set(self.policy) - {"name"} - set(allowed)
+        if extra:
+            raise _unknown(("policy",), extra, ["name"] + allowed, f"table 'policy' ({self.policy['name']})")
+        if isinstance(self.policy.get("delay"), dict):
+            law = self.policy["delay"].get("law")
+            if law not in DELAY_LAWS:
+                close = difflib.get_close_matches(str(law), DELAY_LAWS, n=1)
+                raise ConfigKeyError(("policy", "delay", "law"), f"must be one of {list(DELAY_LAWS)}, got {law!r}"
+                                     + (f" (did you mean {close[0]!r}?)" if close else ""))
+            from . import delays
+
+            allowed = _parameters(getattr(delays, law))
+            extra = set(self.policy["delay"]) - {"law"} - set(allowed)
+            if extra:
+                raise _unknown(("policy", "delay"), extra, ["law"] + allowed, f"table 'policy.delay' ({law})")
         if self.clock is not None:
-            if not isinstance(self.clock, dict) or set(self.clock) - {"origin", "round_length"}:
+            if isinstance(self.clock, dict) and set(self.clock) - {"origin", "round_length"}:
+                raise _unknown(("clock",), set(self.clock) - {"origin", "round_length"}, ["origin", "round_length"],
+                               "table 'clock'")
+            if not isinstance(self.clock, dict):
                 raise ValueError("config table 'clock' takes the keys origin and round_length (numbers, in the "
                                  f"unit of your timestamps), got {self.clock!r}")
             self._clock().check()
@@ -158,16 +201,9 @@ class ServeConfig:
         params = {k: v for k, v in self.policy.items() if k != "name"}
         name = self.policy["name"]
         make = _policy_table()[name]
-        sig = inspect.signature(make)
-        unknown = set(params) - set(sig.parameters)
-        if unknown:
-            raise ValueError(f"config table 'policy' has unknown key(s) {sorted(unknown)} for {name} (allowed: "
-                             f"{sorted(p for p in sig.parameters)})")
-        if isinstance(params.get("delay"), dict):
+        if isinstance(params.get("delay"), dict):  # its keys were checked by check()
             d = dict(params["delay"])
             law = d.pop("law", None)
-            if law not in DELAY_LAWS:
-                raise ValueError(f"config key 'policy.delay.law' must be one of {list(DELAY_LAWS)}, got {law!r}")
             try:
                 params["delay"] = getattr(delays, law)(**d)
             except TypeError as e:
@@ -186,10 +222,12 @@ def load_config(path=None, **overrides) -> ServeConfig:
     """A :class:`ServeConfig` from a TOML (``.toml``) or JSON file, then ``overrides`` (the
     command line's flags; ``None`` values are ignored). Unknown keys are refused, naming them."""
     raw: Dict[str, Any] = {}
+    text = None
     if path is not None:
         path = os.fspath(path)
         with open(path, "rb") as fh:
             data = fh.read()
+        text = data.decode(errors="replace")
         try:
             if path.endswith(".json"):
                 raw = json.loads(data.decode())
@@ -199,8 +237,11 @@ def load_config(path=None, **overrides) -> ServeConfig:
                 raw = tomllib.loads(data.decode())
         except (ValueError, UnicodeDecodeError) as e:  # tomllib.TOMLDecodeError and JSONDecodeError
             raise ValueError(f"{path}: not a valid {'JSON' if path.endswith('.json') else 'TOML'} file: {e}") from None
+        if not isinstance(raw, dict):
+            raise ValueError(f"{path}: must hold a table of keys (arms, policy, channel, ...), got {type(raw).__name__}")
         if "serve" in raw and isinstance(raw["serve"], dict):  # [serve] limits may sit in their own table
             raw = {**{k: v for k, v in raw.items() if k != "serve"}, **raw["serve"]}
+    from_file = json.loads(json.dumps(raw, default=str))
     for k, v in overrides.items():
         if v is None:
             continue
@@ -209,14 +250,42 @@ def load_config(path=None, **overrides) -> ServeConfig:
         else:
             raw[k] = v
     fields = {f.name for f in dataclasses.fields(ServeConfig)}
-    unknown = set(raw) - fields
-    if unknown:
-        raise ValueError(f"{path or 'config'}: unknown key(s) {sorted(unknown)} (allowed: {sorted(fields)})")
-    missing = [k for k in ("arms", "policy", "channel") if k not in raw]
-    if missing:
-        raise ValueError(f"{path or 'config'}: missing key(s) {missing} (give them in the file or as --arms, "
-                         "--policy, --channel)")
-    return ServeConfig(**raw).check()
+    try:
+        unknown = set(raw) - fields
+        if unknown:
+            raise _unknown((), unknown, fields, "the config")
+        missing = [k for k in ("arms", "policy", "channel") if k not in raw]
+        if missing:
+            raise ValueError(f"{path or 'config'}: missing key(s) {missing} (give them in the file or as --arms, "
+                             "--policy, --channel)")
+        return ServeConfig(**raw).check()
+    except ConfigKeyError as e:
+        raise ValueError(f"{_where(path, text, from_file, e.path)}: {e.message}") from None
+
+
+def _where(path, text, from_file, key) -> str:
+    """``FILE, line N, key a.b`` of a config key (``given on the command line`` when the file does
+    not hold it)."""
+    dotted = ".".join(map(str, key))
+    node = from_file
+    for k in key:
+        node = node.get(k) if isinstance(node, dict) else None
+        if node is None:
+            break
+    if path is None or node is None:
+        return f"config key {dotted}" + (" (given on the command line)" if path is not None else "")
+    line = None
+    if path.endswith(".json"):
+        for n, ln in enumerate(text.split("\n"), 1):
+            if f'"{key[-1]}"' in ln:
+                line = n
+                break
+    else:
+        from .expfile import key_lines, line_of
+
+        lines = key_lines(text)
+        line = line_of(lines, key) or line_of(lines, ("serve",) + tuple(key))
+    return f"{path}" + (f", line {line}" if line else "") + f", key {dotted}"
 
 
 # ----------------------------------------------------------------------------- the service

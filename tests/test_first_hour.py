@@ -109,3 +109,51 @@ def test_fit_plots_name_the_time_unit(monkeypatch, tmp_path):
         report._plot_delay(type("I", (), {"posterior": post})(), log, ["a", "b"], set(), {}, tmp_path / "d.png")
         assert labels == [f"age a (time since the play, in {words})"]
 
+
+
+# ----------------------------------------------------------------------------- serve config
+SERVE_TOML = """arms = ["a", "b"]
+seed = 0
+
+[policy]
+name = "delayed_klucb"
+window = 20
+delay = {law = "weibull", scale = 10.0, shap = 1.5}
+
+[channel]
+kind = "conversions"
+window = 20
+"""
+
+
+@pytest.mark.parametrize("bad, good, where", [
+    ("shap = 1.5", "shap = 1.5", "line 7, key policy.delay.shap: unknown key 'shap' in table 'policy.delay' "
+                                 "(weibull) (did you mean 'shape'?)"),
+    ("window = 20\ndelay", "windw = 20\ndelay", "line 6, key policy.windw: unknown key 'windw' in table 'policy' "
+                                                "(delayed_klucb) (did you mean 'window'?)"),
+    ('kind = "conversions"', 'kind = "conversions"\nwindo = 3', "line 11, key channel.windo: unknown key 'windo' "
+                                                                "in table 'channel' (did you mean 'window'?)"),
+    ("seed = 0", "sed = 0", "line 2, key sed: unknown key 'sed' in the config (did you mean 'seed'?)"),
+    ('law = "weibull"', 'law = "weibul"', "line 7, key policy.delay.law: must be one of"),
+])
+def test_serve_config_typos_name_the_line_and_a_suggestion(tmp_path, bad, good, where):
+    from jaxbandits import serve
+
+    f = tmp_path / "s.toml"
+    f.write_text(SERVE_TOML.replace(bad, good))
+    with pytest.raises(ValueError) as e:
+        serve.load_config(f)
+    assert str(e.value).startswith(f"{f}, {where}"), str(e.value)
+
+
+def test_serve_config_typo_on_the_command_line_says_so(tmp_path):
+    from jaxbandits import serve
+
+    f = tmp_path / "s.toml"
+    f.write_text(SERVE_TOML.replace("shap", "shape"))
+    with pytest.raises(ValueError, match=r"config key policy.alpah \(given on the command line\): unknown key 'alpah'"):
+        serve.load_config(f, policy={"alpah": 1.0})
+    j = tmp_path / "s.json"
+    j.write_text('{"arms": ["a", "b"],\n "policy": {"name": "ucb1",\n  "alpah": 2},\n "channel": {"kind": "attributed"}}')
+    with pytest.raises(ValueError, match=r"s.json, line 3, key policy.alpah: .*did you mean 'alpha'"):
+        serve.load_config(j)
