@@ -89,7 +89,11 @@ class _Parser(argparse.ArgumentParser):
 def _parser():
     p = _Parser(prog="jaxbandits", description="Bandits with delayed feedback, in JAX.")
     p.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
-    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+    from . import __version__
+
+    p.add_argument("--version", action="version", version=f"jaxbandits {__version__}")
+    sub = p.add_subparsers(dest="cmd", metavar="COMMAND", parser_class=_Parser,
+                           title="commands (jaxbandits COMMAND --help for each)")
     common = dict(default=argparse.SUPPRESS, action="store_true", help="show the Python traceback of an error")
     ls = sub.add_parser("list", help="list the registered experiments")
     ls.add_argument("--debug", **common)
@@ -303,7 +307,11 @@ def main(argv=None):
 
 
 def _main(argv):
-    a = _parser().parse_args(argv)
+    p = _parser()
+    a = p.parse_args(argv)
+    if a.cmd is None:  # a bare `jaxbandits`: the commands
+        p.print_help()
+        return 0
     if a.cmd == "fit":
         return _fit(a)
     if a.cmd == "serve":

@@ -26,8 +26,7 @@ CSV = {
 }
 
 # (argv, what the message must name); files are relative to a temporary working folder
-BAD = [
-    ([], "cmd"),
+BAD = [  # a bare `jaxbandits` lists the commands (tests/test_first_hour.py)
     (["bogus"], "invalid choice: 'bogus'"),
     (["run"], "name"),
     (["run", "nope"], "unknown experiment 'nope'"),

@@ -157,3 +157,29 @@ def test_serve_config_typo_on_the_command_line_says_so(tmp_path):
     j.write_text('{"arms": ["a", "b"],\n "policy": {"name": "ucb1",\n  "alpah": 2},\n "channel": {"kind": "attributed"}}')
     with pytest.raises(ValueError, match=r"s.json, line 3, key policy.alpah: .*did you mean 'alpha'"):
         serve.load_config(j)
+
+
+# ----------------------------------------------------------------------------- the command line
+def test_bare_command_lists_the_commands_and_version_prints(capsys):
+    from jaxbandits import __version__
+    from jaxbandits.cli import main
+
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    for cmd in ("list", "run", "show", "merge", "plot", "compare", "fit", "serve"):
+        assert f"\n    {cmd} " in out, cmd
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out.strip() == f"jaxbandits {__version__}"
+
+
+def test_fit_on_timestamps_names_the_cli_option(tmp_path, capsys):
+    from jaxbandits.cli import main
+
+    log = tmp_path / "log.csv"
+    log.write_text("arm,play_time,conversion_time,cutoff\n"
+                   "a,2024-01-01T00:00:00,2024-01-01T05:00:00,2024-01-03T00:00:00\n"
+                   "b,2024-01-01T01:00:00,,2024-01-03T00:00:00\n")
+    assert main(["fit", str(log), "--out", str(tmp_path / "fit"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "--time-unit h on the command line" in err and "time_unit=" not in err.split("(time_unit=")[0]

@@ -378,13 +378,13 @@ def _from_columns(get, n, *, cutoff, time_unit, origin, rounds, arms, n_arms, co
                 bad = ~np.isnan(x) & (x != np.floor(x))
                 if bad.any():
                     i = int(np.argmax(bad))
-                    raise ValueError(f"{name_row(i)}, column {c!r}: rounds=True needs integer rounds, got {x[i]!r}")
+                    raise ValueError(f"{name_row(i)}, column {c!r}: --rounds (rounds=True) needs integer rounds, got {x[i]!r}")
         return conversion_log(arm, pt, ct, co, n_arms, arms, _name_row=name_row, _cols=cols)
     if time_unit is None:
-        raise ValueError(f"{source_desc}: the times are timestamps; give time_unit (one of {sorted(TIME_UNITS)}), "
-                         "the unit of the durations, e.g. time_unit='h'")
+        raise ValueError(f"{source_desc}: the times are timestamps; give the unit of the durations, one of "
+                         f"{sorted(TIME_UNITS)}: --time-unit h on the command line (time_unit='h' in Python)")
     if time_unit not in TIME_UNITS:
-        raise ValueError(f"time_unit must be one of {sorted(TIME_UNITS)}, got {time_unit!r}")
+        raise ValueError(f"--time-unit (time_unit) must be one of {sorted(TIME_UNITS)}, got {time_unit!r}")
     if origin is None:
         t0 = pt.min()
     else:
