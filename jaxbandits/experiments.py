@@ -441,6 +441,11 @@ def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizo
         return _run_sweep(name, exp, runs, horizon, seed, cfg, out, chunk, sweep_horizon, job, ckpt_root)
     built = exp.build(cfg)
     panels = built if isinstance(built, list) else [Panel("", *built)]
+    curves = [(p.name, lab) for p in panels for lab in p.policies]
+    twice = [c for i, c in enumerate(curves) if c in curves[:i]]
+    if twice:
+        raise ValueError(f"experiment {name!r}: two panels are named {twice[0][0]!r} and both have the policy "
+                         f"{twice[0][1]!r}: give each panel its own name, or one's curves would replace the other's")
     ch = chunk if chunk is not None else exp.chunk
     if resume and chunk is None:  # continue with the chunks the run was cut into (a kill -9 leaves no command)
         ch = _saved_chunk(ckpt_root, ch)

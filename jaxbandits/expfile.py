@@ -560,7 +560,7 @@ def check(doc: dict, ctx: _Ctx) -> None:
             ctx.err(("checkpoints",), f"must be a list of rounds, got {_show(cps)}")
         else:
             for i, c in enumerate(cps):
-                _check_int(ctx, ("checkpoints", i), c, 1, None)
+                _check_int(ctx, ("checkpoints", i), c, 1, doc["horizon"] if ok_h else None)
     if "layout" in doc:
         lay = doc["layout"]
         if not (isinstance(lay, list) and len(lay) == 2):
@@ -773,7 +773,21 @@ def build_panels(doc: dict, ctx: Optional[_Ctx] = None) -> list:
 
     ctx = ctx or _Ctx("<experiment file>", {})
     panels = []
+    for k, vals in (doc.get("grid") or {}).items():
+        seen = [json.dumps(v, sort_keys=True) for v in vals] if isinstance(vals, list) else []
+        twice = [v for i, v in enumerate(vals) if seen[i] in seen[:i]] if seen else []
+        if twice:
+            raise FileError(f"{ctx.where(('grid', k))}: the value {_value(twice[0])} is given twice: each grid point "
+                            "is one panel, and a repeated one would replace the other's curves")
+    named = {}
     for path, p in _grid_panels(doc):
+        nm = p.get("name", "")
+        for lab in p.get("policies", {}):  # a curve is (panel name, policy label): one may not replace another
+            if (nm, lab) in named:
+                raise FileError(f"{ctx.where(path + ('name',))}: two panels are named {nm!r} (also "
+                                f"{ctx.where(named[nm, lab], False)}) and both have the policy {lab!r}: give each "
+                                "panel its own name, or one's curves would replace the other's")
+            named[nm, lab] = path + ("name",)
         env = _call(p["world"], path + ("world",), ctx)
         if not isinstance(env, World):
             raise FileError(f"{ctx.where(path + ('world',))}: {p['world']['kind']} returned a {type(env).__name__}, "

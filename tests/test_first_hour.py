@@ -183,3 +183,53 @@ def test_fit_on_timestamps_names_the_cli_option(tmp_path, capsys):
     assert main(["fit", str(log), "--out", str(tmp_path / "fit"), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "--time-unit h on the command line" in err and "time_unit=" not in err.split("(time_unit=")[0]
+
+
+# ----------------------------------------------------------------------------- silently wrong, now refused
+BASE = """horizon = 60
+runs = 2
+world = {kind = "envs.bernoulli", means = [0.5, 0.4]}
+channel = {kind = "channels.attributed"}
+[policies]
+UCB1 = {kind = "classic.ucb1"}
+"""
+PANELS = """horizon = 60
+runs = 2
+[[panels]]
+name = "a"
+world = {kind = "envs.bernoulli", means = [0.5, 0.4]}
+channel = {kind = "channels.attributed"}
+policies = {UCB1 = {kind = "classic.ucb1"}}
+[[panels]]
+name = "a"
+world = {kind = "envs.bernoulli", means = [0.6, 0.4]}
+channel = {kind = "channels.attributed"}
+policies = {UCB1 = {kind = "classic.ucb1"}}
+"""
+
+
+@pytest.mark.parametrize("text, match", [
+    (BASE + '[grid]\n"world.means" = [[0.5, 0.4], [0.5, 0.4]]\n',
+     r"line 8, key grid.\"world.means\": the value \[0.5, 0.4\] is given twice"),
+    (PANELS, r"line 9, key panels\[1\].name: two panels are named 'a' \(also line 4.*both have the policy 'UCB1'"),
+    ("checkpoints = [30, 61]\n" + BASE, r"line 1, key checkpoints\[1\]: must lie in \[1, 60\], got 61"),
+])
+def test_experiment_file_refuses_what_it_would_drop(tmp_path, text, match):
+    from jaxbandits import expfile
+
+    f = tmp_path / "e.toml"
+    f.write_text(text)
+    with pytest.raises(ValueError, match=match):
+        expfile.experiment(str(f))
+
+
+def test_build_returning_two_panels_of_one_name_is_refused():
+    from jaxbandits import experiments as X
+
+    def build(cfg):
+        p = X.Panel("same", envs.bernoulli([0.5, 0.4]), channels.attributed(), {"UCB1": classic.ucb1()})
+        return [p, p]
+
+    exp = X.Experiment("twice", "two panels, one name", build, {}, horizon=20, runs=2)
+    with pytest.raises(ValueError, match="two panels are named 'same' and both have the policy 'UCB1'"):
+        X.run(exp)
