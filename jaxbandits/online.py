@@ -561,6 +561,31 @@ def _feedback_anon(st, y, valid):
     return jax.lax.scan(_aggregate, st, (y, valid))
 
 
+def _decision_ids(ids) -> np.ndarray:
+    """Decision ids as int64[E]: integers only (no booleans, no fractions: an id is never rounded);
+    ids outside int64 (Python ints of any size) are no decision's, and become -1 (code unknown)."""
+    try:
+        a = np.atleast_1d(np.asarray([] if ids is None else ids))
+    except (OverflowError, ValueError):
+        a = np.atleast_1d(np.asarray(ids, dtype=object))
+    if a.size == 0:
+        return np.zeros((0,), np.int64)
+    if a.ndim == 1 and a.dtype.kind == "i":  # the common case, without a Python loop
+        return a.astype(np.int64)
+    if a.ndim == 1 and a.dtype.kind == "u":
+        return np.where(a < 2**63, a, 0).astype(np.int64) * (a < 2**63) - (a >= 2**63)
+    a = a.astype(object)
+    if a.ndim != 1:
+        raise ValueError(f"ids must be a 1-d list of decision ids, got shape {a.shape}")
+    out = np.empty(a.shape, np.int64)
+    for i, x in enumerate(a):
+        if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+            raise ValueError(f"ids[{i}] must be an integer decision id, got {x!r} ({type(x).__name__})")
+        x = int(x)
+        out[i] = x if -1 <= x < 2**63 else -1
+    return out
+
+
 def feedback(state: LearnerState, ids=None, rewards=None, *, y=None, valid=None):
     """Take a batch of events arriving now (in the open round): ``(state, codes i32[E])``.
 
@@ -821,8 +846,13 @@ class Learner:
             yy[:n] = y
             self.state, codes = feedback(self.state, y=yy, valid=np.arange(m) < n)
             return [CODES[c] for c in np.asarray(codes)[:n]]
-        ids = np.atleast_1d(np.asarray(ids if ids is not None else [], np.int64))
+        ids = _decision_ids(ids)
         n = ids.shape[0]
+        if rewards is not None:
+            rewards = np.atleast_1d(np.asarray(rewards, np.float32))
+            if rewards.shape != (n,):
+                raise ValueError(f"rewards must give one reward per id: {n} id(s), got rewards of shape "
+                                 f"{rewards.shape}")
         if n == 0:
             return []
         m = _pad(n, 8)
@@ -831,7 +861,7 @@ class Learner:
         rr = None
         if rewards is not None:
             rr = np.zeros(m, np.float32)
-            rr[:n] = np.atleast_1d(np.asarray(rewards, np.float32))
+            rr[:n] = rewards
             if self.state.config.spec.feedback.zeros_observed is False:
                 rr[n:] = 1.0
         self.state, codes = feedback(self.state, ii, rr, valid=np.arange(m) < n)

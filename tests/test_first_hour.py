@@ -233,3 +233,31 @@ def test_build_returning_two_panels_of_one_name_is_refused():
     exp = X.Experiment("twice", "two panels, one name", build, {}, horizon=20, runs=2)
     with pytest.raises(ValueError, match="two panels are named 'same' and both have the policy 'UCB1'"):
         X.run(exp)
+
+
+@pytest.fixture(scope="module")
+def learner():
+    """One learner with decisions 0..2 open (refused calls change nothing: it is shared)."""
+    lr = online.Learner(classic.ucb1(), channels.attributed(), ["a", "b", "c"])
+    lr.decide(3)
+    return lr
+
+
+@pytest.mark.parametrize("ids, rewards, match", [
+    ([0.5], [1.0], r"ids\[0\] must be an integer decision id, got 0.5"),
+    ([1.0], [1.0], r"ids\[0\] must be an integer decision id, got 1.0"),
+    ([True], [1.0], r"ids\[0\] must be an integer decision id, got True"),
+    ([0, 1, 2], [1.0], r"one reward per id: 3 id\(s\), got rewards of shape \(1,\)"),
+    ([0, 1], [1.0, 0.0, 1.0], r"one reward per id: 2 id\(s\)"),
+    ([[0, 1]], [1.0, 0.0], r"1-d"),
+])
+def test_learner_feedback_refuses_ids_it_would_round_and_rewards_it_would_broadcast(learner, ids, rewards, match):
+    before = learner.state
+    with pytest.raises(ValueError, match=match):
+        learner.feedback(ids, rewards)
+    assert learner.state is before
+
+
+def test_learner_feedback_ids_beyond_64_bits_are_unknown(learner):
+    assert learner.feedback([2**70, -2**70, 1], [1.0, 1.0, 1.0]) == ["unknown", "unknown", "accepted"]
+    assert learner.feedback(np.array([2**64 - 1], np.uint64), [0.0]) == ["unknown"]
