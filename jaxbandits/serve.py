@@ -319,6 +319,7 @@ class Service:
         self.db = None
         try:
             self.db = sqlite3.connect(self.db_path, isolation_level=None, check_same_thread=False)
+            self._check_foreign()  # before anything is written to it
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=FULL")  # a commit is on disk before the request is acknowledged
             self.db.executescript(_SCHEMA)
@@ -355,6 +356,16 @@ class Service:
         K = len(self.config.arms)
         self.host = {"decisions": [0] * K, "events": [0] * K, "rewards": [0.0] * K}
         self.seq = 0
+
+    def _check_foreign(self):
+        """Refuse another application's database before writing anything to it: tables other
+        than the service's own."""
+        tables = sorted(r[0] for r in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'"))
+        other = [t for t in tables if t not in ("meta", "events", "snapshots") and not t.startswith("sqlite_")]
+        if other or (tables and "meta" not in tables):
+            raise ValueError(f"{self.db_path}: not a jaxbandits serve database (it holds the table(s) "
+                             f"{', '.join(other or tables)} of another application); nothing was written to it: "
+                             "choose another --db")
 
     def _check_meta(self):
         from . import __version__

@@ -261,3 +261,23 @@ def test_learner_feedback_refuses_ids_it_would_round_and_rewards_it_would_broadc
 def test_learner_feedback_ids_beyond_64_bits_are_unknown(learner):
     assert learner.feedback([2**70, -2**70, 1], [1.0, 1.0, 1.0]) == ["unknown", "unknown", "accepted"]
     assert learner.feedback(np.array([2**64 - 1], np.uint64), [0.0]) == ["unknown"]
+
+
+def test_serve_refuses_another_applications_sqlite_file_and_leaves_it_alone(tmp_path):
+    import hashlib
+    import sqlite3
+
+    from jaxbandits import serve
+
+    db = tmp_path / "app.db"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
+    con.execute("INSERT INTO users VALUES (1, 'ada')")
+    con.commit()
+    con.close()
+    digest = hashlib.sha256(db.read_bytes()).hexdigest()
+    cfg = serve.load_config(None, arms=["a", "b"], policy={"name": "ucb1"}, channel={"kind": "attributed"})
+    with pytest.raises(ValueError, match=r"app.db: not a jaxbandits serve database \(it holds the table\(s\) users"):
+        serve.Service(cfg, str(db))
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == digest
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db", "app.db.lock"]
