@@ -281,3 +281,21 @@ def test_serve_refuses_another_applications_sqlite_file_and_leaves_it_alone(tmp_
         serve.Service(cfg, str(db))
     assert hashlib.sha256(db.read_bytes()).hexdigest() == digest
     assert sorted(p.name for p in tmp_path.iterdir()) == ["app.db", "app.db.lock"]
+
+
+@pytest.mark.parametrize("col, values, what", [
+    ("play_time", [True, False, True], "booleans"),
+    ("cutoff", "timedelta", r"durations \(timedelta\)"),
+    ("conversion_time", [b"1", b"2", b"3"], "bytes"),
+])
+def test_parquet_columns_of_the_wrong_type_are_refused(tmp_path, col, values, what):
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    from jaxbandits.bayes import logs as L
+
+    d = dict(arm=["a", "b", "a"], play_time=[0.0, 1.0, 2.0], conversion_time=[1.0, np.nan, 3.0], cutoff=[10.0] * 3)
+    d[col] = pd.to_timedelta([1, 2, 3], unit="h") if values == "timedelta" else values
+    f = tmp_path / "log.parquet"
+    pd.DataFrame(d).to_parquet(f)
+    with pytest.raises(ValueError, match=rf"log.parquet: row 1 \(line 2\), column '{col}': the column holds {what}"):
+        L.load_log(str(f))

@@ -272,7 +272,16 @@ def _as_times(values, name_row, col, allow_empty):
     v = np.asarray(values)
     if v.dtype.kind == "M":
         return v.astype("datetime64[ns]"), "timestamp"
-    if v.dtype.kind in "iufb":
+    wrong = {"b": "booleans", "m": "durations (timedelta)", "c": "complex numbers"}.get(v.dtype.kind)
+    if wrong is None and v.dtype.kind == "O":
+        first = next((x for x in v if isinstance(x, (bool, np.bool_, bytes, np.timedelta64))
+                      or type(x).__name__ == "Timedelta"), None)
+        wrong = None if first is None else {bool: "booleans", np.bool_: "booleans", bytes: "bytes"}.get(
+            type(first), "durations (timedelta)")
+    if wrong:
+        raise ValueError(f"{name_row(0)}, column {col!r}: the column holds {wrong} (type {v.dtype}); {col} must hold "
+                         "numbers (rounds, or durations in one unit) or timestamps")
+    if v.dtype.kind in "iuf":
         return v.astype(np.float64), "number"
     # strings / objects: empty -> missing; numbers if every value parses, else timestamps
     def empty(x):
