@@ -299,3 +299,27 @@ def test_parquet_columns_of_the_wrong_type_are_refused(tmp_path, col, values, wh
     pd.DataFrame(d).to_parquet(f)
     with pytest.raises(ValueError, match=rf"log.parquet: row 1 \(line 2\), column '{col}': the column holds {what}"):
         L.load_log(str(f))
+
+
+def test_fit_summary_with_one_chain_is_json_without_nan(tmp_path):
+    import json
+
+    az = pytest.importorskip("arviz")
+    from jaxbandits.bayes import logs as L
+    from jaxbandits.bayes import report
+
+    rng = np.random.default_rng(0)
+    idata = az.from_dict(posterior={"p": rng.uniform(size=(1, 40, 2)), "delay_mean": rng.uniform(5, 6, (1, 40)),
+                                    "pending_conversions": rng.uniform(size=(1, 40, 2))})
+    idata.posterior.attrs.update(model="exponential", method="nuts")
+    z = np.zeros(3)
+    log = L.ConversionLog(np.array([0, 1, 1]), z, np.array([1.0, np.nan, 2.0]), z + 5, 2)
+    report.save_fit(idata, log, str(tmp_path / "fit"), plot=False)
+    text = (tmp_path / "fit/summary.json").read_text()
+
+    def no_nan(c):
+        raise AssertionError(f"{c} in summary.json")
+
+    doc = json.loads(text, parse_constant=no_nan)
+    assert doc["diagnostics"]["r_hat_max"] is None and "one chain" in doc["undefined"]["r_hat_max"]
+    assert np.isfinite(doc["diagnostics"]["ess_bulk_min"])

@@ -58,6 +58,10 @@ def save_fit(idata, log: ConversionLog, out_dir: str, plot: bool = True, force: 
     names = [v for v in idata.posterior.data_vars if v not in ("delay_cdf", "pending_conversions")]
     s = az.summary(idata, var_names=names)
     diag = diagnostics(idata)
+    n_chains = int(idata.posterior.sizes.get("chain", 1))
+    undefined = {k: ("r_hat compares chains: not defined with one chain (fit with --chains 2 or more)"
+                     if k == "r_hat_max" and n_chains < 2 else "not defined for these draws (constant or too few)")
+                 for k, v in diag.items() if isinstance(v, float) and not np.isfinite(v)}
     labels = [str(x) for x in log.arm_labels]
     empty = [str(x) for x in log.empty_arms]
     pend = idata.posterior["pending_conversions"].mean(("chain", "draw")).values
@@ -67,7 +71,9 @@ def save_fit(idata, log: ConversionLog, out_dir: str, plot: bool = True, force: 
     md.append("| | " + " | ".join(cols) + " |\n|---|" + "---|" * len(cols) + "\n")
     for name, row in s.iterrows():
         md.append(f"| {name} | " + " | ".join(f"{row[c]:g}" for c in cols) + " |\n")
-    md.append("\n\nDiagnostics: " + json.dumps(diag) + "\n")
+    md.append("\n\nDiagnostics: " + json.dumps({k: (None if k in undefined else v) for k, v in diag.items()}) + "\n")
+    for k, why in undefined.items():
+        md.append(f"{k}: {why}\n")
     md.append("Expected conversions still to come, per arm: "
               + ", ".join(f"{lab}: {x:.1f}" for lab, x in zip(labels, pend)) + "\n")
     if empty:
@@ -75,7 +81,9 @@ def save_fit(idata, log: ConversionLog, out_dir: str, plot: bool = True, force: 
     files = {"posterior.nc": idata.to_netcdf, "summary.md": text_writer("".join(md)),
              "summary.json": json_writer({"attrs": {k: (v if isinstance(v, (int, float, str)) else str(v))
                                                     for k, v in attrs.items()},
-                                          "summary": json.loads(s.to_json()), "diagnostics": diag,
+                                          "summary": json.loads(s.to_json()),  # NaN -> null
+                                          "diagnostics": {k: (None if k in undefined else v) for k, v in diag.items()},
+                                          **({"undefined": undefined} if undefined else {}),
                                           "pending_conversions": [float(x) for x in pend], "arms": labels,
                                           "empty_arms": empty})}
     keys = {"posterior.nc": "idata", "summary.md": "summary", "posterior_p.png": "plot_p",
