@@ -145,8 +145,12 @@ class Comparison:
             cells = []
             for c in cps:
                 i = int(np.searchsorted(t, c))
-                cells.append(f"{d['mean'][i]:+.1f} [{d['lo'][i]:+.1f}, {d['hi'][i]:+.1f}]")
+                cells.append(f"{d['mean'][i]:+.1f} [{d['lo'][i]:+.1f}, {d['hi'][i]:+.1f}]" if self.runs >= 2
+                             else f"{d['mean'][i]:+.1f} [no interval: 1 run]")
             rows.append(f"| {lab} | {self.short.get(d['baseline'], d['baseline'])} | " + " | ".join(cells) + " |")
+        if self.runs < 2:  # say why the intervals are missing
+            rows += ["", f"No intervals (nan): they need at least 2 paired runs, and this comparison has {self.runs} "
+                         "(run with --runs 2 or more)."]
         return "\n".join(rows) + "\n"
 
     def to_dict(self) -> dict:

@@ -323,3 +323,16 @@ def test_fit_summary_with_one_chain_is_json_without_nan(tmp_path):
     doc = json.loads(text, parse_constant=no_nan)
     assert doc["diagnostics"]["r_hat_max"] is None and "one chain" in doc["undefined"]["r_hat_max"]
     assert np.isfinite(doc["diagnostics"]["ess_bulk_min"])
+
+
+def test_compare_on_one_run_says_why_there_are_no_intervals():
+    from jaxbandits import Results
+    from jaxbandits.compare import compare
+
+    t = np.array([10, 100])
+    curves = {lab: {"regret": np.array([[1.0, 5.0 + i]], np.float32), "expected_regret": np.zeros((1, 2), np.float32),
+                    "reward": np.zeros((1, 2), np.float32), "pulls": np.array([[50, 50]], np.int32)}
+              for i, lab in enumerate(["A", "B"])}
+    table = compare(Results("x", {}, 0, 1, 100, t, curves), baseline="A").table()
+    assert "+1.0 [no interval: 1 run]" in table and "nan" not in table.split("No intervals")[0]
+    assert "they need at least 2 paired runs, and this comparison has 1" in table
