@@ -336,3 +336,13 @@ def test_compare_on_one_run_says_why_there_are_no_intervals():
     table = compare(Results("x", {}, 0, 1, 100, t, curves), baseline="A").table()
     assert "+1.0 [no interval: 1 run]" in table and "nan" not in table.split("No intervals")[0]
     assert "they need at least 2 paired runs, and this comparison has 1" in table
+
+
+@pytest.mark.parametrize("make", [
+    lambda: envs.oblivious(np.full((50, 2), 0.5)),
+    lambda: envs.oblivious(np.full((200, 2), 0.5), delays=delays.sequence(np.zeros(50, int))),
+    lambda: envs.bernoulli([0.5, 0.4], delay=delays.sequence(np.zeros(50, int))),
+])
+def test_world_data_shorter_than_the_horizon_is_refused(make):
+    with pytest.raises(ValueError, match=r"horizon=100 exceeds the 50 rounds the world \w+ has data for"):
+        jb.simulate(make(), channels.attributed(), classic.ucb1(), 100, jax.random.key(0))

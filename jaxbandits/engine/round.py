@@ -231,6 +231,10 @@ def problem(world, channel, policy, horizon: int, *, n_runs: int = 1, delayed_re
     label = policy.name if label is None and isinstance(policy, Policy) else label
     check_pair(channel, policy, label)
     check_world(world)
+    if world.max_horizon is not None and horizon > world.max_horizon:
+        raise ValueError(f"horizon={horizon} exceeds the {world.max_horizon} rounds the world "
+                         f"{type(world).__name__} has data for (its table of losses, labels or delays): give "
+                         f"horizon <= {world.max_horizon}, or data for every round")
     if world.max_delay > NEVER:
         raise ValueError(f"world.max_delay must be <= NEVER = 2**30 (delays are int32, docs/conventions.md §3), "
                          f"got {world.max_delay}")

@@ -32,6 +32,11 @@ class ObliviousEnv(World):
     adversarial = True
     noise = "bernoulli"
 
+    @property
+    def max_horizon(self):
+        own = int(self.rewards.shape[0]) if self.period == 0 else None  # a table: one row per round
+        return min((n for n in (own, super().max_horizon) if n is not None), default=None)
+
     def _row(self, t, u, key=None):
         if self.period == 0:
             return self.rewards[jnp.clip(t, 0, self.rewards.shape[0] - 1)]
@@ -127,6 +132,10 @@ class LabelStreamEnv(World):
     @property
     def max_delay(self):
         return max(self.d_bound, 1) if self.d_bound > 0 else self.delay.support_max
+
+    @property
+    def max_horizon(self):
+        return min((n for n in (int(self.labels.shape[0]), super().max_horizon) if n is not None), default=None)
 
     def setup(self, key):
         del key

@@ -68,6 +68,14 @@ class World:
     noise = _Default("bernoulli")  # how _outcome draws a reward from its mean: "bernoulli" or "gaussian"
     sigma = _Default(0.0)  # the Gaussian noise's scale
 
+    @property
+    def max_horizon(self):
+        """The most rounds the world has data for (a table's or a delay sequence's length), or None:
+        unbounded. ``simulate`` refuses a longer horizon (the data would be repeated silently)."""
+        from ..delays import Sequence
+
+        return int(self.delay.delays.shape[0]) if isinstance(self.delay, Sequence) else None
+
     def means(self, state, t, features):
         raise NotImplementedError(f"{type(self).__name__} must define means(state, t, features)")
 
