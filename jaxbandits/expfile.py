@@ -130,6 +130,15 @@ def _import_ref(ref: str):
         obj = importlib.import_module(module)
     except ImportError as e:
         raise ValueError(f"{ref!r}: cannot import module {module!r} ({e})") from None
+    except SyntaxError as e:  # the user's module does not parse: its file and line
+        raise ValueError(f"{ref!r}: module {module!r} has a syntax error: {e.filename}, line {e.lineno}: "
+                         f"{e.msg}") from None
+    except Exception as e:  # the user's module raised while importing: say where
+        tb = e.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        at = f" ({tb.tb_frame.f_code.co_filename}, line {tb.tb_lineno})" if tb is not None else ""
+        raise ValueError(f"{ref!r}: importing module {module!r} raised {type(e).__name__}: {e}{at}") from None
     for part in attr.split("."):
         if not hasattr(obj, part):
             raise ValueError(f"{ref!r}: module {module!r} has no attribute {attr!r}")

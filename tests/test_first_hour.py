@@ -1,5 +1,6 @@
 """A catalogue of bad inputs met in a new user's first hour (issue 32): each raises a clear error
 naming the component, the file or the field (never a traceback, a silent cast or a NaN)."""
+import re
 from typing import Any, NamedTuple
 
 import jax
@@ -346,3 +347,22 @@ def test_compare_on_one_run_says_why_there_are_no_intervals():
 def test_world_data_shorter_than_the_horizon_is_refused(make):
     with pytest.raises(ValueError, match=r"horizon=100 exceeds the 50 rounds the world \w+ has data for"):
         jb.simulate(make(), channels.attributed(), classic.ucb1(), 100, jax.random.key(0))
+
+
+@pytest.mark.parametrize("source, match", [
+    ("def build(cfg:\n    pass\n", r"module 'fh_broken_\w+' has a syntax error: .*fh_broken_\w+.py, line 1"),
+    ("raise RuntimeError('no database here')\n", r"importing module 'fh_broken_\w+' raised RuntimeError: no database "
+                                                 r"here \(.*fh_broken_\w+.py, line 1\)"),
+])
+def test_experiment_file_naming_a_broken_user_module(tmp_path, monkeypatch, capsys, source, match):
+    from jaxbandits.cli import main
+
+    mod = f"fh_broken_{abs(hash(source)) % 10**6}"
+    (tmp_path / f"{mod}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    f = tmp_path / "e.toml"
+    f.write_text(BASE.replace('UCB1 = {kind = "classic.ucb1"}', f'UCB1 = {{kind = "{mod}:make"}}'))
+    assert main(["show", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("jaxbandits: error: ") and "unexpected" not in err and "Traceback" not in err
+    assert re.search(match, err), err
