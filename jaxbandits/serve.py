@@ -657,6 +657,9 @@ def create_app(service: Service):
             body = json.loads(raw)
         except ValueError as e:
             raise BadRequest(f"malformed JSON: {e}", 400) from None
+        except RecursionError:  # a body nested deeper than the parser's stack
+            raise BadRequest("JSON nested too deeply: the bodies of this API are {\"n\": ...} or "
+                             "{\"events\": [{...}, ...]}", 400) from None
         if not isinstance(body, dict):
             raise BadRequest(f"the body must be a JSON object, got {type(body).__name__}")
         return body

@@ -366,3 +366,28 @@ def test_experiment_file_naming_a_broken_user_module(tmp_path, monkeypatch, caps
     err = capsys.readouterr().err
     assert err.startswith("jaxbandits: error: ") and "unexpected" not in err and "Traceback" not in err
     assert re.search(match, err), err
+
+
+@pytest.fixture(scope="module")
+def http(tmp_path_factory):
+    pytest.importorskip("fastapi")
+    pytest.importorskip("httpx")
+    from fastapi.testclient import TestClient
+
+    from jaxbandits import serve
+
+    cfg = serve.load_config(None, arms=["a", "b"], policy={"name": "ucb1"}, channel={"kind": "attributed"})
+    svc = serve.Service(cfg, str(tmp_path_factory.mktemp("serve") / "s.db"))
+    with TestClient(serve.create_app(svc), raise_server_exceptions=False) as c:
+        yield c
+    svc.close()
+
+
+@pytest.mark.parametrize("path, body, status, match", [
+    ("/decide", "[" * 100_000 + "]" * 100_000, 400, "nested too deeply"),
+    ("/feedback", '{"events": ' + "[" * 50_000 + "]" * 50_000 + "}", 400, "nested too deeply"),
+    ("/feedback", '{"events": [{"id": ' + str(2**70) + ', "reward": 1}]}', 422, "id"),
+])
+def test_http_bodies_that_were_internal_errors_are_4xx(http, path, body, status, match):
+    r = http.post(path, content=body)
+    assert r.status_code == status and match in r.json()["error"], r.text
