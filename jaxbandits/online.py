@@ -61,6 +61,7 @@ JSON header (format, format version, library version, policy name, channel, size
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from functools import partial
@@ -723,11 +724,24 @@ def loads(data: bytes, policy: Policy, channel, *, return_extra: bool = False):
     return load(io.BytesIO(data), policy, channel, return_extra=return_extra)
 
 
+@contextlib.contextmanager
 def _open(path):
-    if hasattr(path, "read"):
-        path.seek(0)
-        return np.load(path, allow_pickle=False)
-    return np.load(str(path), allow_pickle=False)
+    """The saved learner's arrays; a damaged or truncated file is a ValueError naming it."""
+    import zipfile
+
+    try:
+        if hasattr(path, "read"):
+            path.seek(0)
+            z = np.load(path, allow_pickle=False)
+        else:
+            z = np.load(str(path), allow_pickle=False)
+        with z:
+            yield z
+    except FileNotFoundError:
+        raise
+    except (zipfile.BadZipFile, EOFError, OSError, KeyError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{_name(path)}: not a readable saved jaxbandits learner (damaged or truncated file: "
+                         f"{type(e).__name__}: {e})") from None
 
 
 def read_header(path) -> dict:

@@ -391,3 +391,13 @@ def http(tmp_path_factory):
 def test_http_bodies_that_were_internal_errors_are_4xx(http, path, body, status, match):
     r = http.post(path, content=body)
     assert r.status_code == status and match in r.json()["error"], r.text
+
+
+@pytest.mark.parametrize("cut", [0.5, 0.9, 0])
+def test_truncated_saved_learner_names_the_file(learner, tmp_path, cut):
+    f = tmp_path / "learner.npz"
+    learner.save(str(f))
+    data = f.read_bytes()
+    f.write_bytes(data[: int(len(data) * cut)])
+    with pytest.raises(ValueError, match=r"learner.npz: not a readable saved jaxbandits learner \(damaged or truncated"):
+        online.Learner.load(str(f), classic.ucb1(), channels.attributed())
