@@ -377,6 +377,41 @@ def key_lines(text: str) -> Dict[tuple, int]:
     return out
 
 
+def toml_error(path, raw: bytes, e) -> str:
+    """tomllib's error, with the line that opens an unclosed array or inline table (tomllib names
+    the line where it noticed, often the next key's)."""
+    msg = f"{path}: not valid TOML: {e}"
+    if "Unclosed" not in str(e):
+        return msg
+    text = raw.decode("utf-8", "replace")
+    depth, opener, in_str = 0, None, None
+    for n, line in enumerate(text.split("\n"), 1):
+        i = 0
+        while i < len(line):
+            ch = line[i]
+            if in_str:
+                if ch == "\\" and in_str == '"':
+                    i += 1
+                elif ch == in_str:
+                    in_str = None
+            elif ch in "\"'":
+                in_str = ch
+            elif ch == "#":
+                break
+            elif ch in "[{" and not (depth == 0 and line.lstrip().startswith("[") and "=" not in line[:i]):
+                if depth == 0:
+                    opener = (n, line.split("=", 1)[0].strip() if "=" in line[:i] else None)
+                depth += 1
+            elif ch in "]}" and depth > 0:
+                depth -= 1
+            i += 1
+    if depth > 0 and opener is not None:
+        n, key = opener
+        return (f"{path}, line {n}" + (f", key {key}" if key else "") + ": this value's brackets are never closed "
+                f"(tomllib: {e})")
+    return msg
+
+
 def _resolve(table, parts, counts, header):
     """A header's key path, with the index of the latest element of each array of tables it goes
     through (its own last key is never indexed: the header names that array or table)."""
@@ -717,9 +752,10 @@ def read(path: str, sets: Optional[dict] = None) -> Tuple[dict, _Ctx]:
         text = raw.decode("utf-8")
         doc = tomllib.loads(text)
     except UnicodeDecodeError as e:
-        raise FileError(f"{path}: not UTF-8 text ({e})") from None
+        line = raw[:e.start].count(b"\n") + 1
+        raise FileError(f"{path}, line {line}: not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start})") from None
     except tomllib.TOMLDecodeError as e:
-        raise FileError(f"{path}: not valid TOML: {e}") from None
+        raise FileError(toml_error(path, raw, e)) from None
     ctx = _Ctx(path, key_lines(text), sets=tuple(tuple(int(p) if p.isdigit() else p for p in k.split("."))
                                                  for k in (sets or {})))
     if sets:

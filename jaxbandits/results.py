@@ -219,7 +219,11 @@ class Results:
         if not os.path.isfile(path):
             raise FileNotFoundError(f"results folder {os.fspath(out_dir)!r} holds no results.nc: "
                                     "not a folder written by jaxbandits run")
-        ds = xr.load_dataset(path, engine="h5netcdf")
+        try:
+            ds = xr.load_dataset(path, engine="h5netcdf")
+        except (OSError, ValueError, KeyError) as e:  # h5py's and xarray's messages name no file
+            raise ValueError(f"{path}: not a readable results file (damaged or truncated: {e}); run the "
+                             "experiment again into this folder with --force, or restore the file") from None
         if "regret" not in ds or "final_pulls" not in ds:
             raise ValueError(f"{path} holds no regret curves (a sweep's or another program's results): "
                              "Results.load reads the results of experiments that record regret against t")

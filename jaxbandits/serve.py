@@ -236,7 +236,10 @@ def load_config(path=None, **overrides) -> ServeConfig:
 
                 raw = tomllib.loads(data.decode())
         except (ValueError, UnicodeDecodeError) as e:  # tomllib.TOMLDecodeError and JSONDecodeError
-            raise ValueError(f"{path}: not a valid {'JSON' if path.endswith('.json') else 'TOML'} file: {e}") from None
+            from .expfile import toml_error
+
+            raise ValueError(f"{path}: not valid JSON: {e}" if path.endswith(".json")
+                             else toml_error(path, data, e)) from None
         if not isinstance(raw, dict):
             raise ValueError(f"{path}: must hold a table of keys (arms, policy, channel, ...), got {type(raw).__name__}")
         if "serve" in raw and isinstance(raw["serve"], dict):  # [serve] limits may sit in their own table
@@ -329,7 +332,8 @@ class Service:
             self.recovered_events = self._recover()
         except sqlite3.DatabaseError as e:
             self.close()
-            raise ValueError(f"{self.db_path}: not a usable SQLite database ({e})") from None
+            raise ValueError(f"{self.db_path}: not a usable jaxbandits serve database ({e}: damaged, or not an "
+                             "SQLite file); restore it from a copy, or serve with a new --db") from None
         except BaseException:
             self.close()
             raise

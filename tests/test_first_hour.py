@@ -401,3 +401,52 @@ def test_truncated_saved_learner_names_the_file(learner, tmp_path, cut):
     f.write_bytes(data[: int(len(data) * cut)])
     with pytest.raises(ValueError, match=r"learner.npz: not a readable saved jaxbandits learner \(damaged or truncated"):
         online.Learner.load(str(f), classic.ucb1(), channels.attributed())
+
+
+# ----------------------------------------------------------------------------- vague messages, now naming the file
+def test_damaged_results_nc_names_the_file(tmp_path):
+    from jaxbandits import Results
+
+    t = np.array([10, 100])
+    curves = {lab: {"regret": np.ones((2, 2), np.float32), "expected_regret": np.ones((2, 2), np.float32),
+                    "reward": np.zeros((2, 2), np.float32), "pulls": np.full((2, 2), 50, np.int32)} for lab in "AB"}
+    Results("x", {}, 0, 2, 100, t, curves).save(str(tmp_path), plot=False)
+    nc = tmp_path / "results.nc"
+    nc.write_bytes(nc.read_bytes()[: nc.stat().st_size // 2])
+    with pytest.raises(ValueError, match=r"results.nc: not a readable results file \(damaged or truncated"):
+        Results.load(str(tmp_path))
+
+
+def test_non_utf8_log_names_the_file_line_and_byte(tmp_path):
+    pytest.importorskip("pandas")
+    from jaxbandits.bayes import logs as L
+
+    f = tmp_path / "log.csv"
+    f.write_bytes(b"arm,play_time,conversion_time,cutoff\na,1,2,3\n\xff\xfe,1,2,3\n")
+    with pytest.raises(ValueError, match=r"log.csv, line 3: not UTF-8 text \(byte 0xff at offset 45\)"):
+        L.load_log(str(f))
+
+
+def test_damaged_serving_database_names_the_file(tmp_path):
+    from jaxbandits import serve
+
+    db = tmp_path / "s.db"
+    db.write_bytes(b"SQLite format 3\x00" + bytes(range(256)) * 12)
+    cfg = serve.load_config(None, arms=["a", "b"], policy={"name": "ucb1"}, channel={"kind": "attributed"})
+    with pytest.raises(ValueError, match=r"s.db: not a usable jaxbandits serve database \(.*damaged"):
+        serve.Service(cfg, str(db))
+
+
+@pytest.mark.parametrize("text, where", [
+    ('horizon = 10\nruns = 2\nrecord = [1, 2\nworld = {kind = "envs.bernoulli"}\n', "line 3, key record"),
+    ('horizon = 10\n[policies]\nA = {kind = "classic.ucb1"\nB = 3\n', "line 3, key A"),
+])
+def test_unclosed_toml_names_the_line_that_opens_it(tmp_path, text, where):
+    from jaxbandits import expfile, serve
+
+    f = tmp_path / "e.toml"
+    f.write_text(text)
+    with pytest.raises(ValueError, match=rf"e.toml, {where}: this value's brackets are never closed"):
+        expfile.read(str(f))
+    with pytest.raises(ValueError, match=rf"e.toml, {where}: this value's brackets are never closed"):
+        serve.load_config(str(f))

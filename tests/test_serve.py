@@ -130,7 +130,7 @@ def test_config_errors_name_the_key(tmp_path, capsys):
     assert not (tmp_path / "x.db").exists()  # refused before anything was created
     junk = tmp_path / "junk.db"
     junk.write_text("not a database\n" * 100)
-    with pytest.raises(ValueError, match="not a usable SQLite database"):
+    with pytest.raises(ValueError, match="not a usable jaxbandits serve database"):
         serve.Service(_cfg(), junk)
 
 

@@ -426,6 +426,19 @@ def _columns(columns):
     return cols
 
 
+def _not_utf8(path) -> str:
+    """Where a CSV file stops being UTF-8: its line and byte."""
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    try:
+        raw.decode("utf-8")
+        return f"{path}: not UTF-8 text"
+    except UnicodeDecodeError as e:
+        line = raw[:e.start].count(b"\n") + 1
+        return (f"{path}, line {line}: not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start}); save the log "
+                "as UTF-8 (CSV exports often offer it)")
+
+
 def load_log(source, *, cutoff=None, time_unit: Optional[str] = None, origin=None, rounds: bool = False, arms=None,
              n_arms: Optional[int] = None, columns: Optional[dict] = None) -> ConversionLog:
     """A conversion log from a CSV file, a Parquet file (``.parquet``/``.pq``; needs pyarrow), a
@@ -468,6 +481,8 @@ def load_log(source, *, cutoff=None, time_unit: Optional[str] = None, origin=Non
                                         low_memory=False)
                 except pd.errors.EmptyDataError:
                     raise ValueError(f"{path}: empty file (no header)") from None
+                except UnicodeDecodeError:
+                    raise ValueError(_not_utf8(path)) from None
                 except pd.errors.ParserError as e:
                     raise ValueError(f"{path}: {e}") from None
                 table.columns = [str(c).strip() for c in table.columns]
