@@ -562,6 +562,10 @@ def _feedback_anon(st, y, valid):
     return jax.lax.scan(_aggregate, st, (y, valid))
 
 
+#: The largest |reward| the learner takes: 2**31 of them sum to 2**127, within float32 (3.4e38).
+REWARD_LIMIT = 2.0**96
+
+
 def _decision_ids(ids) -> np.ndarray:
     """Decision ids as int64[E]: integers only (no booleans, no fractions: an id is never rounded);
     ids outside int64 (Python ints of any size) are no decision's, and become -1 (code unknown)."""
@@ -867,6 +871,11 @@ class Learner:
             if rewards.shape != (n,):
                 raise ValueError(f"rewards must give one reward per id: {n} id(s), got rewards of shape "
                                  f"{rewards.shape}")
+            bad = ~(np.abs(rewards) <= REWARD_LIMIT)
+            if bad.any():
+                i = int(np.argmax(bad))
+                raise ValueError(f"rewards[{i}] must be finite with |reward| <= 2**96 (so that the float32 sums of "
+                                 f"2**31 of them stay finite), got {rewards[i]!r}")
         if n == 0:
             return []
         m = _pad(n, 8)

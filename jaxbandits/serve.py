@@ -512,6 +512,8 @@ class Service:
         if len(events) > self.config.max_batch:
             raise BadRequest(f"events must hold at most {self.config.max_batch} events (max_batch), got "
                              f"{len(events)}", 413)
+        from .online import REWARD_LIMIT
+
         zeros = self.channel.feedback.zeros_observed
         lr = self.learner
         acts = rounds = None
@@ -533,8 +535,9 @@ class Service:
                     raise BadRequest(f"events[{j}].reward is required: the {self.config.channel['kind']} channel "
                                      "observes every outcome")
                 _bad = isinstance(r, bool) or not isinstance(r, (int, float))
-                if _bad or not math.isfinite(r):
-                    raise BadRequest(f"events[{j}].reward must be a finite number, got {r!r}")
+                if _bad or not math.isfinite(r) or abs(r) > REWARD_LIMIT:
+                    raise BadRequest(f"events[{j}].reward must be a finite number with |reward| <= 2**96 (so that "
+                                     f"the float32 sums stay finite), got {r!r}")
                 rewards.append(float(r))
             elif r is not None and (isinstance(r, bool) or r != 1):
                 raise BadRequest(f"events[{j}].reward: the conversions channel reports conversions only (reward 1 "

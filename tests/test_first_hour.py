@@ -450,3 +450,12 @@ def test_unclosed_toml_names_the_line_that_opens_it(tmp_path, text, where):
         expfile.read(str(f))
     with pytest.raises(ValueError, match=rf"e.toml, {where}: this value's brackets are never closed"):
         serve.load_config(str(f))
+
+
+def test_rewards_whose_float32_sums_would_overflow_are_refused(learner, http):
+    for r in (3e38, -1e30, np.inf, np.nan):
+        with pytest.raises(ValueError, match=r"rewards\[1\] must be finite with \|reward\| <= 2\*\*96"):
+            learner.feedback([0, 1], [1.0, r])
+    d = http.post("/decide", json={"n": 1}).json()["ids"]
+    r = http.post("/feedback", json={"events": [{"id": d[0], "reward": 3e38}]})
+    assert r.status_code == 422 and "|reward| <= 2**96" in r.json()["error"]
