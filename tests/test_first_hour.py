@@ -459,3 +459,20 @@ def test_rewards_whose_float32_sums_would_overflow_are_refused(learner, http):
     d = http.post("/decide", json={"n": 1}).json()["ids"]
     r = http.post("/feedback", json={"events": [{"id": d[0], "reward": 3e38}]})
     assert r.status_code == 422 and "|reward| <= 2**96" in r.json()["error"]
+
+
+# ----------------------------------------------------------------------------- memory, estimated before allocating
+def test_runs_that_cannot_fit_in_memory_are_refused_with_the_estimate_and_the_limit(monkeypatch):
+    from jaxbandits.engine import driver
+
+    # 2**30 runs x 10**6 rounds (in range: runs < 2**31, horizon <= 2**24): its records alone are terabytes
+    with pytest.raises(ValueError, match=r"needs at least [\d.]+ GiB \(1073741824 runs x 1 policies: 200 record "
+                                         r"points.*more than the [\d.]+ GiB of memory available"):
+        jb.simulate(envs.bernoulli([0.5, 0.4]), channels.attributed(), classic.ucb1(), 10**6, jax.random.key(0),
+                    2**30)
+    monkeypatch.setattr(driver, "available_memory", lambda: 10_000)  # the limit is the host's: 10 kB here
+    with pytest.raises(ValueError, match=r"more than the 0.0 GiB"):
+        jb.simulate(envs.bernoulli([0.5, 0.4]), channels.attributed(), classic.ucb1(), 100, jax.random.key(0), 64)
+    monkeypatch.setattr(driver, "available_memory", lambda: 10**9)
+    assert np.isfinite(jb.simulate(envs.bernoulli([0.5, 0.4]), channels.attributed(), classic.ucb1(), 100,
+                                   jax.random.key(0), 64).regret).all()

@@ -497,6 +497,39 @@ def _outputs(problems, recs, timing, n_runs, record_at, n_grid=1):
     return outs
 
 
+def available_memory() -> Optional[int]:
+    """Bytes of memory the host can still give (Linux ``MemAvailable``), or None where unknown."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def check_memory(problems: Dict[str, R.Problem], n_runs: int, record_at, n_grid: int = 1):
+    """Refuse, before anything is allocated or compiled, a simulation whose records and calendars
+    alone (a lower bound of what it needs) exceed the memory available, with the estimate and the
+    limit: the allocator would abort the process instead."""
+    R_ = len(record_at)
+    need = 0
+    for prob in problems.values():
+        K = prob.spec.n_arms
+        per_record = 3 + K + (1 if prob.dl_mode else 0)  # regret, expected regret, reward; pulls; L(t)
+        need += n_runs * n_grid * (R_ * per_record + prob.width * prob.payload_size + (K if prob.world.adversarial
+                                                                                        else 0)) * 4
+    avail = available_memory()
+    if avail is not None and need > avail:
+        raise ValueError(f"this simulation needs at least {need / 2**30:.1f} GiB ({n_runs} runs"
+                         + (f" x {n_grid} grid points" if n_grid > 1 else "") + f" x {len(problems)} policies: "
+                         f"{R_} record points and a calendar of width {max(p.width for p in problems.values())} "
+                         f"each), more than the {avail / 2**30:.1f} GiB of memory available: give fewer runs "
+                         "(several calls with first_run=, or --part), fewer record points (record=), or a "
+                         "smaller channel width")
+
+
 def _validate_run_args(n_runs, first_run, chunk):
     """Arguments of the driver checked before anything compiles: run indices fit int32, a chunk is
     a positive number of rounds."""
@@ -549,6 +582,7 @@ def simulate(env, channel, policies, horizon: int, key, n_runs: int = 1, *, reco
     single, pols = policies_dict(policies)
     problems = {lab: R.problem(env, channel, pol, horizon, n_runs=n_runs, delayed_regret=delayed_regret, label=lab)
                 for lab, pol in pols.items()}
+    check_memory(problems, n_runs, record_at)
     outs = _sweep_call(problems, None, key, n_runs, record_at, chunk, shard, first_run, checkpoint, lambda: _outputs(
         problems, *run_problems(problems, None, key, n_runs, record_at, chunk, progress, shard, first_run,
                                 checkpoint, resume, stop)[1:], n_runs, record_at))
@@ -639,6 +673,7 @@ def simulate_grid(build: Callable, grid: Mapping[str, Any], channel, horizon: in
     env, pol = first
     params = {k: jnp.asarray(a) for k, a in arrs.items()}
     prob = R.problem(env, channel, pol, horizon, n_runs=n_runs, build=_Splat(build))
+    check_memory({pol.name: prob}, n_runs, record_at, n_grid=G)
     outs = _sweep_call({pol.name: prob}, params, key, n_runs, record_at, chunk, shard, 0, None, lambda: _outputs(
         {pol.name: prob}, *run_problems({pol.name: prob}, params, key, n_runs, record_at, chunk, progress,
                                         shard)[1:], n_runs, record_at, n_grid=G))
