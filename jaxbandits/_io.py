@@ -25,11 +25,13 @@ included), so no stale lock is ever left to clean by hand.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
 import re
 import secrets
+import shutil
 import threading
 from typing import Callable, Dict, Iterable, Optional
 
@@ -107,12 +109,29 @@ def atomic_write(path, writer: Callable[[str], object]) -> str:
         writer(tmp)
         _fsync_path(tmp)
         _replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if _disk_full(e, path):
+            raise OSError(errno.ENOSPC, f"{path}: no space left on the device while writing it ({type(e).__name__}: "
+                          f"{e}); nothing was replaced and its temporary file was removed: free space and run "
+                          "again") from None
         raise
     _fsync_dir(os.path.dirname(os.path.abspath(path)))
     return path
+
+
+def _disk_full(e: BaseException, path) -> bool:
+    """Whether a writer's failure is a full disk: ENOSPC/EDQUOT, or (libraries such as h5py wrap
+    it in their own errors) any error while the folder's file system has under 1 MiB free."""
+    if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    if not isinstance(e, Exception):
+        return False
+    try:
+        return shutil.disk_usage(os.path.dirname(os.path.abspath(path))).free < 2**20
+    except OSError:
+        return False
 
 
 def text_writer(text: str, encoding="utf-8"):

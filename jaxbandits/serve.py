@@ -19,6 +19,7 @@ FastAPI and uvicorn):
   ``{"error": "..."}`` message naming the field.
 """
 
+import contextlib
 import dataclasses
 import difflib
 import inspect
@@ -430,10 +431,16 @@ class Service:
             self.db.execute("INSERT INTO events VALUES (?, ?, ?, ?)",
                             (self.seq + 1, kind, json.dumps(body, separators=(",", ":")), time.time()))
             self.db.execute("COMMIT")
-        except BaseException:
-            if self.db.in_transaction:
-                self.db.execute("ROLLBACK")
+        except BaseException as e:
+            with contextlib.suppress(sqlite3.Error):
+                if self.db.in_transaction:
+                    self.db.execute("ROLLBACK")
             self.learner.state, self.host = saved
+            if isinstance(e, sqlite3.Error):  # a full disk ("database or disk is full"), an I/O error: say so
+                full = "full" in str(e).lower()
+                raise BadRequest(f"the event log {self.db_path} could not be written ({e}): the request was not "
+                                 "applied" + ("; free disk space and send it again" if full else ""),
+                                 507 if full else 503) from None
             raise
         self.seq += 1
         if self.seq % self.config.snapshot_every == 0:

@@ -476,3 +476,55 @@ def test_runs_that_cannot_fit_in_memory_are_refused_with_the_estimate_and_the_li
     monkeypatch.setattr(driver, "available_memory", lambda: 10**9)
     assert np.isfinite(jb.simulate(envs.bernoulli([0.5, 0.4]), channels.attributed(), classic.ucb1(), 100,
                                    jax.random.key(0), 64).regret).all()
+
+
+# ----------------------------------------------------------------------------- full disks
+def test_serve_on_a_full_disk_refuses_the_request_and_keeps_its_state(tmp_path):
+    import sqlite3
+
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from jaxbandits import serve
+
+    cfg = serve.load_config(None, arms=["a", "b"], policy={"name": "ucb1"}, channel={"kind": "attributed"})
+    svc = serve.Service(cfg, str(tmp_path / "s.db"))
+
+    class Full:  # the connection, with a disk that is full for new events
+        def __init__(self, db):
+            self.db = db
+
+        def execute(self, sql, *a):
+            if sql.startswith("INSERT INTO events"):
+                raise sqlite3.OperationalError("database or disk is full")
+            return self.db.execute(sql, *a)
+
+        def __getattr__(self, name):
+            return getattr(self.db, name)
+
+    with TestClient(serve.create_app(svc), raise_server_exceptions=False) as c:
+        ok = c.post("/decide", json={"n": 1})
+        assert ok.status_code == 200
+        real, svc.db = svc.db, Full(svc.db)
+        before = (svc.seq, svc.learner.state)
+        r = c.post("/decide", json={"n": 2})
+        assert r.status_code == 507 and "database or disk is full" in r.json()["error"]
+        assert "not applied" in r.json()["error"] and (svc.seq, svc.learner.state) == before
+        svc.db = real
+        assert c.post("/decide", json={"n": 1}).json()["ids"] == [1]  # the refused request took no id
+    svc.close()
+
+
+def test_atomic_write_on_a_full_disk_says_so_and_leaves_no_temporary(tmp_path):
+    import errno
+
+    from jaxbandits import _io
+
+    def writer(p):
+        with open(p, "w") as fh:
+            fh.write("partial")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(OSError, match=r"summary.json: no space left on the device .* nothing was replaced"):
+        _io.atomic_write(str(tmp_path / "summary.json"), writer)
+    assert list(tmp_path.iterdir()) == []
