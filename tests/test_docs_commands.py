@@ -14,7 +14,8 @@ checked at the cost its kind allows in the default suite:
 * ``python FILE ...``: the file exists and every ``--option`` it is given is one it declares;
 * ``pip install ... '.[EXTRA]'``: the extra exists in pyproject.toml; ``mkdocs serve|build``: the
   ``docs`` extra provides every plugin mkdocs.yml uses (the build itself is tests/test_docs_build.py);
-* ``curl`` exchanges of docs/online.md: not run here (they need a running server).
+* ``curl`` exchanges of docs/online.md: replayed against the app in process, each response compared
+  with the one the page shows (``test_documented_curl_exchanges``).
 
 A command that fits none of these fails the test: a new documented command gets a check.
 """
@@ -226,7 +227,7 @@ def check(cmd, written):
         elif head == "pytest":
             continue
         elif head == "curl":
-            continue  # not run: see the module docstring
+            continue  # test_documented_curl_exchanges
         elif head.startswith("#"):
             continue
         else:
@@ -294,3 +295,30 @@ def test_documented_heavy_commands_run(cmd, tmp_path, monkeypatch):
     for c in _split(cmd):
         r = subprocess.run([sys.executable, "-m", "jaxbandits.cli"] + c[1:], capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
+
+
+def test_documented_curl_exchanges(tmp_path):
+    """docs/online.md: its banners.toml served, then its curl exchanges replayed as written (the
+    HTTP app in process): every response is the one the page shows."""
+    pytest.importorskip("fastapi")
+    pytest.importorskip("httpx")
+    import json
+
+    from fastapi.testclient import TestClient
+
+    from jaxbandits import serve
+
+    text = (ROOT / "docs/online.md").read_text()
+    toml = next(b for b in re.findall(r"```toml\n(.*?)```", text, re.S) if b.startswith("# banners.toml"))
+    (tmp_path / "banners.toml").write_text(toml)
+    svc = serve.Service(serve.load_config(tmp_path / "banners.toml"), str(tmp_path / "banners.db"))
+    lines = text.splitlines()
+    exchanges = [(lines[i], lines[i + 1]) for i in range(len(lines) - 1) if lines[i].startswith("$ curl")]
+    assert len(exchanges) >= 4
+    with TestClient(serve.create_app(svc)) as c:
+        for cmd, shown in exchanges:
+            words = shlex.split(_strip_comment(cmd[2:]))
+            url, body = words[words.index("-XPOST") + 1], words[words.index("-d") + 1]
+            r = c.post(url.split("8000", 1)[1], content=body)
+            assert r.json() == json.loads(shown), (cmd, r.text)
+    svc.close()
