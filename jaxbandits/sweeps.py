@@ -18,6 +18,10 @@ import numpy as np
 from .results import _jsonable, versions
 
 
+#: The axis label of a sweep's quantity, with its unit (the library's sweeps are over rounds).
+SWEEP_AXES = {"T": "horizon T (rounds)", "d": "delay d (rounds)", "E[tau]": "mean delay E[tau] (rounds)"}
+
+
 @dataclass
 class SweepResults:
     experiment: str
@@ -151,7 +155,7 @@ class SweepResults:
                 ax.plot(x, b, ":", color=line.get_color(), lw=1)
         ax.set_xscale("log", base=2 if self.sweep == "T" else 10)
         ax.set_yscale("log")
-        ax.set_xlabel(self.sweep)
+        ax.set_xlabel(SWEEP_AXES.get(self.sweep, self.sweep))
         ax.set_ylabel(f"final {self.metric.replace('_', ' ')}")
         ax.set_title(f"{self.experiment}: {self.runs} runs, mean ± 2 s.e.; dotted: bounds", fontsize=9)
         ax.grid(alpha=0.3, which="both")

@@ -528,3 +528,21 @@ def test_atomic_write_on_a_full_disk_says_so_and_leaves_no_temporary(tmp_path):
     with pytest.raises(OSError, match=r"summary.json: no space left on the device .* nothing was replaced"):
         _io.atomic_write(str(tmp_path / "summary.json"), writer)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("sweep, label", [("T", "horizon T (rounds)"), ("d", "delay d (rounds)"),
+                                          ("E[tau]", "mean delay E[tau] (rounds)")])
+def test_sweep_figures_name_the_unit_of_their_time_axis(tmp_path, monkeypatch, sweep, label):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.axes import Axes
+
+    from jaxbandits.sweeps import SweepResults
+
+    labels = []
+    monkeypatch.setattr(Axes, "set_xlabel", lambda self, s, *a, **k: labels.append(s))
+    res = SweepResults("s", {}, 0, 2, sweep, [10.0, 100.0], finals={"A": [np.ones(2), np.full(2, 3.0)]},
+                       bounds={"A": [np.nan, np.nan]})
+    res.plot(str(tmp_path / "s.png"))
+    assert labels == [label]
