@@ -34,7 +34,7 @@ import numpy as np
 from . import _validate as V
 
 __all__ = ["ServeConfig", "Service", "BadRequest", "load_config", "create_app", "replay_events", "POLICIES",
-           "DELAY_LAWS", "DB_FORMAT", "DB_FORMAT_VERSION"]
+           "DELAY_LAWS", "DB_FORMAT", "DB_FORMAT_VERSION", "delay_law"]
 
 DB_FORMAT = "jaxbandits.serve"
 DB_FORMAT_VERSION = 1

@@ -109,7 +109,8 @@ def test_expected_conversions_and_intervals_with_a_configured_delay_law(tmp_path
     from jaxbandits import delays
 
     m = 40
-    cfg = _cfg(arms=["x", "y"], policy={"name": "delayed_klucb", "window": m, "delay": {"law": "geometric", "mean": 10.0}},
+    law = {"law": "geometric", "mean": 10.0}
+    cfg = _cfg(arms=["x", "y"], policy={"name": "delayed_klucb", "window": m, "delay": law},
                channel={"kind": "conversions", "window": m}, max_pending=None)
     svc = serve.Service(cfg, tmp_path / "e.db")
     rng = np.random.default_rng(2)
@@ -279,7 +280,8 @@ def _launch(browser, tmp):
         assert proc.poll() is None, (tmp / "chromium.log").read_text()[-2000:]
         if port_file.exists() and len(port_file.read_text().splitlines()) >= 2:
             port = int(port_file.read_text().splitlines()[0])
-            pages = [t for t in httpx.get(f"http://127.0.0.1:{port}/json/list", timeout=5).json() if t["type"] == "page"]
+            targets = httpx.get(f"http://127.0.0.1:{port}/json/list", timeout=5).json()
+            pages = [t for t in targets if t["type"] == "page"]
             if pages:
                 return proc, pages[0]["webSocketDebuggerUrl"]
         time.sleep(0.1)

@@ -1,0 +1,177 @@
+"""Does the dashboard slow decisions? A real ``jaxbandits serve`` driven over HTTP by a simulated
+world (3 arms, conversion rates 0.05 / 0.04 / 0.03, geometric delays of mean 50 decisions, the
+conversions posted back after every 10 decision requests), its decisions per second measured in
+alternating phases without and with a headless Chromium showing ``/dashboard`` (which polls
+``/series`` and ``/estimates`` every second), ``--reps`` times each; the medians and every phase's
+number are written to ``benchmarks/results/dashboard-cpu.json``. ``--screenshot PATH`` saves the
+page at the end (the picture in docs/online.md).
+
+    python benchmarks/dashboard.py --seconds 15 --reps 3 --screenshot docs/img/dashboard.png
+"""
+import argparse
+import base64
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Page:
+    """Headless Chromium on one URL, with the DevTools protocol for a check and a screenshot."""
+
+    def __init__(self, url, tmp):
+        from websockets.sync.client import connect
+
+        browser = next(p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p)
+        prof = Path(tempfile.mkdtemp(dir=tmp))
+        self.proc = subprocess.Popen([browser, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                                      "--remote-debugging-port=0", f"--user-data-dir={prof}",
+                                      "--window-size=1400,2000", url],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        f = prof / "DevToolsActivePort"
+        while not (f.exists() and len(f.read_text().splitlines()) >= 2):
+            time.sleep(0.1)
+        port = int(f.read_text().splitlines()[0])
+        while True:
+            pages = [t for t in httpx.get(f"http://127.0.0.1:{port}/json/list").json() if t["type"] == "page"]
+            if pages:
+                break
+            time.sleep(0.1)
+        self.ws = connect(pages[0]["webSocketDebuggerUrl"], max_size=None).__enter__()
+        self.n = 0
+
+    def call(self, method, **params):
+        self.n += 1
+        self.ws.send(json.dumps({"id": self.n, "method": method, "params": params}))
+        while True:
+            m = json.loads(self.ws.recv())
+            if m.get("id") == self.n:
+                return m["result"]
+
+    def updates(self):
+        r = self.call("Runtime.evaluate", returnByValue=True,
+                      expression="document.body ? Number(document.body.dataset.updates || 0) : 0")
+        return r["result"].get("value", 0)
+
+    def close(self):
+        self.ws.close()
+        self.proc.kill()
+        self.proc.wait()
+
+
+def drive(url, seconds, batch, rng, state):
+    """Decisions for ``seconds``; returns decisions per second."""
+    http = state["http"]
+    made = 0
+    t0 = time.perf_counter()
+    k = 0
+    while time.perf_counter() - t0 < seconds:
+        out = http.post(url + "/decide", json={"n": batch}).json()
+        made += len(out["ids"])
+        for i, a in zip(out["ids"], out["arms"]):
+            if rng.random() < state["rate"][a]:
+                state["due"].setdefault(i + int(rng.geometric(1 / 51)) - 1, []).append(i)
+        k += len(out["ids"])
+        if k >= 10:  # the tracker posts back at least every 10 decisions (delays stay honest)
+            k = 0
+            last = out["ids"][-1]
+            back = sorted(i for d in [d for d in state["due"] if d <= last] for i in state["due"].pop(d))
+            for j in range(0, len(back), 1000):
+                http.post(url + "/feedback", json={"events": [{"id": i} for i in back[j:j + 1000]]})
+    return made / (time.perf_counter() - t0)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seconds", type=float, default=15.0, help="length of one phase")
+    ap.add_argument("--reps", type=int, default=3, help="phases without and with the browser, each")
+    ap.add_argument("--batches", default="1,100", help="decisions per request, comma-separated")
+    ap.add_argument("--screenshot", default=None, help="save the page here at the end (PNG)")
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "dashboard-cpu.json"))
+    a = ap.parse_args(argv)
+    tmp = Path(tempfile.mkdtemp())
+    arms = ["banner-a", "banner-b", "banner-c"]
+    cfg = {"arms": arms, "seed": 0, "max_batch": 1000,
+           "policy": {"name": "delay_model_ts", "window": 200, "refresh": 100},
+           "channel": {"kind": "conversions", "window": 200}}
+    (tmp / "c.json").write_text(json.dumps(cfg))
+    port = _port()
+    url = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_PLATFORMS": "cpu"}
+    srv = subprocess.Popen([sys.executable, "-m", "jaxbandits.cli", "serve", str(tmp / "c.json"), "--db",
+                            str(tmp / "s.db"), "--port", str(port)], env=env, stdout=subprocess.DEVNULL)
+    rng = np.random.default_rng(0)
+    state = {"http": httpx.Client(timeout=60), "due": {}, "rate": dict(zip(arms, (0.05, 0.04, 0.03)))}
+    page = None
+    res = {"config": cfg, "seconds": a.seconds, "reps": a.reps, "cpus": os.cpu_count(),
+           "load_start": os.getloadavg(), "phases": []}
+    try:
+        while True:
+            try:
+                if httpx.get(url + "/health").status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.2)
+        batches = [int(b) for b in a.batches.split(",")]
+        for b in batches:  # compile every program the phases use
+            drive(url, 3.0, b, rng, state)
+        for b in batches:
+            for rep in range(a.reps):
+                for browser in (False, True):
+                    if browser:
+                        page = Page(url + "/dashboard", tmp)
+                        while page.updates() < 1:
+                            time.sleep(0.1)
+                        u0 = page.updates()
+                    rate = drive(url, a.seconds, b, rng, state)
+                    polls = None
+                    if browser:
+                        polls = page.updates() - u0
+                        if not (b == batches[-1] and rep == a.reps - 1 and a.screenshot):
+                            page.close()
+                            page = None
+                    res["phases"].append({"batch": b, "rep": rep, "browser": browser, "decisions_per_s": rate,
+                                          "page_updates": polls})
+                    print(f"batch {b:4d} rep {rep} browser {'on ' if browser else 'off'}: {rate:9.1f} decisions/s"
+                          + (f" ({polls} page updates)" if browser else ""), flush=True)
+        if a.screenshot:
+            time.sleep(1.5)
+            shot = page.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
+            png = base64.b64decode(shot["data"])
+            Path(a.screenshot).write_bytes(png)
+        res["load_end"] = os.getloadavg()
+        summary = {}
+        for b in batches:
+            for browser in (False, True):
+                xs = [p["decisions_per_s"] for p in res["phases"] if p["batch"] == b and p["browser"] == browser]
+                summary[f"batch {b}, browser {'on' if browser else 'off'}"] = {
+                    "median": statistics.median(xs), "min": min(xs), "max": max(xs)}
+        res["summary"] = summary
+        print(json.dumps(summary, indent=1))
+        Path(a.out).write_text(json.dumps(res, indent=1) + "\n")
+    finally:
+        if page is not None:
+            page.close()
+        srv.kill()
+        srv.wait()
+
+
+if __name__ == "__main__":
+    main()
