@@ -6,7 +6,7 @@ alternating phases without and with a headless Chromium showing ``/dashboard`` (
 number are written to ``benchmarks/results/dashboard-cpu.json``. ``--screenshot PATH`` saves the
 page at the end (the picture in docs/online.md).
 
-    python benchmarks/dashboard.py --seconds 15 --reps 3 --screenshot docs/img/dashboard.png
+    python benchmarks/dashboard.py --seconds 15 --reps 4 --screenshot docs/img/dashboard.png
 """
 import argparse
 import base64
@@ -98,11 +98,51 @@ def drive(url, seconds, batch, rng, state):
     return made / (time.perf_counter() - t0)
 
 
+def server_cost(cfg, tmp, n_decisions=20_000, reps=50):
+    """In process, the same config: the wall time of what one page update costs the server (one
+    sample, ``/series`` with a full series, ``/estimates``) and of one decision request's work, in ms."""
+    from jaxbandits import dashboard, serve
+
+    svc = serve.Service(serve.load_config(None, **cfg), str(tmp / "inproc.db"))
+    try:
+        rng = np.random.default_rng(1)
+        for _ in range(n_decisions // 1000):
+            out = svc.decide(1000)
+            svc.feedback([{"id": i} for i in out["ids"] if rng.random() < 0.04])
+        mon = dashboard.Monitor(svc)
+        import tracemalloc
+
+        tracemalloc.start()
+        base = tracemalloc.get_traced_memory()[0]
+        for _ in range(mon.capacity - 2):  # a full series
+            mon.sample()
+        held = tracemalloc.get_traced_memory()[0] - base  # what the samples hold (jax's own caches aside)
+        tracemalloc.stop()
+        out = {}
+        for name, f in (("sample", mon.sample), ("series", lambda: json.dumps(mon.series())),
+                        ("estimates", lambda: json.dumps(mon.estimates())), ("decide_1", lambda: svc.decide(1))):
+            f()
+            ts = []
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                f()
+                ts.append(1e3 * (time.perf_counter() - t0))
+            out[name + "_ms"] = statistics.median(ts)
+            if name == "sample":
+                mon.samples = mon.samples[:-reps - 1]
+        out["series_json_bytes"] = len(json.dumps(mon.series()))
+        out["series_points"] = len(mon.samples)
+        out["series_memory_bytes_full"] = held
+        return out
+    finally:
+        svc.close()
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=float, default=15.0, help="length of one phase")
-    ap.add_argument("--reps", type=int, default=3, help="phases without and with the browser, each")
-    ap.add_argument("--batches", default="1,100", help="decisions per request, comma-separated")
+    ap.add_argument("--reps", type=int, default=4, help="phases without and with the browser, each (order ABBA)")
+    ap.add_argument("--batches", default="1,20", help="decisions per request, comma-separated")
     ap.add_argument("--screenshot", default=None, help="save the page here at the end (PNG)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "dashboard-cpu.json"))
     a = ap.parse_args(argv)
@@ -134,7 +174,7 @@ def main(argv=None):
             drive(url, 3.0, b, rng, state)
         for b in batches:
             for rep in range(a.reps):
-                for browser in (False, True):
+                for browser in ((False, True) if rep % 2 == 0 else (True, False)):  # ABBA: drifts cancel
                     if browser:
                         page = Page(url + "/dashboard", tmp)
                         while page.updates() < 1:
@@ -144,19 +184,22 @@ def main(argv=None):
                     polls = None
                     if browser:
                         polls = page.updates() - u0
-                        if not (b == batches[-1] and rep == a.reps - 1 and a.screenshot):
-                            page.close()
-                            page = None
+                        page.close()
+                        page = None
                     res["phases"].append({"batch": b, "rep": rep, "browser": browser, "decisions_per_s": rate,
                                           "page_updates": polls})
                     print(f"batch {b:4d} rep {rep} browser {'on ' if browser else 'off'}: {rate:9.1f} decisions/s"
                           + (f" ({polls} page updates)" if browser else ""), flush=True)
         if a.screenshot:
-            time.sleep(1.5)
+            page = Page(url + "/dashboard", tmp)
+            while page.updates() < 2:
+                time.sleep(0.1)
             shot = page.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)
             png = base64.b64decode(shot["data"])
             Path(a.screenshot).write_bytes(png)
         res["load_end"] = os.getloadavg()
+        res["server_cost"] = server_cost(cfg, tmp)
+        print(json.dumps(res["server_cost"]), flush=True)
         summary = {}
         for b in batches:
             for browser in (False, True):

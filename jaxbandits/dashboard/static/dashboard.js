@@ -49,11 +49,16 @@
     charts[id] = { key: key, plot: new uPlot(opts, data, el) };
   }
 
+  // y axes wide enough for their tick labels (30,000 and its axis label do not overlap)
+  const fit = (axis) => Object.assign({
+    size: (u, values) => 24 + 7 * Math.max(3, ...(values || []).map((v) => String(v).length)),
+  }, axis);
+
   function timeChart(id, series, data, axes) {
     const key = series.map((s) => s.label).join("\u0000");
     draw(id, key, () => ({
       series: [{}].concat(series),
-      axes: [{}].concat(axes || [{}]),
+      axes: [{}].concat((axes || [{}]).map(fit)),
       scales: { x: { time: true } },
       legend: { live: false },
     }), data);
@@ -106,7 +111,7 @@
         { label: "95% high", stroke: "#999", paths: () => null, points: { show: true, size: 4 } }],
       scales: { x: { time: false, range: [-0.5, arms.length - 0.5] }, y: { range: (u, lo, hi) => [0, Math.max(hi || 0, 0.01) * 1.1] } },
       axes: [{ splits: () => xs, values: (u, vals) => vals.map((v) => (names[v] === undefined ? "" : short(names[v]))) },
-        { label: "rate" }],
+        fit({ label: "rate" })],
       hooks: { draw: [bars] },
       legend: { live: false },
     }), data);
@@ -140,7 +145,7 @@
     draw(id, series.map((s) => s.label).join("\u0000"), () => ({
       series: [{ label: xlabel }].concat(series),
       scales: { x: { time: false } },
-      axes: [{ label: xlabel }, { label: ylabel }],
+      axes: [{ label: xlabel }, fit({ label: ylabel })],
       legend: { live: false },
     }), data);
   }
@@ -156,10 +161,10 @@
     timeChart("c-conversions", [
       { label: "arrived", stroke: "#2ca02c", width: 2 },
       { label: "arrived + still expected", stroke: "#2ca02c", dash: [6, 3] },
-      { label: "still expected", stroke: "#ff7f0e", width: 2 },
-      { label: "pending decisions", stroke: "#7f7f7f", scale: "n" }],
+      { label: "still expected (right)", stroke: "#ff7f0e", width: 2, scale: "n" },
+      { label: "pending decisions (right)", stroke: "#7f7f7f", scale: "n" }],
       [t, arrived, arrived.map((x, i) => (expected[i] === null ? null : x + expected[i])), expected, s.pending],
-      [{ label: "conversions" }, { scale: "n", side: 1, label: "pending decisions", grid: { show: false } }]);
+      [{ label: "conversions arrived" }, { scale: "n", side: 1, label: "pending", grid: { show: false } }]);
     document.getElementById("conversions-note").textContent = est.expected_conversions === null
       ? "No delay law for this policy: only the pending decisions are shown."
       : "Still expected: each pending decision's chance to convert within the window, from the rate and delay law.";
