@@ -99,8 +99,10 @@ def drive(url, seconds, batch, rng, state):
 
 
 def server_cost(cfg, tmp, n_decisions=20_000, reps=50):
-    """In process, the same config: the wall time of what one page update costs the server (one
-    sample, ``/series`` with a full series, ``/estimates``) and of one decision request's work, in ms."""
+    """In process, the same config: the wall time of what one page update costs the server
+    (``/series`` of a full series, ``/estimates``), of one sample (taken once a second whenever
+    requests come, page or not) and of one decision request's work (``Service.decide(1)``: the
+    learner and the SQLite commit), in ms; the memory a full series holds."""
     from jaxbandits import dashboard, serve
 
     svc = serve.Service(serve.load_config(None, **cfg), str(tmp / "inproc.db"))
@@ -110,29 +112,33 @@ def server_cost(cfg, tmp, n_decisions=20_000, reps=50):
             out = svc.decide(1000)
             svc.feedback([{"id": i} for i in out["ids"] if rng.random() < 0.04])
         mon = dashboard.Monitor(svc)
+        import gc
         import tracemalloc
 
+        mon.sample()  # compiled, caches filled
+        mon.samples = []
+        gc.collect()
         tracemalloc.start()
         base = tracemalloc.get_traced_memory()[0]
-        for _ in range(mon.capacity - 2):  # a full series
+        for _ in range(mon.capacity - 1):  # a full series: one sample short of a merge
             mon.sample()
-        held = tracemalloc.get_traced_memory()[0] - base  # what the samples hold (jax's own caches aside)
+        gc.collect()
+        out = {"series_points": len(mon.samples),
+               "series_memory_bytes_full": tracemalloc.get_traced_memory()[0] - base}  # what the samples hold
         tracemalloc.stop()
-        out = {}
-        for name, f in (("sample", mon.sample), ("series", lambda: json.dumps(mon.series())),
-                        ("estimates", lambda: json.dumps(mon.estimates())), ("decide_1", lambda: svc.decide(1))):
+        out["series_json_bytes"] = len(json.dumps(mon.series()))
+        full = list(mon.samples)
+        for name, f in (("series", lambda: json.dumps(mon.series())),
+                        ("estimates", lambda: json.dumps(mon.estimates())),
+                        ("sample", mon.sample), ("decide_1", lambda: svc.decide(1))):
             f()
             ts = []
             for _ in range(reps):
+                mon.samples = list(full)
                 t0 = time.perf_counter()
                 f()
                 ts.append(1e3 * (time.perf_counter() - t0))
             out[name + "_ms"] = statistics.median(ts)
-            if name == "sample":
-                mon.samples = mon.samples[:-reps - 1]
-        out["series_json_bytes"] = len(json.dumps(mon.series()))
-        out["series_points"] = len(mon.samples)
-        out["series_memory_bytes_full"] = held
         return out
     finally:
         svc.close()

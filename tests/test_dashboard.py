@@ -401,3 +401,26 @@ def test_dashboard_in_headless_chromium(tmp_path):
             proc.wait()
         srv.kill()
         srv.wait()
+
+
+def test_the_page_and_uplot_ship_inside_the_package():
+    """The page needs no network: its files are package data (pyproject), uPlot is the pinned
+    release with its MIT licence, and the page loads scripts and styles from the package only."""
+    import fnmatch
+    import re
+    import tomllib
+    from importlib import resources
+
+    static = resources.files("jaxbandits.dashboard").joinpath("static")
+    globs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"][
+        "jaxbandits.dashboard"]
+    for name in list(dashboard.STATIC) + ["index.html"]:
+        assert static.joinpath(name).is_file(), name
+        assert any(fnmatch.fnmatch(f"static/{name}", g) for g in globs), name
+    banner = "/*! https://github.com/leeoniya/uPlot (v1.6.32) */"
+    assert static.joinpath("uPlot.iife.min.js").read_text().startswith(banner)
+    assert static.joinpath("LICENSE.uPlot").read_text().startswith("The MIT License (MIT)")
+    page = static.joinpath("index.html").read_text()
+    srcs = re.findall(r'(?:src|href)="([^"]*)"', page)
+    assert srcs and all(s.startswith("dashboard/static/") or s == "data:," for s in srcs), srcs
+    assert "<script>" not in page and "http" not in page.replace("http-equiv", "")  # no inline script, no CDN
