@@ -1,5 +1,5 @@
 """Does the dashboard slow decisions? A real ``jaxbandits serve`` driven over HTTP by a simulated
-world (3 arms, conversion rates 0.05 / 0.04 / 0.03, geometric delays of mean 50 decisions, the
+world (3 arms, conversion rates 0.10 / 0.07 / 0.04, geometric delays of mean 20 decisions, the
 conversions posted back after every 10 decision requests), its decisions per second measured in
 alternating phases without and with a headless Chromium showing ``/dashboard`` (which polls
 ``/series`` and ``/estimates`` every second), ``--reps`` times each; the medians and every phase's
@@ -87,7 +87,7 @@ def drive(url, seconds, batch, rng, state):
         made += len(out["ids"])
         for i, a in zip(out["ids"], out["arms"]):
             if rng.random() < state["rate"][a]:
-                state["due"].setdefault(i + int(rng.geometric(1 / 51)) - 1, []).append(i)
+                state["due"].setdefault(i + int(rng.geometric(1 / 21)) - 1, []).append(i)
         k += len(out["ids"])
         if k >= 10:  # the tracker posts back at least every 10 decisions (delays stay honest)
             k = 0
@@ -155,8 +155,8 @@ def main(argv=None):
     tmp = Path(tempfile.mkdtemp())
     arms = ["banner-a", "banner-b", "banner-c"]
     cfg = {"arms": arms, "seed": 0, "max_batch": 1000,
-           "policy": {"name": "delay_model_ts", "window": 200, "refresh": 100},
-           "channel": {"kind": "conversions", "window": 200}}
+           "policy": {"name": "delay_model_ts", "window": 100, "refresh": 10},
+           "channel": {"kind": "conversions", "window": 100}}
     (tmp / "c.json").write_text(json.dumps(cfg))
     port = _port()
     url = f"http://127.0.0.1:{port}"
@@ -164,7 +164,7 @@ def main(argv=None):
     srv = subprocess.Popen([sys.executable, "-m", "jaxbandits.cli", "serve", str(tmp / "c.json"), "--db",
                             str(tmp / "s.db"), "--port", str(port)], env=env, stdout=subprocess.DEVNULL)
     rng = np.random.default_rng(0)
-    state = {"http": httpx.Client(timeout=60), "due": {}, "rate": dict(zip(arms, (0.05, 0.04, 0.03)))}
+    state = {"http": httpx.Client(timeout=60), "due": {}, "rate": dict(zip(arms, (0.10, 0.07, 0.04)))}
     page = None
     res = {"config": cfg, "seconds": a.seconds, "reps": a.reps, "cpus": os.cpu_count(),
            "load_start": os.getloadavg(), "phases": []}

@@ -188,13 +188,21 @@ def test_delay_model_ts_interval_is_its_laplace_posterior(tmp_path):
 
 # ----------------------------------------------------------------------------- the page, in a browser
 def _browser():
-    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
-        path = shutil.which(name)
-        if path:
-            return path
+    """Chromium's path; without it (or the websockets package) the test is skipped, or fails where
+    JAXBANDITS_REQUIRE_BROWSER is set (CI)."""
+    try:
+        import websockets  # noqa: F401
+    except ImportError:
+        missing = "the websockets package (pip install -e '.[test]')"
+    else:
+        for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+            path = shutil.which(name)
+            if path:
+                return path
+        missing = "chromium (Debian: apt-get install chromium; .ci/run installs it)"
     if os.environ.get("JAXBANDITS_REQUIRE_BROWSER"):
-        pytest.fail("JAXBANDITS_REQUIRE_BROWSER is set but no chromium is installed (.ci/run installs it)")
-    pytest.skip("no chromium installed (Debian: apt-get install chromium; .ci/run installs it)")
+        pytest.fail(f"JAXBANDITS_REQUIRE_BROWSER is set but {missing} is missing")
+    pytest.skip(f"no {missing}")
 
 
 def _free_port():
