@@ -372,7 +372,7 @@ def test_dashboard_in_headless_chromium(tmp_path):
         for domain in ("Runtime", "Log", "Page"):
             cdp.call(f"{domain}.enable")
         cdp.open(f"{url}/dashboard?token={R}&poll=300")
-        assert cdp.wait("Number(document.body.dataset.updates || 0) >= 3", timeout=60), (
+        assert cdp.wait("!!document.body && Number(document.body.dataset.updates || 0) >= 3", timeout=60), (
             cdp.errors(), cdp.eval(_FACTS))
         facts = cdp.eval(_FACTS)
         shot = base64.b64decode(cdp.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)["data"])
