@@ -432,3 +432,29 @@ def test_the_page_and_uplot_ship_inside_the_package():
     srcs = re.findall(r'(?:src|href)="([^"]*)"', page)
     assert srcs and all(s.startswith("dashboard/static/") or s == "data:," for s in srcs), srcs
     assert "<script>" not in page and "http" not in page.replace("http-equiv", "")  # no inline script, no CDN
+
+
+def test_posterior_of_each_delay_model_variant_before_any_data():
+    """``Policy.posterior`` of delay-model TS for each family, shared or per-arm laws, the oracle and
+    the Laplace engine: shapes [K], [K, W], [W]; before any refresh the mass matrix is the identity,
+    so the interval is sigmoid(+-1.96) around p = 1/2 exactly; the oracle's law is its fixed law
+    (exponential of mean 5 discretised: P(D = d) = exp(-d/5) - exp(-(d+1)/5))."""
+    import jax
+
+    from jaxbandits.policies import bayes
+    from jaxbandits.types import ProblemSpec
+
+    K, M = 3, 20
+    for kw in ({"model": "weibull"}, {"model": "lognormal", "per_arm_delay": True}, {"per_arm_delay": True},
+               {"fixed_delay": {"delay_mean": 5.0}}, {"model": "geometric", "engine": "laplace"}):
+        pol = bayes.delay_model_ts(window=M, **kw)
+        post = jax.jit(pol.posterior)(pol.init(ProblemSpec(n_arms=K, horizon=100), jax.random.key(0)))
+        assert [np.shape(x) for x in post] == [(K,), (K,), (K,), (K, M + 1), (M + 1,)], kw
+        np.testing.assert_allclose(post.rate, 0.5)
+        np.testing.assert_allclose(post.lo, 1 / (1 + math.exp(1.96)), rtol=1e-5)
+        np.testing.assert_allclose(post.hi, 1 / (1 + math.exp(-1.96)), rtol=1e-5)
+        pmf = np.asarray(post.delay_pmf)
+        assert np.all(pmf >= 0) and np.all(pmf.sum(1) <= 1 + 1e-6) and not np.any(post.seen_delays)
+        if "fixed_delay" in kw:
+            d = np.arange(M + 1)
+            np.testing.assert_allclose(pmf[0], np.exp(-d / 5) - np.exp(-(d + 1) / 5), rtol=1e-4, atol=1e-7)
