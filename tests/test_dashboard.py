@@ -458,3 +458,20 @@ def test_posterior_of_each_delay_model_variant_before_any_data():
         if "fixed_delay" in kw:
             d = np.arange(M + 1)
             np.testing.assert_allclose(pmf[0], np.exp(-d / 5) - np.exp(-(d + 1) / 5), rtol=1e-4, atol=1e-7)
+
+
+def test_a_failing_sample_does_not_fail_a_decision(tmp_path, caplog):
+    svc = serve.Service(_cfg(), tmp_path / "f.db")
+    try:
+        with TestClient(serve.create_app(svc)) as c:
+            mon = c.app.state.dashboard
+
+            def boom(now=None):
+                raise RuntimeError("planted")
+
+            mon.sample, mon._next = boom, 0.0
+            r = c.post("/decide", json={"n": 3})
+            assert r.status_code == 200 and r.json()["ids"] == [0, 1, 2]
+            assert svc.seq == 1 and "planted" in caplog.text and mon._next > time.time()
+    finally:
+        svc.close()

@@ -23,6 +23,7 @@ Everything here reads the service's own state (its learner and per-arm counters)
 
 import hmac
 import json
+import logging
 import math
 import os
 import time
@@ -113,6 +114,10 @@ class Monitor:
         now = self._clock()
         if now >= self._next:
             self.sample(now)
+
+    def defer(self):
+        """No sample before one period from now (after a failed one)."""
+        self._next = self._clock() + self.period
 
     # ------------------------------------------------------------------ the state now
     def _pending(self, t):
@@ -323,14 +328,19 @@ class _Gate:
         await self.app(scope, receive, send)
         if write:
             self.monitor.record(1e3 * (time.perf_counter() - t0))
-        self.monitor.maybe_sample()
+        try:
+            self.monitor.maybe_sample()
+        except Exception:  # the request is answered and logged: a failed sample must not fail the service
+            self.monitor.defer()
+            logging.getLogger(__name__).exception("dashboard: taking a sample failed (retried in %.0f s)",
+                                                  self.monitor.period)
 
 
 def install(app, service, read_token: Optional[str] = None, write_token: Optional[str] = None,
             capacity: int = 512, period: float = 1.0) -> Monitor:
     """Add the dashboard, its JSON endpoints and the access tokens to ``app`` (the FastAPI
-    application of ``service``); returns its :class:`Monitor` (one first sample taken: its
-    programs are compiled before the first request)."""
+    application of ``service``); returns its :class:`Monitor`, also ``app.state.dashboard`` (one
+    first sample taken: its programs are compiled before the first request)."""
     from fastapi import HTTPException
     from fastapi.responses import JSONResponse, Response
 
@@ -367,4 +377,5 @@ def install(app, service, read_token: Optional[str] = None, write_token: Optiona
         return {"config": service.config.to_json(), "policy": service.policy.name, "channel": str(service.channel)}
 
     app.add_middleware(_Gate, monitor=mon, read_token=read_token, write_token=write_token)
+    app.state.dashboard = mon
     return mon
