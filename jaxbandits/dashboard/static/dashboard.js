@@ -109,8 +109,11 @@
         { label: "rate", stroke: "#1d2330", paths: () => null, points: { show: true, size: 9, fill: "#1d2330" } },
         { label: "95% low", stroke: "#999", paths: () => null, points: { show: true, size: 4 } },
         { label: "95% high", stroke: "#999", paths: () => null, points: { show: true, size: 4 } }],
-      scales: { x: { time: false, range: [-0.5, arms.length - 0.5] }, y: { range: (u, lo, hi) => [0, Math.max(hi || 0, 0.01) * 1.1] } },
-      axes: [{ splits: () => xs, values: (u, vals) => vals.map((v) => (names[v] === undefined ? "" : short(names[v]))) },
+      scales: {
+        x: { time: false, range: [-0.5, arms.length - 0.5] },
+        y: { range: (u, lo, hi) => [0, Math.max(hi || 0, 0.01) * 1.1] },
+      },
+      axes: [{ splits: () => xs, values: (u, vals) => vals.map((v) => (v in names ? short(names[v]) : "")) },
         fit({ label: "rate" })],
       hooks: { draw: [bars] },
       legend: { live: false },
