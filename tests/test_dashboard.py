@@ -21,7 +21,7 @@ with __import__("warnings").catch_warnings():  # Starlette's note that it prefer
     __import__("warnings").simplefilter("ignore")
     from fastapi.testclient import TestClient  # noqa: E402
 
-from jaxbandits import dashboard, online, serve  # noqa: E402
+from jaxbandits import dashboard, serve  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 XSS = ["banner-a", "<script>alert(1)</script>", "<img src=x onerror=alert(2)>"]
@@ -475,3 +475,35 @@ def test_a_failing_sample_does_not_fail_a_decision(tmp_path, caplog):
             assert svc.seq == 1 and "planted" in caplog.text and mon._next > time.time()
     finally:
         svc.close()
+
+
+def test_endpoints_over_http_on_the_attributed_channel(tmp_path):
+    """``/estimates`` on the attributed channel: the rate is rewards over outcomes reported, with
+    Wilson's 95% interval, no delay law and no conversions expected; ``/series`` is the monitor's
+    series (one list per quantity, aligned on ``t``); ``/config`` is the config served."""
+    svc = serve.Service(_cfg(), tmp_path / "a.db")
+    try:
+        with TestClient(serve.create_app(svc)) as c:
+            out = c.post("/decide", json={"n": 30}).json()
+            rewards = [float(i % 3 == 0) for i in range(20)]
+            c.post("/feedback", json={"events": [{"id": i, "reward": r} for i, r in zip(out["ids"], rewards)]})
+            e = c.get("/estimates").json()
+            s = c.get("/series").json()
+            cfg = c.get("/config").json()
+    finally:
+        svc.close()
+    assert e["delay"] is None and e["expected_conversions"] is None and e["pending"] == 10
+    z = 1.959964
+    for a in e["arms"]:
+        got = [r for i, r in enumerate(rewards) if out["arms"][i] == a["name"]]
+        assert a["events"] == len(got) and a["decisions"] == out["arms"].count(a["name"])
+        if got:
+            n, p = len(got), sum(got) / len(got)
+            c_ = (p + z * z / (2 * n)) / (1 + z * z / n)
+            h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+            assert a["rate"] == pytest.approx(p) and (a["lo"], a["hi"]) == (pytest.approx(c_ - h), pytest.approx(c_ + h))
+            assert a["method"].startswith("wilson: rewards / outcomes")
+    n = len(s["t"])
+    assert n >= 1 and s["arms"] == ["a", "b", "c"] and all(len(v) == n for v in s["decisions"].values())
+    assert all(len(v) == n for v in s["counters"].values()) and len(s["latency_ms"]["p99"]) == n
+    assert cfg["config"] == svc.config.to_json() and cfg["policy"] == svc.policy.name
