@@ -15,7 +15,8 @@ FastAPI and uvicorn):
   fails validation, or whose commit fails, changes nothing (the state is an immutable pytree: the
   previous one is kept until the commit succeeds).
 * :func:`create_app`: the FastAPI application: ``POST /decide``, ``POST /feedback``,
-  ``POST /advance``, ``GET /stats``, ``GET /health``. A bad request gets a 4xx and one
+  ``POST /advance``, ``GET /stats``, ``GET /health``, and the dashboard (``GET /dashboard``,
+  ``/series``, ``/estimates``, ``/config``: :mod:`jaxbandits.dashboard`). A bad request gets a 4xx and one
   ``{"error": "..."}`` message naming the field.
 """
 
@@ -33,7 +34,7 @@ import numpy as np
 from . import _validate as V
 
 __all__ = ["ServeConfig", "Service", "BadRequest", "load_config", "create_app", "replay_events", "POLICIES",
-           "DELAY_LAWS", "DB_FORMAT", "DB_FORMAT_VERSION"]
+           "DELAY_LAWS", "DB_FORMAT", "DB_FORMAT_VERSION", "delay_law"]
 
 DB_FORMAT = "jaxbandits.serve"
 DB_FORMAT_VERSION = 1
@@ -151,7 +152,7 @@ class ServeConfig:
         return _BUILT[key] + (self._clock(),)
 
     def _build(self):
-        from . import channels, delays
+        from . import channels
 
         ch = (channels.conversions(window=int(self.channel["window"])) if self.channel["kind"] == "conversions"
               else channels.attributed())
@@ -164,14 +165,7 @@ class ServeConfig:
             raise ValueError(f"config table 'policy' has unknown key(s) {sorted(unknown)} for {name} (allowed: "
                              f"{sorted(p for p in sig.parameters)})")
         if isinstance(params.get("delay"), dict):
-            d = dict(params["delay"])
-            law = d.pop("law", None)
-            if law not in DELAY_LAWS:
-                raise ValueError(f"config key 'policy.delay.law' must be one of {list(DELAY_LAWS)}, got {law!r}")
-            try:
-                params["delay"] = getattr(delays, law)(**d)
-            except TypeError as e:
-                raise ValueError(f"config table 'policy.delay' ({law}): {e}") from None
+            params["delay"] = delay_law(params["delay"])
         try:
             pol = make(**params)
         except TypeError as e:
@@ -180,6 +174,20 @@ class ServeConfig:
 
 
 _BUILT: Dict[str, Any] = {}
+
+
+def delay_law(table: dict):
+    """The :mod:`jaxbandits.delays` law of a config's ``delay`` table (``{"law": "geometric", "mean": 20.0}``)."""
+    from . import delays
+
+    d = dict(table)
+    law = d.pop("law", None)
+    if law not in DELAY_LAWS:
+        raise ValueError(f"config key 'policy.delay.law' must be one of {list(DELAY_LAWS)}, got {law!r}")
+    try:
+        return getattr(delays, law)(**d)
+    except TypeError as e:
+        raise ValueError(f"config table 'policy.delay' ({law}): {e}") from None
 
 
 def load_config(path=None, **overrides) -> ServeConfig:
@@ -538,8 +546,9 @@ def replay_events(config: ServeConfig, rows):
 
 
 # ----------------------------------------------------------------------------- HTTP
-def create_app(service: Service):
-    """The FastAPI application of ``service`` (requests are served one at a time)."""
+def create_app(service: Service, read_token: Optional[str] = None, write_token: Optional[str] = None):
+    """The FastAPI application of ``service`` (requests are served one at a time), with the
+    dashboard and the optional access tokens (:mod:`jaxbandits.dashboard`)."""
     from fastapi import FastAPI, Request
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse
@@ -616,6 +625,9 @@ def create_app(service: Service):
     async def health():
         return {"ok": True, "log_seq": service.seq}
 
+    from .dashboard import install
+
+    install(app, service, read_token=read_token, write_token=write_token)
     return app
 
 
@@ -662,8 +674,11 @@ def run(config: ServeConfig, db: str, host: str = "127.0.0.1", port: int = 8000,
         import uvicorn
     except ImportError:
         raise ImportError("jaxbandits serve needs FastAPI and uvicorn: pip install 'jaxbandits[serve]'") from None
+    from .dashboard import tokens_from_env
+
+    read_token, write_token = tokens_from_env()  # checked before anything compiles
     service = Service(config, db)
-    app = create_app(service)
+    app = create_app(service, read_token, write_token)
     print(f"jaxbandits serve: {service.policy.name} on {service.channel}, {len(config.arms)} arms, db {db} "
           f"(recovered {service.seq} logged requests, {service.recovered_events} replayed), http://{host}:{port}",
           flush=True)
