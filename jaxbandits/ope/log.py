@@ -177,8 +177,9 @@ def read_serve_db(path) -> DecisionLog:
             r = b.get("round")
             if r is None:
                 continue
-            for i, c in zip(b["ids"], b.get("codes", [])):
-                if c == "accepted":
+            rewards = b.get("rewards") or [1.0] * len(b["ids"])  # conversions channel: each event is one
+            for i, c, rw in zip(b["ids"], b.get("codes", []), rewards):
+                if c == "accepted" and rw > 0:  # a conversion (attributed channels: a positive reward)
                     conv_id.append(i)
                     conv_round.append(r)
             last = max(last, r)
