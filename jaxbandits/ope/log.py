@@ -78,7 +78,7 @@ def _with_propensity(log, propensity, probs, samples, name_row, col) -> Decision
         i = int(np.argmax(bad))
         more = int(bad.sum()) - 1
         raise ValueError(f"{name_row(i)}, column {col!r}: the logging propensity of arm {log.arm_labels[log.arm[i]]!r} "
-                         f"must lie in (0, 1], got {p[i]!r}" + (f" (and {more} more row(s))" if more else "")
+                         f"must lie in (0, 1], got {float(p[i])!r}" + (f" (and {more} more row(s))" if more else "")
                          + ": a decision its policy gave probability 0 cannot be weighted (off-policy estimates "
                            "need every logged decision's probability)")
     q = None
