@@ -241,3 +241,28 @@ def test_serving_database_is_read_and_version_1_is_upgraded(tmp_path):
     con.close()
     with pytest.raises(ValueError, match="format version 2"):
         ope.load(db)
+
+
+# ----------------------------------------------------------------------------- the command
+def test_evaluate_command_writes_table_summary_and_plot(tmp_path, capsys):
+    import json
+
+    from jaxbandits.cli import main
+
+    p = tmp_path / "log.csv"
+    p.write_text("arm,play_time,conversion_time,cutoff,propensity\n"
+                 + "".join(f"{'xy'[a]},{t},{'' if np.isnan(c) else c},100,{q}\n"
+                           for a, t, c, q in zip(ARM, TIME, CONV, PROP)))
+    out = tmp_path / "res"
+    rc = main(["evaluate", str(p), "--policy", "probs:0.2,0.8", "--delay", "geometric:mean=0.5", "--window", "20",
+               "--out", str(out)])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "| probs:0.2,0.8 | ips (delay-aware) |" in text and "ESS" in text
+    s = json.loads((out / "summary.json").read_text())
+    ests = {e["name"]: e for e in s["targets"]["probs:0.2,0.8"]["estimates"]}
+    assert ests["ips (delay-ignorant)"]["value"] == pytest.approx((0.4 + 32 / 15) / 6)
+    assert (out / "evaluate.png").stat().st_size > 0
+    rc = main(["evaluate", str(p), "--policy", "arm:z", "--out", str(tmp_path / "r2")])
+    assert rc == 2
+    assert "unknown arm 'z'; the log's arms are ['x', 'y']" in capsys.readouterr().err

@@ -145,7 +145,7 @@ def replay(log: DecisionLog, policy: Policy, channel, key=0, *, window=None, del
     if W > 2**24:
         raise ValueError(f"replay: outcomes arrive up to {W} rows after their decision: too many for the pending ring")
     W = 1 << max(W - 1, 0).bit_length()  # few compilations
-    spec = ProblemSpec(log.n_arms, NEVER - 1, None, fb)
+    spec = ProblemSpec(log.n_arms, N, None, fb)  # the horizon: the log's rows (policies may size tables by it)
     yf = y_all.astype(np.float32)
     if delay is not None:
         G = seen_probability(log, delay, window)[order]
