@@ -107,7 +107,9 @@ def test_delay_aware_unbiased_and_nominal_coverage_500(law):
         v = vals[f"{est} (delay-aware)"]
         assert abs(v.mean() - truth) < 4 * v.std(ddof=1) / math.sqrt(v.size), est
         assert 0.92 <= cov[f"{est} (delay-aware)"] <= 0.975, (est, cov)
-        assert cov[f"{est} (delay-ignorant)"] < 0.9, (est, cov)
+        vi = vals[f"{est} (delay-ignorant)"]
+        assert vi.mean() + 4 * vi.std(ddof=1) / math.sqrt(vi.size) < truth, est  # biased low
+        assert cov[f"{est} (delay-ignorant)"] < cov[f"{est} (delay-aware)"] - 0.03, (est, cov)
 
 
 def test_posterior_draws_carry_the_delay_models_uncertainty():

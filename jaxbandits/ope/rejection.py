@@ -50,7 +50,7 @@ def _rows_of(times, at):
 
 
 @partial(jax.jit, static_argnames=("policy", "spec", "W"))
-def _scan(policy, spec, W, key, arm, u_ok, deliv, reward, yt, y):
+def _scan(policy, spec, W, key, arm, u_ok, deliv, reward):
     k_init = jax.random.fold_in(key, 0)
     k_act = jax.random.fold_in(key, 1)
     k_acc = jax.random.fold_in(key, 2)
@@ -67,8 +67,8 @@ def _scan(policy, spec, W, key, arm, u_ok, deliv, reward, yt, y):
     coins = jax.random.uniform(k_acc, arm.shape) < u_ok  # the acceptance coins, drawn at once
 
     def step(c, x):
-        st, ring, s1, s2, n, s1i, s2i = c
-        j, a_log, coin, dv, r, ytj, yj = x
+        st, ring = c
+        j, a_log, coin, dv, r = x
         a, memo = policy.act(st, Context(j, None, None, jnp.int32(-1)), M.fold_in(k_act, j))
         acc = (a == a_log) & coin
         hold = jnp.asarray(memo.hold, _I) if policy.memo_hold else jnp.asarray(0, _I)
@@ -81,14 +81,11 @@ def _scan(policy, spec, W, key, arm, u_ok, deliv, reward, yt, y):
         ring = ring.at[j % W].set(0.0)
         memo_c = jax.tree.map(lambda m: jnp.where(acc, m, jnp.zeros_like(m)), memo)
         st = policy.update(st, Arrivals(j, jnp.where(acc, a, -1).astype(_I), memo_c, got, None))
-        f = acc.astype(_F)
-        return (st, ring, s1 + f * ytj, s2 + f * ytj * ytj, n + f, s1i + f * yj, s2i + f * yj * yj), acc
+        return (st, ring), acc
 
-    z = jnp.zeros((), _F)
     j = jnp.arange(arm.shape[0], dtype=_I)
-    (_, _, s1, s2, n, s1i, s2i), acc = jax.lax.scan(step, (st, ring, z, z, z, z, z),
-                                                    (j, arm, coins, deliv, reward, yt, y), unroll=UNROLL)
-    return s1, s2, n, s1i, s2i, acc
+    _, acc = jax.lax.scan(step, (st, ring), (j, arm, coins, deliv, reward), unroll=UNROLL)
+    return acc
 
 
 def replay(log: DecisionLog, policy: Policy, channel, key=0, *, window=None, delay=None, level: float = 0.95,
@@ -154,28 +151,23 @@ def replay(log: DecisionLog, policy: Policy, channel, key=0, *, window=None, del
     else:
         keep = np.ones(N, bool)
         yt = yf
-    s1, s2, n, s1i, s2i, acc = _scan(policy, spec, W, key, jnp.asarray(arm, _I), jnp.asarray(u_ok),
-                                     jnp.asarray(np.minimum(deliv, NEVER), _I), jnp.asarray(yf, _F),
-                                     jnp.asarray(yt, _F), jnp.asarray(yf, _F))
-    acc = np.asarray(acc)
+    acc = np.asarray(_scan(policy, spec, W, key, jnp.asarray(arm, _I), jnp.asarray(u_ok),
+                           jnp.asarray(np.minimum(deliv, NEVER), _I), jnp.asarray(yf, _F)))
     z = statistics.NormalDist().inv_cdf(0.5 + level / 2)
     out = []
 
-    def est(aware, s1, s2, n):
-        n = float(n)
+    def est(aware, vals):
+        n = float(vals.size)
         if n < 2:
             raise ValueError(f"replay accepted {int(n)} of {N} rows: too few for an estimate (the target rarely "
                              "agrees with the logged arms)")
-        m = float(s1) / n
-        var = max(float(s2) / n - m * m, 0.0) * n / (n - 1)
-        se = math.sqrt(var / n)
+        m = float(vals.mean())
+        se = math.sqrt(float(vals.var(ddof=1)) / n)
         return Estimate("replay", aware, m, m - z * se, m + z * se, se, n, int(n))
 
     if delay is not None:
         # the aware mean counts only accepted rows old enough (G >= min_seen)
-        na = float(np.sum(acc & keep))
-        ytk = np.asarray(yt, np.float64)[acc & keep]
-        out.append(est(True, ytk.sum(), (ytk ** 2).sum(), na))
-    out.append(est(False, s1i, s2i, n))
+        out.append(est(True, np.asarray(yt, np.float64)[acc & keep]))
+    out.append(est(False, yf.astype(np.float64)[acc]))
     res = ReplayResult((tuple(out), acc[np.argsort(order)]))
     return res
