@@ -267,6 +267,24 @@ def test_evaluate_command_writes_table_summary_and_plot(tmp_path, capsys):
     ests = {e["name"]: e for e in s["targets"]["probs:0.2,0.8"]["estimates"]}
     assert ests["ips (delay-ignorant)"]["value"] == pytest.approx((0.4 + 32 / 15) / 6)
     assert (out / "evaluate.png").stat().st_size > 0
+    # a fitted delay model (a jaxbandits fit folder's posterior.nc): the interval carries its draws
+    import arviz as az
+
+    idata = az.from_dict(posterior={"delay_mean": np.array([[0.5, 1.0, 3.0, 6.0]])})
+    idata.posterior.attrs["model"] = "exponential"
+    fit = tmp_path / "fit"
+    fit.mkdir()
+    idata.to_netcdf(str(fit / "posterior.nc"))
+    p.write_text("arm,play_time,conversion_time,cutoff,propensity\n"
+                 + "".join(f"{'xy'[a]},{t},{'' if np.isnan(c) else c},6,{q}\n"
+                           for a, t, c, q in zip(ARM, TIME, CONV, PROP)))
+    rc = main(["evaluate", str(p), "--policy", "arm:y", "--window", "20", "--delay-model", str(fit), "--draws", "4",
+               "--out", str(tmp_path / "r3")])
+    assert rc == 0
+    s = json.loads((tmp_path / "r3" / "summary.json").read_text())
+    aware = {e["estimator"]: e for e in s["targets"]["arm:y"]["estimates"] if e["aware"]}
+    assert s["settings"]["draws"] == 4 and aware["ips"]["se_delay"] > 0
+    capsys.readouterr()
     rc = main(["evaluate", str(p), "--policy", "arm:z", "--out", str(tmp_path / "r2")])
     assert rc == 2
     assert "unknown arm 'z'; the log's arms are ['x', 'y']" in capsys.readouterr().err
