@@ -75,10 +75,12 @@ def _scan(policy, spec, W, key, arm, u_ok, deliv, reward):
         due = jnp.maximum(dv, j + hold)
         pl = jnp.asarray(policy.payload(memo, r, (dv - j).astype(_I)), _F)
         go = acc & (dv < NEVER)
+        # the ring's rows by dynamic slices (updated in place; a scatter would copy the ring each row)
         sl = due % W
-        ring = ring.at[sl].add(jnp.where(go, pl, 0.0))
-        got = ring[j % W]
-        ring = ring.at[j % W].set(0.0)
+        row = jax.lax.dynamic_slice_in_dim(ring, sl, 1, 0)
+        ring = jax.lax.dynamic_update_slice_in_dim(ring, row + jnp.where(go, pl, 0.0)[None], sl, 0)
+        got = jax.lax.dynamic_slice_in_dim(ring, j % W, 1, 0)[0]
+        ring = jax.lax.dynamic_update_slice_in_dim(ring, jnp.zeros_like(got)[None], j % W, 0)
         memo_c = jax.tree.map(lambda m: jnp.where(acc, m, jnp.zeros_like(m)), memo)
         st = policy.update(st, Arrivals(j, jnp.where(acc, a, -1).astype(_I), memo_c, got, None))
         return (st, ring), acc
