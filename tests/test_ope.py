@@ -288,3 +288,21 @@ def test_evaluate_command_writes_table_summary_and_plot(tmp_path, capsys):
     rc = main(["evaluate", str(p), "--policy", "arm:z", "--out", str(tmp_path / "r2")])
     assert rc == 2
     assert "unknown arm 'z'; the log's arms are ['x', 'y']" in capsys.readouterr().err
+
+
+def test_target_as_a_function_of_contexts():
+    ctx = np.arange(12, dtype=np.float32).reshape(6, 2)
+    log = ope.decision_log(ARM, TIME, PROP, CONV, 100.0, n_arms=2, context=ctx)
+    seen = []
+
+    def target(c):
+        seen.append(c)
+        return np.tile(TARGET, (c.shape[0], 1))
+
+    rep = ope.evaluate(log, target)
+    assert seen[0] is log.context
+    assert rep.get("dr", False).value == pytest.approx(ope.evaluate(_hand_log(), TARGET).get("dr", False).value)
+    with pytest.raises(ValueError, match="the log has none"):
+        ope.evaluate(_hand_log(), target)
+    with pytest.raises(ValueError, match=r"context must have shape \(6, d\) or \(6, 2, d\)"):
+        ope.decision_log(ARM, TIME, PROP, CONV, 100.0, n_arms=2, context=np.zeros((5, 2)))

@@ -89,8 +89,14 @@ class Report:
 # ----------------------------------------------------------------------------- inputs
 def target_probs(target, log: DecisionLog) -> np.ndarray:
     """The target policy's law as ``f64[K]`` (the same for every decision) or ``f64[N, K]`` (one row
-    per decision, e.g. computed from each decision's context). Checked: finite, >= 0, rows sum to 1."""
+    per decision), or a function of the log's contexts returning ``[N, K]`` (``target(log.context)``).
+    Checked: finite, >= 0, rows sum to 1."""
     K, N = log.n_arms, len(log)
+    if callable(target):
+        if log.context is None:
+            raise ValueError("target is a function of the contexts, but the log has none (give context= to "
+                             "decision_log)")
+        target = target(log.context)
     pi = np.asarray(target, np.float64)
     if pi.shape not in ((K,), (N, K)):
         raise ValueError(f"target must be the target policy's probabilities of the {K} arms, shape ({K},) or "

@@ -36,6 +36,9 @@ class DecisionLog:
     #: Monte Carlo sample size of Monte Carlo propensities (0: exact; None: not stated)
     propensity_samples: Optional[int] = None
     time_unit: Optional[str] = None
+    #: f32[N, d] or f32[N, K, d] (per-arm features, as the linear worlds' contexts): what the
+    #: decision saw, for targets that depend on it (a callable target, or a contextual policy in replay)
+    context: Optional[np.ndarray] = None
 
     def __len__(self):
         return int(self.arm.shape[0])
@@ -57,15 +60,25 @@ class DecisionLog:
 
 
 def decision_log(arm, time, propensity, conversion_time, end, *, n_arms=None, arms=None, probs=None,
-                 propensity_samples=None) -> DecisionLog:
+                 propensity_samples=None, context=None) -> DecisionLog:
     """Validate a log given as arrays. ``arm``/``time``/``conversion_time``/``end`` (and ``n_arms``,
     ``arms``) as in :func:`jaxbandits.bayes.conversion_log` (whose checks and errors they get);
     ``propensity``: f[N], each in (0, 1]; ``probs``: f[N, K] (optional) the logging law of each
-    decision (rows summing to 1, ``probs[i, arm[i]] == propensity[i]``)."""
+    decision (rows summing to 1, ``probs[i, arm[i]] == propensity[i]``); ``context``: f[N, d] or
+    f[N, K, d], what each decision saw."""
     from ..bayes.logs import conversion_log
 
     log = conversion_log(arm, time, conversion_time, end, n_arms=n_arms, arms=arms)
-    return _with_propensity(log, propensity, probs, propensity_samples, lambda i: f"row {i}", PROPENSITY_COLUMN)
+    out = _with_propensity(log, propensity, probs, propensity_samples, lambda i: f"row {i}", PROPENSITY_COLUMN)
+    if context is not None:
+        c = np.asarray(context, np.float32)
+        if c.ndim not in (2, 3) or c.shape[0] != len(out) or (c.ndim == 3 and c.shape[1] != out.n_arms):
+            raise ValueError(f"context must have shape ({len(out)}, d) or ({len(out)}, {out.n_arms}, d), got {c.shape}")
+        if not np.isfinite(c).all():
+            i = int(np.argwhere(~np.isfinite(c))[0][0])
+            raise ValueError(f"row {i}: context must be finite")
+        out = dataclasses.replace(out, context=c)
+    return out
 
 
 def _with_propensity(log, propensity, probs, samples, name_row, col) -> DecisionLog:

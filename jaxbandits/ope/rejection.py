@@ -15,7 +15,8 @@ interval over the accepted rows.
 
 Validity: the logging law must be known (propensities) and give every arm positive probability;
 the target's rounds are the log's rows (its round counter and any window it takes are in rows);
-policies with reveal windows are not supported.
+policies with reveal windows are not supported. A log with per-arm features (``context`` of shape
+``[N, K, d]``) shows them to the target at each row (contextual policies: LinUCB, LinTS).
 """
 from __future__ import annotations
 
@@ -50,12 +51,12 @@ def _rows_of(times, at):
 
 
 @partial(jax.jit, static_argnames=("policy", "spec", "W"))
-def _scan(policy, spec, W, key, arm, u_ok, deliv, reward):
+def _scan(policy, spec, W, key, arm, u_ok, deliv, reward, feats):
     k_init = jax.random.fold_in(key, 0)
     k_act = jax.random.fold_in(key, 1)
     k_acc = jax.random.fold_in(key, 2)
     st = policy.init(spec, k_init)
-    ctx0 = Context(jnp.int32(0), None, None, jnp.int32(-1))
+    ctx0 = Context(jnp.int32(0), None if feats is None else feats[0], None, jnp.int32(-1))
     _, memo0 = jax.eval_shape(lambda s: policy.act(s, ctx0, k_act), st)
     if spec.feedback.attributed:
         P = jax.eval_shape(lambda m: policy.payload(m, jnp.float32(1), jnp.int32(0)),
@@ -68,8 +69,8 @@ def _scan(policy, spec, W, key, arm, u_ok, deliv, reward):
 
     def step(c, x):
         st, ring = c
-        j, a_log, coin, dv, r = x
-        a, memo = policy.act(st, Context(j, None, None, jnp.int32(-1)), M.fold_in(k_act, j))
+        j, a_log, coin, dv, r, f = x
+        a, memo = policy.act(st, Context(j, f, None, jnp.int32(-1)), M.fold_in(k_act, j))
         acc = (a == a_log) & coin
         hold = jnp.asarray(memo.hold, _I) if policy.memo_hold else jnp.asarray(0, _I)
         due = jnp.maximum(dv, j + hold)
@@ -86,7 +87,7 @@ def _scan(policy, spec, W, key, arm, u_ok, deliv, reward):
         return (st, ring), acc
 
     j = jnp.arange(arm.shape[0], dtype=_I)
-    _, acc = jax.lax.scan(step, (st, ring), (j, arm, coins, deliv, reward), unroll=UNROLL)
+    _, acc = jax.lax.scan(step, (st, ring), (j, arm, coins, deliv, reward, feats), unroll=UNROLL)
     return acc
 
 
@@ -144,7 +145,11 @@ def replay(log: DecisionLog, policy: Policy, channel, key=0, *, window=None, del
     if W > 2**24:
         raise ValueError(f"replay: outcomes arrive up to {W} rows after their decision: too many for the pending ring")
     W = 1 << max(W - 1, 0).bit_length()  # few compilations
-    spec = ProblemSpec(log.n_arms, N, None, fb)  # the horizon: the log's rows (policies may size tables by it)
+    feats = None
+    if log.context is not None and log.context.ndim == 3:  # per-arm features: contextual policies see them
+        feats = jnp.asarray(log.context[order], _F)
+    dim = None if feats is None else int(feats.shape[2])
+    spec = ProblemSpec(log.n_arms, N, dim, fb)  # the horizon: the log's rows (policies may size tables by it)
     yf = y_all.astype(np.float32)
     if delay is not None:
         G = seen_probability(log, delay, window)[order]
@@ -154,7 +159,7 @@ def replay(log: DecisionLog, policy: Policy, channel, key=0, *, window=None, del
         keep = np.ones(N, bool)
         yt = yf
     acc = np.asarray(_scan(policy, spec, W, key, jnp.asarray(arm, _I), jnp.asarray(u_ok),
-                           jnp.asarray(np.minimum(deliv, NEVER), _I), jnp.asarray(yf, _F)))
+                           jnp.asarray(np.minimum(deliv, NEVER), _I), jnp.asarray(yf, _F), feats))
     z = statistics.NormalDist().inv_cdf(0.5 + level / 2)
     out = []
 
