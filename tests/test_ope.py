@@ -3,7 +3,6 @@ delay-aware unbiasedness and interval coverage on simulated logs with a known va
 delay-ignorant bias, replay, logging (propensities, exploration floor, the serving database) and
 the errors."""
 import math
-import os
 
 import numpy as np
 import pytest

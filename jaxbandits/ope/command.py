@@ -6,11 +6,11 @@ from __future__ import annotations
 import inspect
 import json
 import os
-from typing import List, Optional
+from typing import List
 
 import numpy as np
 
-from .estimators import ESTIMATORS, Report, evaluate
+from .estimators import ESTIMATORS, evaluate
 from .log import DecisionLog
 
 __all__ = ["parse_policy", "parse_delay", "delay_from_fit", "run_evaluate", "STATIC_FORMS"]
@@ -120,18 +120,20 @@ def parse_policy(spec: str, log: DecisionLog, delay=None) -> Target:
 
 def run_evaluate(log: DecisionLog, specs: List[str], *, window=None, delay=None, delay_draws=None, level=0.95,
                  min_seen=0.05, seed=0) -> dict:
-    """Evaluate every target of ``specs``: ``{label: [Estimate, ...]}`` and the reports."""
+    """Evaluate every target of ``specs``: ``{label: {"estimates": [Estimate, ...], ...}}``.
+    ``delay``: the law (replay, a policy's ``delay`` parameter, and the estimators unless
+    ``delay_draws`` are given: then the estimators run over the draws)."""
     from .rejection import replay
 
     if not specs:
         raise ValueError(f"give at least one --policy: {STATIC_FORMS}, or a library policy such as classic.ucb1")
-    point = delay if delay is not None else None
+    point = delay
     out = {}
     for spec in specs:
         t = parse_policy(spec, log, point)
         if t.probs is not None:
-            rep = evaluate(log, t.probs, window=window, delay=delay, delay_draws=delay_draws, level=level,
-                           min_seen=min_seen, estimators=ESTIMATORS)
+            rep = evaluate(log, t.probs, window=window, delay=None if delay_draws else delay, delay_draws=delay_draws,
+                           level=level, min_seen=min_seen, estimators=ESTIMATORS)
             out[t.label] = {"kind": "fixed law", "target": t.probs.tolist(), "report": rep,
                             "estimates": list(rep.estimates)}
         else:
@@ -213,7 +215,7 @@ def main(a) -> int:
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        res = run_evaluate(log, a.policy, window=a.window, delay=None if draws else delay, delay_draws=draws,
+        res = run_evaluate(log, a.policy, window=a.window, delay=delay, delay_draws=draws,
                            level=a.level, min_seen=a.min_seen, seed=a.seed)
     notes = sorted({str(w.message) for w in caught})
     text = table(res, a.level)

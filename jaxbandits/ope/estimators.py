@@ -202,7 +202,7 @@ def _snips(R: _Rows):
     return v, se, _ess(R.w)
 
 
-def _arm_rates(R: _Rows, labels):
+def _arm_rates(R: _Rows):
     """Per-arm rate ``sum y / sum G`` (``G = 1``: the mean) and its delta-method variance."""
     n = np.bincount(R.arm, minlength=R.K).astype(np.float64)
     G = np.ones(R.n) if R.G is None else R.G
@@ -215,8 +215,8 @@ def _arm_rates(R: _Rows, labels):
     return r, var, n
 
 
-def _dm(R: _Rows, pibar, labels):
-    r, var, n = _arm_rates(R, labels)
+def _dm(R: _Rows, pibar):
+    r, var, n = _arm_rates(R)
     need = pibar > 0
     v = float(np.dot(pibar, r))
     se = float(math.sqrt(np.dot(pibar[need] ** 2, var[need])))
@@ -243,7 +243,7 @@ def _one(log, pi, y, G, keep, which):
         if miss:
             raise ValueError(f"the direct method needs decisions of arm {log.label(miss[0])} old enough to show "
                              "conversions (none is left after dropping the too-recent ones)")
-        v, se, ess, r = _dm(R, pibar, log.arm_labels)
+        v, se, ess, r = _dm(R, pibar)
         if "dm" in which:
             out["dm"] = (v, se, ess)
         if "dr" in which:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import math
 import statistics
 from functools import partial
-from typing import Optional
 
 import jax
 import jax.numpy as jnp
