@@ -29,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import mathlib as M
+from .. import ring as R
 from ..types import NEVER, Arrivals, Context, Policy, ProblemSpec
 from .estimators import Estimate, seen_probability
 from .log import DecisionLog
@@ -36,7 +37,6 @@ from .log import DecisionLog
 __all__ = ["replay", "ReplayResult"]
 
 _F, _I = jnp.float32, jnp.int32
-UNROLL = 8  # rows per loop iteration of the scan (XLA:CPU's per-iteration cost dominates small policies)
 
 
 class ReplayResult(tuple):
@@ -75,18 +75,18 @@ def _scan(policy, spec, W, key, arm, u_ok, deliv, reward, feats):
         due = jnp.maximum(dv, j + hold)
         pl = jnp.asarray(policy.payload(memo, r, (dv - j).astype(_I)), _F)
         go = acc & (dv < NEVER)
-        # the ring's rows by dynamic slices (updated in place; a scatter would copy the ring each row)
-        sl = due % W
-        row = jax.lax.dynamic_slice_in_dim(ring, sl, 1, 0)
-        ring = jax.lax.dynamic_update_slice_in_dim(ring, row + jnp.where(go, pl, 0.0)[None], sl, 0)
-        got = jax.lax.dynamic_slice_in_dim(ring, j % W, 1, 0)[0]
-        ring = jax.lax.dynamic_update_slice_in_dim(ring, jnp.zeros_like(got)[None], j % W, 0)
+        # the library's ring, writes first (clear the slot read last row, add this row's outcome),
+        # then the read: XLA:CPU then updates it in place
+        ring = R.clear(ring, j - 1)
+        ring = R.add(ring, due, pl, ok=go)
+        got = R.get(ring, j)
         memo_c = jax.tree.map(lambda m: jnp.where(acc, m, jnp.zeros_like(m)), memo)
         st = policy.update(st, Arrivals(j, jnp.where(acc, a, -1).astype(_I), memo_c, got, None))
         return (st, ring), acc
 
     j = jnp.arange(arm.shape[0], dtype=_I)
-    _, acc = jax.lax.scan(step, (st, ring), (j, arm, coins, deliv, reward, feats), unroll=UNROLL)
+    _, acc = jax.lax.scan(step, (st, ring), (j, arm, coins, deliv, reward, feats))  # not unrolled: an unrolled
+    # body reads the ring before the next row's writes, and XLA:CPU then copies it every row
     return acc
 
 
