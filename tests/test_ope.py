@@ -305,3 +305,29 @@ def test_target_as_a_function_of_contexts():
         ope.evaluate(_hand_log(), target)
     with pytest.raises(ValueError, match=r"context must have shape \(6, d\) or \(6, 2, d\)"):
         ope.decision_log(ARM, TIME, PROP, CONV, 100.0, n_arms=2, context=np.zeros((5, 2)))
+
+
+@pytest.mark.parametrize("call, pattern", [
+    (lambda log: ope.evaluate(log, TARGET, window=-1), r"window must be a number >= 0"),
+    (lambda log: ope.evaluate(log, TARGET, min_seen=0), r"min_seen must lie in \(0, 1\]"),
+    (lambda log: ope.evaluate(log, TARGET, level=1.0), r"level must lie in \(0, 1\)"),
+    (lambda log: ope.evaluate(log, TARGET, estimators=("ipw",)), r"estimators must be a non-empty subset"),
+    (lambda log: ope.evaluate(log, [0.5, 0.6]), r"target: probabilities must sum to 1"),
+    (lambda log: ope.evaluate(log, [1.0]), r"target must be the target policy's probabilities of the 2 arms"),
+    (lambda log: ope.evaluate(log, TARGET, delay=D.geometric(0.5), delay_draws=[D.geometric(0.5)] * 2),
+     r"give delay \(one law\) or delay_draws"),
+])
+def test_bad_arguments_are_named(call, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        call(_hand_log())
+
+
+def test_bad_exploration_floor_is_named():
+    from jaxbandits import serve
+    from jaxbandits.policies import classic
+    from jaxbandits.policies.explore import explore
+
+    with pytest.raises(ValueError, match=r"eps must lie in \[0.0, 1.0\]"):
+        explore(classic.ucb1(), 1.5)
+    with pytest.raises(ValueError, match=r"config key 'policy.explore' must be a number in \[0, 1\]"):
+        serve.load_config(None, arms=["a", "b"], policy={"name": "ucb1", "explore": 2}, channel={"kind": "attributed"})
