@@ -166,16 +166,22 @@ def test_replay_of_a_fixed_target_is_unbiased_and_of_an_adaptive_one_runs():
     rates = [0.3, 0.5]
     log = ope.simulate_log(1, 20_000, rates, law, [0.7, 0.3], span=4000)
     m = 30
-    truth = ope.true_value([0.0, 1.0], rates, law, m)
-    # "always arm 1" as a policy: uniform_random on a single-arm mask is not a library policy; a
-    # deterministic UCB that has learnt nothing is not fixed either, so use a delayed UCB's limit:
-    # an adaptive target, whose value approaches the best arm's
+    # a fixed law as a library policy (uniform_random): rejection sampling with the logging law
+    # (0.7, 0.3) accepts rows with probability 0.3 / propensity, so the accepted rows are a
+    # uniform-logging sample and the estimate is unbiased for the uniform law's value
+    truth = ope.true_value([0.5, 0.5], rates, law, m)
+    (aware, ign), acc = ope.replay(log, classic.uniform_random(), C.attributed(), 2, window=m, delay=law)
+    assert abs(aware.value - truth) < 4 * aware.se, (aware, truth)
+    assert ign.value < aware.value  # the ignorant replay counts pending conversions as failures
+    # accepted: a row of arm a agrees with the target w.p. 1/2 and passes the coin w.p. 0.3/mu_a:
+    # 0.7 * 0.5 * 0.3/0.7 + 0.3 * 0.5 * 1 = 0.3 of the rows
+    assert abs(acc.sum() - 0.3 * len(log)) < 5 * math.sqrt(len(log) * 0.3 * 0.7)
+    # an adaptive target: delayed UCB, whose value approaches the best arm's
+    best = ope.true_value([0.0, 1.0], rates, law, m)
     (aware, ign), acc = ope.replay(log, PC.delayed_ucb(law), C.conversions(), 0, window=m, delay=law)
     assert aware.aware and not ign.aware
     assert acc.shape == (len(log),) and 0 < acc.sum() < len(log)
-    assert abs(aware.value - truth) < 0.03
-    assert ign.value < aware.value  # the ignorant replay counts pending conversions as failures
-    # rejection sampling: with logging law (0.7, 0.3), rows are accepted with probability 0.3/propensity
+    assert abs(aware.value - best) < 0.03
     (est,), acc = ope.replay(log, classic.ucb1(), C.attributed(), 1, window=m)
     assert not est.aware and est.n == int(acc.sum())
 
