@@ -152,6 +152,12 @@ def test_csv_log_with_propensity(tmp_path):
     assert log.arm_labels == ("x", "y")
     assert ope.evaluate(log, TARGET).get("ips", False).value == pytest.approx(ope.evaluate(_hand_log(), TARGET)
                                                                              .get("ips", False).value)
+    pytest.importorskip("pyarrow")
+    import pandas as pd
+
+    pq = tmp_path / "log.parquet"
+    pd.read_csv(p).to_parquet(pq)
+    assert np.array_equal(ope.load(str(pq)).propensity, log.propensity)
     p.write_text("arm,play_time,conversion_time,cutoff,propensity\nx,0,,10,0.5\ny,1,,10,1.5\n")
     with pytest.raises(ValueError, match=r"log.csv: row 2 \(line 3\), column 'propensity'.*'y'"):
         ope.load(str(p))
