@@ -97,6 +97,7 @@ BUILTIN: Dict[str, str] = {
     "wang2021-fig3": "jaxbandits.reproductions.wang2021:FIG3",
     "wang2021-fig4": "jaxbandits.reproductions.wang2021:FIG4",
     "wang2021-fig5": "jaxbandits.reproductions.wang2021:FIG5",
+    "ope-bias-coverage": "jaxbandits.reproductions.ope:BIAS_COVERAGE",
 }
 
 #: The entry-point group in which other packages declare their experiments.

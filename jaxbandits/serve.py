@@ -37,7 +37,11 @@ __all__ = ["ServeConfig", "Service", "BadRequest", "load_config", "create_app", 
            "DELAY_LAWS", "DB_FORMAT", "DB_FORMAT_VERSION", "delay_law"]
 
 DB_FORMAT = "jaxbandits.serve"
-DB_FORMAT_VERSION = 1
+DB_FORMAT_VERSION = 2  # 2: decide events log ids, arms and propensities; feedback and advance events their round
+#: The policy table's keys that are not the policy's parameters: the exploration floor and the Monte
+#: Carlo sample size of logged propensities (docs/ope.md, *Logging*).
+LOGGING_KEYS = ("explore", "propensity_samples")
+DEFAULT_PROPENSITY_SAMPLES = 256
 
 
 def _policy_table():
@@ -128,6 +132,13 @@ class ServeConfig:
         if not isinstance(self.policy, dict) or self.policy.get("name") not in POLICIES:
             raise ValueError(f"config key 'policy.name' must be one of {list(POLICIES)}, got "
                              f"{self.policy.get('name') if isinstance(self.policy, dict) else self.policy!r}")
+        if "explore" in self.policy:
+            e = self.policy["explore"]
+            if isinstance(e, bool) or not isinstance(e, (int, float)) or not 0 <= e <= 1:
+                raise ValueError(f"config key 'policy.explore' must be a number in [0, 1] (the exploration floor: "
+                                 f"a uniformly drawn arm with that probability), got {e!r}")
+        if "propensity_samples" in self.policy:
+            V.integer("policy.propensity_samples", self.policy["propensity_samples"], lo=1, hi=2**16)
         if self.clock is not None:
             if not isinstance(self.clock, dict) or set(self.clock) - {"origin", "round_length"}:
                 raise ValueError("config table 'clock' takes the keys origin and round_length (numbers, in the "
@@ -156,21 +167,30 @@ class ServeConfig:
 
         ch = (channels.conversions(window=int(self.channel["window"])) if self.channel["kind"] == "conversions"
               else channels.attributed())
-        params = {k: v for k, v in self.policy.items() if k != "name"}
+        params = {k: v for k, v in self.policy.items() if k != "name" and k not in LOGGING_KEYS}
         name = self.policy["name"]
         make = _policy_table()[name]
         sig = inspect.signature(make)
         unknown = set(params) - set(sig.parameters)
         if unknown:
             raise ValueError(f"config table 'policy' has unknown key(s) {sorted(unknown)} for {name} (allowed: "
-                             f"{sorted(p for p in sig.parameters)})")
+                             f"{sorted(set(sig.parameters) | set(LOGGING_KEYS))})")
         if isinstance(params.get("delay"), dict):
             params["delay"] = delay_law(params["delay"])
         try:
             pol = make(**params)
         except TypeError as e:
             raise ValueError(f"config table 'policy' ({name}): {e}") from None
+        eps = self.policy.get("explore", 0)
+        if eps:
+            from .policies.explore import explore
+
+            pol = explore(pol, eps, samples=self.propensity_samples())
         return pol, ch
+
+    def propensity_samples(self) -> int:
+        """Monte Carlo draws of a logged propensity (``policy.propensity_samples``, default 256)."""
+        return int(self.policy.get("propensity_samples", DEFAULT_PROPENSITY_SAMPLES))
 
 
 _BUILT: Dict[str, Any] = {}
@@ -308,6 +328,15 @@ class Service:
             return
         if rows.get("format") != DB_FORMAT:
             raise ValueError(f"{self.db_path}: not a jaxbandits serve database (format {rows.get('format')!r})")
+        if rows.get("format_version") == "1" and rows.get("config") == want["config"]:
+            # version 1 -> 2: same tables; from now on decide events also log their propensities
+            # (earlier decisions have none: jaxbandits.ope refuses them, naming the version)
+            self.db.execute("BEGIN IMMEDIATE")
+            self.db.execute("UPDATE meta SET value = ? WHERE key = 'format_version'", (want["format_version"],))
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('upgraded_from_1_at_seq', "
+                            "(SELECT COALESCE(MAX(seq), 0) FROM events))")
+            self.db.execute("COMMIT")
+            rows["format_version"] = want["format_version"]
         if rows.get("format_version") != want["format_version"]:
             raise ValueError(f"{self.db_path}: database format version {rows.get('format_version')}, this "
                              f"jaxbandits reads version {DB_FORMAT_VERSION}")
@@ -373,7 +402,10 @@ class Service:
         if body.get("now") is not None:
             lr.advance(body["now"])
         if kind == "decide":
-            ids, arms = lr.decide(n=int(body["n"]))
+            ids, arms, props = lr.decide(n=int(body["n"]), propensity=self.config.propensity_samples())
+            # logged with the decision (docs/ope.md): exact for memo_probs policies, else Monte Carlo
+            body.update(ids=ids, arms=arms, propensity=props,
+                        propensity_samples=self._propensity_samples())
             counts = np.bincount([lr.index[a] for a in arms], minlength=len(lr.arms))
             self.host["decisions"] = [int(x) + int(c) for x, c in zip(self.host["decisions"], counts)]
             return ids, arms
@@ -390,10 +422,18 @@ class Service:
                     ev[a] += 1
                     rw[a] += 1.0 if rewards is None else float(rewards[j])
             self.host["events"], self.host["rewards"] = ev, rw
+            body.update(round=int(lr.state.t), codes=codes)
             return codes
         if kind == "advance":
+            body["round"] = int(lr.state.t)
             return None
         raise ValueError(f"unknown event kind {kind!r} in the log")
+
+    def _propensity_samples(self) -> int:
+        """0 when the logged propensities are exact (a policy that declares its law, without an
+        exploration floor over a Monte Carlo base), else their Monte Carlo sample size."""
+        exact = self.policy.memo_probs and not self.config.policy.get("explore")
+        return 0 if exact else self.config.propensity_samples()
 
     def _now(self, now):
         if now is None:
