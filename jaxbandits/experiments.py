@@ -62,6 +62,7 @@ class Experiment:
     record: object = None
     metric: str = "regret"
     chunk: Optional[int] = None
+    keep: object = None  # per-run curves kept: "all", "none", N; None: the default rule (docs/simulate.md)
     checkpoints: tuple = ()  # rounds at which summary/table report R(t) (and L(T) at T)
     layout: Optional[tuple] = None  # (rows, cols) of the figure's panels
     runner: Optional[Callable] = None  # sweeps: (config, runs, seed, horizon) -> SweepResults
@@ -361,7 +362,7 @@ def run(name, runs: Optional[int] = None, horizon: Optional[int] = None, seed: i
     if resume and out is None:
         raise ValueError("resume=True needs out=, the folder of the interrupted run")
     _check_path(name, exp, path)
-    keep = check_keep(keep)
+    keep = check_keep(exp.keep if keep is None else keep)
     job = dict(overrides=overrides, chunk=chunk, resume=bool(resume), force=bool(force), given_runs=runs, path=path,
                keep=keep)
     if part is not None or distributed:

@@ -404,7 +404,7 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
         if checkpoint.fingerprint is None:
             checkpoint.fingerprint = checkpoint._norm(
                 _fingerprint(plan, key, n_runs, record_at, chunk, first_run,
-                             dict(checkpoint.extra, keep=keep_n, block=B)))
+                             dict(checkpoint.extra, stats_keep=keep_n, stats_block=B)))
     labels = list(problems)
     mets = {lab: _stat_metrics(problems[lab]) for lab in labels}
     pairs = stat_pairs(labels, mets)
@@ -447,7 +447,7 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
             recs_dev = {lab: {k: getattr(ys[lab], _STAT_FIELD[k]) for k in mets[lab]} for lab in labels}
             red, dt = reduce_on_device(recs_dev, valid, B, labels, pairs)
             compile_s += dt
-            host.update(host_block_stats(gather(red), sel, labels))
+            host.update(host_block_stats(gather(red), sel, labels, -(-n_runs // B)))
             if i == n_chunks - 1:  # each run's final values: the last record point is the last round
                 last = int(sel[-1])
                 fin = gather({lab: {k: getattr(ys[lab], f)[last] for k, f in _FINAL_FIELDS
@@ -578,16 +578,24 @@ def host_stats(labels, mets, pairs, B, chunks, final):
     return stats
 
 
-def host_block_stats(red, sel, labels):
-    """The named host arrays of one piece's reduced statistics, the segments ``sel`` kept."""
+def host_block_stats(red, sel, labels, n_blocks):
+    """The named host arrays of one piece's reduced statistics, the segments ``sel`` kept and the
+    first ``n_blocks`` blocks (those holding runs: the padding of the devices adds empty ones)."""
     mom, pm, cnt = red
-    host = {"count": np.asarray(cnt)}
+    cnt = np.asarray(cnt)[:n_blocks]
+    host = {"count": cnt}
+    cut = lambda a: np.moveaxis(np.asarray(a)[sel][:, :n_blocks], 1, 0)  # [nb, S, ...]
+
+    def put(name, sums):
+        m, m2 = ST.host_moments(cnt, *map(cut, sums))
+        host[f"{name}/mean"], host[f"{name}/m2"] = np.moveaxis(m, 0, 1), np.moveaxis(m2, 0, 1)
+
     for j, lab in enumerate(labels):
-        for k, (m, m2) in mom[lab].items():
-            host[f"m/{j}/{k}/mean"], host[f"m/{j}/{k}/m2"] = np.asarray(m)[sel], np.asarray(m2)[sel]
+        for k, sums in mom[lab].items():
+            put(f"m/{j}/{k}", sums)
     for (a, b), d in pm.items():
-        for k, (m, m2) in d.items():
-            host[f"p/{a}/{b}/{k}/mean"], host[f"p/{a}/{b}/{k}/m2"] = np.asarray(m)[sel], np.asarray(m2)[sel]
+        for k, sums in d.items():
+            put(f"p/{a}/{b}/{k}", sums)
     return host
 
 

@@ -52,20 +52,38 @@ def _tree_sum(x):
 
 
 def block_moments(x, valid, B: int):
-    """``(count [nb], mean [nb, ...], m2 [nb, ...])`` in float64 of ``x`` ``[nb * B, ...]`` by blocks
-    of ``B`` consecutive runs; ``valid`` (bool ``[nb * B]``) masks padded runs. Call under
-    ``jax.enable_x64(True)``."""
+    """``(count [nb], shift [nb, ...], s1 [nb, ...], s2 [nb, ...])`` in float64 of ``x``
+    ``[nb * B, ...]`` by blocks of ``B`` consecutive runs; ``valid`` (bool ``[nb * B]``) masks
+    padded runs. ``shift`` is the block's first run's value, ``s1 = sum (x - shift)``,
+    ``s2 = sum (x - shift)^2`` over the valid runs (:func:`host_moments` turns them into the
+    block's mean and second central moment on the host). Call under ``jax.enable_x64(True)``.
+
+    Only subtractions, products, selections and adds: XLA:CPU divides approximately and
+    contracts a product and an add into one fused multiply-add where it vectorises, which gives
+    other bits for other batch shapes; so the division is the host's, and no product feeds an add
+    directly (a selection lies between them)."""
     n = x.shape[0]
     nb = n // B
     x = jnp.asarray(x).astype(jnp.float64).reshape((nb, B) + x.shape[1:])
-    w = valid.reshape((nb, B) + (1,) * (x.ndim - 2)).astype(jnp.float64)
-    cnt = _tree_sum(valid.reshape(nb, B).astype(jnp.float64))
-    s = _tree_sum(x * w)
-    c = cnt.reshape((nb,) + (1,) * (x.ndim - 2))
-    mean = jnp.where(c > 0, s / jnp.maximum(c, 1.0), 0.0)
-    d = (x - mean[:, None]) * w
-    m2 = _tree_sum(d * d)
-    return cnt, mean, m2
+    v = valid.reshape((nb, B) + (1,) * (x.ndim - 2))
+    cnt = _tree_sum(jnp.where(valid.reshape(nb, B), 1.0, 0.0))
+    shift = x[:, 0]
+    d = jnp.where(v, x - shift[:, None], 0.0)
+    s1 = _tree_sum(d)
+    s2 = _tree_sum(jnp.where(v, d * d, 0.0))
+    return cnt, shift, s1, s2
+
+
+def host_moments(cnt, shift, s1, s2):
+    """``(mean, m2)`` of each block, float64 on the host, from :func:`block_moments`' sums about
+    the block's shift: ``mean = shift + s1 / n``, ``m2 = s2 - s1^2 / n`` (about a value of the
+    block itself, so little cancels)."""
+    c = np.asarray(cnt, np.float64).reshape((-1,) + (1,) * (np.ndim(s1) - 1))
+    s1 = np.asarray(s1, np.float64)
+    safe = np.where(c > 0, c, 1.0)
+    mean = np.where(c > 0, np.asarray(shift, np.float64) + s1 / safe, 0.0)
+    m2 = np.where(c > 0, np.maximum(np.asarray(s2, np.float64) - s1 * s1 / safe, 0.0), 0.0)
+    return mean, m2
 
 
 def combine(count, mean, m2) -> Tuple[int, np.ndarray, np.ndarray]:
@@ -195,23 +213,21 @@ def device_stats(records: dict, pairs_of: dict, valid, B: int):
 
     ``records``: ``{label: {metric: array [S, runs_pad, ...]}}``; ``pairs_of``: ``{(a, b): [metrics]}``
     the policy pairs and the metrics they share; ``valid`` bool ``[runs_pad]``. Returns
-    ``({label: {metric: (mean, m2)}}, {(a, b): {metric: (mean, m2)}}, count)`` with leading axes
-    ``[S, blocks]``."""
-    def per_seg(x):  # [S, runs, ...] -> stats [S, nb, ...]
+    ``({label: {metric: (shift, s1, s2)}}, {(a, b): {metric: (shift, s1, s2)}}, count)`` with
+    leading axes ``[S, blocks]`` (:func:`block_moments`)."""
+    def per_seg(x):  # [S, runs, ...] -> sums [S, nb, ...]
         f = lambda xs: block_moments(xs, valid, B)
-        cnt, m, M = jax.vmap(f)(x)
-        return cnt[0], m, M
+        cnt, sh, s1, s2 = jax.vmap(f)(x)
+        return cnt[0], (sh, s1, s2)
 
     mom, pair, count = {}, {}, None
     for lab, d in records.items():
         mom[lab] = {}
         for k, x in d.items():
-            count, m, M = per_seg(x)
-            mom[lab][k] = (m, M)
+            count, mom[lab][k] = per_seg(x)
     for (a, b), ks in pairs_of.items():
         pair[(a, b)] = {}
         for k in ks:
             x = records[a][k].astype(jnp.float64) - records[b][k].astype(jnp.float64)
-            _, m, M = per_seg(x)
-            pair[(a, b)][k] = (m, M)
+            _, pair[(a, b)][k] = per_seg(x)
     return mom, pair, count

@@ -318,7 +318,7 @@ def simulate_fused(env, channel, policies, horizon, key, n_runs=1, *, record=Non
     recs = {lab: {k: jnp.swapaxes(a, 0, 1) for k, a in d.items()} for lab, d in runs_first.items()}
     red, dt = DR.reduce_on_device(recs, valid, B, labels, pairs)
     compile_s += dt
-    host = DR.host_block_stats(jax.device_get(red), np.arange(R), labels)
+    host = DR.host_block_stats(jax.device_get(red), np.arange(R), labels, -(-n_runs // B))
     final = {}
     for j, lab in enumerate(labels):
         for k in ("regret", "expected_regret", "reward", "delayed_regret"):
