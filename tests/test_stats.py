@@ -219,9 +219,10 @@ def test_fused_path_reduces_on_the_device_too():
     """The fused kernels (Pallas' interpreter on a CPU): the same statistics, checked against numpy
     over the per-run arrays, and bitwise the same whether the curves are kept or not."""
     pols = {"UCB1": P.ucb1(), "random": P.uniform_random()}
+    env = E.bernoulli([0.6, 0.5, 0.4])
     kw = dict(record=10, path="fused")
-    full = jb.simulate(ENV, C.attributed(), pols, 30, jax.random.key(2), 40, keep="all", **kw)
-    red = jb.simulate(ENV, C.attributed(), pols, 30, jax.random.key(2), 40, keep="none", **kw)
+    full = jb.simulate(env, C.attributed(), pols, 30, jax.random.key(2), 40, keep="all", **kw)
+    red = jb.simulate(env, C.attributed(), pols, 30, jax.random.key(2), 40, keep="none", **kw)
     assert red["UCB1"].regret is None and full["UCB1"].timing["path"].startswith("fused")
     assert red["UCB1"].timing["bytes_to_host"] < full["UCB1"].timing["bytes_to_host"]
     _same_stats(full, red)
@@ -236,3 +237,36 @@ def test_fused_path_reduces_on_the_device_too():
         np.testing.assert_allclose(m, d.mean(0), rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(m2, ((d - d.mean(0)) ** 2).sum(0), rtol=1e-10)
         np.testing.assert_array_equal(full[lab].stats.final["regret"], full[lab].regret[:, -1])
+
+
+def test_cli_keep_none_writes_the_same_summary_and_statistics(tmp_path):
+    """``jaxbandits run ... --keep none``: results.nc holds the statistics and no run's curves;
+    summary.json and every statistic are those of the per-run form (``--keep all``)."""
+    import json
+
+    import xarray as xr
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    import scaleout_tiny
+    from jaxbandits import experiments as X
+    from jaxbandits.cli import main
+    from jaxbandits.results import Results
+
+    scaleout_tiny.register()
+    try:
+        common = ["run", scaleout_tiny.NAME, "--seed", "3", "--no-progress", "--single-device", "--no-compile-cache"]
+        assert main([*common, "--keep", "none", "--out", str(tmp_path / "r")]) == 0
+        assert main([*common, "--keep", "all", "--out", str(tmp_path / "a")]) == 0
+        assert main([*common, "--keep", "some", "--out", str(tmp_path / "bad")]) == 2
+    finally:
+        X.unregister(scaleout_tiny.NAME)
+    r, a = Results.load(tmp_path / "r"), Results.load(tmp_path / "a")
+    assert r.kept == 0 and a.kept == a.runs == 6
+    sr, sa = (json.load(open(tmp_path / d / "summary.json")) for d in ("r", "a"))
+    sr.pop("timing"), sa.pop("timing")
+    assert sr == sa
+    xr_, xa = (xr.load_dataset(tmp_path / d / "results.nc", engine="h5netcdf") for d in ("r", "a"))
+    assert xr_.sizes["kept_run"] == 0 and "diff_regret_mean" in xr_
+    for v in xa.data_vars:
+        if v.endswith(("_mean", "_m2")) or v.startswith("final_") and v != "final_pulls" or v == "count":
+            np.testing.assert_array_equal(xr_[v].values, xa[v].values, err_msg=v)
