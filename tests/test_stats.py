@@ -207,7 +207,7 @@ def test_a_1e5_run_simulation_returns_under_50_mb_by_default():
     env = E.bernoulli([0.6, 0.5], delay=D.fixed(2))
     pols = {"UCB1": P.ucb1(), "UCB1 a=0.5": P.ucb1(alpha=0.5), "random": P.uniform_random(),
             "UCB1 a=2": P.ucb1(alpha=2.0)}
-    outs = jb.simulate(env, C.attributed(), pols, 200, jax.random.key(0), 100_000, record=1, chunk=25)
+    outs = jb.simulate(env, C.attributed(), pols, 200, jax.random.key(0), 100_000, record=1)
     assert all(o.regret is None for o in outs.values())
     held = ST.nbytes(list(outs.values()))
     sent = outs["UCB1"].timing["bytes_to_host"]

@@ -645,6 +645,20 @@ def _outputs(problems, col, timing, n_runs, record_at, n_grid=1):
     return outs
 
 
+#: the reduced form without a ``chunk``: chunks whose records take about this many device bytes
+CHUNK_RECORD_BYTES = 256 * 2**20
+
+
+def auto_chunk(n_arms, n_runs, horizon, n_rec) -> Optional[int]:
+    """Rounds per chunk of a reduced-form simulation given no ``chunk``: its per-run records are
+    reduced after every chunk, so chunks of about :data:`CHUNK_RECORD_BYTES` of records bound the
+    device memory (``None``: one chunk is small enough). Chunks do not change the bits."""
+    total = sum(4 * n_rec * (5 + int(k)) for k in n_arms) * n_runs
+    if total <= CHUNK_RECORD_BYTES:
+        return None
+    return max(1, int(horizon * CHUNK_RECORD_BYTES // total))
+
+
 #: the default rule (``keep=None``): every run's curves while they take at most this many bytes on
 #: the host (all policies together), the reduced form beyond (docs/simulate.md)
 KEEP_BYTES = 64 * 2**20
@@ -731,6 +745,8 @@ def simulate(env, channel, policies, horizon: int, key, n_runs: int = 1, *, reco
                 for lab, pol in pols.items()}
     keep_n = resolve_keep(keep, [p.spec.n_arms for p in problems.values()], n_runs, len(record_at),
                           any(p.world.adversarial for p in problems.values()))
+    if chunk is None and keep_n < n_runs:  # the reduced form: a chunk's records bound the device memory
+        chunk = auto_chunk([p.spec.n_arms for p in problems.values()], n_runs, horizon, len(record_at))
     if stats_block is not None:
         stats_block = V.integer("stats_block", stats_block, lo=1)
         if stats_block & (stats_block - 1):
