@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["block_size", "block_moments", "combine", "Stats", "MAX_BLOCKS"]
+__all__ = ["block_size", "block_moments", "host_moments", "combine", "Stats", "MAX_BLOCKS", "nbytes", "device_stats"]
 
 #: about this many blocks at most, whatever the number of runs (the block statistics sent to the
 #: host are then ``MAX_BLOCKS x record points`` per statistic: 100 kB in float64 at 200 points)
