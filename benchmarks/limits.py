@@ -531,6 +531,19 @@ def print_table(rows, platform_name):
                                                       if "pallas_over_cuda_anchor" in r else ""))
     else:
         print("\n" + GPU_ONLY)
+    print(f"\nbytes to the host and host memory of the result, per form (docs/simulate.md):\n{'algorithm':13s} "
+          f"{'runs':>8s} {'path':>6s} {'form':>8s} {'run-steps/s':>11s} {'to host MiB':>11s} {'result MiB':>10s}")
+    for r in rows:
+        forms = [("scan", "per-run", {**r["library"], "run_steps_per_s": r["library"]["run_steps_per_s"]})]
+        if "reduced" in r["library"]:
+            forms.append(("scan", "reduced", r["library"]["reduced"]))
+        p = r.get("pallas", {})
+        if "run_steps_per_s" in p:
+            forms.append(("fused", "default", {**p, "run_steps_per_s": p["run_steps_per_s_end_to_end"]}))
+            forms.append(("fused", "per-run", {**p["keep_all"], "run_steps_per_s": p["keep_all"]["run_steps_per_s_end_to_end"]}))
+        for path, form, d in forms:
+            print(f"{r['algo']:13s} {r['runs']:8d} {path:>6s} {form:>8s} {d['run_steps_per_s']:11.3e} "
+                  f"{_fmt_bytes(d.get('bytes_to_host')):>11s} {_fmt_bytes(d.get('result_host_bytes')):>10s}")
 
 
 def main(argv=None):
