@@ -270,3 +270,38 @@ def test_cli_keep_none_writes_the_same_summary_and_statistics(tmp_path):
     for v in xa.data_vars:
         if v.endswith(("_mean", "_m2")) or v.startswith("final_") and v != "final_pulls" or v == "count":
             np.testing.assert_array_equal(xr_[v].values, xa[v].values, err_msg=v)
+
+
+def test_two_processes_reduced_form_bitwise_one_process(tmp_path, monkeypatch):
+    """``jax.distributed`` on 127.0.0.1, two processes of one CPU device each, 1001 runs in the
+    reduced form: results.nc (every statistic) and summary.json bitwise those of one process."""
+    import json
+
+    import xarray as xr
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    import scaleout_tiny
+    from jaxbandits import experiments as X
+    from jaxbandits.cli import main
+    from jaxbandits.distributed import launch_local
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    args = ["run", scaleout_tiny.NAME, "--seed", "3", "--runs", "1001", "--keep", "none", "--no-progress",
+            "--no-compile-cache"]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    rc = launch_local([*args, "--out", str(tmp_path / "dist")], 2, devices_per_process=1, timeout=240,
+                      command=[sys.executable, os.path.join(root, "tests", "scaleout_tiny.py")])
+    assert rc == 0
+    scaleout_tiny.register()
+    try:
+        assert main([*args, "--single-device", "--out", str(tmp_path / "one")]) == 0
+    finally:
+        X.unregister(scaleout_tiny.NAME)
+    sd, so = (json.load(open(tmp_path / d / "summary.json")) for d in ("dist", "one"))
+    assert sd["timing"]["processes"] == 2 and sd["runs"] == 1001
+    sd.pop("timing"), so.pop("timing")
+    assert sd == so
+    xd, xo = (xr.load_dataset(tmp_path / d / "results.nc", engine="h5netcdf") for d in ("dist", "one"))
+    assert xd.sizes["kept_run"] == 0 and sorted(xd.data_vars) == sorted(xo.data_vars)
+    for v in xd.data_vars:
+        np.testing.assert_array_equal(xd[v].values, xo[v].values, err_msg=v)
