@@ -265,6 +265,12 @@ def test_cli_keep_none_writes_the_same_summary_and_statistics(tmp_path):
     sr, sa = (json.load(open(tmp_path / d / "summary.json")) for d in ("r", "a"))
     sr.pop("timing"), sa.pop("timing")
     assert sr == sa
+    # compare and plot read either folder: the same comparison (from the paired moments)
+    for d in ("r", "a"):
+        assert main(["compare", str(tmp_path / d), "--baseline", "random"]) == 0
+        assert main(["plot", str(tmp_path / d), "--pulls"]) == 0
+    cr, ca = (json.load(open(tmp_path / d / "summary.json"))["comparison"] for d in ("r", "a"))
+    assert cr == ca and cr["policies"]["delayed: UCB1"]["final_diff_ci"][0] is not None
     xr_, xa = (xr.load_dataset(tmp_path / d / "results.nc", engine="h5netcdf") for d in ("r", "a"))
     assert xr_.sizes["kept_run"] == 0 and "diff_regret_mean" in xr_
     for v in xa.data_vars:

@@ -141,6 +141,7 @@ def _compiled(name, fn, plan, args, donate=()):
 def clear_cache():
     """Forget every compiled program (frees their memory and the worlds they hold)."""
     _COMPILED.clear()
+    _REDUCERS.clear()
 
 
 # ----------------------------------------------------------------------------- running
@@ -599,9 +600,14 @@ def host_block_stats(red, sel, labels, n_blocks):
     return host
 
 
+@functools.lru_cache(maxsize=32)
+def _first_runs_fn(n):
+    return jax.jit(lambda t: jax.tree.map(lambda a: a[:, :n], t))
+
+
 def _first_runs(ys, n):
     """The records of the first ``n`` runs (``[S, runs, ...]`` leaves), on the device."""
-    return jax.jit(lambda t: jax.tree.map(lambda a: a[:, :n], t))(ys)
+    return _first_runs_fn(n)(ys)
 
 
 def program_memory(problems: Dict[str, R.Problem], n_runs: int, record_at, grid_params=None) -> dict:
