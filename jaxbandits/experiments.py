@@ -624,8 +624,11 @@ def _assemble(name, full_cfg, seed, runs, horizon, outs, metric, timing, panel_o
 def _collect(o, p, outs, panel_of, lines, timing):
     """Add one panel's outputs to the experiment's."""
     tm = {}
+    name = (lambda lab: f"{p.name}: {lab}") if p.name else (lambda lab: lab)
     for lab, x in o.items():
-        key = f"{p.name}: {lab}" if p.name else lab
+        key = name(lab)
+        if x.stats is not None and p.name:  # the paired statistics name the other policies as the results do
+            x = x._replace(stats=x.stats._replace(paired={name(k): v for k, v in x.stats.paired.items()}))
         outs[key], panel_of[key] = x, p.name
         tm = x.timing
     timing["compile_s"] += tm["compile_s"]
