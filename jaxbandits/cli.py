@@ -120,6 +120,9 @@ def _parser():
                         "and every policy of the experiment has one, else the scan; fused = force the kernels "
                         "(an error names what they do not cover; on a CPU they run interpreted, slowly); "
                         "scan = the engine's scan")
+    r.add_argument("--keep", default=None, metavar="all|none|N",
+                   help="per-run curves to keep: all, none (statistics only) or the first N runs (default: every "
+                        "run's while they take at most 64 MiB, else none; docs/simulate.md)")
     r.add_argument("--no-compile-cache", action="store_true",
                    help=f"do not use the persistent compilation cache (${CACHE_ENV}, default ~/.cache/jaxbandits/jax)")
     r.add_argument("--part", default=None, metavar="I/N",
@@ -396,7 +399,7 @@ def _main(argv):
         try:
             res = X.run(target, runs=a.runs, horizon=a.horizon, seed=seed, overrides=overrides, out=out,
                         progress=not a.no_progress, chunk=a.chunk, resume=a.resume, force=a.force,
-                        part=a.part, distributed=a.distributed, path=a.path)
+                        part=a.part, distributed=a.distributed, path=a.path, keep=a.keep)
         except Interrupted as e:
             print(f"jaxbandits: {e}; partial results marked in {os.path.join(out, 'summary.json')}\n"
                   f"resume with: {e.resume_command}", file=sys.stderr)
