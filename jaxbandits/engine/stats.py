@@ -8,8 +8,9 @@ blocks). Within a block, on the device, in float64:
 * the sum of the block's values is an explicit pairwise tree of elementwise adds over the block
   padded to ``B`` (padded runs masked to zero): elementwise adds are bitwise deterministic whatever
   the batch shape and the device count, where XLA's own reductions may reorder;
-* the block mean is that sum over the count, then the block's second central moment
-  ``M2 = sum (x - mean)^2`` the same tree over the masked squares (two passes: no cancellation).
+* the sums are of the deviations from the block's first run and of their squares; the host
+  divides (``mean = shift + s1 / n``, ``M2 = s2 - s1^2 / n``: :func:`host_moments`), since
+  XLA:CPU's division is approximate and its fused multiply-adds depend on the batch shape.
 
 The block statistics (``count [blocks]``, ``mean`` and ``M2`` ``[blocks, ...]``) go to the host
 (kilobytes to megabytes) and are combined there in float64, **in block order**, by Chan et al.'s
