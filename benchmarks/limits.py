@@ -312,6 +312,16 @@ def run_library(env, channel, pol, T, key, n_runs, stride, repeat=1):
         kw["delayed_regret"] = False  # the hand-written scans do not track L(t) either
     if "path" in inspect.signature(jb.simulate).parameters:
         kw["path"] = "scan"  # this row is the scan engine (on a GPU "auto" would pick the fused kernels)
+    reduced = None
+    if "keep" in inspect.signature(jb.simulate).parameters:
+        # the statistics alone (the reduced form, docs/simulate.md): its time, bytes to host, result
+        jb.simulate(env, channel, pol, T, key, n_runs, **kw, keep="none")
+        t0 = time.perf_counter()
+        r = jb.simulate(env, channel, pol, T, key, n_runs, **kw, keep="none")
+        wall = time.perf_counter() - t0 - (r.timing.get("compile_s") or 0.0)
+        reduced = {"run_s": wall, "run_steps_per_s": n_runs * T / wall, **host_bytes(r)}
+        del r
+        kw["keep"] = "all"  # the rows below compare every run's curves with the hand-written scans
     out = jb.simulate(env, channel, pol, T, key, n_runs, **kw)
     first = dict(out.timing)
     best, engine, again = np.inf, np.inf, {}
@@ -324,7 +334,23 @@ def run_library(env, channel, pol, T, key, n_runs, stride, repeat=1):
         engine = min(engine, again.get("run_s") or np.inf)
     return out, {"compile_s": first.get("compile_s"), "second_call_compile_s": again.get("compile_s"),
                  "run_s": best, "engine_run_s": engine if np.isfinite(engine) else None,
-                 "devices": again.get("devices", 1)}
+                 "devices": again.get("devices", 1), **host_bytes(out),
+                 **({"reduced": reduced} if reduced else {})}
+
+
+def host_bytes(out) -> dict:
+    """Bytes the simulation copied to the host (as the engine counts them) and the host memory of
+    the result it returned (every numpy array of the output)."""
+    def walk(v):
+        if isinstance(v, np.ndarray):
+            return v.nbytes
+        if isinstance(v, dict):
+            return sum(walk(x) for x in v.values())
+        if isinstance(v, (tuple, list)):
+            return sum(walk(x) for x in v)
+        return 0
+
+    return {"bytes_to_host": (out.timing or {}).get("bytes_to_host"), "result_host_bytes": walk(out)}
 
 
 #: One H100, K=10 Bernoulli, 1e6 runs, T=1e4: a hand-written CUDA UCB1, one thread per run, the whole
@@ -342,16 +368,25 @@ def run_pallas(env, channel, pol, T, key, n_runs, stride, scan_out, repeat=1):
 
     out = jb.simulate(env, channel, pol, T, key, n_runs, record=stride, path="fused")
     compile_s = out.timing["compile_s"]
-    best = np.inf
-    for _ in range(repeat):
+    best, wall = np.inf, np.inf
+    for _ in range(repeat):  # the default form (statistics alone at this scale), end to end
+        t0 = time.perf_counter()
         out = jb.simulate(env, channel, pol, T, key, n_runs, record=stride, path="fused")
+        wall = min(wall, time.perf_counter() - t0 - out.timing["compile_s"])
         best = min(best, out.timing["run_s"])
-    a, b = np.asarray(out.regret[:, -1], np.float64), np.asarray(scan_out.regret[:, -1], np.float64)
+    t0 = time.perf_counter()
+    full = jb.simulate(env, channel, pol, T, key, n_runs, record=stride, path="fused", keep="all")
+    full_wall = time.perf_counter() - t0 - full.timing["compile_s"]
+    per_run = {"end_to_end_s": full_wall, "run_steps_per_s_end_to_end": n_runs * T / full_wall, **host_bytes(full)}
+    del full
+    a, b = np.asarray(out.final("regret"), np.float64), np.asarray(scan_out.regret[:, -1], np.float64)
     z = (a.mean() - b.mean()) / max(np.sqrt(a.var() / a.size + b.var() / b.size), 1e-12)
     if abs(z) > 4:
         raise AssertionError(f"fused path: final regret {a.mean():.3f} vs the scan's {b.mean():.3f} ({z:.1f} SE)")
     return {"compile_s": compile_s, "run_s": best, "run_steps_per_s": n_runs * T / best, "regret_z_vs_scan": float(z),
-            "final_regret_mean": float(a.mean()), "peak_device_bytes_so_far": peak_device_bytes()}
+            "final_regret_mean": float(a.mean()), "peak_device_bytes_so_far": peak_device_bytes(),
+            "end_to_end_s": wall, "run_steps_per_s_end_to_end": n_runs * T / wall, **host_bytes(out),
+            "keep_all": per_run}
 
 
 def check_same(label, lib, hand):
@@ -496,6 +531,19 @@ def print_table(rows, platform_name):
                                                       if "pallas_over_cuda_anchor" in r else ""))
     else:
         print("\n" + GPU_ONLY)
+    print(f"\nbytes to the host and host memory of the result, per form (docs/simulate.md):\n{'algorithm':13s} "
+          f"{'runs':>8s} {'path':>6s} {'form':>8s} {'run-steps/s':>11s} {'to host MiB':>11s} {'result MiB':>10s}")
+    for r in rows:
+        forms = [("scan", "per-run", {**r["library"], "run_steps_per_s": r["library"]["run_steps_per_s"]})]
+        if "reduced" in r["library"]:
+            forms.append(("scan", "reduced", r["library"]["reduced"]))
+        p = r.get("pallas", {})
+        if "run_steps_per_s" in p:
+            forms.append(("fused", "default", {**p, "run_steps_per_s": p["run_steps_per_s_end_to_end"]}))
+            forms.append(("fused", "per-run", {**p["keep_all"], "run_steps_per_s": p["keep_all"]["run_steps_per_s_end_to_end"]}))
+        for path, form, d in forms:
+            print(f"{r['algo']:13s} {r['runs']:8d} {path:>6s} {form:>8s} {d['run_steps_per_s']:11.3e} "
+                  f"{_fmt_bytes(d.get('bytes_to_host')):>11s} {_fmt_bytes(d.get('result_host_bytes')):>10s}")
 
 
 def main(argv=None):

@@ -1,4 +1,4 @@
-"""The ``jaxbandits`` command: ``list``, ``run NAME``, ``merge DIR...``, ``plot DIR``, ``compare DIR``, ``fit LOG.csv|LOG.parquet``."""
+"""The ``jaxbandits`` command: ``list``, ``run NAME``, ``merge DIR...``, ``plot DIR``, ``compare DIR``, ``fit LOG.csv|LOG.parquet``, ``evaluate LOG``."""
 from __future__ import annotations
 
 import argparse
@@ -124,6 +124,9 @@ def _parser():
                         "and every policy of the experiment has one, else the scan; fused = force the kernels "
                         "(an error names what they do not cover; on a CPU they run interpreted, slowly); "
                         "scan = the engine's scan")
+    r.add_argument("--keep", default=None, metavar="all|none|N",
+                   help="per-run curves to keep: all, none (statistics only) or the first N runs (default: every "
+                        "run's while they take at most 64 MiB, else none; docs/simulate.md)")
     r.add_argument("--no-compile-cache", action="store_true",
                    help=f"do not use the persistent compilation cache (${CACHE_ENV}, default ~/.cache/jaxbandits/jax)")
     r.add_argument("--part", default=None, metavar="I/N",
@@ -229,7 +232,33 @@ def _parser():
     f.add_argument("--no-progress", action="store_true", help="no progress bar")
     f.add_argument("--debug", **common)
     _serve_parser(sub, common)
+    _evaluate_parser(sub, common)
     return p
+
+
+def _evaluate_parser(sub, common):
+    e = sub.add_parser("evaluate", help="off-policy estimates of target policies on a log of decisions (docs/ope.md)")
+    e.add_argument("log", help="CSV/Parquet decision log (columns arm, play_time, conversion_time, cutoff, "
+                               "propensity) or the SQLite database of jaxbandits serve")
+    e.add_argument("--policy", action="append", default=[], metavar="TARGET",
+                   help="a target (repeatable): arm:LABEL, uniform, probs:P1,P2,... (IPS, SNIPS, DM, DR) or a "
+                        "policy named as in experiment files, e.g. classic.ucb1 or 'classic.kl_ucb key=value' (replay)")
+    e.add_argument("--window", type=float, default=None, help="conversion window m (log time units; default: none)")
+    e.add_argument("--delay", default=None, metavar="LAW", help="delay law for the delay-aware estimators, e.g. "
+                                                                "geometric:mean=20 or log_normal:mu=3,sigma=1")
+    e.add_argument("--delay-model", default=None, metavar="FIT",
+                   help="a jaxbandits fit folder: delay-aware estimates over its posterior draws")
+    e.add_argument("--draws", type=int, default=200, help="posterior draws of --delay-model, >= 2 (default 200)")
+    e.add_argument("--level", type=float, default=0.95, help="interval level in (0, 1) (default 0.95)")
+    e.add_argument("--min-seen", type=float, default=0.05,
+                   help="delay-aware: leave out decisions seen with probability below this (default 0.05)")
+    e.add_argument("--end", default=None, help="when the log was read, if it has no cutoff column")
+    e.add_argument("--time-unit", default=None, help="unit of durations when the times are timestamps: ms s min h D W")
+    e.add_argument("--seed", type=int, default=0, help="seed of replay's acceptance coins, >= 0 (default 0)")
+    e.add_argument("--out", default=None, help="output folder (default results/evaluate-LOGNAME)")
+    e.add_argument("--force", action="store_true", help="replace other results in --out")
+    e.add_argument("--no-plot", action="store_true", help="do not draw evaluate.png")
+    e.add_argument("--debug", **common)
 
 
 def _serve_parser(sub, common):
@@ -316,6 +345,10 @@ def _main(argv):
         return _fit(a)
     if a.cmd == "serve":
         return _serve(a)
+    if a.cmd == "evaluate":
+        from .ope.command import main as evaluate_main
+
+        return evaluate_main(a)
     if a.cmd == "list":
         from . import experiments as X
 
@@ -374,7 +407,7 @@ def _main(argv):
         try:
             res = X.run(target, runs=a.runs, horizon=a.horizon, seed=seed, overrides=overrides, out=out,
                         progress=not a.no_progress, chunk=a.chunk, resume=a.resume, force=a.force,
-                        part=a.part, distributed=a.distributed, path=a.path)
+                        part=a.part, distributed=a.distributed, path=a.path, keep=a.keep)
         except Interrupted as e:
             print(f"jaxbandits: {e}; partial results marked in {os.path.join(out, 'summary.json')}\n"
                   f"resume with: {e.resume_command}", file=sys.stderr)

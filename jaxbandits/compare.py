@@ -57,6 +57,21 @@ def t_interval(x, axis: int = 0, level: float = 0.95):
     return m, m - half, m + half
 
 
+def t_interval_moments(n, mean, m2, level: float = 0.95):
+    """:func:`t_interval` from the moments over ``n`` runs: the mean and the second central moment
+    ``m2 = sum (x - mean)^2`` (so ``sd = sqrt(m2 / (n - 1))``), as the statistics reduced on the
+    device give them (docs/results.md). The same interval as :func:`t_interval` of the runs."""
+    from scipy.special import stdtrit
+
+    level = _check_level(level)
+    mean = np.asarray(mean, np.float64)
+    if n < 2:
+        nan = np.full(mean.shape, np.nan)
+        return mean, nan, nan.copy()
+    half = stdtrit(n - 1, 0.5 + level / 2) * np.sqrt(np.asarray(m2, np.float64) / (n - 1)) / np.sqrt(n)
+    return mean, mean - half, mean + half
+
+
 def bootstrap_interval(x, axis: int = 0, level: float = 0.95, n_boot: int = 2000, seed: int = 0):
     """Mean and percentile-bootstrap interval of the mean of ``x`` over ``axis`` (the runs):
     ``n_boot`` resamples of the runs with replacement (each a multinomial count vector, so a
@@ -224,15 +239,27 @@ def compare(results, baseline: Optional[str] = None, level: float = 0.95, method
         raise ValueError(f"baseline {baseline!r} is not a policy of {results.experiment!r}; policies: "
                          + ", ".join(dict.fromkeys(sh.values())))
     diffs = {}
+    whole = results.kept == results.runs  # every run's curves are held
     for pn, b in baselines.items():
-        base = np.asarray(results.curves[b][metric], np.float64)
         others = [l for l in panels[pn] if l != b and l in chosen]
         if not others:
             continue
-        d = np.stack([np.asarray(results.curves[l][metric], np.float64) - base for l in others])  # [P, n, R]
-        m, lo, hi = interval(d, axis=1, level=level, method=method, n_boot=n_boot, seed=seed)
-        for j, lab in enumerate(others):
-            diffs[lab] = {"baseline": b, "mean": m[j], "lo": lo[j], "hi": hi[j]}
+        if whole and (method == "bootstrap" or not results.stats):
+            base = np.asarray(results.curves[b][metric], np.float64)
+            d = np.stack([np.asarray(results.curves[l][metric], np.float64) - base for l in others])  # [P, n, R]
+            m, lo, hi = interval(d, axis=1, level=level, method=method, n_boot=n_boot, seed=seed)
+            for j, lab in enumerate(others):
+                diffs[lab] = {"baseline": b, "mean": m[j], "lo": lo[j], "hi": hi[j]}
+            continue
+        for lab in others:  # from the paired moments reduced on the device (the same t interval)
+            n, m, m2 = results.moments(lab, metric, other=b)
+            if method == "t":
+                m, lo, hi = t_interval_moments(n, m, m2, level)
+            else:  # the bootstrap over each run's final values: the last record point only
+                lo, hi = np.full(m.shape, np.nan), np.full(m.shape, np.nan)
+                fd = results.final_runs(lab, metric).astype(np.float64) - results.final_runs(b, metric)
+                _, lo[-1], hi[-1] = bootstrap_interval(fd, 0, level, n_boot, seed)
+            diffs[lab] = {"baseline": b, "mean": m, "lo": lo, "hi": hi}
     return Comparison(results.experiment, int(results.runs), np.asarray(results.t), metric, level, method,
                       baselines, diffs, list(results.checkpoints or []),
                       int(n_boot) if method == "bootstrap" else None, sh)

@@ -83,7 +83,7 @@ def process_count() -> int:
 
 
 def run_problems_global(problems, key, n_runs, record_at, chunk=None, progress=False, first_run=0,
-                        checkpoint=None, resume=False):
+                        checkpoint=None, resume=False, keep=None, block=None):
     """:func:`jaxbandits.engine.driver.run_problems` (no grid) with the runs axis sharded over the
     devices of every process. Returns ``(records, timing)``; the records are numpy arrays on every
     process, laid out as the one-process driver lays them out. ``checkpoint``: written by process
@@ -92,13 +92,14 @@ def run_problems_global(problems, key, n_runs, record_at, chunk=None, progress=F
 
     _, recs, timing = DR.run_problems(problems, None, key, n_runs, record_at, chunk, progress,
                                       first_run=first_run, checkpoint=checkpoint, resume=resume,
-                                      global_devices=True)
+                                      global_devices=True, keep=keep, block=block)
     return recs, timing
 
 
 def simulate_global(env, channel, policies, horizon: int, key, n_runs: int = 1, *, record=None,
                     chunk: Optional[int] = None, progress: bool = False, first_run: int = 0,
-                    delayed_regret: Optional[bool] = None, checkpoint=None, resume: bool = False):
+                    delayed_regret: Optional[bool] = None, checkpoint=None, resume: bool = False, keep=None,
+                    stats_block: Optional[int] = None):
     """:func:`jaxbandits.simulate` with the runs sharded over the devices of every process of the
     distributed runtime (call :func:`initialize` first; without it, over the local devices). Every
     process must call it with the same arguments; every process gets the whole outputs.
@@ -115,8 +116,10 @@ def simulate_global(env, channel, policies, horizon: int, key, n_runs: int = 1, 
     single, pols = DR.policies_dict(policies)
     problems = {lab: problem(env, channel, pol, horizon, n_runs=n_runs, delayed_regret=delayed_regret, label=lab)
                 for lab, pol in pols.items()}
+    keep_n = DR.resolve_keep(keep, [p.spec.n_arms for p in problems.values()], n_runs, len(record_at),
+                             any(p.world.adversarial for p in problems.values()))
     recs, timing = run_problems_global(problems, key, n_runs, record_at, chunk, progress, first_run,
-                                       checkpoint, resume)
+                                       checkpoint, resume, keep=keep_n, block=stats_block)
     outs = DR._outputs(problems, recs, timing, n_runs, record_at)
     return outs[next(iter(outs))] if single else outs
 

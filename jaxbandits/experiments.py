@@ -62,6 +62,7 @@ class Experiment:
     record: object = None
     metric: str = "regret"
     chunk: Optional[int] = None
+    keep: object = None  # per-run curves kept: "all", "none", N; None: the default rule (docs/simulate.md)
     checkpoints: tuple = ()  # rounds at which summary/table report R(t) (and L(T) at T)
     layout: Optional[tuple] = None  # (rows, cols) of the figure's panels
     runner: Optional[Callable] = None  # sweeps: (config, runs, seed, horizon) -> SweepResults
@@ -97,6 +98,7 @@ BUILTIN: Dict[str, str] = {
     "wang2021-fig3": "jaxbandits.reproductions.wang2021:FIG3",
     "wang2021-fig4": "jaxbandits.reproductions.wang2021:FIG4",
     "wang2021-fig5": "jaxbandits.reproductions.wang2021:FIG5",
+    "ope-bias-coverage": "jaxbandits.reproductions.ope:BIAS_COVERAGE",
 }
 
 #: The entry-point group in which other packages declare their experiments.
@@ -307,7 +309,7 @@ def resolve_config(exp: Experiment, overrides: Optional[dict]) -> dict:
 def run(name, runs: Optional[int] = None, horizon: Optional[int] = None, seed: int = 0,
         overrides: Optional[dict] = None, out: Optional[str] = None, progress: bool = False,
         chunk: Optional[int] = None, resume: bool = False, force: bool = False, part=None,
-        distributed: bool = False, path: str = "auto") -> Results:
+        distributed: bool = False, path: str = "auto", keep=None) -> Results:
     """Run a registered experiment (all its policies in one compiled program); save to ``out``.
     ``name`` may also be an :class:`Experiment` (one read from a file: :func:`jaxbandits.expfile.experiment`).
 
@@ -336,7 +338,9 @@ def run(name, runs: Optional[int] = None, horizon: Optional[int] = None, seed: i
     combines the ``n`` parts into the results of the whole run, bitwise. Returns the results of the
     part's runs alone (``None`` for a sweep's part: its units are not results by themselves). ``distributed=True`` shards the runs over the devices of every process of
     ``jax.distributed`` (:func:`jaxbandits.distributed.initialize` first); process 0 writes ``out``
-    (docs/cluster.md)."""
+    (docs/cluster.md). ``keep`` chooses the per-run curves kept (``"all"``, ``"none"``, the first
+    ``N`` runs; default: every run while they are small, the statistics alone beyond: docs/simulate.md).
+    """
     exp = name if isinstance(name, Experiment) else get(name)
     name = exp.name
     runs = exp.runs if runs is None else V.integer("runs", runs, lo=1)
@@ -359,7 +363,9 @@ def run(name, runs: Optional[int] = None, horizon: Optional[int] = None, seed: i
     if resume and out is None:
         raise ValueError("resume=True needs out=, the folder of the interrupted run")
     _check_path(name, exp, path)
-    job = dict(overrides=overrides, chunk=chunk, resume=bool(resume), force=bool(force), given_runs=runs, path=path)
+    keep = check_keep(exp.keep if keep is None else keep)
+    job = dict(overrides=overrides, chunk=chunk, resume=bool(resume), force=bool(force), given_runs=runs, path=path,
+               keep=keep)
     if part is not None or distributed:
         _scale_out_checks(name, exp, runs, out, resume, part, distributed, job)
     if distributed and job["process"] != 0:  # process 0 holds and writes out; the others compute
@@ -396,6 +402,29 @@ def _scale_out_checks(name, exp, runs, out, resume, part, distributed, job):
 
         job["distributed"] = True
         job["process"] = _dist.process_index()
+
+
+def check_keep(keep):
+    """``keep`` as the simulator takes it: ``None``, ``"all"``, ``"none"`` or an int ``>= 0`` (a
+    string of digits from the command line is that int); anything else a ValueError naming it."""
+    if keep is None or keep in ("all", "none"):
+        return keep
+    if isinstance(keep, str) and keep.strip().isdigit():
+        return int(keep)
+    if isinstance(keep, (int, np.integer)) and not isinstance(keep, bool) and keep >= 0:
+        return int(keep)
+    raise ValueError(f"keep must be 'all', 'none' or a number of runs >= 0, got {keep!r}")
+
+
+def _panel_keep(p, horizon, runs, n_rec, keep, first, n_here):
+    """The curves a panel (or a part of it: runs ``first .. first + n_here - 1``) keeps: the rule
+    applied to the whole run's runs, so a part keeps its share of what the whole keeps."""
+    from .engine.driver import resolve_keep
+    from .engine.round import problem
+
+    probs = [problem(p.env, p.channel, pol, horizon, n_runs=runs, label=lab) for lab, pol in p.policies.items()]
+    n = resolve_keep(keep, [q.spec.n_arms for q in probs], runs, n_rec, any(q.world.adversarial for q in probs))
+    return max(0, min(n - first, n_here))
 
 
 def _check_path(name, exp, path):
@@ -478,16 +507,24 @@ def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizo
 
                     o = simulate_global(p.env, p.channel, p.policies, horizon, V.seed_key(seed), runs, record=record,
                                         chunk=ch, progress=progress, checkpoint=cp,
-                                        resume=bool(resume and cp is not None and cp.exists()))
+                                        resume=bool(resume and cp is not None and cp.exists()), keep=job.get("keep"))
                 else:
                     channel = p.channel
                     if part is not None:  # the calendar width of the whole run
                         from .parts import whole_width_channel
 
                         channel = whole_width_channel(p, horizon, runs, n_here)
+                    keep = job.get("keep")
+                    if part is not None:  # the whole run's block size and the share of its kept curves
+                        from .engine.stats import block_size
+                        from .simulate import record_points
+
+                        keep = _panel_keep(p, horizon, runs, len(record_points(horizon, record)), keep, first,
+                                           n_here)
                     o = simulate(p.env, channel, p.policies, horizon, V.seed_key(seed), n_here, record=record,
                                  chunk=ch, progress=progress, checkpoint=cp, resume=bool(resume and cp.exists()),
-                                 stop=stop, first_run=first, path=job.get("path", "auto"))
+                                 stop=stop, first_run=first, path=job.get("path", "auto"), keep=keep,
+                                 stats_block=block_size(runs) if part is not None else None)
             except Interrupted as e:
                 e.resume_command = _resume_command(exp.source or name, runs, horizon, seed, job["overrides"], out,
                                                    chunk, part)
@@ -619,8 +656,11 @@ def _assemble(name, full_cfg, seed, runs, horizon, outs, metric, timing, panel_o
 def _collect(o, p, outs, panel_of, lines, timing):
     """Add one panel's outputs to the experiment's."""
     tm = {}
+    name = (lambda lab: f"{p.name}: {lab}") if p.name else (lambda lab: lab)
     for lab, x in o.items():
-        key = f"{p.name}: {lab}" if p.name else lab
+        key = name(lab)
+        if x.stats is not None and p.name:  # the paired statistics name the other policies as the results do
+            x = x._replace(stats=x.stats._replace(paired={name(k): v for k, v in x.stats.paired.items()}))
         outs[key], panel_of[key] = x, p.name
         tm = x.timing
     timing["compile_s"] += tm["compile_s"]

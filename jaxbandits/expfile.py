@@ -93,6 +93,8 @@ FILE_KEYS: Dict[str, str] = {
               "0-based rounds (default: about 200 evenly spaced)",
     "metric": "the metric of the summary and plots: regret (default), expected_regret, delayed_regret, fixed_regret",
     "chunk": "rounds per chunk (checkpoints, progress, Ctrl-C), an integer >= 1 (default horizon/20)",
+    "keep": "per-run curves kept: \"all\", \"none\" (statistics only) or the first N runs, an integer >= 0 "
+            "(default: every run's while they take at most 64 MiB, else none; --keep overrides it)",
     "checkpoints": "rounds at which table.md and summary.json report R(t): integers in [1, horizon]",
     "layout": "[rows, cols] of the figure's panels",
     "ratio_to": "a policy label: ratio.png plots every curve as a ratio to its mean regret",
@@ -587,6 +589,10 @@ def check(doc: dict, ctx: _Ctx) -> None:
         _check_int(ctx, ("seed",), doc["seed"], 0, V.MAX_SEED)
     if "chunk" in doc:
         _check_int(ctx, ("chunk",), doc["chunk"], 1, None)
+    if "keep" in doc and doc["keep"] not in ("all", "none"):
+        k = doc["keep"]
+        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+            ctx.err(("keep",), f"must be \"all\", \"none\" or a number of runs >= 0, got {_show(k)}")
     if "record" in doc:
         r = doc["record"]
         if isinstance(r, list) and len(r) == 2 and r[0] == "log":
@@ -875,7 +881,7 @@ def experiment(path: str, sets: Optional[dict] = None, *, doc_ctx=None):
     if isinstance(record, list):
         record = ("log", record[1]) if len(record) == 2 and record[0] == "log" else np.asarray(record, np.int64)
     common = dict(runs=doc.get("runs", 100), record=record, metric=doc.get("metric", "regret"),
-                  chunk=doc.get("chunk"), checkpoints=tuple(doc.get("checkpoints", ())),
+                  chunk=doc.get("chunk"), keep=doc.get("keep"), checkpoints=tuple(doc.get("checkpoints", ())),
                   layout=tuple(doc["layout"]) if "layout" in doc else None, ratio_to=doc.get("ratio_to"),
                   ignores=tuple(doc.get("ignores", ())), horizon_keys=tuple(doc.get("horizon_keys", ())),
                   source=(os.fspath(path),) + tuple(w for k, v in (sets or {}).items() for w in ("--set", f"{k}={v!r}")))
@@ -1047,6 +1053,8 @@ def _common_keys(exp, doc):
         doc["metric"] = exp.metric
     if exp.chunk is not None:
         doc["chunk"] = exp.chunk
+    if exp.keep is not None:
+        doc["keep"] = exp.keep
     if exp.checkpoints:
         doc["checkpoints"] = [int(c) for c in exp.checkpoints]
     if exp.layout is not None:

@@ -73,6 +73,7 @@ import numpy as np
 
 from . import _validate as V
 from . import mathlib as M
+from .policies.explore import chosen_probability
 from .types import NEVER, Arrivals, Context, Policy, ProblemSpec
 
 _F = jnp.float32
@@ -280,7 +281,7 @@ def _closed_policy(st: LearnerState):
     return jax.lax.cond(st.t >= 0, lambda: cfg.policy.update(st.policy, _arrivals(cfg, st)), lambda: st.policy)
 
 
-def _step(st: LearnerState, x, quiet=False):
+def _step(st: LearnerState, x, quiet=False, samples=0):
     cfg = st.config
     feats, mask, dnow = x
     # the open round already has its decision: close it and decide in the next one; an idle open
@@ -289,58 +290,70 @@ def _step(st: LearnerState, x, quiet=False):
                        lambda: st.policy)
     t = jnp.where(st.play, st.t + 1, st.t)
     ctx = Context(t, feats, mask, jnp.asarray(-1, _I) if dnow is None else dnow)
-    a, memo = cfg.policy.act(pol, ctx, M.fold_in(st.act_key, t))  # jax.random.fold_in's bits
+    k_t = M.fold_in(st.act_key, t)  # jax.random.fold_in's bits
+    a, memo = cfg.policy.act(pol, ctx, k_t)
     a = jnp.asarray(a, _I)
+    # the policy's probability of its choice (docs/ope.md): only when asked (samples > 0, static)
+    prop = (chosen_probability(cfg.policy, pol, ctx, k_t, a, memo, samples, cfg.spec.n_arms) if samples
+            else jnp.asarray(jnp.nan, _F))
     p, sl = st.pending, t % cfg.pending
     pend = Pending(jax.tree.map(lambda b, v: b.at[sl].set(v), p.memo, memo), p.action.at[sl].set(a),
                    p.round.at[sl].set(t), p.due.at[sl].set(NEVER), p.seen.at[sl].set(False),
                    p.payload.at[sl].set(0.0))
     counts = st.counts._replace(decisions=st.counts.decisions + 1)
     acc = jnp.where(st.play, jnp.zeros_like(st.acc), st.acc)
-    return st._replace(policy=pol, t=t, play=jnp.asarray(True), pending=pend, acc=acc, counts=counts), (t, a)
+    return st._replace(policy=pol, t=t, play=jnp.asarray(True), pending=pend, acc=acc, counts=counts), (t, a, prop)
 
 
-@partial(jax.jit, static_argnames=("n",))
-def _decide(st, feats, masks, delays, n):
+@partial(jax.jit, static_argnames=("n", "samples"))
+def _decide(st, feats, masks, delays, n, samples=0):
     # The first decision closes the open round, which may have received feedback. The rounds of the
     # later decisions of the batch receive none (no feedback can be reported between them): for a
     # policy without holds (whose deliveries are all due in the round they are reported) nothing is
     # delivered then, so their ends skip the ring search. Same arrivals, same bits, O(1) per round.
     xs = (feats, masks, delays)
     first = jax.tree.map(lambda v: v[0], xs)
-    st, (t0, a0) = _step(st, first)
+    st, (t0, a0, p0) = _step(st, first, samples=samples)
     if n == 1:
-        return st, (t0[None], a0[None])
+        return st, (t0[None], a0[None], p0[None])
     rest = jax.tree.map(lambda v: v[1:], xs)
     quiet = not st.config.policy.memo_hold
-    st, (ts, arms) = jax.lax.scan(partial(_step, quiet=quiet), st, rest, length=n - 1)
-    return st, (jnp.concatenate([t0[None], ts]), jnp.concatenate([a0[None], arms]))
+    st, (ts, arms, ps) = jax.lax.scan(partial(_step, quiet=quiet, samples=samples), st, rest, length=n - 1)
+    return st, (jnp.concatenate([t0[None], ts]), jnp.concatenate([a0[None], arms]), jnp.concatenate([p0[None], ps]))
 
 
-@partial(jax.jit, static_argnames=("cap",))
-def _decide_upto(st, n, cap):
+@partial(jax.jit, static_argnames=("cap", "samples"))
+def _decide_upto(st, n, cap, samples=0):
     """``n`` decisions (``1 <= n <= cap``, a traced count) without per-round inputs: one compiled
     program for every ``n`` up to ``cap``; the same rounds and bits as :func:`_decide`."""
     x0 = (None, None, None)
-    st, (t0, a0) = _step(st, x0)
+    st, (t0, a0, p0) = _step(st, x0, samples=samples)
     ids = jnp.zeros((cap,), _I).at[0].set(t0)
     arms = jnp.zeros((cap,), _I).at[0].set(a0)
+    props = jnp.zeros((cap,), _F).at[0].set(p0)
     quiet = not st.config.policy.memo_hold
 
     def body(i, c):
-        s, ids, arms = c
-        s, (t, a) = _step(s, x0, quiet=quiet)
-        return s, ids.at[i].set(t), arms.at[i].set(a)
+        s, ids, arms, props = c
+        s, (t, a, p) = _step(s, x0, quiet=quiet, samples=samples)
+        return s, ids.at[i].set(t), arms.at[i].set(a), props.at[i].set(p)
 
-    return jax.lax.fori_loop(1, n, body, (st, ids, arms))
+    return jax.lax.fori_loop(1, n, body, (st, ids, arms, props))
 
 
-def decide(state: LearnerState, n: Optional[int] = None, contexts=None, masks=None, delays=None):
+def decide(state: LearnerState, n: Optional[int] = None, contexts=None, masks=None, delays=None, *,
+           propensity: int = 0):
     """Make ``n`` decisions in ``n`` rounds (the open round first if :func:`advance` left it
     without a decision, then the next ones): ``(state, ids i32[n], arms i32[n])``. ``contexts``:
     ``f32[n, K, d]`` for contextual policies (then ``n`` is its length); ``masks``: ``bool[n, K]``
     which arms exist; ``delays``: ``i32[n]`` the delays shown before acting (action-time channels).
-    Closes the open round first: the feedback it received reaches the policy now."""
+    Closes the open round first: the feedback it received reaches the policy now.
+
+    ``propensity=S`` (``S >= 1``) also returns ``f32[n]``, the probability the policy gave each
+    chosen arm (docs/ope.md): exact for a policy with ``memo_probs`` (explicitly randomised, or
+    with an exploration floor, :func:`jaxbandits.policies.explore.explore`), else the frequency of
+    the arm over ``S`` draws of the policy's randomness (1 for a deterministic choice); the
+    decisions are the same bits either way."""
     spec = state.config.spec
     lead = [x.shape[0] for x in (contexts, masks, delays) if x is not None]
     if n is None:
@@ -367,8 +380,9 @@ def decide(state: LearnerState, n: Optional[int] = None, contexts=None, masks=No
         delays = jnp.asarray(delays, _I)
     elif delays is not None:
         raise ValueError(f"delays given, but the channel {state.config.channel} does not show them before acting")
-    st, (ids, arms) = _decide(state, contexts, masks, delays, n)
-    return st, ids, arms
+    samples = V.integer("propensity", propensity, lo=0, hi=2**16)
+    st, (ids, arms, props) = _decide(state, contexts, masks, delays, n, samples)
+    return (st, ids, arms, props) if samples else (st, ids, arms)
 
 
 def arm_estimates(policy, pstate):
@@ -834,20 +848,28 @@ class Learner:
         self.state = advance(self.state, now, self.clock)
         return int(self.state.t)
 
-    def decide(self, n: Optional[int] = None, contexts=None, masks=None, delays=None, *, now=None):
+    def decide(self, n: Optional[int] = None, contexts=None, masks=None, delays=None, *, now=None,
+               propensity: int = 0):
         """``(ids, arm names)`` of ``n`` decisions (one if ``n`` and contexts are not given);
         ``now``: advance the clock to it first. Without contexts, masks or delays, one compiled
-        program serves every ``n`` up to the next power of two (at least 64)."""
+        program serves every ``n`` up to the next power of two (at least 64). ``propensity=S``:
+        ``(ids, arm names, probabilities)``, each chosen arm's probability (see :func:`decide`)."""
         if now is not None:
             self.advance(now)
         if contexts is None and masks is None and delays is None and not self.state.config.spec.feedback.delay_at_action \
                 and self.state.config.spec.dim is None:
             n = 1 if n is None else V.integer("n", n, lo=1, hi=2**24)
-            self.state, ids, arms = _decide_upto(self.state, jnp.asarray(n, _I), max(_pad(n), 64))
-            ids, arms = np.asarray(ids)[:n], np.asarray(arms)[:n]
+            samples = V.integer("propensity", propensity, lo=0, hi=2**16)
+            self.state, ids, arms, props = _decide_upto(self.state, jnp.asarray(n, _I), max(_pad(n), 64), samples)
+            ids, arms, props = np.asarray(ids)[:n], np.asarray(arms)[:n], np.asarray(props)[:n]
         else:
-            self.state, ids, arms = decide(self.state, n, contexts, masks, delays)
-        return np.asarray(ids).tolist(), [self.arms[i] for i in np.asarray(arms)]
+            out = decide(self.state, n, contexts, masks, delays, propensity=propensity)
+            self.state, ids, arms = out[:3]
+            props = out[3] if propensity else None
+        names = [self.arms[i] for i in np.asarray(arms)]
+        if propensity:
+            return np.asarray(ids).tolist(), names, np.asarray(props, np.float64).tolist()
+        return np.asarray(ids).tolist(), names
 
     def feedback(self, ids=None, rewards=None, *, y=None, now=None) -> list:
         """Events arriving now (see :func:`feedback`); returns the code name of each event.

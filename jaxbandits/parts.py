@@ -60,11 +60,18 @@ def parse_part(part) -> Tuple[int, int]:
 
 
 def run_range(runs: int, i: int, n: int) -> Tuple[int, int]:
-    """``(first run, number of runs)`` of part ``i`` of ``n`` of ``runs`` runs."""
-    if n > runs:
-        raise ValueError(f"--part {i}/{n}: {n} parts of {runs} runs leave some part without a run; "
-                         f"give at most {runs} parts (or more --runs)")
-    a, b = (i * runs) // n, ((i + 1) * runs) // n
+    """``(first run, number of runs)`` of part ``i`` of ``n`` of ``runs`` runs: parts split the
+    blocks of the statistics (:func:`jaxbandits.engine.stats.block_size`), ``[floor(i nb / n),
+    floor((i + 1) nb / n))`` of the ``nb`` blocks, so each part reduces whole blocks and the merge
+    combines the blocks the whole run combines (1001 runs in 3 parts: 336, 336 and 329 runs)."""
+    from .engine.stats import block_size
+
+    B = block_size(runs)
+    nb = -(-runs // B)
+    if n > nb:
+        raise ValueError(f"--part {i}/{n}: {n} parts of {runs} runs ({nb} blocks of {B} runs) leave some part without "
+                         f"a run; give at most {nb} parts (or more --runs)")
+    a, b = (i * nb) // n * B, min(((i + 1) * nb) // n * B, runs)
     return a, b - a
 
 
@@ -104,6 +111,8 @@ def save_part(out, meta: dict, outs: Dict[str, object]) -> dict:
         for f in fields[lab]:
             arrays[f"p{j}_{f}"] = np.asarray(getattr(o, f))
         arrays[f"p{j}_t"] = np.asarray(o.t)
+        if o.stats is not None:  # the block statistics: the merge combines the blocks of every part in order
+            arrays.update(o.stats.to_flat(f"p{j}_stats/"))
     meta = dict(meta, format=PART_FORMAT, labels=list(outs), fields=fields,
                 widths={lab: int(o.width) for lab, o in outs.items()})
 
@@ -248,18 +257,24 @@ def merged_outputs(metas: List[dict]) -> Dict[str, object]:
     for m in metas:
         with np.load(os.path.join(m["_folder"], "part.npz"), allow_pickle=False) as z:
             loaded.append({k: z[k] for k in z.files})
+    from .engine.stats import Stats
+
     outs = {}
+    n_all = sum(m["n_runs"] for m in metas)
     for j, lab in enumerate(ref["labels"]):
         arrs = {}
         for f in ref["fields"][lab]:
             ps = [z[f"p{j}_{f}"] for z in loaded]
-            if ps[0].ndim >= 2:  # [runs, R, ...]: the driver's [R, runs, ...] buffer, viewed runs first
+            if ps[0].ndim >= 2:  # [runs kept, R, ...]: the driver's [R, runs, ...] buffer, viewed runs first
                 arrs[f] = np.moveaxis(np.concatenate([np.moveaxis(p, 0, 1) for p in ps], axis=1), 0, 1)
             else:
                 arrs[f] = np.concatenate(ps, axis=0)
+        st = None
+        if f"p{j}_stats/block" in loaded[0]:
+            st = Stats.concat([Stats.from_flat(z, f"p{j}_stats/") for z in loaded])
         timing = merged_timing(metas)
         outs[lab] = SimOutput(t=loaded[0][f"p{j}_t"], width=int(ref["widths"][lab]), timing=timing,
-                              **{f: arrs.get(f) for f in FIELDS})
+                              **{f: arrs.get(f) for f in FIELDS}, stats=st, runs=n_all)
     return outs
 
 

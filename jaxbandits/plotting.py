@@ -227,9 +227,9 @@ def _pulls_axis(ax, results, labs, refs, sh):
 
     shares = []
     for lab in labs:
-        p = np.asarray(results.curves[lab]["pulls"], np.float64)
-        tot = p.sum(-1, keepdims=True)
-        shares.append((p / np.where(tot > 0, tot, 1)).mean(0))
+        p = results.mean_pulls(lab)  # every run has played the same number of rounds
+        tot = p.sum()
+        shares.append(p / (tot if tot > 0 else 1))
     K = max(len(s) for s in shares)
     cmap = matplotlib.colormaps["viridis"]
     y = np.arange(len(labs))[::-1]

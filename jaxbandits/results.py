@@ -47,6 +47,9 @@ class Results:
     checkpoints: list = field(default_factory=list)  # rounds reported in the table
     layout: object = None
     ratio_to: object = None  # a policy label: also plot ratio.png (mean regret / its mean regret)
+    #: label -> statistics over all runs (jaxbandits.engine.stats.Stats), reduced on the device;
+    #: empty for results without them (grids, files of earlier versions): then computed from curves
+    stats: dict = field(default_factory=dict)
 
     @classmethod
     def from_sim(cls, experiment, config, seed, runs, horizon, outs, metric="regret", timing=None):
@@ -57,37 +60,95 @@ class Results:
                              + (f"the config list(s) {', '.join(empty)} are empty; give at least one value"
                                 if empty else "its build returned no policy"))
         first = next(iter(outs.values()))
-        curves = {lab: {"regret": o.regret, "expected_regret": o.expected_regret, "reward": o.reward,
-                        "pulls": o.pulls[..., -1, :]} for lab, o in outs.items()}
+        stats = {lab: o.stats for lab, o in outs.items()} if all(o.stats is not None for o in outs.values()) else {}
+        curves = {}
         for lab, o in outs.items():
+            R = len(o.t)
+            if o.regret is None:  # the reduced form: no run's curves (the metrics recorded: those of the stats)
+                K = o.stats.moments["pulls"][0].shape[-1]
+                e = np.zeros((0, R), np.float32)
+                curves[lab] = {k: e for k in o.stats.metrics()}
+                curves[lab]["pulls"] = np.zeros((0, K), np.int32)
+                continue
+            curves[lab] = {"regret": o.regret, "expected_regret": o.expected_regret, "reward": o.reward,
+                           "pulls": o.pulls[..., -1, :]}
             if o.delayed_regret is not None:
                 curves[lab]["delayed_regret"] = o.delayed_regret
             if o.fixed_regret is not None:  # adversarial: against the fixed i* of each run
                 curves[lab]["fixed_regret"] = o.fixed_regret
         return cls(experiment, dict(config), int(seed), int(runs), int(horizon), first.t, curves, metric,
                    int(max(o.width for o in outs.values())), {lab: int(np.sum(o.lost_to_W)) for lab, o in outs.items()},
-                   dict(timing or first.timing))
+                   dict(timing or first.timing), stats=stats)
 
     # ------------------------------------------------------------------ statistics
+    def _stats_of(self, label, metric):
+        """The statistics of ``metric`` of ``label`` when the results hold them, else ``None``
+        (then the per-run curves are every run's)."""
+        st = self.stats.get(label) if self.stats else None
+        return st if st is not None and metric in st.moments else None
+
+    @property
+    def kept(self) -> int:
+        """The number of runs whose curves the results hold (``runs`` in the per-run form)."""
+        return int(np.shape(next(iter(self.curves.values()))["regret"])[0])
+
+    def moments(self, label, metric=None, other=None):
+        """``(n, mean, m2)`` over runs at every record point, float64: of ``metric`` (default the
+        experiment's) of ``label``, or of the paired difference ``label - other``."""
+        metric = metric or self.metric
+        st = self._stats_of(label, metric)
+        if st is not None and (other is None or (other in st.paired and metric in st.paired[other])):
+            return st.combined(metric, other)
+        x = np.asarray(self.curves[label][metric], np.float64)
+        if other is not None:
+            x = x - np.asarray(self.curves[other][metric], np.float64)
+        if x.shape[0] < self.runs:
+            raise ValueError(f"the results hold the curves of {x.shape[0]} of {self.runs} runs and no statistics of "
+                             f"{metric!r}: rerun with keep='all'")
+        m = x.mean(0)
+        return x.shape[0], m, ((x - m) ** 2).sum(0)
+
     def mean_se(self, label, metric=None):
-        x = np.asarray(self.curves[label][metric or self.metric], np.float64)
-        n = x.shape[0]
-        return x.mean(0), (x.std(0, ddof=1) / np.sqrt(n) if n > 1 else np.zeros(x.shape[1:]))
+        metric = metric or self.metric
+        if self._stats_of(label, metric) is None:
+            x = np.asarray(self.curves[label][metric], np.float64)
+            n = x.shape[0]
+            return x.mean(0), (x.std(0, ddof=1) / np.sqrt(n) if n > 1 else np.zeros(x.shape[1:]))
+        return self.stats[label].mean_se(metric)
 
     def interval(self, label, metric=None, level=0.95):
         """``(lo, hi)``: the ``level`` Student t interval of the mean regret over runs at every record
         point (:func:`jaxbandits.compare.t_interval`; NaN for one run)."""
-        from .compare import t_interval
+        from .compare import t_interval, t_interval_moments
 
-        _, lo, hi = t_interval(self.curves[label][metric or self.metric], axis=0, level=level)
+        metric = metric or self.metric
+        if self._stats_of(label, metric) is None:
+            _, lo, hi = t_interval(self.curves[label][metric], axis=0, level=level)
+            return lo, hi
+        _, lo, hi = t_interval_moments(*self.moments(label, metric), level=level)
         return lo, hi
+
+    def final_runs(self, label, metric=None) -> np.ndarray:
+        """Every run's value of ``metric`` at the last record point, ``[runs]`` (either form)."""
+        metric = metric or self.metric
+        st = self.stats.get(label) if self.stats else None
+        if st is not None and metric in st.final:
+            return np.asarray(st.final[metric])
+        return np.asarray(self.curves[label][metric])[:, -1]
+
+    def mean_pulls(self, label) -> np.ndarray:
+        """Mean pulls of every arm over runs at the horizon, float64 ``[K]``."""
+        st = self.stats.get(label) if self.stats else None
+        if st is not None:
+            return st.combined("pulls")[1][-1]
+        return np.asarray(self.curves[label]["pulls"], np.float64).mean(0)
 
     def summary(self) -> dict:
         pol = {}
         for lab in self.curves:
             m, se = self.mean_se(lab)
-            fin = np.asarray(self.curves[lab][self.metric])[:, -1]
-            pulls = np.asarray(self.curves[lab]["pulls"], np.float64).mean(0)
+            fin = self.final_runs(lab)
+            pulls = self.mean_pulls(lab)
             lo, hi = self.interval(lab)
             pol[lab] = {"final_regret_mean": float(m[-1]), "final_regret_se": float(se[-1]),
                         "t": [int(x) for x in self.t], "regret_mean": [float(x) for x in m],
@@ -152,23 +213,48 @@ class Results:
         st = lambda k: np.stack([pad(self.curves[l][k]) if k == "pulls" else np.asarray(self.curves[l][k])
                                  for l in labs])
         data = {}
+        kept = self.kept
+        rd = "run" if kept == self.runs else "kept_run"  # the runs whose curves are held
         for opt in ("delayed_regret", "fixed_regret"):
             if all(opt in self.curves[l] for l in labs):
-                data[opt] = (("policy", "run", "t"), st(opt))
+                data[opt] = (("policy", rd, "t"), st(opt))
+        for k in ("regret", "expected_regret", "reward"):
+            data[k] = (("policy", rd, "t"), st(k))
+        data["final_pulls"] = (("policy", rd, "arm"), st("pulls"))
+        if self.stats:  # statistics over all runs (docs/results.md): combined moments, paired differences, finals
+            R = len(self.t)
+            mets = [k for k in self.stats[labs[0]].metrics() if all(k in self.stats[l].moments for l in labs)]
+            data["count"] = (("policy",), np.array([self.stats[l].n for l in labs], np.int64))
+            for k in mets + ["pulls"]:
+                ms = [self.stats[l].combined(k) for l in labs]
+                if k == "pulls":
+                    data["pulls_mean"] = (("policy", "t", "arm"), np.stack([pad(m) for _, m, _ in ms]))
+                    continue
+                data[f"{k}_mean"] = (("policy", "t"), np.stack([m for _, m, _ in ms]))
+                data[f"{k}_m2"] = (("policy", "t"), np.stack([M for _, _, M in ms]))
+                dm, dM = np.full((len(labs), len(labs), R), np.nan), np.full((len(labs), len(labs), R), np.nan)
+                for i, a in enumerate(labs):
+                    for j, b in enumerate(labs):
+                        if b in self.stats[a].paired and k in self.stats[a].paired[b]:
+                            _, dm[i, j], dM[i, j] = self.stats[a].combined(k, b)
+                data[f"diff_{k}_mean"] = (("policy", "other", "t"), dm)
+                data[f"diff_{k}_m2"] = (("policy", "other", "t"), dM)
+            for k in mets + ["lost_to_W"]:
+                if all(k in self.stats[l].final for l in labs):
+                    data[f"final_{k}"] = (("policy", "run"), np.stack([self.stats[l].final[k] for l in labs]))
         ds = xr.Dataset(
-            {**data, "regret": (("policy", "run", "t"), st("regret")),
-             "expected_regret": (("policy", "run", "t"), st("expected_regret")),
-             "reward": (("policy", "run", "t"), st("reward")),
-             "final_pulls": (("policy", "run", "arm"), st("pulls")),
-             "lost_to_W": (("policy",), np.array([self.lost_to_W.get(l, 0) for l in labs], np.int32))},
+            {**data, "lost_to_W": (("policy",), np.array([self.lost_to_W.get(l, 0) for l in labs], np.int32))},
             coords={"policy": labs, "run": np.arange(self.runs), "t": self.t.astype(np.int32),
-                    "arm": np.arange(K)},
+                    "arm": np.arange(K), **({"kept_run": np.arange(kept)} if rd == "kept_run" else {}),
+                    **({"other": labs} if self.stats else {})},
             attrs={"experiment": self.experiment, "config": json.dumps(_jsonable(self.config)),
                    "seed": self.seed, "horizon": self.horizon, "metric": self.metric, "width": self.width,
                    "timing": json.dumps(_jsonable(self.timing)), "versions": json.dumps(self.versions),
                    "panels": json.dumps(self.panels), "log_lines": json.dumps(_jsonable(self.log_lines)),
                    "checkpoints": json.dumps(list(self.checkpoints)), "layout": json.dumps(self.layout),
-                   "description": "Cumulative regret at t rounds completed, per policy and run (jaxbandits)."})
+                   "description": "Cumulative regret at t rounds completed: per policy and run (the runs kept), "
+                                  "and statistics over all runs: X_mean, X_m2 (second central moment), "
+                                  "diff_X_mean/m2 of policy - other per run, final_X per run (jaxbandits)."})
         return ds
 
     def identity(self) -> dict:
@@ -232,13 +318,31 @@ class Results:
         curves = {l: {k: ds[k].sel(policy=l).values for k in keys} for l in labs}
         for l in labs:
             curves[l]["pulls"] = ds["final_pulls"].sel(policy=l).values
+        stats = {}
+        if "count" in ds:  # the statistics, as one block each (combined: the same numbers)
+            from .engine.stats import Stats
+
+            for i, l in enumerate(labs):
+                mom = {k[:-5]: (ds[k].values[i][None], ds[k[:-5] + "_m2"].values[i][None])
+                       for k in ds.data_vars if k.endswith("_mean") and not k.startswith("diff_") and k != "pulls_mean"}
+                mom["pulls"] = (ds["pulls_mean"].values[i][None], np.zeros_like(ds["pulls_mean"].values[i][None]))
+                paired = {}
+                for k in ds.data_vars:
+                    if k.startswith("diff_") and k.endswith("_mean"):
+                        met = k[5:-5]
+                        for j, o in enumerate(labs):
+                            m = ds[k].values[i, j]
+                            if not np.all(np.isnan(m)):
+                                paired.setdefault(o, {})[met] = (m[None], ds[f"diff_{met}_m2"].values[i, j][None])
+                final = {k[6:]: ds[k].values[i] for k in ds.data_vars if k.startswith("final_") and k != "final_pulls"}
+                stats[l] = Stats(0, np.array([float(ds["count"].values[i])]), mom, paired, final)
         a = ds.attrs
-        return cls(a["experiment"], json.loads(a["config"]), int(a["seed"]), ds.sizes["run"], int(a["horizon"]),
+        return cls(a["experiment"], json.loads(a["config"]), int(a["seed"]), int(ds.sizes["run"]), int(a["horizon"]),
                    ds.t.values, curves, a["metric"], int(a["width"]),
                    {l: int(v) for l, v in zip(labs, ds.lost_to_W.values)}, json.loads(a["timing"]),
                    json.loads(a["versions"]), json.loads(a.get("panels", "{}")),
                    json.loads(a.get("log_lines", "{}")), json.loads(a.get("checkpoints", "[]")),
-                   json.loads(a.get("layout", "null")))
+                   json.loads(a.get("layout", "null")), stats=stats)
 
 
 def _finite(x):

@@ -15,7 +15,8 @@ FastAPI and uvicorn):
   fails validation, or whose commit fails, changes nothing (the state is an immutable pytree: the
   previous one is kept until the commit succeeds).
 * :func:`create_app`: the FastAPI application: ``POST /decide``, ``POST /feedback``,
-  ``POST /advance``, ``GET /stats``, ``GET /health``. A bad request gets a 4xx and one
+  ``POST /advance``, ``GET /stats``, ``GET /health``, and the dashboard (``GET /dashboard``,
+  ``/series``, ``/estimates``, ``/config``: :mod:`jaxbandits.dashboard`). A bad request gets a 4xx and one
   ``{"error": "..."}`` message naming the field.
 """
 
@@ -35,10 +36,14 @@ import numpy as np
 from . import _validate as V
 
 __all__ = ["ServeConfig", "Service", "BadRequest", "load_config", "create_app", "replay_events", "POLICIES",
-           "DELAY_LAWS", "DB_FORMAT", "DB_FORMAT_VERSION"]
+           "DELAY_LAWS", "DB_FORMAT", "DB_FORMAT_VERSION", "delay_law"]
 
 DB_FORMAT = "jaxbandits.serve"
-DB_FORMAT_VERSION = 1
+DB_FORMAT_VERSION = 2  # 2: decide events log ids, arms and propensities; feedback and advance events their round
+#: The policy table's keys that are not the policy's parameters: the exploration floor and the Monte
+#: Carlo sample size of logged propensities (docs/ope.md, *Logging*).
+LOGGING_KEYS = ("explore", "propensity_samples")
+DEFAULT_PROPENSITY_SAMPLES = 256
 
 
 def _policy_table():
@@ -153,9 +158,9 @@ class ServeConfig:
             raise ValueError(f"config key 'policy.name' must be one of {list(POLICIES)}, got "
                              f"{self.policy.get('name') if isinstance(self.policy, dict) else self.policy!r}")
         allowed = _parameters(_policy_table()[self.policy["name"]])
-        extra = set(self.policy) - {"name"} - set(allowed)
+        extra = set(self.policy) - {"name"} - set(LOGGING_KEYS) - set(allowed)
         if extra:
-            raise _unknown(("policy",), extra, ["name"] + allowed, f"table 'policy' ({self.policy['name']})")
+            raise _unknown(("policy",), extra, ["name", *LOGGING_KEYS] + allowed, f"table 'policy' ({self.policy['name']})")
         if isinstance(self.policy.get("delay"), dict):
             law = self.policy["delay"].get("law")
             if law not in DELAY_LAWS:
@@ -168,6 +173,13 @@ class ServeConfig:
             extra = set(self.policy["delay"]) - {"law"} - set(allowed)
             if extra:
                 raise _unknown(("policy", "delay"), extra, ["law"] + allowed, f"table 'policy.delay' ({law})")
+        if "explore" in self.policy:
+            e = self.policy["explore"]
+            if isinstance(e, bool) or not isinstance(e, (int, float)) or not 0 <= e <= 1:
+                raise ValueError(f"config key 'policy.explore' must be a number in [0, 1] (the exploration floor: "
+                                 f"a uniformly drawn arm with that probability), got {e!r}")
+        if "propensity_samples" in self.policy:
+            V.integer("policy.propensity_samples", self.policy["propensity_samples"], lo=1, hi=2**16)
         if self.clock is not None:
             if isinstance(self.clock, dict) and set(self.clock) - {"origin", "round_length"}:
                 raise _unknown(("clock",), set(self.clock) - {"origin", "round_length"}, ["origin", "round_length"],
@@ -195,28 +207,46 @@ class ServeConfig:
         return _BUILT[key] + (self._clock(),)
 
     def _build(self):
-        from . import channels, delays
+        from . import channels
 
         ch = (channels.conversions(window=int(self.channel["window"])) if self.channel["kind"] == "conversions"
               else channels.attributed())
-        params = {k: v for k, v in self.policy.items() if k != "name"}
+        params = {k: v for k, v in self.policy.items() if k != "name" and k not in LOGGING_KEYS}
         name = self.policy["name"]
         make = _policy_table()[name]
         if isinstance(params.get("delay"), dict):  # its keys were checked by check()
-            d = dict(params["delay"])
-            law = d.pop("law", None)
-            try:
-                params["delay"] = getattr(delays, law)(**d)
-            except TypeError as e:
-                raise ValueError(f"config table 'policy.delay' ({law}): {e}") from None
+            params["delay"] = delay_law(params["delay"])
         try:
             pol = make(**params)
         except TypeError as e:
             raise ValueError(f"config table 'policy' ({name}): {e}") from None
+        eps = self.policy.get("explore", 0)
+        if eps:
+            from .policies.explore import explore
+
+            pol = explore(pol, eps, samples=self.propensity_samples())
         return pol, ch
+
+    def propensity_samples(self) -> int:
+        """Monte Carlo draws of a logged propensity (``policy.propensity_samples``, default 256)."""
+        return int(self.policy.get("propensity_samples", DEFAULT_PROPENSITY_SAMPLES))
 
 
 _BUILT: Dict[str, Any] = {}
+
+
+def delay_law(table: dict):
+    """The :mod:`jaxbandits.delays` law of a config's ``delay`` table (``{"law": "geometric", "mean": 20.0}``)."""
+    from . import delays
+
+    d = dict(table)
+    law = d.pop("law", None)
+    if law not in DELAY_LAWS:
+        raise ValueError(f"config key 'policy.delay.law' must be one of {list(DELAY_LAWS)}, got {law!r}")
+    try:
+        return getattr(delays, law)(**d)
+    except TypeError as e:
+        raise ValueError(f"config table 'policy.delay' ({law}): {e}") from None
 
 
 def load_config(path=None, **overrides) -> ServeConfig:
@@ -385,6 +415,15 @@ class Service:
             return
         if rows.get("format") != DB_FORMAT:
             raise ValueError(f"{self.db_path}: not a jaxbandits serve database (format {rows.get('format')!r})")
+        if rows.get("format_version") == "1" and rows.get("config") == want["config"]:
+            # version 1 -> 2: same tables; from now on decide events also log their propensities
+            # (earlier decisions have none: jaxbandits.ope refuses them, naming the version)
+            self.db.execute("BEGIN IMMEDIATE")
+            self.db.execute("UPDATE meta SET value = ? WHERE key = 'format_version'", (want["format_version"],))
+            self.db.execute("INSERT OR REPLACE INTO meta VALUES ('upgraded_from_1_at_seq', "
+                            "(SELECT COALESCE(MAX(seq), 0) FROM events))")
+            self.db.execute("COMMIT")
+            rows["format_version"] = want["format_version"]
         if rows.get("format_version") != want["format_version"]:
             raise ValueError(f"{self.db_path}: database format version {rows.get('format_version')}, this "
                              f"jaxbandits reads version {DB_FORMAT_VERSION}")
@@ -456,7 +495,10 @@ class Service:
         if body.get("now") is not None:
             lr.advance(body["now"])
         if kind == "decide":
-            ids, arms = lr.decide(n=int(body["n"]))
+            ids, arms, props = lr.decide(n=int(body["n"]), propensity=self.config.propensity_samples())
+            # logged with the decision (docs/ope.md): exact for memo_probs policies, else Monte Carlo
+            body.update(ids=ids, arms=arms, propensity=props,
+                        propensity_samples=self._propensity_samples())
             counts = np.bincount([lr.index[a] for a in arms], minlength=len(lr.arms))
             self.host["decisions"] = [int(x) + int(c) for x, c in zip(self.host["decisions"], counts)]
             return ids, arms
@@ -473,10 +515,18 @@ class Service:
                     ev[a] += 1
                     rw[a] += 1.0 if rewards is None else float(rewards[j])
             self.host["events"], self.host["rewards"] = ev, rw
+            body.update(round=int(lr.state.t), codes=codes)
             return codes
         if kind == "advance":
+            body["round"] = int(lr.state.t)
             return None
         raise ValueError(f"unknown event kind {kind!r} in the log")
+
+    def _propensity_samples(self) -> int:
+        """0 when the logged propensities are exact (a policy that declares its law, without an
+        exploration floor over a Monte Carlo base), else their Monte Carlo sample size."""
+        exact = self.policy.memo_probs and not self.config.policy.get("explore")
+        return 0 if exact else self.config.propensity_samples()
 
     def _now(self, now):
         if now is None:
@@ -632,8 +682,9 @@ def replay_events(config: ServeConfig, rows):
 
 
 # ----------------------------------------------------------------------------- HTTP
-def create_app(service: Service):
-    """The FastAPI application of ``service`` (requests are served one at a time)."""
+def create_app(service: Service, read_token: Optional[str] = None, write_token: Optional[str] = None):
+    """The FastAPI application of ``service`` (requests are served one at a time), with the
+    dashboard and the optional access tokens (:mod:`jaxbandits.dashboard`)."""
     from fastapi import FastAPI, Request
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse
@@ -713,6 +764,9 @@ def create_app(service: Service):
     async def health():
         return {"ok": True, "log_seq": service.seq}
 
+    from .dashboard import install
+
+    install(app, service, read_token=read_token, write_token=write_token)
     return app
 
 
@@ -759,8 +813,11 @@ def run(config: ServeConfig, db: str, host: str = "127.0.0.1", port: int = 8000,
         import uvicorn
     except ImportError:
         raise ImportError("jaxbandits serve needs FastAPI and uvicorn: pip install 'jaxbandits[serve]'") from None
+    from .dashboard import tokens_from_env
+
+    read_token, write_token = tokens_from_env()  # checked before anything compiles
     service = Service(config, db)
-    app = create_app(service)
+    app = create_app(service, read_token, write_token)
     print(f"jaxbandits serve: {service.policy.name} on {service.channel}, {len(config.arms)} arms, db {db} "
           f"(recovered {service.seq} logged requests, {service.recovered_events} replayed), http://{host}:{port}",
           flush=True)

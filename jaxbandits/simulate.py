@@ -64,14 +64,15 @@ def choose_path(env, channel, policies, path: str = "auto", *, chunk=None, shard
 def simulate(env, channel, policies, horizon: int, key, n_runs: int = 1, *, record=None,
              chunk: Optional[int] = None, progress: bool = False, shard=None, first_run: int = 0,
              delayed_regret: Optional[bool] = None, checkpoint=None, resume: bool = False, stop=None,
-             path: str = "auto"):
+             path: str = "auto", keep=None, stats_block: Optional[int] = None):
     """Simulate ``n_runs`` paired runs of one policy or a ``{label: policy}`` dict.
 
     ``path`` picks the execution path (docs/fused.md): ``"auto"`` (default) runs the fused GPU
     kernels when the default backend is a GPU and they cover the combination, else the scan;
     ``"scan"`` always the engine's scan; ``"fused"`` the fused kernels (on a CPU through Pallas'
     interpreter: slow, for tests), refusing with a ``ValueError`` a combination they do not
-    cover. Both paths return the same ``SimOutput``. On the fused path the whole horizon is one
+    cover. Both paths return the same ``SimOutput``, with its statistics reduced on the device and
+    the per-run curves that ``keep`` asks for (docs/simulate.md). On the fused path the whole horizon is one
     kernel call, so ``chunk``, ``progress``, ``checkpoint`` and ``stop`` have no chunk boundary to
     act at (they are accepted and do nothing); ``resume=True`` and ``shard`` other than one device
     keep the scan.
@@ -84,13 +85,14 @@ def simulate(env, channel, policies, horizon: int, key, n_runs: int = 1, *, reco
     if which == "scan":
         return _driver.simulate(env, channel, policies, horizon, key, n_runs, record=record, chunk=chunk,
                                 progress=progress, shard=shard, first_run=first_run,
-                                delayed_regret=delayed_regret, checkpoint=checkpoint, resume=resume, stop=stop)
+                                delayed_regret=delayed_regret, checkpoint=checkpoint, resume=resume, stop=stop,
+                                keep=keep, stats_block=stats_block)
     from .fused import simulate_fused
 
     horizon, n_runs, key, first_run = _check_args(env, channel, policies, horizon, key, n_runs, record, chunk,
                                                   first_run, delayed_regret)
     return simulate_fused(env, channel, policies, horizon, key, n_runs, record=record, first_run=first_run,
-                          delayed_regret=delayed_regret)
+                          delayed_regret=delayed_regret, keep=keep, stats_block=stats_block)
 
 
 def _check_args(env, channel, policies, horizon, key, n_runs, record, chunk, first_run, delayed_regret):

@@ -144,7 +144,9 @@ class Policy(NamedTuple):
     ``memo_probs`` (the memo has ``probs``, f32[K], the law the action was drawn from: expected
     regret is taken over it). ``estimate`` (optional) maps a state to the policy's own estimate of
     each arm's mean reward, f32[K] with NaN where it has none yet: what ``jaxbandits serve``
-    reports in ``/stats`` (docs/online.md); it is never called by the engine."""
+    reports in ``/stats`` (docs/online.md); it is never called by the engine. ``posterior``
+    (optional) maps a state to a :class:`RatePosterior`, the policy's posterior of each arm's
+    conversion rate and its fitted delay law: what ``jaxbandits serve``'s dashboard draws."""
 
     init: Callable[[ProblemSpec, Any], Any]
     act: Callable[[Any, Context, Any], Tuple[Any, Any]]
@@ -157,6 +159,21 @@ class Policy(NamedTuple):
     memo_hold: bool = False
     memo_probs: bool = False
     estimate: Optional[Callable[[Any], Any]] = None
+    posterior: Optional[Callable[[Any], "RatePosterior"]] = None
+
+
+class RatePosterior(NamedTuple):
+    """A Bayesian policy's summary of its posterior (``Policy.posterior``), over ``K`` arms and the
+    ages ``0 .. W-1`` of its window: ``rate`` f32[K], the conversion rate ``p`` at the posterior
+    mode; ``lo``, ``hi`` f32[K], its 95% interval (the policy says how it approximates it);
+    ``delay_pmf`` f32[K, W], the fitted discrete delay law ``P(D = d)`` at the mode (a shared law
+    repeated per arm); ``seen_delays`` f32[W], the delays of the conversions seen so far, all arms (counts)."""
+
+    rate: Any
+    lo: Any
+    hi: Any
+    delay_pmf: Any
+    seen_delays: Any
 
 
 class Outcome(NamedTuple):

@@ -195,7 +195,8 @@ def test_quickstart_file_runs_to_the_same_summary(tmp_path, capsys):
 SMALL_SWEEPS = {"thune2019-example8": {"log2_T": [5, 6]}, "thune2019-heavy-tail": {"log2_T": [5, 6]},
                 "thune2019-bounds": {"log2_T": 6, "delays": [0, 8]},
                 "pikeburke2018-appF": {"horizon": 400, "delays": [0, 5]},
-                "bayes-fit-recovery": {"n_plays": 200, "n_arms": 2}}
+                "bayes-fit-recovery": {"n_plays": 200, "n_arms": 2},
+                "ope-bias-coverage": {"n_decisions": 300, "laws": ["geometric"]}}
 
 
 @pytest.mark.slow

@@ -63,6 +63,11 @@ def _same_form(fused, scan):
         a, b = getattr(fused, f), getattr(scan, f)
         if f == "timing":
             continue
+        if f == "stats":  # the same statistics: names, shapes and dtypes
+            fa, fb = a.to_flat(), b.to_flat()
+            assert sorted(fa) == sorted(fb)
+            assert all(fa[k].shape == fb[k].shape and fa[k].dtype == fb[k].dtype for k in fa), f
+            continue
         if a is None or b is None:
             assert a is None and b is None, f
         elif isinstance(b, np.ndarray):

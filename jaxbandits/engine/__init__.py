@@ -4,6 +4,7 @@
   :func:`round` (pure; call them in your own ``lax.scan``: docs/composing.md);
 * :mod:`jaxbandits.engine.metrics`: running sums and the records read from them;
 * :mod:`jaxbandits.engine.recording`: record points, segments, :class:`SimOutput`;
+* :mod:`jaxbandits.engine.stats`: statistics over runs reduced on the device (blocks of run ids);
 * :mod:`jaxbandits.engine.driver`: :func:`simulate`, :func:`simulate_grid` (vmap, shard, chunks,
   compile once).
 """

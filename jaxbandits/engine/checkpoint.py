@@ -184,8 +184,11 @@ def _unit_bytes(kind: str, value) -> bytes:
     for i, (lab, o) in enumerate(value.items()):
         names = [f for f in ("t", "regret", "expected_regret", "reward", "pulls", "lost_to_W",
                              "delayed_regret", "arm_totals") if getattr(o, f) is not None]
-        meta[lab] = {"arrays": names, "width": int(o.width), "timing": o.timing}
+        meta[lab] = {"arrays": names, "width": int(o.width), "timing": o.timing, "runs": o.runs,
+                     "stats": o.stats is not None}
         arrays.update({f"o{i}_{f}": np.asarray(getattr(o, f)) for f in names})
+        if o.stats is not None:
+            arrays.update(o.stats.to_flat(f"o{i}_stats/"))
     buf = io.BytesIO()
     np.savez(buf, meta=json.dumps(meta, default=float), **arrays)
     return buf.getvalue()
@@ -196,16 +199,20 @@ def _unit_value(kind: str, data: bytes):
     import io
 
     from .recording import SimOutput
+    from .stats import Stats
 
     if kind == "json":
         return json.loads(data.decode())
     with np.load(io.BytesIO(data), allow_pickle=False) as z:
         meta = json.loads(str(z["meta"]))
+        flat = {k: z[k] for k in z.files}
         out = {}
         for i, (lab, m) in enumerate(meta.items()):
-            arrs = {f: z[f"o{i}_{f}"] for f in m["arrays"]}
-            out[lab] = SimOutput(**arrs, width=m["width"], timing=m["timing"],
-                                 **{f: None for f in ("delayed_regret", "arm_totals") if f not in arrs})
+            arrs = {f: flat[f"o{i}_{f}"] for f in m["arrays"]}
+            st = Stats.from_flat(flat, f"o{i}_stats/") if m.get("stats") else None
+            out[lab] = SimOutput(**arrs, width=m["width"], timing=m["timing"], stats=st, runs=m.get("runs"),
+                                 **{f: None for f in ("regret", "expected_regret", "reward", "pulls", "delayed_regret",
+                                                      "arm_totals") if f not in arrs})
     return out
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import json
 import math
 import time
 from typing import Any, Callable, Dict, Mapping, NamedTuple, Optional, Tuple
@@ -22,6 +23,7 @@ from .. import _validate as V
 from ..types import Policy
 from . import metrics as M
 from . import round as R
+from . import stats as ST
 from .recording import SimOutput, record_points, segment_plan
 
 __all__ = ["simulate", "simulate_grid", "Plan", "run_problems", "program_memory", "clear_cache", "policy_digest"]
@@ -139,6 +141,7 @@ def _compiled(name, fn, plan, args, donate=()):
 def clear_cache():
     """Forget every compiled program (frees their memory and the worlds they hold)."""
     _COMPILED.clear()
+    _REDUCERS.clear()
 
 
 # ----------------------------------------------------------------------------- running
@@ -348,9 +351,13 @@ def _gather_global(tree):
 
 def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, record_at, chunk=None,
                  progress=False, shard=None, first_run=0, checkpoint=None, resume=False, stop=None,
-                 global_devices=False):
+                 global_devices=False, keep=None, block=None):
     """Compile (once) and run every problem in one program per chunk shape.
-    Returns ``(final carries, records {label: Records of numpy [.., runs, R, ...]}, timing)``.
+    Returns ``(final carries, Collected, timing)``: per label the records (numpy
+    ``[.., runs, R, ...]``) of the first ``keep`` runs (``None``: all; ``0``: none) and the
+    statistics over all runs, reduced on the device by blocks of ``block`` runs (default
+    :func:`jaxbandits.engine.stats.block_size` of ``n_runs``; a part of a run passes the whole
+    run's) and combined on the host (:mod:`jaxbandits.engine.stats`; not for grids).
 
     ``checkpoint`` (a folder, or a :class:`~jaxbandits.engine.checkpoint.Checkpoint`) saves the
     state and the records after every chunk; ``resume=True`` continues from it (bitwise as if never
@@ -373,14 +380,22 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
     else:
         n_dev, gather = _devices(shard, n_runs), _gather_local
     n_pad = int(math.ceil(n_runs / n_dev) * n_dev)
-    plan = Plan(tuple(problems.items()), n_dev, grid_params is not None)
+    gridded = grid_params is not None
+    with_stats = not gridded
+    B = (block or ST.block_size(n_runs)) if with_stats else 1
+    if with_stats:  # every device holds whole blocks of runs (the block statistics are computed where they are)
+        n_pad = int(math.ceil(n_runs / (n_dev * B)) * n_dev * B)
+    keep_n = n_runs if keep is None else min(int(keep), n_runs)
+    plan = Plan(tuple(problems.items()), n_dev, gridded)
     T = plan.problems[0][1].horizon
     ids = np.arange(n_pad, dtype=np.int32) + np.int32(first_run)
+    valid_np = np.arange(n_pad) < n_runs
     if n_dev > 1:  # each process places the blocks of its own devices
-        run_ids = jax.make_array_from_callback(
-            (n_pad,), jax.sharding.NamedSharding(_mesh(n_dev), jax.sharding.PartitionSpec("runs")), lambda i: ids[i])
+        sh = jax.sharding.NamedSharding(_mesh(n_dev), jax.sharding.PartitionSpec("runs"))
+        run_ids = jax.make_array_from_callback((n_pad,), sh, lambda i: ids[i])
+        valid = jax.make_array_from_callback((n_pad,), sh, lambda i: valid_np[i])
     else:
-        run_ids = jnp.asarray(ids)
+        run_ids, valid = jnp.asarray(ids), jnp.asarray(valid_np)
     init_exe, compile_s = _compiled("init", _init_program, plan, (key, run_ids, grid_params))
     carries = init_exe(key, run_ids, grid_params)
     seg = segment_plan(T, record_at, chunk)
@@ -389,9 +404,12 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
             checkpoint = Checkpoint(checkpoint)
         if checkpoint.fingerprint is None:
             checkpoint.fingerprint = checkpoint._norm(
-                _fingerprint(plan, key, n_runs, record_at, chunk, first_run, checkpoint.extra))
+                _fingerprint(plan, key, n_runs, record_at, chunk, first_run,
+                             dict(checkpoint.extra, stats_keep=keep_n, stats_block=B)))
     labels = list(problems)
-    parts = {lab: [] for lab in labels}
+    mets = {lab: _stat_metrics(problems[lab]) for lab in labels}
+    pairs = stat_pairs(labels, mets)
+    done = []  # per chunk: {name: host array} (what a checkpoint saves of the chunk)
     start = 0
     if resume:
         if checkpoint is None or not checkpoint.exists():
@@ -399,11 +417,8 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
                              f"({'no checkpoint given' if checkpoint is None else 'none in ' + checkpoint.folder})")
         start, state, saved = checkpoint.load(carries)
         carries = _place_global(state, carries) if global_devices else _place(state, carries)
-        rec_tree = jax.tree.structure({lab: M.Records(*([0] * len(M.Records._fields))) for lab in labels})
-        for flat in saved:  # each chunk's records, as saved: the leaves of {label: Records}
-            chunk_recs = jax.tree.unflatten(rec_tree, flat)
-            for lab in labels:
-                parts[lab].append(chunk_recs[lab])
+        for flat in saved:  # each chunk's host arrays, as saved: their names first
+            done.append(dict(zip(json.loads(str(flat[0])), flat[1:])))
     if global_devices:  # whether to checkpoint, and where to start, decided alike on every process
         _agree([checkpoint is not None, bool(resume), start], "(checkpoint given, resume, chunk to start from)")
     bar = None
@@ -415,8 +430,9 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
         except ImportError:  # pragma: no cover
             bar = None
     run_s = 0.0
+    to_host = 0
     n_chunks = len(seg.chunks)
-    for i, ((lo, hi), keep, n_rounds) in enumerate(zip(seg.chunks, seg.keep, seg.rounds)):
+    for i, ((lo, hi), keep_seg, n_rounds) in enumerate(zip(seg.chunks, seg.keep, seg.rounds)):
         if i < start:
             if bar is not None:
                 bar.update(n_rounds)
@@ -426,36 +442,172 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
         compile_s += dt
         tr = time.perf_counter()
         carries, ys = exe(carries, grid_params, lo, hi)
-        ys = gather(ys)
+        host = {}
+        sel = np.nonzero(keep_seg)[0]
+        if with_stats:
+            recs_dev = {lab: {k: getattr(ys[lab], _STAT_FIELD[k]) for k in mets[lab]} for lab in labels}
+            red, dt = reduce_on_device(recs_dev, valid, B, labels, pairs)
+            compile_s += dt
+            host.update(host_block_stats(gather(red), sel, labels, -(-n_runs // B)))
+            if i == n_chunks - 1:  # each run's final values: the last record point is the last round
+                last = int(sel[-1])
+                fin = gather({lab: {k: getattr(ys[lab], f)[last] for k, f in _FINAL_FIELDS
+                                    if k != "delayed_regret" or problems[lab].dl_mode} for lab in labels})
+                for j, lab in enumerate(labels):
+                    for k, v in fin[lab].items():
+                        host[f"f/{j}/{k}"] = np.asarray(v)[:n_runs]
+        if keep_n > 0:
+            if keep_n >= n_runs or gridded:
+                kept = gather(ys)
+            else:
+                kept = gather(_first_runs(ys, keep_n))
+            for j, lab in enumerate(labels):
+                for f, a in zip(M.Records._fields, kept[lab]):
+                    host[f"r/{j}/{f}"] = np.asarray(a)[sel]
         run_s += time.perf_counter() - tr
-        new = {lab: jax.tree.map(lambda a: a[keep], ys[lab]) for lab in labels}
-        for lab in labels:
-            parts[lab].append(new[lab])
+        to_host += sum(a.nbytes for a in host.values())
+        done.append(host)
         if bar is not None:
             bar.update(n_rounds)
         if checkpoint is not None:
+            names = list(host)
+            flat = [np.asarray(json.dumps(names))] + [host[k] for k in names]
             if not global_devices:
-                checkpoint.save(i + 1, carries, jax.tree.leaves(new))
+                checkpoint.save(i + 1, carries, flat)
             else:  # every process takes part in the gather; process 0 writes
                 whole = _state_global(carries)
                 if jax.process_index() == 0:
-                    checkpoint.save(i + 1, whole, jax.tree.leaves(new))
+                    checkpoint.save(i + 1, whole, flat)
         if stop is not None and i + 1 < n_chunks and stop():
             if bar is not None:
                 bar.close()
             raise Interrupted(int(np.asarray(hi)[-1]), T, None if checkpoint is None else checkpoint.folder)
     if bar is not None:
         bar.close()
-    nb = 2 if plan.gridded else 1
+    nb = 2 if gridded else 1
     recs = {}
-    for lab in problems:
-        cat = jax.tree.map(lambda *a: np.concatenate(a, axis=0), *parts[lab])
-        # [R, (G,) runs, ...] -> [(G,) runs, R, ...], padded runs cut
-        recs[lab] = jax.tree.map(lambda a: np.moveaxis(a, 0, nb)[(slice(None),) * (nb - 1) + (slice(0, n_runs),)], cat)
-    timing = {"compile_s": compile_s, "run_s": run_s, "devices": n_dev, "policies_in_program": len(problems)}
+    for j, lab in enumerate(labels):
+        if keep_n > 0:
+            fields = []
+            for f in M.Records._fields:
+                # [R, (G,) runs, ...] -> [(G,) runs, R, ...], padded runs cut
+                cat = np.concatenate([h[f"r/{j}/{f}"] for h in done], axis=0)
+                fields.append(np.moveaxis(cat, 0, nb)[(slice(None),) * (nb - 1) + (slice(0, keep_n),)])
+            recs[lab] = M.Records(*fields)
+        else:
+            recs[lab] = None
+    stats = host_stats(labels, mets, pairs, B, done, done[-1]) if with_stats else {lab: None for lab in labels}
+    timing = {"compile_s": compile_s, "run_s": run_s, "devices": n_dev, "policies_in_program": len(problems),
+              "bytes_to_host": int(to_host)}
     if global_devices:
         timing["processes"] = jax.process_count()
-    return carries, recs, timing
+    return carries, Collected(recs, stats, keep_n), timing
+
+
+#: per-run values kept at the last record point: (name, field of Records)
+_FINAL_FIELDS = (("regret", "regret"), ("expected_regret", "exp_regret"), ("reward", "reward"),
+                 ("delayed_regret", "delayed_regret"), ("lost_to_W", "lost"))
+
+
+class Collected(NamedTuple):
+    """What :func:`run_problems` returns besides the state: per label the per-run records of the
+    first ``keep`` runs (``None`` for none) and the statistics over all runs (``None`` for grids)."""
+
+    recs: Dict[str, Any]
+    stats: Dict[str, Any]
+    keep: int
+
+
+def _stat_metrics(prob) -> Tuple[str, ...]:
+    """The metrics whose statistics a problem's records give."""
+    return ("regret", "expected_regret", "reward") + (("delayed_regret",) if prob.dl_mode else ()) + ("pulls",)
+
+
+_STAT_FIELD = {"regret": "regret", "expected_regret": "exp_regret", "reward": "reward",
+               "delayed_regret": "delayed_regret", "pulls": "pulls"}
+
+
+def _reduce_program(labels, pairs, B, recs, valid):
+    mom, pair, count = ST.device_stats(recs, {(labels[a], labels[b]): ks for (a, b), ks in pairs}, valid, B)
+    # pairs keyed by label indices (a pytree's dict keys must sort)
+    return mom, {(a, b): pair[(labels[a], labels[b])] for (a, b), _ in pairs}, count
+
+
+_REDUCERS: "collections.OrderedDict[Any, Any]" = collections.OrderedDict()
+
+
+def stat_pairs(labels, mets):
+    """The policy pairs ``(i, j)``, ``i < j``, of one simulation and the metrics both record."""
+    return tuple(((i, j), tuple(k for k in mets[a] if k in mets[b] and k != "pulls"))
+                 for i, a in enumerate(labels) for j, b in enumerate(labels) if i < j)
+
+
+def reduce_on_device(recs, valid, B, labels, pairs):
+    """The block statistics of records ``{label: {metric: [S, runs_pad, ...]}}`` (device arrays) on
+    the device, in float64 (compiled under x64): ``((moments, pair moments, count), compile s)``,
+    moments ``[S, blocks, ...]``."""
+    key = (tuple(labels), pairs, B, _signature((recs, valid)))
+    dt = 0.0
+    with jax.enable_x64(True):
+        exe = _REDUCERS.get(key)
+        if exe is None:
+            t0 = time.perf_counter()
+            exe = jax.jit(functools.partial(_reduce_program, tuple(labels), pairs, B)).lower(recs, valid).compile()
+            dt = time.perf_counter() - t0
+            _REDUCERS[key] = exe
+            while len(_REDUCERS) > _CACHE_SIZE:
+                _REDUCERS.popitem(last=False)
+        out = exe(recs, valid)
+    return out, dt
+
+
+def host_stats(labels, mets, pairs, B, chunks, final):
+    """``{label: Stats}`` from the host block statistics of consecutive pieces of the record points
+    (``chunks``: dicts named as :func:`run_problems` names them) and the final values."""
+    stats = {}
+    for j, lab in enumerate(labels):
+        cat = lambda name: np.moveaxis(np.concatenate([h[name] for h in chunks], axis=0), 0, 1)  # [nb, R, ...]
+        mom = {k: (cat(f"m/{j}/{k}/mean"), cat(f"m/{j}/{k}/m2")) for k in mets[lab]}
+        paired = {}
+        for (a, b), ks in pairs:
+            if j in (a, b):
+                other, sign = (labels[b], 1.0) if j == a else (labels[a], -1.0)
+                # self - other: the pair's (a - b) moments, the mean negated for b (exactly)
+                paired[other] = {k: (sign * cat(f"p/{a}/{b}/{k}/mean"), cat(f"p/{a}/{b}/{k}/m2")) for k in ks}
+        fin = {k: final[f"f/{j}/{k}"] for k, _ in _FINAL_FIELDS if f"f/{j}/{k}" in final}
+        stats[lab] = ST.Stats(B, chunks[-1]["count"], mom, paired, fin)
+    return stats
+
+
+def host_block_stats(red, sel, labels, n_blocks):
+    """The named host arrays of one piece's reduced statistics, the segments ``sel`` kept and the
+    first ``n_blocks`` blocks (those holding runs: the padding of the devices adds empty ones)."""
+    mom, pm, cnt = red
+    cnt = np.asarray(cnt)[:n_blocks]
+    host = {"count": cnt}
+    cut = lambda a: np.moveaxis(np.asarray(a)[sel][:, :n_blocks], 1, 0)  # [nb, S, ...]
+
+    def put(name, sums):
+        m, m2 = ST.host_moments(cnt, *map(cut, sums))
+        host[f"{name}/mean"], host[f"{name}/m2"] = np.moveaxis(m, 0, 1), np.moveaxis(m2, 0, 1)
+
+    for j, lab in enumerate(labels):
+        for k, sums in mom[lab].items():
+            put(f"m/{j}/{k}", sums)
+    for (a, b), d in pm.items():
+        for k, sums in d.items():
+            put(f"p/{a}/{b}/{k}", sums)
+    return host
+
+
+@functools.lru_cache(maxsize=32)
+def _first_runs_fn(n):
+    return jax.jit(lambda t: jax.tree.map(lambda a: a[:, :n], t))
+
+
+def _first_runs(ys, n):
+    """The records of the first ``n`` runs (``[S, runs, ...]`` leaves), on the device."""
+    return _first_runs_fn(n)(ys)
 
 
 def program_memory(problems: Dict[str, R.Problem], n_runs: int, record_at, grid_params=None) -> dict:
@@ -483,17 +635,19 @@ def program_memory(problems: Dict[str, R.Problem], n_runs: int, record_at, grid_
     return out
 
 
-def _outputs(problems, recs, timing, n_runs, record_at, n_grid=1):
+def _outputs(problems, col, timing, n_runs, record_at, n_grid=1):
     outs = {}
     steps = n_runs * n_grid * next(iter(problems.values())).horizon * len(problems)
     timing = dict(timing, run_steps_per_s=steps / max(timing["run_s"], 1e-12))
     for lab, prob in problems.items():
-        r = recs[lab]
+        r, st = col.recs[lab], col.stats[lab]
+        get = (lambda f: None) if r is None else (lambda f: getattr(r, f))
+        lost = st.final["lost_to_W"] if st is not None else r.lost[..., -1]
         outs[lab] = SimOutput(
-            t=record_at.astype(np.int64) + 1, regret=r.regret, expected_regret=r.exp_regret, reward=r.reward,
-            pulls=r.pulls, lost_to_W=r.lost[..., -1], width=prob.width, timing=dict(timing),
-            delayed_regret=r.delayed_regret if prob.dl_mode else None,
-            arm_totals=r.arm_totals if prob.world.adversarial else None)
+            t=record_at.astype(np.int64) + 1, regret=get("regret"), expected_regret=get("exp_regret"),
+            reward=get("reward"), pulls=get("pulls"), lost_to_W=lost, width=prob.width, timing=dict(timing),
+            delayed_regret=get("delayed_regret") if prob.dl_mode else None,
+            arm_totals=get("arm_totals") if prob.world.adversarial else None, stats=st, runs=int(n_runs))
     return outs
 
 
@@ -509,16 +663,20 @@ def available_memory() -> Optional[int]:
     return None
 
 
-def check_memory(problems: Dict[str, R.Problem], n_runs: int, record_at, n_grid: int = 1):
+def check_memory(problems: Dict[str, R.Problem], n_runs: int, record_at, n_grid: int = 1, keep=None):
     """Refuse, before anything is allocated or compiled, a simulation whose records and calendars
     alone (a lower bound of what it needs) exceed the memory available, with the estimate and the
-    limit: the allocator would abort the process instead."""
+    limit: the allocator would abort the process instead. ``keep``: the runs whose per-run curves
+    are kept (default all); the others hold their final values only (the reduced form, whose
+    chunks' records are bounded by :data:`CHUNK_RECORD_BYTES`)."""
     R_ = len(record_at)
+    kept = n_runs if keep is None else min(int(keep), n_runs)
     need = 0
     for prob in problems.values():
         K = prob.spec.n_arms
         per_record = 3 + K + (1 if prob.dl_mode else 0)  # regret, expected regret, reward; pulls; L(t)
-        need += n_runs * n_grid * (R_ * per_record + prob.width * prob.payload_size + (K if prob.world.adversarial
+        need += n_grid * (kept * R_ * per_record + (n_runs - kept) * per_record) * 4
+        need += n_runs * n_grid * (prob.width * prob.payload_size + (K if prob.world.adversarial
                                                                                         else 0)) * 4
     avail = available_memory()
     if avail is not None and need > avail:
@@ -526,8 +684,47 @@ def check_memory(problems: Dict[str, R.Problem], n_runs: int, record_at, n_grid:
                          + (f" x {n_grid} grid points" if n_grid > 1 else "") + f" x {len(problems)} policies: "
                          f"{R_} record points and a calendar of width {max(p.width for p in problems.values())} "
                          f"each), more than the {avail / 2**30:.1f} GiB of memory available: give fewer runs "
-                         "(several calls with first_run=, or --part), fewer record points (record=), or a "
+                         "(several calls with first_run=, or --part), fewer record points (record=), keep='none' (statistics only), or a "
                          "smaller channel width")
+
+
+#: the reduced form without a ``chunk``: chunks whose records take about this many device bytes
+CHUNK_RECORD_BYTES = 256 * 2**20
+
+
+def auto_chunk(n_arms, n_runs, horizon, n_rec) -> Optional[int]:
+    """Rounds per chunk of a reduced-form simulation given no ``chunk``: its per-run records are
+    reduced after every chunk, so chunks of about :data:`CHUNK_RECORD_BYTES` of records bound the
+    device memory (``None``: one chunk is small enough). Chunks do not change the bits."""
+    total = sum(4 * n_rec * (5 + int(k)) for k in n_arms) * n_runs
+    if total <= CHUNK_RECORD_BYTES:
+        return None
+    return max(1, int(horizon * CHUNK_RECORD_BYTES // total))
+
+
+#: the default rule (``keep=None``): every run's curves while they take at most this many bytes on
+#: the host (all policies together), the reduced form beyond (docs/simulate.md)
+KEEP_BYTES = 64 * 2**20
+
+
+def resolve_keep(keep, n_arms, n_runs, n_rec, adversarial=False) -> int:
+    """How many runs' curves a simulation keeps: ``"all"`` (or ``True``) every run, ``"none"`` (or
+    ``False``, 0) none, an int ``N`` the first ``N``; ``None`` (default) every run while the
+    per-run curves of all policies take at most :data:`KEEP_BYTES`, none beyond. Adversarial
+    worlds keep every run's curves (the regret against the fixed best arm of a run needs them).
+    ``n_arms``: the arms of each policy's problem."""
+    if adversarial:
+        return int(n_runs)
+    if keep is None:
+        per_run = sum(4 * n_rec * (4 + int(k)) for k in n_arms)
+        return int(n_runs) if per_run * n_runs <= KEEP_BYTES else 0
+    if keep is True or keep == "all":
+        return int(n_runs)
+    if keep is False or keep == "none":
+        return 0
+    if isinstance(keep, (int, np.integer)) and not isinstance(keep, bool):
+        return min(V.integer("keep", keep, lo=0), int(n_runs))
+    raise ValueError(f"keep must be 'all', 'none', a number of runs >= 0 or None (the default rule), got {keep!r}")
 
 
 def _validate_run_args(n_runs, first_run, chunk):
@@ -559,7 +756,8 @@ def _validate_common(horizon, n_runs, key):
 
 def simulate(env, channel, policies, horizon: int, key, n_runs: int = 1, *, record=None,
              chunk: Optional[int] = None, progress: bool = False, shard=None, first_run: int = 0,
-             delayed_regret: Optional[bool] = None, checkpoint=None, resume: bool = False, stop=None):
+             delayed_regret: Optional[bool] = None, checkpoint=None, resume: bool = False, stop=None,
+             keep=None, stats_block: Optional[int] = None):
     """Simulate ``n_runs`` paired runs of one policy or a ``{label: policy}`` dict.
 
     All policies are traced into one program (one compile, one call per chunk; a second call with
@@ -574,6 +772,12 @@ def simulate(env, channel, policies, horizon: int, key, n_runs: int = 1, *, reco
     continues an interrupted run from it, bitwise as if it had never stopped; ``stop`` (a callable,
     e.g. from :func:`jaxbandits.engine.checkpoint.graceful_stop`) is asked after every chunk and
     ends the run there with :class:`~jaxbandits.engine.checkpoint.Interrupted` (docs/results.md).
+    ``keep`` chooses the per-run curves returned (:func:`resolve_keep`: ``"all"``, ``"none"``, the
+    first ``N`` runs, default every run while they are small); the statistics over runs
+    (``SimOutput.stats``: means, second moments, paired differences, final values) are always
+    computed, on the device, by blocks of ``stats_block`` runs (default
+    :func:`jaxbandits.engine.stats.block_size` of ``n_runs``; the parts of one run pass the whole
+    run's, docs/results.md).
     Returns ``SimOutput`` (or a dict of them for a dict of policies).
     """
     horizon, n_runs, key = _validate_common(horizon, n_runs, key)
@@ -582,10 +786,19 @@ def simulate(env, channel, policies, horizon: int, key, n_runs: int = 1, *, reco
     single, pols = policies_dict(policies)
     problems = {lab: R.problem(env, channel, pol, horizon, n_runs=n_runs, delayed_regret=delayed_regret, label=lab)
                 for lab, pol in pols.items()}
-    check_memory(problems, n_runs, record_at)
+    keep_n = resolve_keep(keep, [p.spec.n_arms for p in problems.values()], n_runs, len(record_at),
+                          any(p.world.adversarial for p in problems.values()))
+    if chunk is None and keep_n < n_runs:  # the reduced form: a chunk's records bound the device memory
+        chunk = auto_chunk([p.spec.n_arms for p in problems.values()], n_runs, horizon, len(record_at))
+    if stats_block is not None:
+        stats_block = V.integer("stats_block", stats_block, lo=1)
+        if stats_block & (stats_block - 1):
+            raise ValueError(f"stats_block must be a power of two, got {stats_block}")
+    check_memory(problems, n_runs, record_at, keep=keep_n)
     outs = _sweep_call(problems, None, key, n_runs, record_at, chunk, shard, first_run, checkpoint, lambda: _outputs(
         problems, *run_problems(problems, None, key, n_runs, record_at, chunk, progress, shard, first_run,
-                                checkpoint, resume, stop)[1:], n_runs, record_at))
+                                checkpoint, resume, stop, keep=keep_n, block=stats_block)[1:], n_runs, record_at),
+                       extra={"keep": keep_n, "block": stats_block})
     return outs[next(iter(outs))] if single else outs
 
 
@@ -607,7 +820,8 @@ def policies_dict(policies):
     return False, dict(policies)
 
 
-def _sweep_call(problems, grid_params, key, n_runs, record_at, chunk, shard, first_run, checkpoint, compute):
+def _sweep_call(problems, grid_params, key, n_runs, record_at, chunk, shard, first_run, checkpoint, compute,
+                extra=None):
     """A unit of a sweep (:func:`jaxbandits.engine.checkpoint.sweep_unit`): inside
     :func:`~jaxbandits.engine.checkpoint.sweep_checkpoints`, replay this call if the sweep saved it,
     give a placeholder if another part of a split sweep computes it, else run it and save it."""
@@ -618,30 +832,46 @@ def _sweep_call(problems, grid_params, key, n_runs, record_at, chunk, shard, fir
     plan = Plan(tuple(problems.items()), _devices(shard, n_runs), grid_params is not None)
     n_grid = 1 if grid_params is None else int(np.asarray(next(iter(grid_params.values()))).shape[0])
     fp = _fingerprint(plan, key, n_runs, record_at, chunk, first_run,
-                      {"grid": None if grid_params is None else {k: np.asarray(v).tolist() for k, v in grid_params.items()}})
+                      {"grid": None if grid_params is None else {k: np.asarray(v).tolist() for k, v in grid_params.items()},
+                       **(extra or {})})
     # what a unit computes does not depend on the devices that run it nor on chunks (tested): the
     # parts of a sweep, and its merge, may see other device counts than each other
     fp.pop("devices"), fp.pop("chunk")
     horizon = plan.problems[0][1].horizon
     return sweep_unit(fp, compute, cost=float(horizon) * n_runs * n_grid * len(problems), kind="sim",
-                      what="simulation", placeholder=lambda: _placeholder(problems, n_runs, record_at, grid_params))
+                      what="simulation", placeholder=lambda: _placeholder(problems, n_runs, record_at, grid_params,
+                                                                          (extra or {}).get("keep")))
 
 
-def _placeholder(problems, n_runs, record_at, grid_params):
+def _placeholder(problems, n_runs, record_at, grid_params, keep=None):
     """Outputs of the form a call returns, all zeros: what a part of a split sweep gets for a call
     another part computes (its numbers are discarded; docs/cluster.md)."""
     lead = () if grid_params is None else (int(np.asarray(next(iter(grid_params.values()))).shape[0]),)
     R = len(record_at)
+    n_keep = n_runs if keep is None else keep
     outs = {}
+    labels = list(problems)
     for lab, prob in problems.items():
         K = int(prob.spec.n_arms)
-        z = np.zeros(lead + (n_runs, R), np.float32)
-        outs[lab] = SimOutput(t=np.asarray(record_at, np.int64) + 1, regret=z, expected_regret=z, reward=z,
-                              pulls=np.zeros(lead + (n_runs, R, K), np.float32),
+        z = np.zeros(lead + (n_keep, R), np.float32)
+        st = None
+        if grid_params is None:
+            zm = lambda *s: (np.zeros((1, R) + s), np.zeros((1, R) + s))
+            mets = _stat_metrics(prob)
+            st = ST.Stats(1, np.zeros(1), {k: zm(K) if k == "pulls" else zm() for k in mets},
+                          {o: {k: zm() for k in mets if k != "pulls" and k in _stat_metrics(problems[o])}
+                           for o in labels if o != lab},
+                          {k: np.zeros(n_runs, np.int32 if k == "lost_to_W" else np.float32) for k, _ in _FINAL_FIELDS
+                           if k != "delayed_regret" or prob.dl_mode})
+        kept = n_keep > 0
+        outs[lab] = SimOutput(t=np.asarray(record_at, np.int64) + 1, regret=z if kept else None,
+                              expected_regret=z if kept else None, reward=z if kept else None,
+                              pulls=np.zeros(lead + (n_keep, R, K), np.float32) if kept else None,
                               lost_to_W=np.zeros(lead + (n_runs,), np.int32), width=prob.width,
                               timing={"compile_s": 0.0, "run_s": 0.0, "devices": 1},
-                              delayed_regret=z if prob.dl_mode else None,
-                              arm_totals=np.zeros(lead + (n_runs, R, K), np.float32) if prob.world.adversarial else None)
+                              delayed_regret=z if prob.dl_mode and kept else None,
+                              arm_totals=np.zeros(lead + (n_runs, R, K), np.float32) if prob.world.adversarial else None,
+                              stats=st, runs=int(n_runs))
     return outs
 
 

@@ -82,18 +82,37 @@ def segment_plan(horizon: int, record_at: np.ndarray, chunk: Optional[int] = Non
 
 
 class SimOutput(NamedTuple):
-    """Per-run recordings of one policy (numpy arrays; leading axes ``[grid?, runs]``)."""
+    """What a simulation returns for one policy (numpy arrays; leading axes ``[grid?, runs]``).
+
+    Two forms (docs/simulate.md, "Per-run curves or statistics"): the per-run curves ``regret``,
+    ``expected_regret``, ``reward``, ``pulls``, ``delayed_regret`` hold every run (``keep="all"``),
+    the first ``N`` runs (``keep=N``) or are ``None`` (``keep="none"``, the reduced form); ``stats``
+    (:class:`jaxbandits.engine.stats.Stats`) holds the statistics over all ``runs`` runs, computed on
+    the device, in both forms (``None`` for grids: ``simulate_grid`` returns per-run curves)."""
 
     t: np.ndarray  # rounds completed at each record point (record_at + 1)
-    regret: np.ndarray  # [.., runs, R]
-    expected_regret: np.ndarray  # [.., runs, R]
-    reward: np.ndarray  # [.., runs, R]
-    pulls: np.ndarray  # [.., runs, R, K]
+    regret: Optional[np.ndarray]  # [.., kept runs, R]
+    expected_regret: Optional[np.ndarray]  # [.., kept runs, R]
+    reward: Optional[np.ndarray]  # [.., kept runs, R]
+    pulls: Optional[np.ndarray]  # [.., kept runs, R, K]
     lost_to_W: np.ndarray  # [.., runs]
     width: int
     timing: dict
-    delayed_regret: Optional[np.ndarray] = None  # [.., runs, R] L(t) (censoring channels), else None
+    delayed_regret: Optional[np.ndarray] = None  # [.., kept runs, R] L(t) (censoring channels), else None
     arm_totals: Optional[np.ndarray] = None  # [.., runs, R, K] G(t) (adversarial worlds), else None
+    stats: Optional[object] = None  # Stats over all runs (None for grids)
+    runs: Optional[int] = None  # the number of runs (None: as many as the curves hold)
+
+    @property
+    def kept(self) -> int:
+        """The number of runs whose curves are held (0 in the reduced form)."""
+        return 0 if self.regret is None else int(np.shape(self.regret)[-2])
+
+    def final(self, metric: str = "regret") -> np.ndarray:
+        """Every run's value of ``metric`` at the last record point, ``[runs]`` (either form)."""
+        if self.stats is not None and metric in self.stats.final:
+            return self.stats.final[metric]
+        return np.asarray(getattr(self, metric))[..., -1]
 
     @property
     def fixed_regret(self) -> Optional[np.ndarray]:

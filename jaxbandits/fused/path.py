@@ -229,14 +229,20 @@ def kernel_spec(env, channel, pol, horizon, n_rec, *, block, interpret, num_warp
 
 
 def simulate_fused(env, channel, policies, horizon, key, n_runs=1, *, record=None, first_run=0,
-                   delayed_regret=None, interpret=None, block=None, replay=None) -> Dict[str, SimOutput] | SimOutput:
+                   delayed_regret=None, interpret=None, block=None, replay=None, keep=None,
+                   stats_block=None) -> Dict[str, SimOutput] | SimOutput:
     """Run a covered simulation on the fused kernels (checked inputs: see ``jaxbandits.simulate``).
 
     ``interpret`` (default: not on a GPU) runs the kernels through Pallas' interpreter;
     ``block`` runs per program (default 128 on a GPU, 32 interpreted). ``replay`` (tests): three
     ``[n_runs, horizon]`` arrays of the rounds' reward, delay and tie uniforms to use instead of the
     kernels' own generator (e.g. :func:`scan_uniforms`, the scan path's: then the fused and scan
-    paths take the same actions, policies without other draws)."""
+    paths take the same actions, policies without other draws). ``keep`` and ``stats_block`` as
+    for the scan path: the statistics are reduced on the device right after the kernels (every
+    policy's records are there then, so the paired differences too), and only the per-run curves
+    ``keep`` asks for are copied to the host."""
+    from ..engine import driver as DR
+    from ..engine import stats as ST
     from . import kernels as Kn
 
     single = isinstance(policies, Policy)
@@ -248,7 +254,8 @@ def simulate_fused(env, channel, policies, horizon, key, n_runs=1, *, record=Non
     block = Kn.next_pow2(block)
     record_at = record_points(horizon, record)
     R = len(record_at)
-    n_pad = -(-n_runs // block) * block
+    B = stats_block or ST.block_size(n_runs)
+    n_pad = -(-n_runs // max(block, B)) * max(block, B)  # whole kernel blocks and whole statistics blocks
     run_ids = jnp.arange(n_pad, dtype=jnp.int32) + jnp.int32(first_run)
     outs, compile_s, run_s = {}, 0.0, 0.0
     for lab, pol in pols.items():
@@ -275,30 +282,66 @@ def simulate_fused(env, channel, policies, horizon, key, n_runs=1, *, record=Non
                 _COMPILED.popitem(last=False)
         _COMPILED.move_to_end(ck)
         t0 = time.perf_counter()
-        got = jax.device_get(exe(mu, rec, tau, key, run_ids, *rep))
+        got = exe(mu, rec, tau, key, run_ids, *rep)
+        jax.block_until_ready(got)
         run_s += time.perf_counter() - t0
-        regret, reward, pulls = got[:3]
-        pulls = pulls[:n_runs].reshape(n_runs, ks.r_pad, ks.k_pad)[:, :R, : ks.n_arms]
-        o = dict(regret=regret[:n_runs, :R], reward=reward[:n_runs, :R], pulls=pulls, dl=None,
-                 lost=np.zeros((n_runs,), np.int32), width=1)
+        o = dict(regret=got[0], reward=got[1], pulls=got[2], dl=None, lost=None, width=1, r_pad=ks.r_pad,
+                 k_pad=ks.k_pad, K=ks.n_arms)
         if ks.world[0] == "bernoulli" and delayed_regret:  # asked for without delays: tau_d = 1, L(t) = R(t)
-            o["dl"] = o["regret"].copy()
+            o["dl"] = o["regret"]
         if ks.world[0] == "conversions":
-            o["lost"] = got[4][:n_runs]
+            o["lost"] = got[4]
             o["width"] = channel.exact_width(env.max_delay, horizon)  # the scan path's exact W: nothing lost
             if delayed_regret is not False:
-                o["dl"] = got[3][:n_runs, :R]
+                o["dl"] = got[3]
         if ks.kind == "random":  # memo_probs: the expected regret is the gap of the uniform law, every round
             mu_k = np.asarray(env.means_, np.float64)
-            o["exp"] = ((record_at + 1) * (mu_k.max() - mu_k.mean())).astype(np.float32)[None, :].repeat(n_runs, 0)
+            o["exp"] = jnp.broadcast_to(jnp.asarray(((record_at + 1) * (mu_k.max() - mu_k.mean())).astype(np.float32)),
+                                        (n_pad, R))
         outs[lab] = o
+    labels = list(outs)
+    t0 = time.perf_counter()
+
+    def cut(o):  # the records of each run as the scan path lays them out: [R, runs_pad, ...] for the reduction
+        pulls = o["pulls"].reshape(n_pad, o["r_pad"], o["k_pad"])[:, :R, : o["K"]]
+        d = {"regret": o["regret"][:, :R], "expected_regret": (o["regret"] if o.get("exp") is None else o["exp"])[:, :R],
+             "reward": o["reward"][:, :R]}
+        if o["dl"] is not None:
+            d["delayed_regret"] = o["dl"][:, :R]
+        d["pulls"] = pulls
+        return d
+
+    runs_first = {lab: cut(o) for lab, o in outs.items()}
+    mets = {lab: tuple(runs_first[lab]) for lab in labels}
+    pairs = DR.stat_pairs(labels, mets)
+    valid = jnp.arange(n_pad) < n_runs
+    recs = {lab: {k: jnp.swapaxes(a, 0, 1) for k, a in d.items()} for lab, d in runs_first.items()}
+    red, dt = DR.reduce_on_device(recs, valid, B, labels, pairs)
+    compile_s += dt
+    host = DR.host_block_stats(jax.device_get(red), np.arange(R), labels, -(-n_runs // B))
+    final = {}
+    for j, lab in enumerate(labels):
+        for k in ("regret", "expected_regret", "reward", "delayed_regret"):
+            if k in runs_first[lab]:
+                final[f"f/{j}/{k}"] = runs_first[lab][k][:n_runs, R - 1]
+        lost = outs[lab]["lost"]
+        final[f"f/{j}/lost_to_W"] = lost[:n_runs] if lost is not None else jnp.zeros((n_runs,), jnp.int32)
+    final = jax.device_get(final)
+    stats = DR.host_stats(labels, mets, pairs, B, [host], final)
+    n_keep = DR.resolve_keep(keep, [env.n_arms] * len(labels), n_runs, R)
+    kept = jax.device_get({lab: {k: a[:n_keep] for k, a in d.items()} for lab, d in runs_first.items()}) \
+        if n_keep else None
+    run_s += time.perf_counter() - t0
+    to_host = ST.nbytes(host) + ST.nbytes(final) + (ST.nbytes(kept) if kept else 0)
     timing = {"compile_s": compile_s, "run_s": run_s, "devices": 1, "policies_in_program": 1,
-              "path": "fused" + (" (interpreted)" if interpret else "")}
+              "path": "fused" + (" (interpreted)" if interpret else ""), "bytes_to_host": int(to_host)}
     timing["run_steps_per_s"] = n_runs * horizon * len(pols) / max(run_s, 1e-12)
     res = {}
     for lab, o in outs.items():
-        exp = o["regret"] if o.get("exp") is None else o["exp"]
-        res[lab] = SimOutput(t=record_at.astype(np.int64) + 1, regret=o["regret"], expected_regret=exp,
-                             reward=o["reward"], pulls=o["pulls"], lost_to_W=o["lost"], width=o["width"],
-                             timing=dict(timing), delayed_regret=o["dl"], arm_totals=None)
+        k = kept[lab] if kept else {}
+        res[lab] = SimOutput(t=record_at.astype(np.int64) + 1, regret=k.get("regret"),
+                             expected_regret=k.get("expected_regret"), reward=k.get("reward"), pulls=k.get("pulls"),
+                             lost_to_W=stats[lab].final["lost_to_W"], width=o["width"], timing=dict(timing),
+                             delayed_regret=k.get("delayed_regret"), arm_totals=None, stats=stats[lab], runs=n_runs)
     return res[next(iter(res))] if single else res
+

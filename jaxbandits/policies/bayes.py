@@ -34,7 +34,7 @@ from .. import _validate as V
 from .. import mathlib as M
 from ..bayes.families import family
 from ..bayes.model import RingStats, conversion_model
-from ..types import Needs, Policy, ProblemSpec, one_hot
+from ..types import Needs, Policy, ProblemSpec, RatePosterior, one_hot
 
 __all__ = ["delay_model_ts", "beta_ts", "DelayTSState", "BetaTSState", "ring_update", "refresh_step",
            "unconstrained_init"]
@@ -332,7 +332,31 @@ def delay_model_ts(window: int = 255, model: str = "exponential", engine: str = 
     def estimate(st: DelayTSState):  # p (or p F(M), per-arm laws) at the Newton-tracked posterior mode
         return _score(st.eng.mode, st.stats.n_conv.shape[0])
 
-    return Policy(init, act, update, payload, _CONV, label, reveal_window=W, estimate=estimate)
+    def posterior(st: DelayTSState) -> RatePosterior:
+        """The Laplace approximation the engine tracks: ``p`` at the Newton-tracked mode, and a
+        95% interval from the (floored) Hessian of the last refresh, ``sigmoid(logit p +- 1.96 sd)``;
+        the delay law of the mode's delay parameters (``fixed_delay`` for the oracle)."""
+        K = st.stats.n_conv.shape[0]
+        _, unravel = _unravel(K)
+        mode = st.eng.mode
+        ip = unravel(jnp.arange(mode.shape[0], dtype=_F))["p"].astype(jnp.int32)  # where logit p_k sits in z
+        var = (st.eng.vec[ip] ** 2) @ (1.0 / st.eng.lam)  # diagonal of V diag(1/lam) V^T at the p entries
+        u = unravel(mode)
+        half = 1.96 * jnp.sqrt(var)
+        if fixed_delay is not None:
+            th = {n: jnp.asarray(fixed_delay[n], _F) for n in fam.params}
+        else:
+            th = {n: jnp.exp(u[n]) for n in fam.params}
+        ages = jnp.arange(W, dtype=_F)
+        if per_arm_delay and fixed_delay is None:
+            pmf = jnp.exp(fam.log_pmf(ages[None, :], {n: v[:, None] for n, v in th.items()}))
+        else:
+            pmf = jnp.broadcast_to(jnp.exp(fam.log_pmf(ages, th)), (K, W))
+        hist = st.stats.hist if st.stats.hist.ndim == 1 else st.stats.hist.sum(0)
+        return RatePosterior(jax.nn.sigmoid(u["p"]), jax.nn.sigmoid(u["p"] - half), jax.nn.sigmoid(u["p"] + half),
+                             pmf, hist)
+
+    return Policy(init, act, update, payload, _CONV, label, reveal_window=W, estimate=estimate, posterior=posterior)
 
 
 # ----------------------------------------------------------------------------- Beta TS baselines

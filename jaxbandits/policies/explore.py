@@ -1,0 +1,110 @@
+"""An exploration floor and the logging probability of a decision (docs/ope.md, *Logging*).
+
+A deterministic policy's log supports no off-policy estimate: every decision had probability 1, so
+no other policy's choices can be weighted. :func:`explore` mixes a policy with the uniform law:
+with probability ``eps`` the decision is the base policy's choice restricted (by the context's
+arm mask) to an arm drawn uniformly, else the base policy's own choice. Its memo carries the law
+the decision was drawn from (``memo_probs``): ``eps * q + (1 - eps) * p`` where ``q`` is computed
+exactly (the base's masked choice for each of the ``K`` arms, with the same key: a policy that
+honours the mask gives ``q = 1/K`` exactly; one that does not, e.g. an initial round robin, gives
+the arm it plays) and ``p`` is the base's law: exact for a policy with ``memo_probs``, else a
+Monte Carlo estimate over ``samples`` draws of its randomness (:func:`chosen_probability`).
+
+:func:`chosen_probability` is what :func:`jaxbandits.online.decide` records with each decision
+(``propensity=True``): ``memo.probs[a]`` for a policy with ``memo_probs`` (exact), else the fraction
+of ``samples`` draws of the policy's act (the realised one and ``samples - 1`` with independent
+keys, so it is never 0) that choose the same arm; deterministic policies get exactly 1.
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from .. import _validate as V
+from .. import mathlib as M
+from ..types import Policy
+
+__all__ = ["explore", "chosen_probability", "ExploreMemo", "ExploreState", "MC_SALT"]
+
+#: Folded into a decision's key for the Monte Carlo draws of its law (independent of its own draw).
+MC_SALT = 0x0E57
+_EXPLORE_SALT = 0x0E58
+
+
+class ExploreState(NamedTuple):
+    base: Any  # the base policy's state
+    arms: Any  # bool[K], zeros: carries the number of arms as a static shape
+
+
+class ExploreMemo(NamedTuple):
+    base: Any  # the base policy's memo of the chosen arm
+    probs: Any  # f32[K] the law the decision was drawn from
+    hold: Any  # i32: the base memo's hold (base.memo_hold), else 0
+
+
+def _mc_law(policy: Policy, state, ctx, key, a_real, samples: int, K: int):
+    """``f32[K]``: the realised arm and ``samples - 1`` independent draws of ``policy.act``, as frequencies."""
+    base = M.fold_in(key, MC_SALT)
+    keys = jax.vmap(lambda s: M.fold_in(base, s))(jnp.arange(samples - 1, dtype=jnp.int32))
+    arms = jax.vmap(lambda k: policy.act(state, ctx, k)[0])(keys)
+    counts = jnp.zeros((K,), jnp.float32).at[arms].add(1.0).at[a_real].add(1.0)
+    return counts / samples
+
+
+def chosen_probability(policy: Policy, state, ctx, key, a, memo, samples: int, n_arms: int):
+    """The probability the policy gave arm ``a`` (chosen with ``key``): exact from ``memo.probs``
+    for a policy with ``memo_probs``, else Monte Carlo over ``samples`` draws (see the module)."""
+    if policy.memo_probs:
+        return jnp.asarray(memo.probs, jnp.float32)[a]
+    return _mc_law(policy, state, ctx, key, a, samples, n_arms)[a]
+
+
+def explore(base: Policy, eps: float, samples: int = 256) -> Policy:
+    """``base`` with an exploration floor: with probability ``eps`` a uniformly drawn arm (see
+    the module). ``samples``: Monte Carlo draws of the base's law when it does not declare
+    ``memo_probs`` (the logged probability is then exact in its ``eps`` part only)."""
+    if not isinstance(base, Policy):
+        raise TypeError(f"base must be a jaxbandits Policy, got {type(base).__name__}")
+    eps = float(V.real("eps", eps, lo=0.0, hi=1.0))
+    samples = V.integer("samples", samples, lo=1, hi=2**16)
+
+    def init(spec, key):
+        return ExploreState(base.init(spec, key), jnp.zeros((spec.n_arms,), bool))
+
+    def act(st, ctx, key):
+        state = st.base
+        K = st.arms.shape[0]  # static
+        a_b, m_b = base.act(state, ctx, key)
+        kx = M.fold_in(key, _EXPLORE_SALT)
+        go = M.uniform(M.fold_in(kx, 0)) < eps
+        u = jnp.minimum(jnp.floor(M.uniform(M.fold_in(kx, 1)) * K).astype(jnp.int32), K - 1)
+
+        def masked(arm):
+            m = jnp.arange(K) == arm
+            if ctx.mask is not None:
+                m = m & ctx.mask
+            return base.act(state, ctx._replace(mask=m), key)
+
+        a_x, m_x = masked(u)
+        a = jnp.where(go, a_x, a_b).astype(jnp.int32)
+        memo = jax.tree.map(lambda x, y: jnp.where(go, x, y), m_x, m_b)
+        each = jax.vmap(lambda arm: masked(arm)[0])(jnp.arange(K))  # the masked choice for each drawn arm
+        q = jnp.zeros((K,), jnp.float32).at[each].add(1.0) / K
+        if base.memo_probs:
+            p = jnp.asarray(m_b.probs, jnp.float32)
+        else:
+            p = _mc_law(base, state, ctx, key, a_b, samples, K)
+        probs = eps * q + (1.0 - eps) * p
+        hold = jnp.asarray(memo.hold, jnp.int32) if base.memo_hold else jnp.zeros((), jnp.int32)
+        return a, ExploreMemo(memo, probs, hold)
+
+    def update(st, arr):
+        return st._replace(base=base.update(st.base, arr._replace(memo=arr.memo.base)))
+
+    estimate = None if base.estimate is None else (lambda st: base.estimate(st.base))
+    payload = None if base.payload is None else (lambda memo, r, d: base.payload(memo.base, r, d))
+    name = f"{base.name}+explore({eps:g})"
+    return Policy(init, act, update, payload, base.needs, name, base.max_hold, base.reveal_window, base.memo_hold,
+                  True, estimate)
