@@ -263,8 +263,16 @@ def merged_outputs(metas: List[dict]) -> Dict[str, object]:
     n_all = sum(m["n_runs"] for m in metas)
     for j, lab in enumerate(ref["labels"]):
         arrs = {}
-        for f in ref["fields"][lab]:
-            ps = [z[f"p{j}_{f}"] for z in loaded]
+        # a part past the kept runs (keep=N, the first N runs) holds no curves: the curves are those
+        # of the parts that hold them, in order (a prefix of the parts, as the kept runs are a prefix)
+        have = [[f"p{j}_{f}" in z for z in loaded] for f in FIELDS]
+        for f, h in zip(FIELDS, have):
+            if not any(h):
+                continue
+            if False in h and True in h[h.index(False):]:
+                raise MergeError(f"merge: the parts of {lab!r} hold {f!r} out of run order (part "
+                                 f"{h.index(False)} lacks it, a later one has it): rerun the parts with one --keep")
+            ps = [z[f"p{j}_{f}"] for z, hz in zip(loaded, h) if hz]
             if ps[0].ndim >= 2:  # [runs kept, R, ...]: the driver's [R, runs, ...] buffer, viewed runs first
                 arrs[f] = np.moveaxis(np.concatenate([np.moveaxis(p, 0, 1) for p in ps], axis=1), 0, 1)
             else:
