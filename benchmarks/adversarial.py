@@ -28,7 +28,7 @@ else:
     pol, ch = A.doubling(), C.action_time()  # exact default: max delay + 1 = 100
 outs = [simulate(env, ch, pol, T, jax.random.key(s), N) for s in (0, 1)]
 print(json.dumps({**cfg, "compile_s": outs[0].timing["compile_s"], "run_s": min(o.timing["run_s"] for o in outs),
-                  "width": outs[0].width, "regret": float(outs[0].expected_regret[:, -1].mean())}))
+                  "width": outs[0].width, "regret": float(outs[0].final("expected_regret").mean())}))
 """
 
 

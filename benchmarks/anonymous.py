@@ -26,7 +26,7 @@ env = E.bernoulli(means, delay=D.poisson(10.0))
 pol, ch = (A.odaaf_v(10.0, 10.0), C.anonymous()) if cfg["what"] == "ODAAF-V" else (A.qpmd(), C.attributed())
 outs = [simulate(env, ch, pol, T, jax.random.key(s), N) for s in (0, 1)]
 print(json.dumps({**cfg, "compile_s": outs[0].timing["compile_s"], "run_s": min(o.timing["run_s"] for o in outs),
-                  "regret": float(outs[0].regret[:, -1].mean())}))
+                  "regret": float(outs[0].final("regret").mean())}))
 """
 
 

@@ -28,7 +28,7 @@ else:
 from jaxbandits.simulate import simulate
 outs = [simulate(env, C.conversions(), pol, T, jax.random.key(s), N) for s in (0, 1)]
 print(json.dumps({**cfg, "compile_s": outs[0].timing["compile_s"], "run_s": min(o.timing["run_s"] for o in outs),
-                  "regret": float(outs[0].regret[:, -1].mean()),
+                  "regret": float(outs[0].final("regret").mean()),
                   "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 

@@ -49,7 +49,7 @@ def main(argv=None):
                     o = simulate(env, C.conversions(), {s: pol}, a.horizon, jax.random.key(rep), a.runs)[s]
                     best[s] = min(best[s], o.timing["run_s"])
                     compile_s.setdefault(s, o.timing["compile_s"])
-                    regret[s] = (float(o.regret[:, -1].mean()), float(o.regret[:, -1].std(ddof=1) / np.sqrt(a.runs)))
+                    regret[s] = (float(o.final("regret").mean()), float(o.final("regret").std(ddof=1) / np.sqrt(a.runs)))
             steps = a.runs * a.horizon
             row = {"K": K, "refresh": k, "runs": a.runs, "horizon": a.horizon}
             for s in pols:

@@ -31,7 +31,7 @@ else:
 pol = W.ars_ucb(4.0, "k^2") if cfg["what"] == "ARS-UCB" else W.ars_exp3(0.5)
 outs = [simulate(env, C.composite(), pol, T, jax.random.key(k), N) for k in (0, 1)]
 print(json.dumps({**cfg, "compile_s": outs[0].timing["compile_s"], "run_s": min(o.timing["run_s"] for o in outs),
-                  "W": outs[0].width, "regret": float(outs[0].regret[:, -1].mean()),
+                  "W": outs[0].width, "regret": float(outs[0].final("regret").mean()),
                   "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 

@@ -30,7 +30,7 @@ if cfg["what"] != "fused":
     runs = [simulate(env, C.conversions(window=m), pol, T, jax.random.key(s), N, delayed_regret=False) for s in (0, 1)]
     o = runs[0]
     print(json.dumps({**cfg, "compile_s": o.timing["compile_s"], "run_s": min(r.timing["run_s"] for r in runs),
-                      "regret": float(o.regret[:, -1].mean())}))
+                      "regret": float(o.final("regret").mean())}))
     raise SystemExit
 lr = float(np.log(0.998)); rho = float(np.exp(lr)); tau_m = float(-np.expm1((m + 1) * lr)); W = m + 1
 def run_one(r):

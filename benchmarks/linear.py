@@ -27,7 +27,7 @@ pol = {"OTFLinUCB": L.otf_linucb(m), "OTFLinTS": L.otf_lints(m),
        "OTFLinUCB-paper-exact": L.otf_linucb(m, variant="paper")}[cfg["what"]]
 outs = [simulate(env, C.conversions(window=m), pol, T, jax.random.key(s), N, delayed_regret=False) for s in (0, 1)]
 print(json.dumps({**cfg, "compile_s": outs[0].timing["compile_s"], "run_s": min(o.timing["run_s"] for o in outs),
-                  "regret": float(outs[0].regret[:, -1].mean())}))
+                  "regret": float(outs[0].final("regret").mean())}))
 """
 
 

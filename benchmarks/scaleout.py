@@ -59,7 +59,7 @@ for k in (1, 2, 3):
     if best is None or r < best:
         best, cpu = r, c
 print(json.dumps({"compile_s": o.timing["compile_s"], "run_s": best, "cpu_s": cpu, "devices": o.timing["devices"],
-                  "processes": jax.process_count(), "regret0": float(o.regret[0, -1])}))
+                  "processes": jax.process_count(), "regret0": float(o.final("regret")[0])}))
 """
 
 

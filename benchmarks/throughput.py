@@ -44,7 +44,7 @@ run_s = min(o.timing["run_s"], o2.timing["run_s"])
 print(json.dumps({**cfg, "compile_s": o.timing["compile_s"], "run_s": run_s,
                   "run_steps_per_s": cfg["runs"] * cfg["T"] / run_s, "devices_used": o.timing["devices"],
                   "platform": dev.platform, "device_kind": dev.device_kind, "peak_rss_bytes": peak,
-                  "peak_device_bytes": peak_dev, "final_regret_mean": float(o.regret[:, -1].mean())}))
+                  "peak_device_bytes": peak_dev, "final_regret_mean": float(o.final("regret").mean())}))
 """
 
 

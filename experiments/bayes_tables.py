@@ -19,7 +19,7 @@ def table(path):
     out = [f"**{r.experiment}** ({r.runs} runs, T = {r.horizon}, config {r.config})", "",
            "| policy | " + " | ".join(f"R({c})" for c in cps) + " | R − R(oracle), paired | R − R(naive), paired |",
            "|---|" + "---|" * (len(cps) + 2)]
-    fin = {l: np.asarray(r.curves[l]["regret"])[:, -1].astype(np.float64) for l in labs}
+    fin = {l: r.final_runs(l, "regret").astype(np.float64) for l in labs}
     n = r.runs
     for l in labs:
         m, se = r.mean_se(l)

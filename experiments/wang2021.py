@@ -93,7 +93,7 @@ def main():
             ars = [x for x in labs if "ARS-UCB" in x]
             order = sorted(ars, key=lambda x: at(r, x, T)[0])
             ref = reference_label(labs)
-            sd = {x: float(np.std(np.asarray(r.curves[x]["regret"])[:, -1], ddof=1)) for x in ars}
+            sd = {x: float(np.std(r.final_runs(x, "regret"), ddof=1)) for x in ars}
             L.append(f"| {p} | " + ", ".join(f"{x.split('ARS-UCB ')[1]} ({at(r, x, T)[0]:.0f})" for x in order)
                      + f" | {order.index(ref) + 1} of {len(order)} | {sd[ref]:.0f} vs {np.median(list(sd.values())):.0f} |")
 

@@ -346,3 +346,19 @@ def test_parts_with_keep_n_merge_through_part_files(tmp_path):
     sm, sw = (json.load(open(tmp_path / d / "summary.json")) for d in ("m", "w"))
     sm.pop("timing"), sw.pop("timing")
     assert sm == sw
+
+
+def test_a_reproduction_sweep_in_the_reduced_form_completes(monkeypatch):
+    """Past KEEP_BYTES of curves (here: any) the default keeps none: a sweep that reads each run's
+    final regret (Pike-Burke et al.'s App. F) reads it from the statistics (``SimOutput.final``)."""
+    from jaxbandits import experiments as X
+    from jaxbandits.engine import driver
+
+    monkeypatch.setattr(driver, "KEEP_BYTES", 0)
+    assert driver.resolve_keep(None, [2], 4, 1) == 0  # the default rule now gives the reduced form
+    exp = X.get("pikeburke2018-appF")
+    cfg = dict(exp.config, delays=[0, 3], families=["const"], horizon=30)
+    res = exp.runner(cfg, 4, 0, 30)
+    assert sorted(res.finals) == ["const: ODAAF", "const: ODAAF-B", "const: QPM-D"]
+    for lab, fs in res.finals.items():
+        assert len(fs) == 2 and all(np.shape(f) == (4,) and np.all(np.isfinite(f)) for f in fs), lab

@@ -66,7 +66,7 @@ def _appF(cfg, runs, seed, horizon):
                                                "ODAAF-B": A.odaaf_b(float(e), law.support_max)}, T, key, runs)
             oq = simulate(env, C.attributed(), A.qpmd(), T, key, runs)
             for lab, o in [*oa.items(), ("QPM-D", oq)]:
-                res.add(f"{fam}: {lab}", i, o.regret[:, -1])
+                res.add(f"{fam}: {lab}", i, o.final("regret"))
                 res.lost_to_W += int(np.sum(o.lost_to_W))
             res.add_timing(next(iter(oa.values())).timing, runs * T * 2)
             res.add_timing(oq.timing, runs * T)

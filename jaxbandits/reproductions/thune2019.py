@@ -37,7 +37,7 @@ def example8_delays(T: int, K: int) -> np.ndarray:
 
 
 def _record(res, i, label, out, bound):
-    res.add(label, i, out.expected_regret[..., -1].ravel(), bound)
+    res.add(label, i, out.final("expected_regret").ravel(), bound)
     res.lost_to_W += int(np.sum(out.lost_to_W))
 
 
@@ -136,11 +136,11 @@ def _heavy_tail(cfg, runs, seed, horizon):
                 o = simulate_grid(build, grid, ch, T, key, 1)
                 b = np.array([bound(r) for r in range(runs)])
                 lab = f"{model}: {name}"
-                res.add(lab, i, o.expected_regret[:, 0, -1], float(np.max(b)))
+                res.add(lab, i, o.final("expected_regret")[:, 0], float(np.max(b)))
                 res.add_timing(o.timing, runs * T)
                 res.lost_to_W += int(np.sum(o.lost_to_W))
                 res.extra.setdefault(f"{lab}: runs over their own bound", []).append(
-                    int(np.sum(o.expected_regret[:, 0, -1] > b)))
+                    int(np.sum(o.final("expected_regret")[:, 0] > b)))
             res.extra.setdefault(f"{model}: mean D", []).append(float(Ds.mean()))
             res.width = max(res.width, W, A.doubling_width(K, T))
             res.extra.setdefault(f"{model}: mean d_max", []).append(float(dmax.mean()))
@@ -170,7 +170,7 @@ def _bounds(cfg, runs, seed, horizon):
         _time(res, at, runs, T)
         scale = math.sqrt((_E * K * T / 2 + Dt) * math.log(K))
         res.extra.setdefault("DEW / sqrt((eKT/2+D) lnK)", []).append(
-            float(ot["DEW-Thm1"].expected_regret[:, -1].mean() / scale))
+            float(ot["DEW-Thm1"].final("expected_regret").mean() / scale))
         res.extra.setdefault("eta_thm1", []).append(eta)
         res.width = max(res.width, int(d) + 1, A.doubling_width(K, T))
         res.extra.setdefault("truncated", []).append(bool(eta > 1 / (4 * _E * d)) if d > 0 else False)
