@@ -244,7 +244,7 @@ def compare(results, baseline: Optional[str] = None, level: float = 0.95, method
         others = [l for l in panels[pn] if l != b and l in chosen]
         if not others:
             continue
-        if whole and (method == "bootstrap" or not results.stats):
+        if whole:  # the per-run form: from the per-run arrays, as compare always did (the same bits)
             base = np.asarray(results.curves[b][metric], np.float64)
             d = np.stack([np.asarray(results.curves[l][metric], np.float64) - base for l in others])  # [P, n, R]
             m, lo, hi = interval(d, axis=1, level=level, method=method, n_boot=n_boot, seed=seed)

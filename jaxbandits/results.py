@@ -82,10 +82,20 @@ class Results:
 
     # ------------------------------------------------------------------ statistics
     def _stats_of(self, label, metric):
-        """The statistics of ``metric`` of ``label`` when the results hold them, else ``None``
-        (then the per-run curves are every run's)."""
+        """The statistics of ``metric`` of ``label`` when the results hold them and not every run's
+        curves, else ``None``. The per-run form (every run's curves held) computes its numbers from
+        the per-run arrays in float64 numpy, as results always were (the same bits as before the
+        statistics existed); the reduced form (or the curves of a first few runs) from the
+        statistics (docs/results.md, "The two forms")."""
+        if self.per_run:
+            return None
         st = self.stats.get(label) if self.stats else None
         return st if st is not None and metric in st.moments else None
+
+    @property
+    def per_run(self) -> bool:
+        """Whether the results hold every run's curves (the per-run form)."""
+        return self.kept == self.runs
 
     @property
     def kept(self) -> int:
@@ -131,14 +141,14 @@ class Results:
     def final_runs(self, label, metric=None) -> np.ndarray:
         """Every run's value of ``metric`` at the last record point, ``[runs]`` (either form)."""
         metric = metric or self.metric
-        st = self.stats.get(label) if self.stats else None
+        st = None if self.per_run else (self.stats.get(label) if self.stats else None)
         if st is not None and metric in st.final:
             return np.asarray(st.final[metric])
         return np.asarray(self.curves[label][metric])[:, -1]
 
     def mean_pulls(self, label) -> np.ndarray:
         """Mean pulls of every arm over runs at the horizon, float64 ``[K]``."""
-        st = self.stats.get(label) if self.stats else None
+        st = None if self.per_run else (self.stats.get(label) if self.stats else None)
         if st is not None:
             return st.combined("pulls")[1][-1]
         return np.asarray(self.curves[label]["pulls"], np.float64).mean(0)

@@ -92,6 +92,26 @@ def test_wrong_reductions_fail(whole):
     assert not (np.array_equal(rev[1], fwd[1]) and np.array_equal(rev[2], fwd[2]))
 
 
+def _json_close(a, b, rtol=1e-12, path="", scale=None):
+    """``a`` and ``b`` (JSON values) equal in every key, string, integer and null; their floats
+    equal to ``rtol`` relative (of the largest magnitude in the same list, for values near 0)."""
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and sorted(a) == sorted(b), path
+        for k in a:
+            _json_close(a[k], b[k], rtol, f"{path}/{k}")
+    elif isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), path
+        nums = [abs(v) for v in a if isinstance(v, float)]
+        sc = max(nums) if nums else None
+        for i, (x, y) in enumerate(zip(a, b)):
+            _json_close(x, y, rtol, f"{path}[{i}]", sc)
+    elif isinstance(a, float) and isinstance(b, float):
+        tol = rtol * max(abs(b), scale or 0.0)
+        assert abs(a - b) <= tol, (path, a, b)
+    else:
+        assert a == b and type(a) is type(b), (path, a, b)
+
+
 def _same_stats(a, b):
     for lab in a:
         fa, fb = a[lab].stats.to_flat(), b[lab].stats.to_flat()
@@ -171,11 +191,13 @@ def test_compare_on_the_reduced_form_equals_the_per_run_intervals(whole):
             scale = np.abs(d).max()
             for got, ref in ((c.diffs[lab]["mean"], m), (c.diffs[lab]["lo"], lo), (c.diffs[lab]["hi"], hi)):
                 np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12 * scale)
-    # the per-run form's summary and the reduced form's: the same numbers
+    # the per-run form's summary (float64 numpy over the per-run arrays) and the reduced form's
+    # (from the statistics): the same numbers to ~1e-15 relative, every key
     full = Results.from_sim("x", {}, 0, N, T, whole)
+    assert full.per_run and not res.per_run
     sa, sb = full.summary(), res.summary()
     sa.pop("timing"), sb.pop("timing")
-    assert sa == sb
+    _json_close(sb, sa)
     # the bootstrap on the reduced form: over the final values (the last record point)
     b = compare(res, baseline="random", method="bootstrap", n_boot=200)
     fb = compare(full, baseline="random", method="bootstrap", n_boot=200)
@@ -264,13 +286,14 @@ def test_cli_keep_none_writes_the_same_summary_and_statistics(tmp_path):
     assert r.kept == 0 and a.kept == a.runs == 6
     sr, sa = (json.load(open(tmp_path / d / "summary.json")) for d in ("r", "a"))
     sr.pop("timing"), sa.pop("timing")
-    assert sr == sa
+    _json_close(sr, sa)  # the statistics' numbers against the per-run arrays' (numpy, float64)
     # compare and plot read either folder: the same comparison (from the paired moments)
     for d in ("r", "a"):
         assert main(["compare", str(tmp_path / d), "--baseline", "random"]) == 0
         assert main(["plot", str(tmp_path / d), "--pulls"]) == 0
     cr, ca = (json.load(open(tmp_path / d / "summary.json"))["comparison"] for d in ("r", "a"))
-    assert cr == ca and cr["policies"]["delayed: UCB1"]["final_diff_ci"][0] is not None
+    _json_close(cr, ca)  # the paired moments' t intervals against the per-run differences'
+    assert cr["policies"]["delayed: UCB1"]["final_diff_ci"][0] is not None
     xr_, xa = (xr.load_dataset(tmp_path / d / "results.nc", engine="h5netcdf") for d in ("r", "a"))
     assert xr_.sizes["kept_run"] == 0 and "diff_regret_mean" in xr_
     for v in xa.data_vars:
@@ -362,3 +385,64 @@ def test_a_reproduction_sweep_in_the_reduced_form_completes(monkeypatch):
     assert sorted(res.finals) == ["const: ODAAF", "const: ODAAF-B", "const: QPM-D"]
     for lab, fs in res.finals.items():
         assert len(fs) == 2 and all(np.shape(f) == (4,) and np.all(np.isfinite(f)) for f in fs), lab
+
+
+def _ref_t(x, level=0.95):
+    """The t interval as jaxbandits computed it before the statistics existed (float64 numpy over
+    the per-run values, ``ddof=1``), written out here independently of the library."""
+    from scipy.special import stdtrit
+
+    x = np.asarray(x, np.float64)
+    n = x.shape[0]
+    m = x.mean(0)
+    half = stdtrit(n - 1, 0.5 + level / 2) * x.std(0, ddof=1) / np.sqrt(n)
+    return m, m - half, m + half
+
+
+def test_per_run_form_summary_is_the_pre_statistics_formula_to_the_bit(whole, tmp_path):
+    """summary.json, table.md and compare of the per-run form: every number exactly what the code
+    before the statistics computed (float64 numpy over the per-run arrays), not the block/Chan
+    combination (which agrees only to ~1e-15 relative)."""
+    import json
+
+    from jaxbandits.compare import compare
+    from jaxbandits.results import Results
+
+    res = Results.from_sim("x", {}, 0, N, T, whole)
+    res.checkpoints = [20, 40]
+    assert res.per_run and res.stats  # the statistics are there, and not used for these numbers
+    res.save(tmp_path / "r", plot=False)
+    s = json.load(open(tmp_path / "r" / "summary.json"))
+    table = open(tmp_path / "r" / "table.md").read()
+    t = [int(x) for x in whole["UCB1"].t]
+    assert t == [10, 20, 30, 40]
+    any_differs = False
+    for lab, o in whole.items():
+        p = s["policies"][lab]
+        x = np.asarray(o.regret, np.float64)
+        m, se = x.mean(0), x.std(0, ddof=1) / np.sqrt(N)
+        _, lo, hi = _ref_t(x)
+        assert p["regret_mean"] == [float(v) for v in m], lab
+        assert p["regret_se"] == [float(v) for v in se], lab
+        assert p["regret_ci95_lo"] == [float(v) for v in lo] and p["regret_ci95_hi"] == [float(v) for v in hi]
+        assert (p["final_regret_mean"], p["final_regret_se"]) == (float(m[-1]), float(se[-1]))
+        assert p["final_regret_ci95"] == [float(lo[-1]), float(hi[-1])]
+        assert p["final_regret_runs"] == [float(v) for v in o.regret[:, -1]]
+        assert p["mean_pulls"] == [float(v) for v in np.asarray(o.pulls[:, -1, :], np.float64).mean(0)]
+        dl = np.asarray(o.delayed_regret, np.float64)
+        assert p["final_delayed_regret_mean"] == float(dl.mean(0)[-1])
+        assert p["final_delayed_regret_se"] == float(dl.std(0, ddof=1)[-1] / np.sqrt(N))
+        for c, i in ((20, 1), (40, 3)):
+            assert p["checkpoints"][str(c)] == {"mean": float(m[i]), "se": float(se[i]),
+                                                "ci95": [float(lo[i]), float(hi[i])]}
+        assert f"| {lab} | {m[1]:.1f} ± {se[1]:.1f} | {m[3]:.1f} ± {se[3]:.1f} |" in table
+        # the statistics' combination is another computation (agreeing to ~1e-15, not bitwise)
+        sm, sse = o.stats.mean_se("regret")
+        np.testing.assert_allclose(sm, m, rtol=1e-13)
+        any_differs |= not (np.array_equal(sm, m) and np.array_equal(sse, se))
+    assert any_differs  # so the bitwise checks above tell the two computations apart
+    c = compare(res, baseline="random")
+    for lab in ("UCB1", "KL-UCB"):
+        m, lo, hi = _ref_t(np.asarray(whole[lab].regret, np.float64) - whole["random"].regret)
+        for k, ref in (("mean", m), ("lo", lo), ("hi", hi)):
+            assert np.array_equal(c.diffs[lab][k], ref), (lab, k)
