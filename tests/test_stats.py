@@ -66,30 +66,96 @@ def _with_stats(outs, lab, st):
     return {k: (o._replace(stats=st) if k == lab else o) for k, o in outs.items()}
 
 
-def test_wrong_reductions_fail(whole):
-    """A dropped block, a pair swapped, moments of the wrong ddof, another block order: each is
-    caught (the first three by the numpy check, the order by bitwise equality)."""
-    st = whole["UCB1"].stats
-    dropped = st._replace(count=st.count[1:], moments={k: (a[1:], b[1:]) for k, (a, b) in st.moments.items()},
-                          paired={o: {k: (a[1:], b[1:]) for k, (a, b) in d.items()} for o, d in st.paired.items()})
-    swapped = st._replace(paired={o: {k: (-a, b) for k, (a, b) in d.items()} for o, d in st.paired.items()})
-    for bad in (dropped, swapped):
-        with pytest.raises(AssertionError):
-            check_moments(_with_stats(whole, "UCB1", bad))
-    # ddof: the t interval from m2 / n instead of m2 / (n - 1) is not the per-run interval
-    from jaxbandits.compare import t_interval, t_interval_moments
+def _reduced(outs):
+    """The results of ``outs`` in the reduced form (no run's curves: every number from the stats)."""
+    from jaxbandits.results import Results
 
-    x = np.asarray(whole["UCB1"].regret, np.float64) - whole["random"].regret
-    n, m, m2 = st.combined("regret", "random")
-    _, lo_ref, _ = t_interval(x, axis=0)
-    _, lo, _ = t_interval_moments(n, m, m2)
-    np.testing.assert_allclose(lo, lo_ref, rtol=1e-12)
-    _, lo_bad, _ = t_interval_moments(n + 1, m, m2 * (n) / (n - 1) * (n) / (n + 1))  # m2 / n as if ddof=0
-    assert not np.allclose(lo_bad, lo_ref, rtol=1e-9)
-    # block order: Chan's update in reverse order is not bitwise the stored combination
-    rev = ST.combine(st.count[::-1], st.moments["regret"][0][::-1], st.moments["regret"][1][::-1])
-    fwd = ST.combine(st.count, *st.moments["regret"])
-    assert not (np.array_equal(rev[1], fwd[1]) and np.array_equal(rev[2], fwd[2]))
+    red = {lab: o._replace(regret=None, expected_regret=None, reward=None, pulls=None, delayed_regret=None)
+           for lab, o in outs.items()}
+    res = Results.from_sim("x", {}, 0, N, T, red)
+    assert res.kept == 0 and not res.per_run
+    return res
+
+
+def _chan_in_block_order(count, mean, m2):
+    """Chan et al.'s pairwise update over the blocks in block order, written out here: the
+    combination docs/results.md specifies (empty blocks skipped)."""
+    n, m, M = 0.0, None, None
+    for j in range(len(count)):
+        nb = float(count[j])
+        if nb == 0:
+            continue
+        if n == 0:
+            n, m, M = nb, np.array(mean[j], np.float64), np.array(m2[j], np.float64)
+            continue
+        tot = n + nb
+        d = mean[j] - m
+        m = m + d * (nb / tot)
+        M = M + m2[j] + d * d * (n * nb / tot)
+        n = tot
+    return n, m, M
+
+
+def _check_reduced_library(res, whole):
+    """The reduced form's numbers as the library computes them (Results.mean_se, .moments of the
+    paired differences, compare's t intervals) against float64 numpy over the per-run arrays of
+    the same runs; and its combination bitwise Chan's update in block order."""
+    from jaxbandits.compare import compare
+
+    c = compare(res, baseline="random")
+    for lab, o in whole.items():
+        x = np.asarray(o.regret, np.float64)
+        m, se = res.mean_se(lab)
+        np.testing.assert_allclose(m, x.mean(0), rtol=1e-12, err_msg=lab)
+        np.testing.assert_allclose(se, x.std(0, ddof=1) / np.sqrt(N), rtol=1e-12, err_msg=lab)
+        st = res.stats[lab]
+        n, cm, cM = _chan_in_block_order(st.count, *st.moments["regret"])
+        assert n == N and np.array_equal(m, cm) and np.array_equal(res.moments(lab)[2], cM), lab
+        if lab == "random":
+            continue
+        d = x - np.asarray(whole["random"].regret, np.float64)
+        n, dm, dM = res.moments(lab, "regret", other="random")
+        scale = np.abs(d).max()
+        np.testing.assert_allclose(dm, d.mean(0), rtol=0, atol=1e-12 * scale, err_msg=lab)
+        np.testing.assert_allclose(dM, ((d - d.mean(0)) ** 2).sum(0), rtol=1e-10, err_msg=lab)
+        for k, ref in zip(("mean", "lo", "hi"), _ref_t(d)):
+            np.testing.assert_allclose(c.diffs[lab][k], ref, rtol=1e-12, atol=1e-12 * scale, err_msg=f"{lab} {k}")
+
+
+def test_wrong_reductions_fail(whole, monkeypatch):
+    """The library's reduced-form numbers agree with float64 numpy over the per-run arrays (and
+    its combination is Chan's update in block order, bit for bit); each deliberately wrong
+    reduction patched into the library (ddof=0, blocks combined in reverse order, a dropped block,
+    a pair's difference swapped) makes that same check fail."""
+    from jaxbandits import compare as CMP
+
+    res = _reduced(whole)
+    _check_reduced_library(res, whole)  # the real reduction passes
+    combine, mean_se, combined, t_mom = ST.combine, ST.Stats.mean_se, ST.Stats.combined, CMP.t_interval_moments
+
+    def ddof0_mean_se(self, metric):
+        m, se = mean_se(self, metric)
+        return m, se * np.sqrt((self.n - 1) / self.n)
+
+    def swapped(self, metric, other=None):
+        n, m, M = combined(self, metric, other)
+        return (n, -m, M) if other is not None else (n, m, M)
+
+    mutants = {
+        "ddof=0 in the standard error": [(ST.Stats, "mean_se", ddof0_mean_se)],
+        "ddof=0 in the t interval": [(CMP, "t_interval_moments",
+                                      lambda n, m, M, level=0.95: t_mom(n, m, M * (n - 1) / n, level))],
+        "reverse block order": [(ST, "combine", lambda c, m, M: combine(c[::-1], m[::-1], M[::-1]))],
+        "dropped block": [(ST, "combine", lambda c, m, M: combine(c[1:], m[1:], M[1:]))],
+        "pair swapped": [(ST.Stats, "combined", swapped)],
+    }
+    for name, patches in mutants.items():
+        with monkeypatch.context() as mp:
+            for obj, attr, f in patches:
+                mp.setattr(obj, attr, f)
+            with pytest.raises(AssertionError):
+                _check_reduced_library(res, whole)
+                print(name, "not caught")
 
 
 def _json_close(a, b, rtol=1e-12, path="", scale=None):
