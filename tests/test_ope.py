@@ -211,12 +211,12 @@ def test_logged_propensities_exact_mc_and_explore():
     lr = online.Learner(classic.exp3(), C.attributed(), 3, key=0, horizon=100)
     _, _, p = lr.decide(3, propensity=1)
     assert p == pytest.approx([1 / 3] * 3, abs=1e-6)
-    # exploration floor over a round robin start (arm t for t < K): the law is exact, 1 then
-    # 1 - eps + eps/K once the base is deterministic
+    # exploration floor over a round robin start (arm t for t < K): the base is deterministic, so
+    # the law is exact, 1 - eps + eps/K for its arm (the uniform part is explore's own draw)
     pol = explore(PC.delayed_ucb(D.geometric(mean=5.0)), 0.1)
     lr = online.Learner(pol, C.conversions(window=50), ["a", "b", "c"], key=0)
     _, arms, p = lr.decide(3, propensity=1)
-    assert arms == ["a", "b", "c"] and p == pytest.approx([1.0] * 3)
+    assert arms == ["a", "b", "c"] and p == pytest.approx([0.9 + 0.1 / 3] * 3)
     _, _, p = lr.decide(20, propensity=1)
     assert set(np.round(p, 5)) <= {round(0.9 + 0.1 / 3, 5), round(0.1 / 3, 5)}
     del jax
@@ -343,3 +343,53 @@ def test_bad_exploration_floor_is_named():
         explore(classic.ucb1(), 1.5)
     with pytest.raises(ValueError, match=r"config key 'policy.explore' must be a number in \[0, 1\]"):
         serve.load_config(None, arms=["a", "b"], policy={"name": "ucb1", "explore": 2}, channel={"kind": "attributed"})
+
+
+def test_explore_law_is_exact_for_policies_that_ignore_or_honour_the_mask():
+    # explore's arms follow eps/K + (1 - eps) p and its logged law says so, for bases that read the
+    # context's arm mask and for ones that did not (beta_ts, delay_model_ts, exp3 ignored it: the
+    # "explored" arm was then the base's own choice and the logged law was eps + (1 - eps) p[a])
+    import jax
+    import jax.numpy as jnp
+
+    from jaxbandits.policies import bayes, classic
+    from jaxbandits.policies import conversions as PC
+    from jaxbandits.policies.explore import explore
+    from jaxbandits.types import Context, ProblemSpec
+
+    K, eps, n = 3, 0.3, 2000
+    spec = ProblemSpec(K, 1000, feedback=C.conversions(50).feedback)
+    keys = jax.vmap(lambda i: jax.random.fold_in(jax.random.PRNGKey(7), i))(jnp.arange(n))
+
+    def skewed_beta(st):  # arm 0 converted 20 of 20 plays, the others 0 of 20: p ~ (1, 0, 0)
+        return st._replace(plays=jnp.full((K,), 20.0), conv=jnp.array([20.0, 0.0, 0.0]))
+
+    cases = [(bayes.beta_ts(window=50), skewed_beta),
+             (bayes.delay_model_ts(window=50, engine="laplace"), lambda s: s),
+             (classic.exp3(), lambda s: s._replace(cum_loss=jnp.array([0.0, 400.0, 800.0]))),
+             (PC.delayed_ucb(D.geometric(mean=5.0), window=50), lambda s: s)]  # honours the mask
+    for base, prep in cases:
+        pol = explore(base, eps, samples=16)
+        st = pol.init(spec, jax.random.PRNGKey(0))
+        st = st._replace(base=prep(st.base))
+        ctx = Context(jnp.asarray(5, jnp.int32))
+        mctx = Context(jnp.asarray(5, jnp.int32), mask=jnp.array([True, False, True]))  # arm 1 ruled out
+
+        @jax.jit
+        def draw(k):
+            arms, memo = pol.act(st, ctx, k)
+            arms_m, memo_m = pol.act(st, mctx, k)
+            return arms, memo.probs, base.act(st.base, ctx, k)[0], arms_m, memo_m.probs
+
+        arms, probs, base_arms, arms_m, probs_m = jax.vmap(draw)(keys)
+        freq = np.bincount(np.asarray(arms), minlength=K) / n
+        p = np.bincount(np.asarray(base_arms), minlength=K) / n  # the base's law, empirically
+        want = eps / K + (1 - eps) * p
+        assert freq == pytest.approx(want, abs=0.03), (base.name, freq, want)
+        logged = np.asarray(probs).mean(0)  # the law each decision logs, averaged
+        assert logged == pytest.approx(want, abs=0.03), (base.name, logged, want)
+        a = np.asarray(arms)
+        assert np.asarray(probs)[np.arange(n), a].mean() == pytest.approx(float((freq ** 2).sum()), abs=0.03)
+        # the mask: arm 1 is never played and the uniform part spreads over arms 0 and 2
+        assert not np.any(np.asarray(arms_m) == 1), base.name
+        assert np.all(np.asarray(probs_m)[:, 1] == 0.0), base.name
