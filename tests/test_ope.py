@@ -240,7 +240,7 @@ def test_serving_database_is_read_and_version_1_is_upgraded(tmp_path):
     log = ope.load(db)
     assert len(log) == 6 and log.arm_labels == ("x", "y")
     assert [log.arm_labels[a] for a in log.arm] == out["arms"]
-    assert log.propensity[:2] == pytest.approx([1.0, 1.0])  # the round robin start, exactly
+    assert log.propensity[:2] == pytest.approx([0.9, 0.9])  # the round robin start, exactly: 1 - eps + eps/K
     assert (~np.isnan(log.conversion_time)).sum() == 2 and float(log.end[0]) == 10.0
     # a version-1 database (decisions without propensities) is upgraded in place on open; its
     # earlier decisions cannot be evaluated and the error says why
@@ -393,3 +393,4 @@ def test_explore_law_is_exact_for_policies_that_ignore_or_honour_the_mask():
         # the mask: arm 1 is never played and the uniform part spreads over arms 0 and 2
         assert not np.any(np.asarray(arms_m) == 1), base.name
         assert np.all(np.asarray(probs_m)[:, 1] == 0.0), base.name
+
