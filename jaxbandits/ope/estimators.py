@@ -9,8 +9,8 @@ target's value is ``V = E_x sum_a pi(a|x) r_a``. A decision made at ``t`` whose 
 indicator ``y`` has mean ``r_a G_a(c)`` with ``G_a(c) = P(D <= c | D <= m) = F_a(c) / F_a(m)``
 (``F_a`` the delay law's CDF of arm ``a``). The delay-aware estimators replace ``y`` by
 ``y / G_a(c)``, which has mean ``r_a`` exactly; the delay-ignorant ones use ``y`` and are biased low
-by ``sum pi r (1 - G)``. Decisions with ``G < min_seen`` (too recent to carry information; their
-weight would explode) are left out of the delay-aware forms, which is unbiased as long as the
+by ``sum pi r (1 - G)``. Decisions with ``min_a G_a(c) < min_seen`` (too recent to carry information;
+their weight would explode) are left out of the delay-aware forms, which is unbiased as long as the
 arms' rates do not change over time, because which rows are left out depends on time alone.
 
 Intervals are normal (``value +- z sd/sqrt(n)`` over the rows' terms; SNIPS and DM by the delta
@@ -66,7 +66,7 @@ class Report:
     window: Optional[float]
     level: float
     n: int
-    dropped: int  # rows left out of the delay-aware estimators (G < min_seen)
+    dropped: int  # rows left out of the delay-aware estimators (min over arms of G < min_seen)
     draws: int  # delay-law draws (0: one law or none)
 
     def get(self, estimator: str, aware: bool) -> Estimate:
@@ -148,16 +148,29 @@ def _law_table(law, arms: int, c: np.ndarray, window) -> np.ndarray:
     return table
 
 
-def seen_probability(log: DecisionLog, delay, window=None) -> np.ndarray:
-    """``G[i] = P(decision i's conversion is seen by the log's end | it converts within the window)``
-    under the delay law ``delay`` (one law, or one per arm; delays are integers, conventions §3):
-    ``F(floor(min(window, end - t))) / F(window)``."""
+def _seen_table(log: DecisionLog, delay, window):
+    """``(table f64[K, L], c i64[N])``: ``G_a(c)`` for every arm and the rows' integer ages ``c``."""
     age = log.age()
     if window is not None:
         age = np.minimum(age, window)
     c = np.floor(age).astype(np.int64)
-    table = _law_table(delay, log.n_arms, c, window)
+    return _law_table(delay, log.n_arms, c, window), c
+
+
+def seen_probability(log: DecisionLog, delay, window=None) -> np.ndarray:
+    """``G[i] = P(decision i's conversion is seen by the log's end | it converts within the window)``
+    under the delay law ``delay`` (one law, or one per arm; delays are integers, conventions §3):
+    ``F(floor(min(window, end - t))) / F(window)``."""
+    table, c = _seen_table(log, delay, window)
     return table[log.arm, c]
+
+
+def old_enough(log: DecisionLog, delay, window=None, min_seen: float = 0.05) -> np.ndarray:
+    """``bool[N]``: the rows the delay-aware estimators keep, ``min_a G_a(c_i) >= min_seen``: decided
+    by the row's age alone, never by its arm (with one law per arm, dropping by the row's own arm's
+    ``G`` would leave out more of the slow arms' recent rows than of the fast ones', a bias)."""
+    table, c = _seen_table(log, delay, window)
+    return table[:, c].min(0) >= min_seen
 
 
 # ----------------------------------------------------------------------------- the estimators
@@ -294,7 +307,7 @@ def evaluate(log: DecisionLog, target, *, window=None, delay=None, delay_draws=N
         per = {e: [] for e in which}
         for law in draws:
             G = seen_probability(log, law, window)
-            keep = G >= min_seen
+            keep = old_enough(log, law, window, min_seen)
             dropped = int(N - keep.sum())
             if not keep.any():
                 raise ValueError(f"every decision is too recent for the delay law: P(seen by the end) < min_seen = "
