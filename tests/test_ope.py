@@ -414,3 +414,15 @@ def test_dropping_recent_rows_depends_on_time_alone_with_per_arm_laws():
     v = np.array(vals)
     se = v.std(0, ddof=1) / math.sqrt(len(v))
     assert (np.abs(v.mean(0) - truth) < 4 * se).all(), (v.mean(0) - truth, se)
+
+
+def test_an_arm_left_without_rows_after_dropping_is_named():
+    # arm 1 is played only in the last 3 rounds: every one of its rows is too recent for a delay of
+    # mean 100 (P(seen) < 0.05), so the delay-aware estimators have no row of it; IPS, SNIPS and DR
+    # returned a number (as if arm 1 never converted), now each raises naming the arm
+    log = ope.decision_log(["a"] * 10 + ["b"] * 3, list(range(13)), [0.5] * 13, [np.nan] * 13, 12.0, arms=["a", "b"])
+    for name in ("ips", "snips", "dm", "dr"):
+        with pytest.raises(ValueError, match="the target plays arm 'b' .*no decision of it is old enough"):
+            ope.evaluate(log, [0.5, 0.5], delay=D.geometric(mean=100.0), estimators=(name,), ignorant=False)
+        # delay-ignorant: every row counts, a number
+        assert math.isfinite(ope.evaluate(log, [0.5, 0.5], estimators=(name,)).estimates[0].value)

@@ -246,16 +246,19 @@ def _one(log, pi, y, G, keep, which):
     R = _Rows(log, pi, y, G, keep)
     played = np.bincount(R.arm, minlength=log.n_arms) > 0
     pibar = pi if pi.ndim == 1 else pi.mean(0)
+    if G is not None:  # the support check again, on the rows kept (every estimator needs it)
+        mass = R.pi if R.pi.ndim == 1 else R.pi.max(0)
+        for a in np.flatnonzero((mass > 0) & ~played):
+            raise ValueError(f"the target plays arm {log.label(a)} (probability up to {mass[a]:.3g}), but no decision "
+                             f"of it is old enough to show conversions (every one has P(seen) < min_seen and was "
+                             "left out of the delay-aware estimators): lower min_seen, evaluate a later log, or "
+                             "evaluate a target that does not play it")
     out = {}
     if "ips" in which:
         out["ips"] = _ips(R)
     if "snips" in which:
         out["snips"] = _snips(R)
     if "dm" in which or "dr" in which:
-        miss = [a for a in np.flatnonzero(pibar > 0) if not played[a]]
-        if miss:
-            raise ValueError(f"the direct method needs decisions of arm {log.label(miss[0])} old enough to show "
-                             "conversions (none is left after dropping the too-recent ones)")
         v, se, ess, r = _dm(R, pibar)
         if "dm" in which:
             out["dm"] = (v, se, ess)
