@@ -200,11 +200,20 @@ class ServeConfig:
     def build(self):
         """(policy, channel, clock): the objects the config describes (the same objects for the
         same config within a process, so a restarted service reuses the compiled programs)."""
+        pol, ch, _ = self._built()
+        return pol, ch, self._clock()
+
+    def propensity_exact(self) -> bool:
+        """Whether the logged propensities are exact: the policy (the base under an exploration
+        floor) declares its law (``memo_probs``); else they are Monte Carlo estimates."""
+        return self._built()[2]
+
+    def _built(self):
         self.check()
         key = json.dumps([self.policy, self.channel], sort_keys=True)
         if key not in _BUILT:
             _BUILT[key] = self._build()
-        return _BUILT[key] + (self._clock(),)
+        return _BUILT[key]
 
     def _build(self):
         from . import channels
@@ -220,12 +229,13 @@ class ServeConfig:
             pol = make(**params)
         except TypeError as e:
             raise ValueError(f"config table 'policy' ({name}): {e}") from None
+        exact = pol.memo_probs  # explore's law is exact when its base's is (docs/ope.md)
         eps = self.policy.get("explore", 0)
         if eps:
             from .policies.explore import explore
 
             pol = explore(pol, eps, samples=self.propensity_samples())
-        return pol, ch
+        return pol, ch, exact
 
     def propensity_samples(self) -> int:
         """Monte Carlo draws of a logged propensity (``policy.propensity_samples``, default 256)."""
@@ -523,10 +533,9 @@ class Service:
         raise ValueError(f"unknown event kind {kind!r} in the log")
 
     def _propensity_samples(self) -> int:
-        """0 when the logged propensities are exact (a policy that declares its law, without an
-        exploration floor over a Monte Carlo base), else their Monte Carlo sample size."""
-        exact = self.policy.memo_probs and not self.config.policy.get("explore")
-        return 0 if exact else self.config.propensity_samples()
+        """0 when the logged propensities are exact (a policy that declares its law, with or without
+        an exploration floor), else their Monte Carlo sample size."""
+        return 0 if self.config.propensity_exact() else self.config.propensity_samples()
 
     def _now(self, now):
         if now is None:

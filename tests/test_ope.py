@@ -426,3 +426,32 @@ def test_an_arm_left_without_rows_after_dropping_is_named():
             ope.evaluate(log, [0.5, 0.5], delay=D.geometric(mean=100.0), estimators=(name,), ignorant=False)
         # delay-ignorant: every row counts, a number
         assert math.isfinite(ope.evaluate(log, [0.5, 0.5], estimators=(name,)).estimates[0].value)
+
+
+def test_serve_labels_explore_over_a_declared_law_exact(tmp_path, monkeypatch):
+    # the serve table has no memo_probs policy today: add Exp3 for the test. explore over it logs an
+    # exact law (propensity_samples 0, no Monte Carlo warning from ope); over UCB1 a Monte Carlo one
+    import warnings
+
+    from jaxbandits import serve
+    from jaxbandits.policies import classic
+
+    table = serve._policy_table()
+    monkeypatch.setattr(serve, "_policy_table", lambda: {**table, "exp3": classic.exp3})
+    monkeypatch.setattr(serve, "POLICIES", serve.POLICIES + ("exp3",))
+    for name, exact in (("exp3", True), ("ucb1", False)):
+        cfg = serve.load_config(None, arms=["x", "y"], policy={"name": name, "explore": 0.2, "propensity_samples": 8},
+                                channel={"kind": "attributed"})
+        db = str(tmp_path / f"{name}.db")
+        sv = serve.Service(cfg, db)
+        out = sv.decide(20)
+        sv.feedback([{"id": out["ids"][1], "reward": 1.0}])
+        sv.advance(25)
+        sv.close()
+        log = ope.load(db)
+        assert log.propensity_samples == (0 if exact else 8)
+        assert cfg.propensity_exact() is exact
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            ope.evaluate(log, [0.5, 0.5])
+        assert any("Monte Carlo" in str(x.message) for x in w) is not exact
