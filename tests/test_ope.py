@@ -455,3 +455,21 @@ def test_serve_labels_explore_over_a_declared_law_exact(tmp_path, monkeypatch):
             warnings.simplefilter("always")
             ope.evaluate(log, [0.5, 0.5])
         assert any("Monte Carlo" in str(x.message) for x in w) is not exact
+
+
+def test_an_exploration_floor_passes_the_posterior_through():
+    # explore keeps its base's posterior (on the base's state): what the dashboard's posterior panel
+    # draws (it reads Policy.posterior); it was dropped
+    import jax
+
+    from jaxbandits.policies import bayes
+    from jaxbandits.policies.explore import explore
+    from jaxbandits.types import ProblemSpec
+
+    base = bayes.delay_model_ts(window=30, engine="laplace")
+    pol = explore(base, 0.1)
+    assert pol.posterior is not None
+    st = pol.init(ProblemSpec(n_arms=2, horizon=100), jax.random.key(0))
+    got, want = pol.posterior(st), base.posterior(st.base)
+    assert all(np.array_equal(np.asarray(g), np.asarray(w)) for g, w in zip(got, want))
+    assert explore(bayes.beta_ts(window=30), 0.1).posterior is None  # none to pass

@@ -104,5 +104,6 @@ def explore(base: Policy, eps: float, samples: int = 256) -> Policy:
     estimate = None if base.estimate is None else (lambda st: base.estimate(st.base))
     payload = None if base.payload is None else (lambda memo, r, d: base.payload(memo.base, r, d))
     name = f"{base.name}+explore({eps:g})"
+    posterior = None if base.posterior is None else (lambda st: base.posterior(st.base))
     return Policy(init, act, update, payload, base.needs, name, base.max_hold, base.reveal_window, base.memo_hold,
-                  True, estimate)
+                  True, estimate, posterior)
