@@ -34,6 +34,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from . import _validate as V
+from .delays import DELAY_LAWS, delay_law  # re-exported: serve.DELAY_LAWS, serve.delay_law as before
 
 __all__ = ["ServeConfig", "Service", "BadRequest", "load_config", "create_app", "replay_events", "POLICIES",
            "DELAY_LAWS", "DB_FORMAT", "DB_FORMAT_VERSION", "delay_law"]
@@ -61,9 +62,6 @@ def _policy_table():
 #: The policies a config may name (``[policy] name``), with the channels they take.
 POLICIES = ("ucb1", "kl_ucb", "thompson", "delayed_ucb", "delayed_klucb", "discarding_ucb", "discarding_klucb",
             "delay_model_ts", "beta_ts")
-#: The delay laws a policy's ``delay`` table may name (``law = "geometric"``, then the law's parameters).
-DELAY_LAWS = ("fixed", "uniform", "geometric", "poisson", "exponential", "half_normal", "weibull", "log_normal",
-              "pareto")
 CHANNELS = ("attributed", "conversions")
 
 
@@ -243,20 +241,6 @@ class ServeConfig:
 
 
 _BUILT: Dict[str, Any] = {}
-
-
-def delay_law(table: dict):
-    """The :mod:`jaxbandits.delays` law of a config's ``delay`` table (``{"law": "geometric", "mean": 20.0}``)."""
-    from . import delays
-
-    d = dict(table)
-    law = d.pop("law", None)
-    if law not in DELAY_LAWS:
-        raise ValueError(f"config key 'policy.delay.law' must be one of {list(DELAY_LAWS)}, got {law!r}")
-    try:
-        return getattr(delays, law)(**d)
-    except TypeError as e:
-        raise ValueError(f"config table 'policy.delay' ({law}): {e}") from None
 
 
 def load_config(path=None, **overrides) -> ServeConfig:

@@ -32,6 +32,8 @@ from typing import List, Optional
 
 import numpy as np
 
+from ..delays import delay_law
+
 __all__ = ["Monitor", "install", "tokens_from_env", "STATIC", "READ_TOKEN_ENV", "WRITE_TOKEN_ENV"]
 
 READ_TOKEN_ENV = "JAXBANDITS_READ_TOKEN"
@@ -84,8 +86,6 @@ class Monitor:
     def __init__(self, service, capacity: int = 512, period: float = 1.0, clock=time.time):
         import jax
 
-        from .. import serve
-
         if capacity < 4:
             raise ValueError(f"capacity must be >= 4, got {capacity}")
         if not period > 0:
@@ -104,7 +104,7 @@ class Monitor:
         delay = cfg.policy.get("delay")
         self._law_cdf = None  # F(0..m) of a delay law the config gives the policy (a known law)
         if self.conversions and isinstance(delay, dict):
-            self._law_cdf = np.asarray(serve.delay_law(delay).cdf_table(self.window + 1), np.float64)
+            self._law_cdf = np.asarray(delay_law(delay).cdf_table(self.window + 1), np.float64)
 
     # ------------------------------------------------------------------ requests
     def record(self, ms: float):

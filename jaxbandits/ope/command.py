@@ -22,7 +22,7 @@ def parse_delay(text: str):
     """``LAW`` or ``LAW:key=value,key=value`` (a :mod:`jaxbandits.delays` law, e.g.
     ``geometric:mean=20`` or ``log_normal:mu=3,sigma=1``)."""
     from .. import delays as D
-    from ..serve import DELAY_LAWS
+    DELAY_LAWS = D.DELAY_LAWS
 
     law, _, rest = text.partition(":")
     law = law.strip()
@@ -34,10 +34,7 @@ def parse_delay(text: str):
             raise ValueError(f"--delay takes LAW:key=value,... (e.g. geometric:mean=20), got {text!r}")
         k, v = kv.split("=", 1)
         kw[k.strip()] = json.loads(v)
-    try:
-        return getattr(D, law)(**kw)
-    except TypeError as e:
-        raise ValueError(f"--delay {text!r}: {e}") from None
+    return D.delay_law({"law": law, **kw}, where=f"--delay {text!r}")
 
 
 def delay_from_fit(path: str, draws: int, seed: int = 0):
