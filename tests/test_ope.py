@@ -473,3 +473,30 @@ def test_an_exploration_floor_passes_the_posterior_through():
     got, want = pol.posterior(st), base.posterior(st.base)
     assert all(np.array_equal(np.asarray(g), np.asarray(w)) for g, w in zip(got, want))
     assert explore(bayes.beta_ts(window=30), 0.1).posterior is None  # none to pass
+
+
+def test_evaluate_output_identity_holds_no_machine_path(tmp_path, monkeypatch, capsys):
+    # the output folder's identity names the log by file name and content hash: rerunning from
+    # another folder (another spelling of the path) is the same run; it stored the absolute path
+    import hashlib
+    import json
+
+    from jaxbandits.cli import main
+
+    d = tmp_path / "logs"
+    d.mkdir()
+    p = d / "log.csv"
+    p.write_text("arm,play_time,conversion_time,cutoff,propensity\n"
+                 + "".join(f"{'xy'[a]},{t},{'' if np.isnan(c) else c},100,{q}\n"
+                           for a, t, c, q in zip(ARM, TIME, CONV, PROP)))
+    out = tmp_path / "res"
+    args = ["--policy", "probs:0.2,0.8", "--no-plot", "--out", str(out)]
+    monkeypatch.chdir(d)
+    assert main(["evaluate", "log.csv", *args]) == 0
+    text = (out / ".jaxbandits.json").read_text()
+    assert str(tmp_path) not in text
+    cfg = json.loads(text)["identity"]["config"]
+    assert cfg["log"] == "log.csv" and cfg["log_sha256"] == hashlib.sha256(p.read_bytes()).hexdigest()
+    monkeypatch.chdir(tmp_path)
+    assert main(["evaluate", str(p), *args]) == 0  # the same run: no --force needed
+    capsys.readouterr()

@@ -181,7 +181,7 @@ def plot(results: dict, path: str, level: float):
 
 def main(a) -> int:
     """The ``jaxbandits evaluate`` command (its arguments: :func:`jaxbandits.cli`'s parser)."""
-    from .._io import check_writable, json_writer, save_files, text_writer
+    from .._io import check_writable, file_sha256, json_writer, save_files, text_writer
     from .log import load
 
     if a.window is not None and a.window < 0:
@@ -222,8 +222,9 @@ def main(a) -> int:
              "table.md": text_writer(text)}
     if not a.no_plot:
         files["evaluate.png"] = lambda p: plot(res, p, a.level)
-    written = save_files(out, files, {"experiment": "evaluate", "config": {"log": os.path.abspath(a.log), **args}},
-                         force=a.force)
+    # the log by name and content (never a machine path): the same log from another folder is the same run
+    ident = {"log": os.path.basename(a.log), "log_sha256": file_sha256(a.log), **args}
+    written = save_files(out, files, {"experiment": "evaluate", "config": ident}, force=a.force)
     print(text)
     for n in notes:
         print(f"jaxbandits: warning: {n}")
