@@ -57,7 +57,7 @@ def test_delay_aware_weight_is_one_over_seen_probability():
     m = 5
     G = ope.seen_probability(log, law, window=m)
     assert G == pytest.approx([1.0, F(3) / F(5), F(1) / F(5)], rel=1e-5)
-    rep = ope.evaluate(log, [1.0], delay=law, window=m, estimators=("ips",))
+    rep = ope.evaluate(log, [1.0], delay=law, window=m, estimators=(ope.IPS,))
     assert rep.get("ips", True).value == pytest.approx((1 + F(5) / F(3)) / 3, rel=1e-5)
     assert rep.get("ips", False).value == pytest.approx(2 / 3)
 
@@ -86,11 +86,11 @@ def test_delay_aware_unbiased_and_covers_ignorant_biased(law):
     delay-ignorant mean lies more than 4 standard errors below the truth."""
     truth, vals, cov = _study(law, 60)
     for est in ope.ESTIMATORS:
-        v = vals[f"{est} (delay-aware)"]
+        v = vals[f"{est.name} (delay-aware)"]
         se = v.std(ddof=1) / math.sqrt(v.size)
         assert abs(v.mean() - truth) < 4 * se, (est, v.mean(), truth, se)
-        assert cov[f"{est} (delay-aware)"] >= 0.85, (est, cov)
-        vi = vals[f"{est} (delay-ignorant)"]
+        assert cov[f"{est.name} (delay-aware)"] >= 0.85, (est, cov)
+        vi = vals[f"{est.name} (delay-ignorant)"]
         assert vi.mean() + 4 * vi.std(ddof=1) / math.sqrt(vi.size) < truth, (est, vi.mean(), truth)
 
 
@@ -103,19 +103,19 @@ def test_delay_aware_unbiased_and_nominal_coverage_500(law):
     measured 0.926 to 0.948)."""
     truth, vals, cov = _study(law, 500, seed0=10_000)
     for est in ope.ESTIMATORS:
-        v = vals[f"{est} (delay-aware)"]
+        v = vals[f"{est.name} (delay-aware)"]
         assert abs(v.mean() - truth) < 4 * v.std(ddof=1) / math.sqrt(v.size), est
-        assert 0.92 <= cov[f"{est} (delay-aware)"] <= 0.975, (est, cov)
-        vi = vals[f"{est} (delay-ignorant)"]
+        assert 0.92 <= cov[f"{est.name} (delay-aware)"] <= 0.975, (est, cov)
+        vi = vals[f"{est.name} (delay-ignorant)"]
         assert vi.mean() + 4 * vi.std(ddof=1) / math.sqrt(vi.size) < truth, est  # biased low
-        assert cov[f"{est} (delay-ignorant)"] < cov[f"{est} (delay-aware)"] - 0.03, (est, cov)
+        assert cov[f"{est} (delay-ignorant)"] < cov[f"{est.name} (delay-aware)"] - 0.03, (est, cov)
 
 
 def test_posterior_draws_carry_the_delay_models_uncertainty():
     log = ope.simulate_log(3, 2000, [0.3, 0.5], D.geometric(mean=20.0), [0.5, 0.5], span=300)
     draws = [D.geometric(mean=m) for m in (14.0, 17.0, 20.0, 23.0, 26.0)]
-    rep = ope.evaluate(log, [0.2, 0.8], window=100, delay_draws=draws, estimators=("ips",))
-    one = [ope.evaluate(log, [0.2, 0.8], window=100, delay=d, estimators=("ips",), ignorant=False).estimates[0]
+    rep = ope.evaluate(log, [0.2, 0.8], window=100, delay_draws=draws, estimators=(ope.IPS,))
+    one = [ope.evaluate(log, [0.2, 0.8], window=100, delay=d, estimators=(ope.IPS,), ignorant=False).estimates[0]
            for d in draws]
     e = rep.get("ips", True)
     v = np.array([o.value for o in one])
@@ -241,6 +241,7 @@ def test_serving_database_is_read_and_version_1_is_upgraded(tmp_path):
     assert len(log) == 6 and log.arm_labels == ("x", "y")
     assert [log.arm_labels[a] for a in log.arm] == out["arms"]
     assert log.propensity[:2] == pytest.approx([0.9, 0.9])  # the round robin start, exactly: 1 - eps + eps/K
+    assert log.propensity_samples == 256  # explore over a policy without a declared law: Monte Carlo
     assert (~np.isnan(log.conversion_time)).sum() == 2 and float(log.end[0]) == 10.0
     # a version-1 database (decisions without propensities) is upgraded in place on open; its
     # earlier decisions cannot be evaluated and the error says why
@@ -323,7 +324,8 @@ def test_target_as_a_function_of_contexts():
     (lambda log: ope.evaluate(log, TARGET, window=-1), r"window must be a number >= 0"),
     (lambda log: ope.evaluate(log, TARGET, min_seen=0), r"min_seen must lie in \(0, 1\]"),
     (lambda log: ope.evaluate(log, TARGET, level=1.0), r"level must lie in \(0, 1\)"),
-    (lambda log: ope.evaluate(log, TARGET, estimators=("ipw",)), r"estimators must be a non-empty subset"),
+    (lambda log: ope.evaluate(log, TARGET, estimators=("ips",)), r"estimators must be a non-empty sequence of "
+     r"jaxbandits.ope estimators \(ope.IPS, ope.SNIPS, ope.DM, ope.DR\), got \['ips'\]"),
     (lambda log: ope.evaluate(log, [0.5, 0.6]), r"target: probabilities must sum to 1"),
     (lambda log: ope.evaluate(log, [1.0]), r"target must be the target policy's probabilities of the 2 arms"),
     (lambda log: ope.evaluate(log, TARGET, delay=D.geometric(0.5), delay_draws=[D.geometric(0.5)] * 2),
@@ -406,7 +408,7 @@ def test_dropping_recent_rows_depends_on_time_alone_with_per_arm_laws():
     vals = []
     for s in range(120):
         log = ope.simulate_log(s, 400, rates, laws, [0.5, 0.5])
-        rep = ope.evaluate(log, target, delay=laws, min_seen=0.8, estimators=("ips", "snips"), ignorant=False)
+        rep = ope.evaluate(log, target, delay=laws, min_seen=0.8, estimators=(ope.IPS, ope.SNIPS), ignorant=False)
         vals.append([rep.get("ips", True).value, rep.get("snips", True).value])
         keep = ope.old_enough(log, laws, None, 0.8)
         # the rows kept are the oldest ones, whatever their arm
@@ -421,16 +423,17 @@ def test_an_arm_left_without_rows_after_dropping_is_named():
     # mean 100 (P(seen) < 0.05), so the delay-aware estimators have no row of it; IPS, SNIPS and DR
     # returned a number (as if arm 1 never converted), now each raises naming the arm
     log = ope.decision_log(["a"] * 10 + ["b"] * 3, list(range(13)), [0.5] * 13, [np.nan] * 13, 12.0, arms=["a", "b"])
-    for name in ("ips", "snips", "dm", "dr"):
+    for est in ope.ESTIMATORS:
         with pytest.raises(ValueError, match="the target plays arm 'b' .*no decision of it is old enough"):
-            ope.evaluate(log, [0.5, 0.5], delay=D.geometric(mean=100.0), estimators=(name,), ignorant=False)
+            ope.evaluate(log, [0.5, 0.5], delay=D.geometric(mean=100.0), estimators=(est,), ignorant=False)
         # delay-ignorant: every row counts, a number
-        assert math.isfinite(ope.evaluate(log, [0.5, 0.5], estimators=(name,)).estimates[0].value)
+        assert math.isfinite(ope.evaluate(log, [0.5, 0.5], estimators=(est,)).estimates[0].value)
 
 
 def test_serve_labels_explore_over_a_declared_law_exact(tmp_path, monkeypatch):
     # the serve table has no memo_probs policy today: add Exp3 for the test. explore over it logs an
-    # exact law (propensity_samples 0, no Monte Carlo warning from ope); over UCB1 a Monte Carlo one
+    # exact law (propensity_samples 0, no Monte Carlo warning from ope); over a policy without a
+    # declared law the log is Monte Carlo (test_serving_database_is_read_and_version_1_is_upgraded)
     import warnings
 
     from jaxbandits import serve
@@ -439,7 +442,7 @@ def test_serve_labels_explore_over_a_declared_law_exact(tmp_path, monkeypatch):
     table = serve._policy_table()
     monkeypatch.setattr(serve, "_policy_table", lambda: {**table, "exp3": classic.exp3})
     monkeypatch.setattr(serve, "POLICIES", serve.POLICIES + ("exp3",))
-    for name, exact in (("exp3", True), ("ucb1", False)):
+    for name, exact in (("exp3", True),):
         cfg = serve.load_config(None, arms=["x", "y"], policy={"name": name, "explore": 0.2, "propensity_samples": 8},
                                 channel={"kind": "attributed"})
         db = str(tmp_path / f"{name}.db")
