@@ -9,8 +9,9 @@ with the mask: ``q`` is uniform over the allowed arms, ``p`` the base's law (exa
 ``memo_probs``, else a Monte Carlo estimate over ``samples`` draws of its randomness,
 :func:`chosen_probability`). Its memo carries that law (``memo_probs``). When it explores, the base's
 memo is the one of its act under the one-arm mask ``{u}``: a base that honours ``ctx.mask`` (the
-library's policies do) then records the arm played; one that ignores the mask still gets ``u``
-played and logged exactly, but its own memo describes its unmasked choice.
+serve policies, Exp3, the index and linear policies) then records the arm played; one that ignores
+the mask (the adversarial, anonymous-feedback and composite policies) still gets ``u`` played and
+logged exactly, but its own memo describes its unmasked choice.
 
 :func:`chosen_probability` is what :func:`jaxbandits.online.decide` records with each decision
 (``propensity=True``): ``memo.probs[a]`` for a policy with ``memo_probs`` (exact), else the fraction
