@@ -122,8 +122,8 @@ def main():
     log = make_log(a.n)
     res["rss_log_mib"] = rss_mib()
     # first call: compiles the law's CDF
-    ope.evaluate(make_log(1000), TARGET, window=WINDOW, delay=LAW, estimators=("ips", "snips", "dr"))
-    t_lib, rep = best(lambda: ope.evaluate(log, TARGET, window=WINDOW, delay=LAW, estimators=("ips", "snips", "dr")),
+    ope.evaluate(make_log(1000), TARGET, window=WINDOW, delay=LAW, estimators=(ope.IPS, ope.SNIPS, ope.DR))
+    t_lib, rep = best(lambda: ope.evaluate(log, TARGET, window=WINDOW, delay=LAW, estimators=(ope.IPS, ope.SNIPS, ope.DR)),
                       a.reps)
     res["evaluate_ips_snips_dr_s"] = t_lib
     res["rss_after_evaluate_mib"] = rss_mib()

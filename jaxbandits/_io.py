@@ -36,7 +36,8 @@ import threading
 from typing import Callable, Dict, Iterable, Optional
 
 __all__ = ["OutputFolderError", "FolderInUseError", "ResultsExistError", "atomic_write", "write_text",
-           "check_writable", "output_folder", "save_files", "add_file", "recover", "LOCK_NAME", "MANIFEST_NAME"]
+           "check_writable", "output_folder", "save_files", "add_file", "recover", "file_sha256", "LOCK_NAME",
+           "MANIFEST_NAME"]
 
 #: The lock file in an output folder (held with an OS lock while a run writes there).
 LOCK_NAME = ".jaxbandits.lock"
@@ -154,12 +155,16 @@ def write_text(path, text: str) -> str:
     return atomic_write(path, text_writer(text))
 
 
-def _sha256(path):
+def file_sha256(path) -> str:
+    """The hex SHA-256 of a file's content (read in blocks)."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+_sha256 = file_sha256
 
 
 # ----------------------------------------------------------------------------- the folder

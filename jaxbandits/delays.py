@@ -39,6 +39,7 @@ __all__ = [
     "DelayLaw", "fixed", "uniform", "geometric", "poisson", "exponential", "half_normal",
     "weibull", "log_normal", "pareto", "histogram", "sequence", "shift", "two_point", "log_normal_mixture",
     "criteo_like", "from_samples", "CRITEO_STATS", "NEVER", "MAX_SCALE", "MAX_POISSON_MEAN", "MAX_HISTOGRAM",
+    "DELAY_LAWS", "delay_law",
 ]
 
 _F = jnp.float32
@@ -685,3 +686,25 @@ def truncation_length(law, horizon: int, tol: float = 1e-6) -> int:
         c = np.asarray(law.cdf(jnp.asarray(n)), np.float64)
     idx = np.nonzero(1.0 - c <= tol)[0]
     return int(min(idx[0] + 1, horizon)) if idx.size else int(horizon)
+
+
+# ----------------------------------------------------------------------------- laws by name
+#: The laws a config's ``delay`` table (``jaxbandits serve``) or ``--delay LAW:...`` may name.
+DELAY_LAWS = ("fixed", "uniform", "geometric", "poisson", "exponential", "half_normal", "weibull", "log_normal",
+              "pareto")
+_BY_NAME = {"fixed": fixed, "uniform": uniform, "geometric": geometric, "poisson": poisson,
+            "exponential": exponential, "half_normal": half_normal, "weibull": weibull, "log_normal": log_normal,
+            "pareto": pareto}
+
+
+def delay_law(table: dict, where: str = "config table 'policy.delay'") -> DelayLaw:
+    """The law of a config's ``delay`` table (``{"law": "geometric", "mean": 20.0}``): ``law`` one of
+    :data:`DELAY_LAWS`, the other keys its parameters; ``where`` names the table in errors."""
+    d = dict(table)
+    law = d.pop("law", None)
+    if law not in DELAY_LAWS:
+        raise ValueError(f"config key 'policy.delay.law' must be one of {list(DELAY_LAWS)}, got {law!r}")
+    try:
+        return _BY_NAME[law](**d)
+    except TypeError as e:
+        raise ValueError(f"{where} ({law}): {e}") from None

@@ -34,6 +34,7 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from . import _validate as V
+from .delays import DELAY_LAWS, delay_law  # re-exported: serve.DELAY_LAWS, serve.delay_law as before
 
 __all__ = ["ServeConfig", "Service", "BadRequest", "load_config", "create_app", "replay_events", "POLICIES",
            "DELAY_LAWS", "DB_FORMAT", "DB_FORMAT_VERSION", "delay_law"]
@@ -61,9 +62,6 @@ def _policy_table():
 #: The policies a config may name (``[policy] name``), with the channels they take.
 POLICIES = ("ucb1", "kl_ucb", "thompson", "delayed_ucb", "delayed_klucb", "discarding_ucb", "discarding_klucb",
             "delay_model_ts", "beta_ts")
-#: The delay laws a policy's ``delay`` table may name (``law = "geometric"``, then the law's parameters).
-DELAY_LAWS = ("fixed", "uniform", "geometric", "poisson", "exponential", "half_normal", "weibull", "log_normal",
-              "pareto")
 CHANNELS = ("attributed", "conversions")
 
 
@@ -200,11 +198,20 @@ class ServeConfig:
     def build(self):
         """(policy, channel, clock): the objects the config describes (the same objects for the
         same config within a process, so a restarted service reuses the compiled programs)."""
+        pol, ch, _ = self._built()
+        return pol, ch, self._clock()
+
+    def propensity_exact(self) -> bool:
+        """Whether the logged propensities are exact: the policy (the base under an exploration
+        floor) declares its law (``memo_probs``); else they are Monte Carlo estimates."""
+        return self._built()[2]
+
+    def _built(self):
         self.check()
         key = json.dumps([self.policy, self.channel], sort_keys=True)
         if key not in _BUILT:
             _BUILT[key] = self._build()
-        return _BUILT[key] + (self._clock(),)
+        return _BUILT[key]
 
     def _build(self):
         from . import channels
@@ -220,12 +227,13 @@ class ServeConfig:
             pol = make(**params)
         except TypeError as e:
             raise ValueError(f"config table 'policy' ({name}): {e}") from None
+        exact = pol.memo_probs  # explore's law is exact when its base's is (docs/ope.md)
         eps = self.policy.get("explore", 0)
         if eps:
             from .policies.explore import explore
 
             pol = explore(pol, eps, samples=self.propensity_samples())
-        return pol, ch
+        return pol, ch, exact
 
     def propensity_samples(self) -> int:
         """Monte Carlo draws of a logged propensity (``policy.propensity_samples``, default 256)."""
@@ -233,20 +241,6 @@ class ServeConfig:
 
 
 _BUILT: Dict[str, Any] = {}
-
-
-def delay_law(table: dict):
-    """The :mod:`jaxbandits.delays` law of a config's ``delay`` table (``{"law": "geometric", "mean": 20.0}``)."""
-    from . import delays
-
-    d = dict(table)
-    law = d.pop("law", None)
-    if law not in DELAY_LAWS:
-        raise ValueError(f"config key 'policy.delay.law' must be one of {list(DELAY_LAWS)}, got {law!r}")
-    try:
-        return getattr(delays, law)(**d)
-    except TypeError as e:
-        raise ValueError(f"config table 'policy.delay' ({law}): {e}") from None
 
 
 def load_config(path=None, **overrides) -> ServeConfig:
@@ -523,10 +517,9 @@ class Service:
         raise ValueError(f"unknown event kind {kind!r} in the log")
 
     def _propensity_samples(self) -> int:
-        """0 when the logged propensities are exact (a policy that declares its law, without an
-        exploration floor over a Monte Carlo base), else their Monte Carlo sample size."""
-        exact = self.policy.memo_probs and not self.config.policy.get("explore")
-        return 0 if exact else self.config.propensity_samples()
+        """0 when the logged propensities are exact (a policy that declares its law, with or without
+        an exploration floor), else their Monte Carlo sample size."""
+        return 0 if self.config.propensity_exact() else self.config.propensity_samples()
 
     def _now(self, now):
         if now is None:

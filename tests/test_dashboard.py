@@ -40,7 +40,7 @@ def test_tokens_guard_reads_and_writes_and_the_page_holds_no_secret(tmp_path):
     try:
         with TestClient(serve.create_app(svc, read_token=R, write_token=W)) as c:
             rh, wh = {"Authorization": f"Bearer {R}"}, {"Authorization": f"Bearer {W}"}
-            for path in ("/stats", "/series", "/estimates", "/config", "/dashboard"):
+            for path in ("/stats", "/series", "/estimates", "/config", "/docs"):
                 r = c.get(path)
                 assert r.status_code == 401 and "read token" in r.json()["error"], path
                 assert c.get(path, headers={"Authorization": "Bearer wrong"}).status_code == 401
@@ -48,6 +48,10 @@ def test_tokens_guard_reads_and_writes_and_the_page_holds_no_secret(tmp_path):
                 assert c.get(path, headers=wh).status_code == 200, path  # the write token also reads
             assert c.get(f"/stats?token={R}").status_code == 200  # how a browser opens the page
             assert c.get("/health").status_code == 200  # liveness probes need no token
+            # the page itself is a static file with no data: open without a token, so that
+            # /dashboard#token=... (the fragment never reaches the server) works; it was 401
+            r = c.get("/dashboard")
+            assert r.status_code == 200 and r.text == c.get("/dashboard", headers=rh).text
             assert c.get("/dashboard/static/uPlot.iife.min.js").status_code == 200  # public library code
             assert c.get("/dashboard/static/..%2F__init__.py").status_code == 404
             assert c.get("/dashboard/static/serve.py").status_code == 404
@@ -60,6 +64,13 @@ def test_tokens_guard_reads_and_writes_and_the_page_holds_no_secret(tmp_path):
             for text in (page.text, json.dumps(c.get("/config", headers=rh).json())):
                 assert R not in text and W not in text
             assert "script-src 'self'" in page.headers["content-security-policy"]
+        with TestClient(serve.create_app(svc, read_token=R)) as c:  # only a read token: writes need it too
+            r = c.post("/decide", json={"n": 1})
+            assert r.status_code == 401 and "needs the read token" in r.json()["error"]
+            assert c.post("/decide", json={"n": 1}, headers={"Authorization": "Bearer wrong"}).status_code == 401
+            assert c.post(f"/decide?token={R}", json={"n": 1}).status_code == 401  # the header only
+            assert c.post("/decide", json={"n": 1}, headers=rh).status_code == 200
+            assert c.get("/stats", headers=rh).json()["decisions"] == 3
         with TestClient(serve.create_app(svc)) as c:  # no token configured: open, as before
             assert c.get("/stats").status_code == 200 and c.post("/decide", json={}).status_code == 200
     finally:

@@ -450,3 +450,27 @@ def test_mixture_ppf_is_the_documented_construction():
         bad = (d != ref) & ~edge
         assert not bad.any(), (name, u[bad][:4], d[bad][:4], ref[bad][:4])
         assert (u < p0).any() and (d[u < p0] == 0).all() and (d[u > p0 + 1e-3] > 0).mean() > 0.9
+
+
+def test_delay_laws_by_name_live_in_delays_and_serve_re_exports_them():
+    # one table of laws by name (jaxbandits.delays), read by serve's config, the dashboard and
+    # `jaxbandits ope --delay`; neither the dashboard nor ope imports serve for it (no import circle)
+    import ast
+    import inspect
+
+    from jaxbandits import serve
+    from jaxbandits import dashboard, delays as D
+    from jaxbandits.ope import command
+
+    assert serve.delay_law is D.delay_law and serve.DELAY_LAWS is D.DELAY_LAWS
+    law = D.delay_law({"law": "geometric", "mean": 4.0})
+    assert float(law.mean) == pytest.approx(4.0, rel=1e-5)
+    with pytest.raises(ValueError, match=r"config key 'policy.delay.law' must be one of"):
+        D.delay_law({"law": "nope"})
+    with pytest.raises(ValueError, match=r"--delay 'geometric:foo=1' \(geometric\)"):
+        command.parse_delay("geometric:foo=1")
+    for mod in (dashboard, command):
+        names = {a.name for n in ast.walk(ast.parse(inspect.getsource(mod)))
+                 if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+        mods = {n.module for n in ast.walk(ast.parse(inspect.getsource(mod))) if isinstance(n, ast.ImportFrom)}
+        assert "serve" not in names and not any(m and m.endswith("serve") for m in mods), mod.__name__

@@ -32,9 +32,14 @@ from typing import List, Optional
 
 import numpy as np
 
+from ..delays import delay_law
+
 __all__ = ["Monitor", "install", "tokens_from_env", "STATIC", "READ_TOKEN_ENV", "WRITE_TOKEN_ENV"]
 
 READ_TOKEN_ENV = "JAXBANDITS_READ_TOKEN"
+#: Paths every client may read: liveness probes and the page itself (a static file holding no data:
+#: it reads the token from its URL's ``#token=`` and sends it with its own data requests).
+_PUBLIC = ("/health", "/dashboard")
 WRITE_TOKEN_ENV = "JAXBANDITS_WRITE_TOKEN"
 
 #: The files under ``/dashboard/static/`` (nothing else is served from the package).
@@ -81,8 +86,6 @@ class Monitor:
     def __init__(self, service, capacity: int = 512, period: float = 1.0, clock=time.time):
         import jax
 
-        from .. import serve
-
         if capacity < 4:
             raise ValueError(f"capacity must be >= 4, got {capacity}")
         if not period > 0:
@@ -101,7 +104,7 @@ class Monitor:
         delay = cfg.policy.get("delay")
         self._law_cdf = None  # F(0..m) of a delay law the config gives the policy (a known law)
         if self.conversions and isinstance(delay, dict):
-            self._law_cdf = np.asarray(serve.delay_law(delay).cdf_table(self.window + 1), np.float64)
+            self._law_cdf = np.asarray(delay_law(delay).cdf_table(self.window + 1), np.float64)
 
     # ------------------------------------------------------------------ requests
     def record(self, ms: float):
@@ -291,8 +294,9 @@ class _Gate:
     def __init__(self, app, monitor: Monitor, read_token: Optional[str], write_token: Optional[str]):
         self.app, self.monitor = app, monitor
         self.read = [x.encode() for x in (read_token, write_token) if x]
-        self.write = [write_token.encode()] if write_token else []
-        self.read_required = bool(read_token)
+        # writes need the write token; with only a read token set, the read token (never open writes)
+        self.write = [x.encode() for x in ((write_token,) if write_token else (read_token,)) if x]
+        self.read_required, self.write_set = bool(read_token), bool(write_token)
 
     @staticmethod
     def _given(scope):
@@ -316,14 +320,14 @@ class _Gate:
             return await self.app(scope, receive, send)
         path, method = scope["path"], scope["method"]
         write = method not in ("GET", "HEAD", "OPTIONS")
-        need = self.write if write else (self.read if self.read_required and path != "/health"
+        need = self.write if write else (self.read if self.read_required and path not in _PUBLIC
                                          and not path.startswith("/dashboard/static/") else [])
         if need:
             got = self._given(scope)
             if got is None or not any(hmac.compare_digest(got, x) for x in need):
-                kind = "write" if write else "read"
+                kind = "write" if write and self.write_set else "read"
                 return await self._deny(send, f"{method} {path} needs the {kind} token: Authorization: Bearer "
-                                              f"<token> ({WRITE_TOKEN_ENV if write else READ_TOKEN_ENV})")
+                                              f"<token> ({WRITE_TOKEN_ENV if kind == 'write' else READ_TOKEN_ENV})")
         t0 = time.perf_counter()
         await self.app(scope, receive, send)
         if write:

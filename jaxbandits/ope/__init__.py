@@ -7,10 +7,10 @@ better on last week's traffic?
 * :mod:`~jaxbandits.ope.rejection`: replay (rejection sampling) of any library policy over a log;
 * :mod:`~jaxbandits.ope.simulate`: logs of a world whose target value is known.
 """
-from .estimators import ESTIMATORS, Estimate, Report, dm, dr, evaluate, ips, seen_probability, snips, target_probs
+from .estimators import DM, DR, ESTIMATORS, IPS, SNIPS, Estimate, Estimator, Report, dm, dr, evaluate, ips, old_enough, seen_probability, snips, target_probs
 from .log import DecisionLog, decision_log, load, read_serve_db
 from .rejection import ReplayResult, replay
 from .simulate import simulate_log, true_value
 
 __all__ = ["DecisionLog", "decision_log", "load", "read_serve_db", "Estimate", "Report", "evaluate", "ips", "snips",
-           "dm", "dr", "seen_probability", "target_probs", "ESTIMATORS", "simulate_log", "true_value", "replay", "ReplayResult"]
+           "dm", "dr", "seen_probability", "old_enough", "target_probs", "ESTIMATORS", "Estimator", "IPS", "SNIPS", "DM", "DR", "simulate_log", "true_value", "replay", "ReplayResult"]

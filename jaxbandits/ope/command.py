@@ -22,7 +22,7 @@ def parse_delay(text: str):
     """``LAW`` or ``LAW:key=value,key=value`` (a :mod:`jaxbandits.delays` law, e.g.
     ``geometric:mean=20`` or ``log_normal:mu=3,sigma=1``)."""
     from .. import delays as D
-    from ..serve import DELAY_LAWS
+    DELAY_LAWS = D.DELAY_LAWS
 
     law, _, rest = text.partition(":")
     law = law.strip()
@@ -34,10 +34,7 @@ def parse_delay(text: str):
             raise ValueError(f"--delay takes LAW:key=value,... (e.g. geometric:mean=20), got {text!r}")
         k, v = kv.split("=", 1)
         kw[k.strip()] = json.loads(v)
-    try:
-        return getattr(D, law)(**kw)
-    except TypeError as e:
-        raise ValueError(f"--delay {text!r}: {e}") from None
+    return D.delay_law({"law": law, **kw}, where=f"--delay {text!r}")
 
 
 def delay_from_fit(path: str, draws: int, seed: int = 0):
@@ -184,7 +181,7 @@ def plot(results: dict, path: str, level: float):
 
 def main(a) -> int:
     """The ``jaxbandits evaluate`` command (its arguments: :func:`jaxbandits.cli`'s parser)."""
-    from .._io import check_writable, json_writer, save_files, text_writer
+    from .._io import check_writable, file_sha256, json_writer, save_files, text_writer
     from .log import load
 
     if a.window is not None and a.window < 0:
@@ -225,8 +222,9 @@ def main(a) -> int:
              "table.md": text_writer(text)}
     if not a.no_plot:
         files["evaluate.png"] = lambda p: plot(res, p, a.level)
-    written = save_files(out, files, {"experiment": "evaluate", "config": {"log": os.path.abspath(a.log), **args}},
-                         force=a.force)
+    # the log by name and content (never a machine path): the same log from another folder is the same run
+    ident = {"log": os.path.basename(a.log), "log_sha256": file_sha256(a.log), **args}
+    written = save_files(out, files, {"experiment": "evaluate", "config": ident}, force=a.force)
     print(text)
     for n in notes:
         print(f"jaxbandits: warning: {n}")

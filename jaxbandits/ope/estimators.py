@@ -9,8 +9,8 @@ target's value is ``V = E_x sum_a pi(a|x) r_a``. A decision made at ``t`` whose 
 indicator ``y`` has mean ``r_a G_a(c)`` with ``G_a(c) = P(D <= c | D <= m) = F_a(c) / F_a(m)``
 (``F_a`` the delay law's CDF of arm ``a``). The delay-aware estimators replace ``y`` by
 ``y / G_a(c)``, which has mean ``r_a`` exactly; the delay-ignorant ones use ``y`` and are biased low
-by ``sum pi r (1 - G)``. Decisions with ``G < min_seen`` (too recent to carry information; their
-weight would explode) are left out of the delay-aware forms, which is unbiased as long as the
+by ``sum pi r (1 - G)``. Decisions with ``min_a G_a(c) < min_seen`` (too recent to carry information;
+their weight would explode) are left out of the delay-aware forms, which is unbiased as long as the
 arms' rates do not change over time, because which rows are left out depends on time alone.
 
 Intervals are normal (``value +- z sd/sqrt(n)`` over the rows' terms; SNIPS and DM by the delta
@@ -24,23 +24,21 @@ import dataclasses
 import math
 import statistics
 import warnings
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
 from .log import DecisionLog
 
-__all__ = ["Estimate", "Report", "target_probs", "seen_probability", "evaluate", "ips", "snips", "dm", "dr",
-           "ESTIMATORS"]
-
-ESTIMATORS = ("ips", "snips", "dm", "dr")
+__all__ = ["Estimate", "Report", "Estimator", "target_probs", "seen_probability", "old_enough", "evaluate", "ips",
+           "snips", "dm", "dr", "IPS", "SNIPS", "DM", "DR", "ESTIMATORS"]
 
 
 @dataclasses.dataclass(frozen=True)
 class Estimate:
     """One estimator's estimate of the target's value, with its ``level`` interval ``[lo, hi]``."""
 
-    estimator: str  # "ips", "snips", "dm", "dr", "replay"
+    estimator: str  # the estimator's name: "ips", "snips", "dm", "dr" (Estimator.name), "replay"
     aware: bool  # delay-aware (True) or delay-ignorant (False)
     value: float
     lo: float
@@ -66,14 +64,17 @@ class Report:
     window: Optional[float]
     level: float
     n: int
-    dropped: int  # rows left out of the delay-aware estimators (G < min_seen)
+    dropped: int  # rows left out of the delay-aware estimators (min over arms of G < min_seen)
     draws: int  # delay-law draws (0: one law or none)
 
-    def get(self, estimator: str, aware: bool) -> Estimate:
+    def get(self, estimator, aware: bool) -> Estimate:
+        """The estimate of ``estimator`` (an :class:`Estimator`, e.g. ``ope.IPS``, or its name as
+        reported, ``"ips"``), delay-aware or not."""
+        name = estimator.name if isinstance(estimator, Estimator) else estimator
         for e in self.estimates:
-            if e.estimator == estimator and e.aware == aware:
+            if e.estimator == name and e.aware == aware:
                 return e
-        raise KeyError(f"no {estimator} ({'aware' if aware else 'ignorant'}) estimate in this report")
+        raise KeyError(f"no {name} ({'aware' if aware else 'ignorant'}) estimate in this report")
 
     def table(self) -> str:
         head = f"| estimator | estimate | {self.level:.0%} interval | ESS | rows |\n|---|---|---|---|---|\n"
@@ -148,16 +149,29 @@ def _law_table(law, arms: int, c: np.ndarray, window) -> np.ndarray:
     return table
 
 
-def seen_probability(log: DecisionLog, delay, window=None) -> np.ndarray:
-    """``G[i] = P(decision i's conversion is seen by the log's end | it converts within the window)``
-    under the delay law ``delay`` (one law, or one per arm; delays are integers, conventions §3):
-    ``F(floor(min(window, end - t))) / F(window)``."""
+def _seen_table(log: DecisionLog, delay, window):
+    """``(table f64[K, L], c i64[N])``: ``G_a(c)`` for every arm and the rows' integer ages ``c``."""
     age = log.age()
     if window is not None:
         age = np.minimum(age, window)
     c = np.floor(age).astype(np.int64)
-    table = _law_table(delay, log.n_arms, c, window)
+    return _law_table(delay, log.n_arms, c, window), c
+
+
+def seen_probability(log: DecisionLog, delay, window=None) -> np.ndarray:
+    """``G[i] = P(decision i's conversion is seen by the log's end | it converts within the window)``
+    under the delay law ``delay`` (one law, or one per arm; delays are integers, conventions §3):
+    ``F(floor(min(window, end - t))) / F(window)``."""
+    table, c = _seen_table(log, delay, window)
     return table[log.arm, c]
+
+
+def old_enough(log: DecisionLog, delay, window=None, min_seen: float = 0.05) -> np.ndarray:
+    """``bool[N]``: the rows the delay-aware estimators keep, ``min_a G_a(c_i) >= min_seen``: decided
+    by the row's age alone, never by its arm (with one law per arm, dropping by the row's own arm's
+    ``G`` would leave out more of the slow arms' recent rows than of the fast ones', a bias)."""
+    table, c = _seen_table(log, delay, window)
+    return table[:, c].min(0) >= min_seen
 
 
 # ----------------------------------------------------------------------------- the estimators
@@ -229,30 +243,44 @@ def _dr(R: _Rows, r):
     return float(z.mean()), float(z.std(ddof=1) / math.sqrt(R.n)) if R.n > 1 else math.inf, _ess(R.w)
 
 
+@dataclasses.dataclass(frozen=True)
+class Estimator:
+    """An estimator of the target's value: ``name`` (its label in reports and on the command line),
+    ``compute(rows, fit)`` -> ``(value, se, ess)`` from the per-row quantities; ``fit`` is the per-arm
+    rate fit ``(value, se, rows, rates)`` of the direct method when ``needs_rates``, else ``None``
+    (computed once for every estimator that needs it)."""
+
+    name: str
+    compute: Callable = dataclasses.field(repr=False, compare=False)
+    needs_rates: bool = False
+
+
+IPS = Estimator("ips", lambda R, fit: _ips(R))
+SNIPS = Estimator("snips", lambda R, fit: _snips(R))
+DM = Estimator("dm", lambda R, fit: fit[:3], needs_rates=True)
+DR = Estimator("dr", lambda R, fit: _dr(R, fit[3]), needs_rates=True)
+#: Every estimator, in report order.
+ESTIMATORS = (IPS, SNIPS, DM, DR)
+
+
 def _one(log, pi, y, G, keep, which):
     R = _Rows(log, pi, y, G, keep)
     played = np.bincount(R.arm, minlength=log.n_arms) > 0
     pibar = pi if pi.ndim == 1 else pi.mean(0)
-    out = {}
-    if "ips" in which:
-        out["ips"] = _ips(R)
-    if "snips" in which:
-        out["snips"] = _snips(R)
-    if "dm" in which or "dr" in which:
-        miss = [a for a in np.flatnonzero(pibar > 0) if not played[a]]
-        if miss:
-            raise ValueError(f"the direct method needs decisions of arm {log.label(miss[0])} old enough to show "
-                             "conversions (none is left after dropping the too-recent ones)")
-        v, se, ess, r = _dm(R, pibar)
-        if "dm" in which:
-            out["dm"] = (v, se, ess)
-        if "dr" in which:
-            out["dr"] = _dr(R, r)
+    if G is not None:  # the support check again, on the rows kept (every estimator needs it)
+        mass = R.pi if R.pi.ndim == 1 else R.pi.max(0)
+        for a in np.flatnonzero((mass > 0) & ~played):
+            raise ValueError(f"the target plays arm {log.label(a)} (probability up to {mass[a]:.3g}), but no decision "
+                             f"of it is old enough to show conversions (every one has P(seen) < min_seen and was "
+                             "left out of the delay-aware estimators): lower min_seen, evaluate a later log, or "
+                             "evaluate a target that does not play it")
+    fit = _dm(R, pibar) if any(e.needs_rates for e in which) else None
+    out = {e: e.compute(R, fit) for e in which}
     return out, R.n
 
 
 def evaluate(log: DecisionLog, target, *, window=None, delay=None, delay_draws=None, level: float = 0.95,
-             min_seen: float = 0.05, estimators: Sequence[str] = ESTIMATORS, ignorant: bool = True) -> Report:
+             min_seen: float = 0.05, estimators: Sequence[Estimator] = ESTIMATORS, ignorant: bool = True) -> Report:
     """Every estimator of ``estimators`` on ``log`` for the target ``target`` (see
     :func:`target_probs`): delay-aware with ``delay`` (a :mod:`jaxbandits.delays` law, or a sequence of
     one law per arm) or ``delay_draws`` (a list of such: posterior draws of a fitted delay model,
@@ -261,9 +289,9 @@ def evaluate(log: DecisionLog, target, *, window=None, delay=None, delay_draws=N
     defined by (``None``: every conversion counts). ``min_seen``: decisions whose conversion would
     be seen with probability below it are left out of the delay-aware forms."""
     which = tuple(estimators)
-    bad = [e for e in which if e not in ESTIMATORS]
-    if bad or not which:
-        raise ValueError(f"estimators must be a non-empty subset of {list(ESTIMATORS)}, got {list(which)}")
+    if not which or not all(isinstance(e, Estimator) for e in which):
+        raise ValueError(f"estimators must be a non-empty sequence of jaxbandits.ope estimators "
+                         f"({', '.join('ope.' + e.name.upper() for e in ESTIMATORS)}), got {list(which)}")
     if window is not None and (isinstance(window, bool) or not np.isfinite(window) or window < 0):
         raise ValueError(f"window must be a number >= 0 (the conversion window m, in the log's time unit) or None, "
                          f"got {window!r}")
@@ -294,7 +322,7 @@ def evaluate(log: DecisionLog, target, *, window=None, delay=None, delay_draws=N
         per = {e: [] for e in which}
         for law in draws:
             G = seen_probability(log, law, window)
-            keep = G >= min_seen
+            keep = old_enough(log, law, window, min_seen)
             dropped = int(N - keep.sum())
             if not keep.any():
                 raise ValueError(f"every decision is too recent for the delay law: P(seen by the end) < min_seen = "
@@ -307,13 +335,13 @@ def evaluate(log: DecisionLog, target, *, window=None, delay=None, delay_draws=N
             se = np.array([x[1] for x in per[e]])
             var_d = float(v.var(ddof=1)) if v.size > 1 else 0.0
             tot = math.sqrt(float(np.mean(se ** 2)) + var_d)
-            add(e, True, float(v.mean()), tot, float(np.mean([x[2] for x in per[e]])), int(per[e][-1][3]),
+            add(e.name, True, float(v.mean()), tot, float(np.mean([x[2] for x in per[e]])), int(per[e][-1][3]),
                 math.sqrt(var_d))
     if ignorant or not _aware_given(delay, delay_draws):
         out, n = _one(log, pi, y, None, np.ones(N, bool), which)
         for e in which:
             v, se, ess = out[e]
-            add(e, False, v, se, ess, n)
+            add(e.name, False, v, se, ess, n)
     if log.propensity_samples:
         warnings.warn(f"the propensities are Monte Carlo estimates ({log.propensity_samples} samples each): "
                       "importance weights 1/p-hat are then slightly biased (docs/ope.md)", stacklevel=2)
@@ -324,16 +352,16 @@ def _aware_given(delay, delay_draws) -> bool:
     return delay is not None or delay_draws is not None
 
 
-def _single(name):
+def _single(est: Estimator):
     def f(log, target, *, window=None, delay=None, delay_draws=None, level=0.95, min_seen=0.05) -> Estimate:
         rep = evaluate(log, target, window=window, delay=delay, delay_draws=delay_draws, level=level,
-                       min_seen=min_seen, estimators=(name,), ignorant=not _aware_given(delay, delay_draws))
+                       min_seen=min_seen, estimators=(est,), ignorant=not _aware_given(delay, delay_draws))
         return rep.estimates[0]
 
-    f.__name__ = name
-    f.__doc__ = (f"The {name.upper()} estimate (delay-aware with ``delay``, else delay-ignorant); see "
+    f.__name__ = est.name
+    f.__doc__ = (f"The {est.name.upper()} estimate (delay-aware with ``delay``, else delay-ignorant); see "
                  ":func:`evaluate`.")
     return f
 
 
-ips, snips, dm, dr = (_single(n) for n in ESTIMATORS)
+ips, snips, dm, dr = (_single(e) for e in ESTIMATORS)

@@ -31,7 +31,7 @@ import numpy as np
 from .. import mathlib as M
 from .. import ring as R
 from ..types import NEVER, Arrivals, Context, Policy, ProblemSpec
-from .estimators import Estimate, seen_probability
+from .estimators import Estimate, old_enough, seen_probability
 from .log import DecisionLog
 
 __all__ = ["replay", "ReplayResult"]
@@ -152,7 +152,7 @@ def replay(log: DecisionLog, policy: Policy, channel, key=0, *, window=None, del
     yf = y_all.astype(np.float32)
     if delay is not None:
         G = seen_probability(log, delay, window)[order]
-        keep = G >= min_seen
+        keep = old_enough(log, delay, window, min_seen)[order]
         yt = np.where(keep, yf / np.maximum(G, min_seen), 0.0).astype(np.float32)
     else:
         keep = np.ones(N, bool)
@@ -172,7 +172,7 @@ def replay(log: DecisionLog, policy: Policy, channel, key=0, *, window=None, del
         return Estimate("replay", aware, m, m - z * se, m + z * se, se, n, int(n))
 
     if delay is not None:
-        # the aware mean counts only accepted rows old enough (G >= min_seen)
+        # the aware mean counts only accepted rows old enough (min over arms of G >= min_seen)
         out.append(est(True, np.asarray(yt, np.float64)[acc & keep]))
     out.append(est(False, yf.astype(np.float64)[acc]))
     res = ReplayResult((tuple(out), acc[np.argsort(order)]))

@@ -309,7 +309,7 @@ def delay_model_ts(window: int = 255, model: str = "exponential", engine: str = 
             eps = jax.random.normal(key, st.eng.mode.shape, _F)
             z = st.eng.mode + st.eng.vec @ (eps / jnp.sqrt(st.eng.lam))
         s = _score(z, K)
-        a = M.argmax_random_tie(s, M.uniform(jax.random.fold_in(key, 1)))
+        a = M.argmax_random_tie(s, M.uniform(jax.random.fold_in(key, 1)), ctx.mask)
         return a, TSMemo(a)
 
     def payload(memo, reward, delay):
@@ -395,7 +395,7 @@ def beta_ts(mode: str = "naive", window: int = 255, name: Optional[str] = None) 
         else:
             a, b = 1.0 + st.closed_s, 1.0 + jnp.maximum(st.closed_n - st.closed_s, 0.0)
         theta = M.beta_sample(key, a, b)
-        arm = M.argmax_random_tie(theta, M.uniform(jax.random.fold_in(key, 7)))
+        arm = M.argmax_random_tie(theta, M.uniform(jax.random.fold_in(key, 7)), ctx.mask)
         return arm, BetaMemo(arm, one_hot(arm, a.shape[0]))
 
     def payload(memo, reward, delay):

@@ -224,6 +224,9 @@ def exp3(eta: float | None = None, gamma: float = 0.0) -> Policy:
 
     def act(state, ctx, key):
         p = M.exp_weights_probs(state.cum_loss, state.eta, gamma)
+        if ctx.mask is not None:  # the law restricted to the allowed arms
+            p = jnp.where(ctx.mask, p, 0.0)
+            p = p / jnp.sum(p)
         a = M.sample_from_probs(p, M.uniform(key))
         return a, Exp3Memo(one_hot(a, p.shape[0]), p[a], p)
 

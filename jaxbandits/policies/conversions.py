@@ -111,6 +111,12 @@ def delayed_klucb_index(s, n_tilde, beta, cap=1.0, iters: int = 8):
     return M.poisson_kl_ucb(theta, n_tilde, beta, cap, iters)
 
 
+def _round_robin(t, K, mask):
+    """The initial round robin plays arm ``t`` at ``t < K``, unless the context's mask rules it out."""
+    rr = t < K
+    return rr if mask is None else rr & jnp.asarray(mask, bool)[t % K]
+
+
 def _beta(t, eps):
     """beta(t) = (1 + eps) log t at the 1-based round t + 1 being decided."""
     return (1.0 + eps) * jnp.log(jnp.maximum(jnp.asarray(t, _F) + 1.0, 1.0))
@@ -152,7 +158,7 @@ def _delayed(index: str, delay, window, eps, cap, iters, online, name) -> Policy
             u = delayed_ucb_index(state.s, state.n, state.n_tilde, beta)
         else:
             u = delayed_klucb_index(state.s, state.n_tilde, beta, cap, iters)
-        a = jnp.where(t < K, t % K, M.argmax_random_tie(u, M.uniform(key), ctx.mask))
+        a = jnp.where(_round_robin(t, K, ctx.mask), t % K, M.argmax_random_tie(u, M.uniform(key), ctx.mask))
         return a.astype(jnp.int32), ConvMemo(one_hot(a, K))
 
     def payload(memo, reward, delay_):
@@ -276,7 +282,7 @@ def _discarding(index, delay, window, eps, bonus, cap, iters, name) -> Policy:
             u = jnp.where(ok, theta + jnp.sqrt(beta / (2.0 * jnp.where(ok, denom, 1.0))), jnp.inf)
         else:
             u = M.poisson_kl_ucb(theta, n_eff, beta, cap, iters)
-        a = jnp.where(t < K, t % K, M.argmax_random_tie(u, M.uniform(key), ctx.mask))
+        a = jnp.where(_round_robin(t, K, ctx.mask), t % K, M.argmax_random_tie(u, M.uniform(key), ctx.mask))
         return a.astype(jnp.int32), HoldMemo(one_hot(a, K), jnp.asarray(m, jnp.int32))
 
     def payload(memo, reward, delay_):

@@ -2,13 +2,16 @@
 
 A deterministic policy's log supports no off-policy estimate: every decision had probability 1, so
 no other policy's choices can be weighted. :func:`explore` mixes a policy with the uniform law:
-with probability ``eps`` the decision is the base policy's choice restricted (by the context's
-arm mask) to an arm drawn uniformly, else the base policy's own choice. Its memo carries the law
-the decision was drawn from (``memo_probs``): ``eps * q + (1 - eps) * p`` where ``q`` is computed
-exactly (the base's masked choice for each of the ``K`` arms, with the same key: a policy that
-honours the mask gives ``q = 1/K`` exactly; one that does not, e.g. an initial round robin, gives
-the arm it plays) and ``p`` is the base's law: exact for a policy with ``memo_probs``, else a
-Monte Carlo estimate over ``samples`` draws of its randomness (:func:`chosen_probability`).
+with probability ``eps`` the decision is an arm ``u`` drawn uniformly among the allowed arms (the
+context's arm mask, all ``K`` arms without one) by :func:`explore` itself, else the base policy's
+own choice. The law is then ``eps * q + (1 - eps) * p`` by construction, whatever the base does
+with the mask: ``q`` is uniform over the allowed arms, ``p`` the base's law (exact for a policy with
+``memo_probs``, else a Monte Carlo estimate over ``samples`` draws of its randomness,
+:func:`chosen_probability`). Its memo carries that law (``memo_probs``). When it explores, the base's
+memo is the one of its act under the one-arm mask ``{u}``: a base that honours ``ctx.mask`` (the
+serve policies, Exp3, the index and linear policies) then records the arm played; one that ignores
+the mask (the adversarial, anonymous-feedback and composite policies) still gets ``u`` played and
+logged exactly, but its own memo describes its unmasked choice.
 
 :func:`chosen_probability` is what :func:`jaxbandits.online.decide` records with each decision
 (``propensity=True``): ``memo.probs[a]`` for a policy with ``memo_probs`` (exact), else the fraction
@@ -79,19 +82,15 @@ def explore(base: Policy, eps: float, samples: int = 256) -> Policy:
         a_b, m_b = base.act(state, ctx, key)
         kx = M.fold_in(key, _EXPLORE_SALT)
         go = M.uniform(M.fold_in(kx, 0)) < eps
-        u = jnp.minimum(jnp.floor(M.uniform(M.fold_in(kx, 1)) * K).astype(jnp.int32), K - 1)
-
-        def masked(arm):
-            m = jnp.arange(K) == arm
-            if ctx.mask is not None:
-                m = m & ctx.mask
-            return base.act(state, ctx._replace(mask=m), key)
-
-        a_x, m_x = masked(u)
-        a = jnp.where(go, a_x, a_b).astype(jnp.int32)
+        allowed = jnp.ones((K,), bool) if ctx.mask is None else jnp.asarray(ctx.mask, bool)
+        n_ok = jnp.maximum(jnp.sum(allowed), 1)
+        # the (j+1)-th allowed arm, j uniform in {0 .. n_ok-1}: without a mask, floor(U K)
+        j = jnp.minimum(jnp.floor(M.uniform(M.fold_in(kx, 1)) * n_ok).astype(jnp.int32), n_ok - 1)
+        u = jnp.argmax(allowed & (jnp.cumsum(allowed.astype(jnp.int32)) > j)).astype(jnp.int32)
+        _, m_x = base.act(state, ctx._replace(mask=jnp.arange(K) == u), key)  # the base's memo for u
+        a = jnp.where(go, u, a_b).astype(jnp.int32)
         memo = jax.tree.map(lambda x, y: jnp.where(go, x, y), m_x, m_b)
-        each = jax.vmap(lambda arm: masked(arm)[0])(jnp.arange(K))  # the masked choice for each drawn arm
-        q = jnp.zeros((K,), jnp.float32).at[each].add(1.0) / K
+        q = allowed.astype(jnp.float32) / n_ok.astype(jnp.float32)
         if base.memo_probs:
             p = jnp.asarray(m_b.probs, jnp.float32)
         else:
@@ -106,5 +105,6 @@ def explore(base: Policy, eps: float, samples: int = 256) -> Policy:
     estimate = None if base.estimate is None else (lambda st: base.estimate(st.base))
     payload = None if base.payload is None else (lambda memo, r, d: base.payload(memo.base, r, d))
     name = f"{base.name}+explore({eps:g})"
+    posterior = None if base.posterior is None else (lambda st: base.posterior(st.base))
     return Policy(init, act, update, payload, base.needs, name, base.max_hold, base.reveal_window, base.memo_hold,
-                  True, estimate)
+                  True, estimate, posterior)
