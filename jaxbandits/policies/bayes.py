@@ -148,7 +148,8 @@ def numpyro_hmc_transition(potential, z, lam, vec, key, num_steps: int, step_siz
 
 def refresh_step(potential, eng: Engine, key, engine: str, num_steps: int = 4, step_size: float = 0.6,
                  floor: float = 1e-2, max_newton: float = 2.0, sampler: str = "builtin"):
-    """One refresh on the current data: a damped Newton step on the mode (the Hessian there gives
+    """One refresh on the current data: a damped Newton step on the mode (Hessian eigenvalues
+    floored at ``floor``, the step scaled down to ``|step|_inf <= max_newton``; the Hessian there gives
     the mass matrix), then (``hmc``) one HMC transition of the chain (``sampler="numpyro"``:
     :func:`numpyro_hmc_transition`; ``"builtin"``: the same transition written out here). Non-finite
     results keep the old state."""
@@ -157,7 +158,12 @@ def refresh_step(potential, eng: Engine, key, engine: str, num_steps: int = 4, s
     lam, vec = _eigh(Hm)
     lam = jnp.maximum(lam, floor)
     step = -vec @ ((vec.T @ g) / lam)
-    mode = eng.mode + jnp.clip(step, -max_newton, max_newton)
+    # |step|_inf <= max_newton by scaling the whole step: it stays along the Newton direction, a descent
+    # direction of the potential (the floored Hessian is positive definite). Clamping each coordinate
+    # apart can turn it uphill where a floored eigenvalue blows the step up, and the mode then cycles
+    # between two points far from the posterior (docs/bayes.md). A step inside the box is unchanged.
+    step = step * jnp.minimum(1.0, max_newton / jnp.max(jnp.abs(step)))
+    mode = eng.mode + step
     ok = jnp.all(jnp.isfinite(mode)) & jnp.all(jnp.isfinite(lam)) & jnp.all(jnp.isfinite(vec))
     mode = jnp.where(ok, mode, eng.mode)
     lam = jnp.where(ok, lam, eng.lam)

@@ -481,3 +481,98 @@ def test_k10_delay_model_ts_runs_sharded_over_two_host_devices():
             pytest.fail(f"shard={shard}: K = 10 delay-model TS did not finish in 300 s (the eigh thread-pool hang)")
         assert out.returncode == 0, out.stderr[-3000:]
         assert json.loads(out.stdout.strip().splitlines()[-1]) == {"hmc": [2, True], "lap": [2, True]}, shard
+
+
+# ----------------------------------------------------------------------------- the Newton step far from the mode
+def _uniform_play_stats(T=2200, K=3, M=200, seed=0):
+    """Ring statistics after T rounds of uniform play (rates 0.05/0.04/0.03, geometric delays of
+    mean 50, window M = 200): the data a delay-model TS with window 200, refresh 100 had when its
+    mode froze (docs/bayes.md, *Thompson sampling inside the scan*)."""
+    rng = np.random.default_rng(seed)
+    arm = rng.integers(0, K, T)
+    conv = rng.random(T) < np.array([0.05, 0.04, 0.03])[arm]
+    d = rng.geometric(1 / 51, T) - 1
+    W = M + 1
+    rev = np.zeros((T, W), bool)
+    for s in np.flatnonzero(conv & (d <= M)):
+        if s + d[s] < T:
+            rev[s + d[s], d[s]] = True
+
+    def body(rs, x):
+        t, a, r = x
+        return PB.ring_update(rs, t, a, r), None
+
+    rs, _ = jax.jit(lambda: jax.lax.scan(body, PB._empty_stats(K, W, False),
+                                         (jnp.arange(T, dtype=jnp.int32), jnp.asarray(arm, jnp.int32),
+                                          jnp.asarray(rev))))()
+    return rs
+
+
+def test_newton_step_far_from_the_mode_goes_downhill_and_reaches_it():
+    """From points far from the posterior mode (the Hessian there has negative eigenvalues, floored
+    at 1e-2) the refresh's Newton step is the floored Newton step -V diag(1/lam) V^T g scaled down
+    as a whole to |.|_inf = 2: parallel to it, so a descent direction (g . step < 0). The former rule
+    clamped each coordinate to +-2 apart (the step (2, 2, 2, 2) from all three points here), which on
+    the reported run pointed uphill at z = (log mean, logit p) = (7.74, 6, 6, 2), and the mode cycled
+    between that point and (5.74, 4, 4, 0) for ever. Repeated refreshes on the fixed data now reach
+    the mode (gradient ~ 0, Hessian positive definite) near the true rates."""
+    K = 3
+    rs = _uniform_play_stats()
+    kw = dict(n_arms=K, fam="exponential", discrete=True, per_arm_delay=False, priors=None, prior_mean=50.0,
+              fixed_delay=None)
+    z0, unravel = ravel_pytree(PB.unconstrained_init("exponential", K, False, 50.0, None))
+    pot = lambda z: potential_energy(B.conversion_model, (rs,), kw, unravel(z))
+    eng0 = PB.Engine(z0, z0, jnp.ones(4), jnp.eye(4), jnp.zeros(()), jnp.zeros((), jnp.int32))
+    key = jax.random.key(0)
+    step = jax.jit(lambda e: PB.refresh_step(pot, e, key, "laplace"))
+    grad, hess = jax.jit(jax.grad(pot)), jax.jit(jax.hessian(pot))
+    for start in ([5.737, 4.0, 4.0, 0.0], [7.737, 6.0, 6.0, 2.0], [3.912, 0.0, 0.0, 0.0]):
+        z = jnp.asarray(start, jnp.float32)
+        g, H = np.asarray(grad(z), np.float64), np.asarray(hess(z), np.float64)
+        lam, vec = np.linalg.eigh(0.5 * (H + H.T))
+        assert lam.min() < 0, start  # indefinite: the floor makes the full step huge
+        newton = -vec @ ((vec.T @ g) / np.maximum(lam, 1e-2))
+        got = np.asarray(step(eng0._replace(mode=z)).mode, np.float64) - np.asarray(z, np.float64)
+        assert np.abs(got).max() == pytest.approx(2.0, rel=1e-5), (start, got)
+        np.testing.assert_allclose(got, newton * 2.0 / np.abs(newton).max(), rtol=2e-3, atol=2e-4)
+        assert g @ got < 0, (start, g, got)
+    e = eng0._replace(mode=jnp.asarray([7.737, 6.0, 6.0, 2.0], jnp.float32))
+    for _ in range(30):
+        e = step(e)
+    g = np.asarray(grad(e.mode))
+    assert np.abs(g).max() < 1e-2, g
+    assert np.linalg.eigvalsh(np.asarray(hess(e.mode), np.float64)).min() > 1.0
+    p = np.asarray(jax.nn.sigmoid(unravel(e.mode)["p"]))
+    assert np.all((p > 0.02) & (p < 0.08)), p
+
+
+def test_online_learner_window_200_refresh_100_learns_the_rates():
+    """The reported freeze: delay_model_ts(window=200, refresh=100) under online.Learner (rates
+    0.05/0.04/0.03, geometric delays of mean 50, batches of 10 decisions). Its mode used to settle
+    into a two-refresh cycle at logit p = (4, 4, 0) / (6, 6, 2) (estimates 0.98/0.98/0.5), the HMC
+    chain never accepted and the policy played uniformly. After 2500 decisions the estimates are
+    near the rates, the tracked mode has stopped jumping and the chain moves."""
+    from jaxbandits import online
+
+    rate = {"a": 0.05, "b": 0.04, "c": 0.03}
+    lr = online.Learner(PB.delay_model_ts(window=200, refresh=100), C.conversions(window=200), list(rate), key=0)
+    rng = np.random.default_rng(0)
+    due = {}
+    modes = []
+    for k in range(250):
+        ids, arms = lr.decide(10)
+        for i, a in zip(ids, arms):
+            if rng.random() < rate[a]:
+                due.setdefault(i + int(rng.geometric(1 / 51)) - 1, []).append(i)
+        back = sorted(i for d in [d for d in due if d <= ids[-1]] for i in due.pop(d))
+        if back:
+            lr.feedback(back)
+        if k >= 220 and k % 10 == 0:  # after each of the last three refreshes
+            modes.append(np.asarray(lr.state.policy.eng.mode))
+        if k == 150:
+            acc0 = float(lr.state.policy.eng.accept)
+    est = lr.estimates()
+    assert all(0.015 < est[a] < 0.1 for a in rate), est
+    assert np.abs(np.diff(modes, axis=0)).max() < 0.5, modes
+    eng = lr.state.policy.eng
+    assert int(eng.n_refresh) == 24 and float(eng.accept) - acc0 >= 5, (acc0, float(eng.accept))  # of the last 9
