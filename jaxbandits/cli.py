@@ -86,7 +86,8 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(self.prog, message)
 
 
-def _parser():
+def parser():
+    """The ``jaxbandits`` command line's argument parser (every subcommand)."""
     p = _Parser(prog="jaxbandits", description="Bandits with delayed feedback, in JAX.")
     p.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
     from . import __version__
@@ -336,7 +337,7 @@ def main(argv=None):
 
 
 def _main(argv):
-    p = _parser()
+    p = parser()
     a = p.parse_args(argv)
     if a.cmd is None:  # a bare `jaxbandits`: the commands
         p.print_help()

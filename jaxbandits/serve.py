@@ -47,7 +47,8 @@ LOGGING_KEYS = ("explore", "propensity_samples")
 DEFAULT_PROPENSITY_SAMPLES = 256
 
 
-def _policy_table():
+def policy_table():
+    """``{name: constructor}`` of the policies a serve config may name (``[policy] name``)."""
     from .policies import bayes, classic
     from .policies import conversions as C
 
@@ -155,7 +156,7 @@ class ServeConfig:
         if not isinstance(self.policy, dict) or self.policy.get("name") not in POLICIES:
             raise ValueError(f"config key 'policy.name' must be one of {list(POLICIES)}, got "
                              f"{self.policy.get('name') if isinstance(self.policy, dict) else self.policy!r}")
-        allowed = _parameters(_policy_table()[self.policy["name"]])
+        allowed = _parameters(policy_table()[self.policy["name"]])
         extra = set(self.policy) - {"name"} - set(LOGGING_KEYS) - set(allowed)
         if extra:
             raise _unknown(("policy",), extra, ["name", *LOGGING_KEYS] + allowed, f"table 'policy' ({self.policy['name']})")
@@ -220,7 +221,7 @@ class ServeConfig:
               else channels.attributed())
         params = {k: v for k, v in self.policy.items() if k != "name" and k not in LOGGING_KEYS}
         name = self.policy["name"]
-        make = _policy_table()[name]
+        make = policy_table()[name]
         if isinstance(params.get("delay"), dict):  # its keys were checked by check()
             params["delay"] = delay_law(params["delay"])
         try:

@@ -127,9 +127,9 @@ def _extras():
 
 def _check_jaxbandits(words, written):
     from jaxbandits import experiments as X
-    from jaxbandits.cli import _parser, main
+    from jaxbandits.cli import main, parser
 
-    p = _parser()
+    p = parser()
     if words in ([], ["--help"], ["--version"]):  # the commands / the help / the version
         try:
             assert main(words) == 0

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from jaxbandits import experiments as X
 from jaxbandits import expfile as F
-from jaxbandits.cli import _parser, main
+from jaxbandits.cli import main, parser
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -465,7 +465,7 @@ def test_not_expressible_is_said_clearly():
 
 # ----------------------------------------------------------------------------- the discoverable CLI
 def _commands():
-    p = _parser()
+    p = parser()
     sub = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction))
     return p, sub.choices
 

@@ -107,7 +107,7 @@ def test_fit_plots_name_the_time_unit(monkeypatch, tmp_path):
                            "age": (("age",), np.arange(5.0)),
                            "delay_cdf": (("chain", "draw", "age"), np.tile(np.linspace(0, 1, 5), (1, 4, 1)))})
         labels.clear()
-        report._plot_delay(type("I", (), {"posterior": post})(), log, ["a", "b"], set(), {}, tmp_path / "d.png")
+        report.plot_delay(type("I", (), {"posterior": post})(), log, ["a", "b"], set(), {}, tmp_path / "d.png")
         assert labels == [f"age a (time since the play, in {words})"]
 
 

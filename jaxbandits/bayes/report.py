@@ -90,7 +90,7 @@ def save_fit(idata, log: ConversionLog, out_dir: str, plot: bool = True, force: 
             "delay_cdf.png": "plot_delay", "trace.png": "plot_trace", "ppc.png": "plot_ppc"}
     if plot:
         files.update({"posterior_p.png": lambda p: _plot_p(idata, log, labels, empty, p),
-                      "delay_cdf.png": lambda p: _plot_delay(idata, log, labels, empty, attrs, p),
+                      "delay_cdf.png": lambda p: plot_delay(idata, log, labels, empty, attrs, p),
                       "trace.png": lambda p: _plot_trace(idata, names, p),
                       "ppc.png": lambda p: _plot_ppc(idata, log, p)})
     ident = fit_identity(attrs.get("model"), attrs.get("method"), attrs.get("window"), attrs.get("discrete", 0),
@@ -122,7 +122,7 @@ def _plot_p(idata, log, labels, empty, path):
     plt.close(fig)
 
 
-def _plot_delay(idata, log, labels, empty, attrs, path):
+def plot_delay(idata, log, labels, empty, attrs, path):
     """Fitted p F(a) (posterior mean and 90% band) against Kaplan-Meier, per arm."""
     plt = _plt()
     post = idata.posterior
