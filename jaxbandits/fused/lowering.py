@@ -95,7 +95,9 @@ def lower_all(full: bool = False, memory: bool = False):
             f, args = Kn.build_delayed(ks, n_pad), (S((ks.k_pad,), jnp.float32), S((ks.r_pad,), jnp.int32),
                                                     S(tau.shape, jnp.float32)) + runs
         else:
-            f, args = Kn.build(ks, n_pad), (S((ks.k_pad,), jnp.float32), S((ks.r_pad,), jnp.int32)) + runs
+            from . import lanes
+
+            f, args = lanes.build(ks, n_pad), (S((ks.k_pad,), jnp.float32), S((ks.r_pad,), jnp.int32)) + runs
         rec = {"kernel": name, "shape": {"K": env.n_arms, "T": T, "records": R, "runs": n}}
         try:
             text = jax.jit(f).trace(*args).lower(lowering_platforms=("cuda",)).as_text()

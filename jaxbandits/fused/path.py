@@ -176,12 +176,14 @@ def _program(ks, n_pad):
 
             def prog(mu, rec, tau, key, run_ids, *replay):
                 return call(mu, rec, tau, *run_keys_words(key, run_ids), *replay)[:5]
-        else:
-            call = Kn.build(ks, n_pad)
+        else:  # the lanes kernel (jaxbandits.fused.lanes): records [R, runs]
+            from . import lanes
+
+            call = lanes.build(ks, n_pad)
 
             def prog(mu, rec, tau, key, run_ids, *replay):
                 del tau
-                return call(mu, rec, *run_keys_words(key, run_ids), *replay)
+                return call(mu, rec, *run_keys_words(key, run_ids), *(jnp.swapaxes(x, 0, 1) for x in replay))
 
         _CACHE[k] = jax.jit(prog)
         while len(_CACHE) > 32:
@@ -257,7 +259,7 @@ def simulate_fused(env, channel, policies, horizon, key, n_runs=1, *, record=Non
     B = stats_block or ST.block_size(n_runs)
     n_pad = -(-n_runs // max(block, B)) * max(block, B)  # whole kernel blocks and whole statistics blocks
     run_ids = jnp.arange(n_pad, dtype=jnp.int32) + jnp.int32(first_run)
-    outs, compile_s, run_s = {}, 0.0, 0.0
+    outs, compile_s, run_s, kernel_s = {}, 0.0, 0.0, 0.0
     for lab, pol in pols.items():
         ks, tau = kernel_spec(env, channel, pol, horizon, R, block=block, interpret=interpret,
                               replay=Kn.next_pow2(horizon) if replay is not None else 0)
@@ -284,9 +286,9 @@ def simulate_fused(env, channel, policies, horizon, key, n_runs=1, *, record=Non
         t0 = time.perf_counter()
         got = exe(mu, rec, tau, key, run_ids, *rep)
         jax.block_until_ready(got)
-        run_s += time.perf_counter() - t0
+        kernel_s += time.perf_counter() - t0
         o = dict(regret=got[0], reward=got[1], pulls=got[2], dl=None, lost=None, width=1, r_pad=ks.r_pad,
-                 k_pad=ks.k_pad, K=ks.n_arms)
+                 k_pad=ks.k_pad, K=ks.n_arms, lanes=ks.world[0] == "bernoulli")
         if ks.world[0] == "bernoulli" and delayed_regret:  # asked for without delays: tau_d = 1, L(t) = R(t)
             o["dl"] = o["regret"]
         if ks.world[0] == "conversions":
@@ -302,39 +304,45 @@ def simulate_fused(env, channel, policies, horizon, key, n_runs=1, *, record=Non
     labels = list(outs)
     t0 = time.perf_counter()
 
-    def cut(o):  # the records of each run as the scan path lays them out: [R, runs_pad, ...] for the reduction
-        pulls = o["pulls"].reshape(n_pad, o["r_pad"], o["k_pad"])[:, :R, : o["K"]]
-        d = {"regret": o["regret"][:, :R], "expected_regret": (o["regret"] if o.get("exp") is None else o["exp"])[:, :R],
-             "reward": o["reward"][:, :R]}
+    def cut(o):  # the records as the reduction takes them: [R, runs_pad, ...]
+        if o["lanes"]:  # [R, runs] already; pulls [R * K, runs]
+            pulls = jnp.swapaxes(o["pulls"][: R * o["K"]].reshape(R, o["K"], n_pad), 1, 2)
+            first = lambda a: a[:R]
+        else:  # [runs, R]
+            pulls = jnp.swapaxes(o["pulls"].reshape(n_pad, o["r_pad"], o["k_pad"])[:, :R, : o["K"]], 0, 1)
+            first = lambda a: jnp.swapaxes(a[:, :R], 0, 1)
+        d = {"regret": first(o["regret"]), "expected_regret": (first(o["regret"]) if o.get("exp") is None
+                                                               else jnp.swapaxes(o["exp"], 0, 1)),
+             "reward": first(o["reward"])}
         if o["dl"] is not None:
-            d["delayed_regret"] = o["dl"][:, :R]
+            d["delayed_regret"] = first(o["dl"])
         d["pulls"] = pulls
         return d
 
-    runs_first = {lab: cut(o) for lab, o in outs.items()}
-    mets = {lab: tuple(runs_first[lab]) for lab in labels}
+    recs = {lab: cut(o) for lab, o in outs.items()}
+    mets = {lab: tuple(recs[lab]) for lab in labels}
     pairs = DR.stat_pairs(labels, mets)
     valid = jnp.arange(n_pad) < n_runs
-    recs = {lab: {k: jnp.swapaxes(a, 0, 1) for k, a in d.items()} for lab, d in runs_first.items()}
     red, dt = DR.reduce_on_device(recs, valid, B, labels, pairs)
     compile_s += dt
     host = DR.host_block_stats(jax.device_get(red), np.arange(R), labels, -(-n_runs // B))
     final = {}
     for j, lab in enumerate(labels):
         for k in ("regret", "expected_regret", "reward", "delayed_regret"):
-            if k in runs_first[lab]:
-                final[f"f/{j}/{k}"] = runs_first[lab][k][:n_runs, R - 1]
+            if k in recs[lab]:
+                final[f"f/{j}/{k}"] = recs[lab][k][R - 1, :n_runs]
         lost = outs[lab]["lost"]
         final[f"f/{j}/lost_to_W"] = lost[:n_runs] if lost is not None else jnp.zeros((n_runs,), jnp.int32)
     final = jax.device_get(final)
     stats = DR.host_stats(labels, mets, pairs, B, [host], final)
     n_keep = DR.resolve_keep(keep, [env.n_arms] * len(labels), n_runs, R)
-    kept = jax.device_get({lab: {k: a[:n_keep] for k, a in d.items()} for lab, d in runs_first.items()}) \
+    kept = jax.device_get({lab: {k: jnp.swapaxes(a[:, :n_keep], 0, 1) for k, a in d.items()} for lab, d in recs.items()}) \
         if n_keep else None
-    run_s += time.perf_counter() - t0
+    run_s += kernel_s + time.perf_counter() - t0 - dt  # the reduction's compile is in compile_s
     to_host = ST.nbytes(host) + ST.nbytes(final) + (ST.nbytes(kept) if kept else 0)
     timing = {"compile_s": compile_s, "run_s": run_s, "devices": 1, "policies_in_program": 1,
-              "path": "fused" + (" (interpreted)" if interpret else ""), "bytes_to_host": int(to_host)}
+              "path": "fused" + (" (interpreted)" if interpret else ""), "bytes_to_host": int(to_host),
+              "kernel_s": kernel_s}
     timing["run_steps_per_s"] = n_runs * horizon * len(pols) / max(run_s, 1e-12)
     res = {}
     for lab, o in outs.items():

@@ -103,3 +103,76 @@ def beta(a, b, k0, k1, c0, lane, stride):
     ga = gamma_mt(a, k0, k1, c0, lane, 2 * stride)
     gb = gamma_mt(b, k0, k1, c0, lane + _U(stride), 2 * stride)
     return ga / (ga + gb)
+
+
+def normal_pair(k0, k1, c0, c1):
+    """Two independent standard normals (Box-Muller, both branches) from one threefry call."""
+    u0, u1 = uniforms2(k0, k1, c0, c1)
+    r = jnp.sqrt(_F(-2.0) * jnp.log(u0))
+    th = _F(2 * math.pi) * u1
+    return r * jnp.cos(th), r * jnp.sin(th)
+
+
+def normal_icdf(u):
+    """The standard normal quantile of an open uniform: ``sqrt(2) erfinv(2u - 1)`` (``2u - 1`` is
+    exact for :func:`to_uniform`'s values, never +-1)."""
+    return _F(2.0**0.5) * lax.erf_inv(_F(2.0) * u - _F(1.0))
+
+
+def max_proposals(q: int, p_reject: float = 0.05, tail: float = 1e-18) -> int:
+    """The cap on the proposals of :func:`gammas_in_sequence` for ``q`` variates: the smallest
+    ``m`` with ``P(more than m proposals) < tail`` when each proposal is rejected with probability
+    ``p_reject`` (Marsaglia and Tsang's rejection rate is below 0.05 for every shape >= 1)."""
+    # P(F > f) for F the rejections before the q-th acceptance (negative binomial), summed in logs
+    lp, la = math.log(p_reject), math.log1p(-p_reject)
+    f = 0
+    while True:
+        rest = sum(math.exp(math.lgamma(q + g) - math.lgamma(q) - math.lgamma(g + 1) + g * lp + q * la)
+                   for g in range(f + 1, f + 400))
+        if rest < tail:
+            return q + f
+        f += 1
+
+
+def gammas_in_sequence(shapes, k0, k1, c0, cap: int):
+    """Independent exact ``Gamma(shapes[q], 1)`` variates, ``q = 0 .. Q-1`` (each a vector of
+    lanes, every shape >= 1), by Marsaglia and Tsang (2000) with the proposals of a lane served in
+    sequence: proposal ``i`` of a lane (counter ``(c0, i)``: one threefry call gives its normal, by
+    the inverse CDF, and its uniform) goes to the lane's first variate not yet accepted. Each
+    variate's value is then its first accepted proposal among i.i.d. proposals: exact in law, and
+    the variates independent. A lane needs ``Q`` proposals plus its rejections, so a block's loop
+    runs ``Q`` plus the largest number of rejections among its lanes (the expected maximum over 128
+    lanes is a few), not ``Q`` times the largest over the block as variate-by-variate rejection
+    loops would. ``cap`` (:func:`max_proposals`) bounds the loop; reaching it has probability
+    below 1e-18 per lane and round."""
+    Q = len(shapes)
+    d = [jnp.asarray(a, _F) - _F(1.0 / 3.0) for a in shapes]
+    lanes = jnp.broadcast_to(jnp.asarray(k0, _U), d[0].shape)
+
+    def pick(j, xs):
+        out = xs[0]
+        for q in range(1, Q):
+            out = jnp.where(j == q, xs[q], out)
+        return out
+
+    def body(st):
+        i, j, vals = st
+        w0, w1 = threefry2x32(k0, k1, c0, i.astype(_U))
+        x = normal_icdf(to_uniform(w0))
+        u = to_uniform(w1)
+        dj = pick(j, d)
+        c = _F(1.0) / jnp.sqrt(_F(9.0) * dj)
+        v = (_F(1.0) + c * x) ** 3
+        vs = jnp.where(v > 0, v, _F(1.0))
+        ok = (v > 0) & (jnp.log(u) < _F(0.5) * x * x + dj - dj * vs + dj * jnp.log(vs)) & (j < Q)
+        g = dj * vs
+        vals = tuple(jnp.where(ok & (j == q), g, vals[q]) for q in range(Q))
+        return i + 1, j + ok.astype(jnp.int32), vals
+
+    def cond(st):
+        i, j, _ = st
+        return (i < cap) & (jnp.sum(jnp.where(j < Q, 1, 0)) > 0)  # not jnp.any: no reduce_or in Triton
+
+    z = jnp.zeros(lanes.shape, _F)
+    init = (jnp.int32(0), jnp.zeros(lanes.shape, jnp.int32), tuple(z for _ in range(Q)))
+    return list(lax.while_loop(cond, body, init)[2])

@@ -21,7 +21,8 @@ from ..fused._registry import register as _fused
 from ..types import Needs, Policy, ProblemSpec, one_hot
 
 __all__ = ["uniform_random", "ucb1", "kl_ucb", "thompson", "gaussian_thompson", "exp3", "linucb",
-           "lints", "IndexState", "LinState", "ucb1_index", "kl_ucb_index"]
+           "lints", "IndexState", "LinState", "ucb1_index", "kl_ucb_index", "beta_posterior",
+           "gaussian_posterior"]
 
 _F = jnp.float32
 #: attributed feedback (zeros observed or not: with zeros hidden, plays are counted at play time)
@@ -132,6 +133,19 @@ def kl_ucb_index(sums, n, t, c: float = 0.0, iters: int = 4):
     return jnp.where(n > 0, M.kl_ucb_bernoulli(mean, bound, iters), jnp.inf)
 
 
+def beta_posterior(sums, n, prior_a: float = 1.0, prior_b: float = 1.0):
+    """The Beta-Bernoulli posterior ``Beta(prior_a + sums, prior_b + (n - sums)^+)`` of each arm:
+    its two parameters ``(a, b)``."""
+    return prior_a + sums, prior_b + jnp.maximum(n - sums, 0.0)
+
+
+def gaussian_posterior(sums, n, sigma: float = 1.0, prior_mean: float = 0.0, prior_var: float = 1e4):
+    """The Gaussian posterior of each arm's mean under known noise ``sigma`` and the prior
+    ``N(prior_mean, prior_var)``: ``(mean, precision)``."""
+    prec = 1.0 / prior_var + n / sigma**2
+    return (prior_mean / prior_var + sums / sigma**2) / prec, prec
+
+
 def ucb1(alpha: float = 2.0) -> Policy:
     """UCB1 (Auer et al. 2002): ``mean + sqrt(alpha log(t+1) / n)``; alpha = 2 is the paper's."""
     V.positive("alpha", alpha)
@@ -168,9 +182,7 @@ def thompson(prior_a: float = 1.0, prior_b: float = 1.0, sampler: str = "mt") ->
     V.real("prior_b", prior_b, lo=lo, lo_open=(sampler == "jax"))
 
     def index(state, t, key):
-        n = counts(state)
-        a = prior_a + state.sums
-        b = prior_b + jnp.maximum(n - state.sums, 0.0)
+        a, b = beta_posterior(state.sums, counts(state), prior_a, prior_b)
         if sampler == "mt":
             return M.beta_sample(key, a, b)
         return jax.random.beta(key, a, b)
@@ -188,10 +200,8 @@ def gaussian_thompson(sigma: float = 1.0, prior_mean: float = 0.0, prior_var: fl
     V.real("prior_var", prior_var, lo=1e-30, hi=1e30)
 
     def index(state, t, key):
-        n = counts(state)
-        prec = 1.0 / prior_var + n / sigma**2
-        mean = (prior_mean / prior_var + state.sums / sigma**2) / prec
-        return mean + M.normals(key, n.shape[0]) / jnp.sqrt(prec)
+        mean, prec = gaussian_posterior(state.sums, counts(state), sigma, prior_mean, prior_var)
+        return mean + M.normals(key, mean.shape[0]) / jnp.sqrt(prec)
 
     return _fused(_index_policy("Gaussian-TS", index), "gaussian_ts", sigma=sigma,
                   prior_mean=prior_mean, prior_var=prior_var)

@@ -1,0 +1,195 @@
+"""The lanes-layout kernels: runs on lanes, arms unrolled (docs/fused.md, "The layout").
+
+One program owns ``block`` runs; each run is one lane of every vector. An arm's statistics are a
+separate ``[block]`` vector (``K`` Python-unrolled vectors per statistic), so a round is pure
+elementwise work: the argmax is ``K - 1`` elementwise compares, the update ``K`` selects, and no
+operation reduces across lanes (the tiles layout of :mod:`jaxbandits.fused.kernels` keeps ``[block,
+Kp]`` tiles and reduces every row: 1.6x slower on an H200, measured in docs/fused.md). Records are
+written as rows of ``[record point, run]`` arrays: one coalesced store per statistic and record point.
+
+The policy's math is the policy's own: the index of an arm is the elementwise function its
+module exports and its ``act`` calls (:func:`jaxbandits.policies.classic.ucb1_index`,
+:func:`~jaxbandits.policies.classic.kl_ucb_index`, the posteriors
+:func:`~jaxbandits.policies.classic.beta_posterior` and
+:func:`~jaxbandits.policies.classic.gaussian_posterior`), traced here on ``[block]`` vectors,
+with the tie rule of :func:`jaxbandits.mathlib.argmax_random_tie`. Only the random numbers are
+the kernel's (:mod:`jaxbandits.fused.rng`, counter-based).
+
+Round ``t`` (0-based) of a run, Bernoulli world, attributed channel, no delay (conventions §2):
+
+1. one threefry call under the world key gives ``(u_t, v_t)`` at counter ``(t, 0)``; ``u_t``
+   decides the reward (``r = 1{u_t < mu[A]}``, conventions §8), ``v_t`` (the delay uniform, unused
+   without delays) breaks exact ties of the argmax and draws uniform random's arm. Both are the
+   world's words: every policy of an experiment reads the same (common random numbers);
+2. the policy's index of each arm, its argmax (ties: the ``(floor(v c) + 1)``-th tied arm);
+   Thompson samplers draw from the policy key at counters ``(t, i)``;
+3. the update of the played arm, pseudo-regret and reward with Kahan compensation (conventions §9).
+"""
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.experimental import pallas as pl
+
+from ..policies import classic as P
+from . import rng
+
+__all__ = ["build", "argmax_lanes", "index_lanes", "LANES_KINDS"]
+
+_F = jnp.float32
+_I = jnp.int32
+_U = jnp.uint32
+
+#: the policies with a lanes kernel (fused._registry kinds)
+LANES_KINDS = ("ucb1", "kl_ucb", "thompson", "gaussian_ts", "random")
+
+
+def argmax_lanes(idx, u):
+    """The argmax over the arms of ``K`` vectors ``idx[k]`` (``[B]`` each), exact ties broken by the
+    uniform ``u[B]``: the ``(floor(u c) + 1)``-th tied arm, ``c`` the number of ties, as
+    :func:`jaxbandits.mathlib.argmax_random_tie` on each run's ``[K]`` vector."""
+    best = idx[0]
+    for x in idx[1:]:
+        best = jnp.maximum(best, x)
+    ties = [x >= best for x in idx]
+    c = ties[0].astype(_I)
+    for tk in ties[1:]:
+        c = c + tk.astype(_I)
+    j = jnp.floor(u * c.astype(_F)).astype(_I)  # the (j+1)-th tied arm
+    a = jnp.zeros(u.shape, _I)
+    seen = jnp.zeros(u.shape, _I)
+    found = jnp.zeros(u.shape, bool)
+    for k, tk in enumerate(ties):
+        seen = seen + tk.astype(_I)
+        hit = tk & (seen > j) & ~found
+        a = jnp.where(hit, _I(k), a)
+        found = found | hit
+    return a
+
+
+def _select(j, values):
+    """``values[j]`` per lane from a Python list of ``[B]`` vectors (a chain of selects)."""
+    out = values[0]
+    for q in range(1, len(values)):
+        out = jnp.where(j == q, values[q], out)
+    return out
+
+
+def index_lanes(ks, n, s, t, kp0, kp1):
+    """The index of every arm (``K`` vectors ``[B]``) of the policy ``ks.kind`` at round ``t``
+    (0-based) from its per-arm counts ``n`` and reward sums ``s``: the policy module's own
+    elementwise functions, called on one arm's lanes at a time."""
+    kind, K = ks.kind, ks.n_arms
+    tf = t.astype(_F) + _F(1.0)  # the policies' 1-based round (conventions §1)
+    if kind == "ucb1":
+        return [P.ucb1_index(s[k], n[k], tf, ks.p("alpha", 2.0)) for k in range(K)]
+    if kind == "kl_ucb":
+        return [P.kl_ucb_index(s[k], n[k], tf, ks.p("c", 0.0), ks.p("iters", 4)) for k in range(K)]
+    c0 = t.astype(_U)
+    if kind == "gaussian_ts":
+        post = [P.gaussian_posterior(s[k], n[k], ks.p("sigma", 1.0), ks.p("prior_mean", 0.0), ks.p("prior_var", 1e4))
+                for k in range(K)]
+        z = []
+        for j in range((K + 1) // 2):  # Box-Muller pairs: both normals of one threefry call
+            z += list(rng.normal_pair(kp0, kp1, c0, _U(j)))
+        return [m + z[k] / jnp.sqrt(prec) for k, (m, prec) in enumerate(post)]
+    if kind == "thompson":
+        shapes = []
+        for k in range(K):
+            a, b = P.beta_posterior(s[k], n[k], ks.p("prior_a", 1.0), ks.p("prior_b", 1.0))
+            shapes += [a, b]
+        g = rng.gammas_in_sequence(shapes, kp0, kp1, c0, ks.p("max_proposals", rng.max_proposals(2 * K)))
+        return [g[2 * k] / (g[2 * k] + g[2 * k + 1]) for k in range(K)]
+    raise ValueError(f"no lanes kernel for {kind!r}")
+
+
+def _lanes_kernel(ks, *refs):
+    n_rep = 3 if ks.replay else 0
+    (mu_ref, rec_ref, ke0_ref, ke1_ref, kp0_ref, kp1_ref) = refs[:6]
+    rep = refs[6:6 + n_rep]
+    regret_ref, reward_ref, pulls_ref = refs[6 + n_rep:]
+    B, K = ks.block, ks.n_arms
+    ke0, ke1, kp0, kp1 = ke0_ref[...], ke1_ref[...], kp0_ref[...], kp1_ref[...]
+    mus = [mu_ref[pl.ds(k, 1)][0] for k in range(K)]
+    best_mu = mus[0]
+    for m in mus[1:]:
+        best_mu = jnp.maximum(best_mu, m)
+    zb = jnp.zeros((B,), _F)
+
+    def words(t):
+        if ks.replay:  # tests: the scan path's reward and tie uniforms, [rounds, runs]
+            ur, _, wr = rep
+            return ur[pl.ds(t, 1), :][0], wr[pl.ds(t, 1), :][0]
+        return rng.uniforms2(ke0, ke1, t.astype(_U), _U(0))
+
+    def one_round(t, st):
+        n, s, reg, reg_c, rew, rew_c = st
+        u, v = words(t)
+        if ks.kind == "random":  # conventions §8's inverse-CDF draw from v: A = min(K-1, #{a : c_a < v c_K})
+            p = _F(1.0 / K)
+            c, cs = zb, []
+            for _ in range(K):
+                c = c + p
+                cs.append(c)
+            a = jnp.zeros((B,), _I)
+            for ck in cs:
+                a = a + (ck < v * cs[-1]).astype(_I)
+            a = jnp.minimum(a, K - 1)
+        else:
+            a = argmax_lanes(index_lanes(ks, n, s, t, kp0, kp1), v)
+        mu_a = _select(a, [jnp.broadcast_to(m, (B,)) for m in mus])
+        r = (u < mu_a).astype(_F)
+        hit = [a == k for k in range(K)]
+        n = [n[k] + hit[k].astype(_F) for k in range(K)]
+        s = [s[k] + jnp.where(hit[k], r, _F(0.0)) for k in range(K)]
+        reg, reg_c = _kahan(reg, reg_c, best_mu - mu_a)
+        rew, rew_c = _kahan(rew, rew_c, r)
+        return n, s, reg, reg_c, rew, rew_c
+
+    def segment(i, carry):
+        st, lo = carry
+        hi = rec_ref[pl.ds(i, 1)][0] + 1
+        st = lax.fori_loop(lo, hi, one_round, st)
+        n, _, reg, _, rew, _ = st
+        regret_ref[pl.ds(i, 1), :] = reg[None, :]
+        reward_ref[pl.ds(i, 1), :] = rew[None, :]
+        for k in range(K):
+            pulls_ref[pl.ds(i * K + k, 1), :] = n[k].astype(_I)[None, :]
+        return st, hi
+
+    st0 = ([zb] * K, [zb] * K, zb, zb, zb, zb)
+    lax.fori_loop(0, ks.n_rec, segment, (st0, jnp.int32(0)))
+
+
+def _kahan(s, c, x):
+    y = x - c
+    t = s + y
+    return t, (t - s) - y
+
+
+def build(ks, n_pad: int):
+    """``f(mu[Kp], rec[R], ke0, ke1, kp0, kp1 [n_pad] (, replay u, v, tie [rounds, n_pad])) ->
+    (regret [R, n_pad], reward [R, n_pad], pulls [R * K, n_pad])``: the ``pallas_call`` of one lanes
+    kernel over ``n_pad // block`` programs. Row ``i * K + k`` of ``pulls`` is arm ``k``'s pulls at
+    record point ``i``."""
+    from jax.experimental.pallas import triton as pltriton
+
+    B, K, R = ks.block, ks.n_arms, ks.r_pad
+    runs = pl.BlockSpec((B,), lambda i: (i,))
+    whole = lambda n: pl.BlockSpec((n,), lambda i: (0,))
+    cols = lambda h: pl.BlockSpec((h, B), lambda i: (0, i))
+    S = jax.ShapeDtypeStruct
+    out_shape = (S((R, n_pad), _F), S((R, n_pad), _F), S((R * K, n_pad), _I))
+    return pl.pallas_call(
+        functools.partial(_lanes_kernel, ks),
+        grid=(n_pad // B,),
+        in_specs=[whole(ks.k_pad), whole(R), runs, runs, runs, runs] + [cols(ks.replay)] * (3 if ks.replay else 0),
+        out_specs=(cols(R), cols(R), cols(R * K)),
+        out_shape=out_shape,
+        interpret=ks.interpret,
+        compiler_params=pltriton.CompilerParams(num_warps=ks.num_warps, num_stages=1),
+        name=f"jaxbandits_lanes_{ks.kind}",
+    )
