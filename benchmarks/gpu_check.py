@@ -189,6 +189,39 @@ def lanes_variant(name, n, T, R, block, warps, K=10):
     return {"block": block, "warps": warps, "compile_s": compile_s, "kernel_s": s, "run_steps_per_s": n * T / s}
 
 
+def reduction(n, R, K, barrier):
+    """The on-device statistics of one policy's records at this size (``engine.stats``): compile and
+    run seconds, with or without a barrier between the levels of its pairwise trees."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxbandits.engine import driver as DR
+    from jaxbandits.engine import stats as ST
+
+    old = ST.TREE_BARRIER
+    ST.TREE_BARRIER = barrier
+    DR._REDUCERS.clear()
+    try:
+        B = ST.block_size(n)
+        n_pad = -(-n // B) * B
+        k = jax.random.key(1)
+        f = jax.random.uniform(k, (R, n_pad), jnp.float32) * 100
+        recs = {"UCB1": {"regret": f, "expected_regret": f + 1, "reward": f + 2,
+                         "pulls": jax.random.randint(k, (R, n_pad, K), 0, 1000, jnp.int32)}}
+        valid = jnp.arange(n_pad) < n
+        jax.block_until_ready(recs)
+        red, dt = DR.reduce_on_device(recs, valid, B, ("UCB1",), ())
+        jax.block_until_ready(red)
+        s = _timed(lambda: jax.block_until_ready(DR.reduce_on_device(recs, valid, B, ("UCB1",), ())[0]))
+        t0 = time.perf_counter()
+        jax.device_get(red)
+        host = time.perf_counter() - t0
+    finally:
+        ST.TREE_BARRIER = old
+        DR._REDUCERS.clear()
+    return {"runs": n, "block": B, "barrier": barrier, "compile_s": dt, "reduce_s": s, "to_host_s": host}
+
+
 # ----------------------------------------------------------------------------- plain scans
 def naive_gaussian_ts(K, T, stride, key):
     import jax
@@ -277,7 +310,7 @@ def print_table():
             continue
         rate = r.get("end_to_end_run_steps_per_s") or r.get("run_steps_per_s")
         det = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()
-               if k in ("compile_s", "kernel_run_steps_per_s", "mean_final_regret", "se_final_regret", "runs",
+               if k in ("compile_s", "reduce_s", "to_host_s", "kernel_run_steps_per_s", "mean_final_regret", "se_final_regret", "runs",
                         "horizon", "block", "warps", "peak_device_bytes", "bytes_to_host")}
         print(f"| {r['name']} | {rate:.3g} | {det} |" if rate else f"| {r['name']} | - | {det} |")
     sys.stdout.flush()
@@ -292,8 +325,8 @@ def main(argv=None):
     ap.add_argument("--delayed-runs", type=float, default=1e5)
     ap.add_argument("--other-runs", type=float, default=1e5)
     ap.add_argument("--other-horizon", type=int, default=1000)
-    ap.add_argument("--skip", nargs="*", default=[], help="row groups to leave out: anchors fused plain variants "
-                    "delayed fit scan other")
+    ap.add_argument("--skip", nargs="*", default=[], help="row groups to leave out: anchors reduction fused plain "
+                    "variants delayed fit scan other")
     ap.add_argument("--quick", action="store_true", help="tiny sizes (a smoke run of the script, e.g. on a CPU)")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
                                                   "gpu-check.json"))
@@ -315,6 +348,9 @@ def main(argv=None):
         row("anchor: Pallas lanes UCB1 (minimal)", pallas_anchor, K, n, T, R, interpret=not gpu,
             block=128 if gpu else 32)
     names = ("UCB1", "KL-UCB", "Thompson", "Gaussian-TS")
+    if "reduction" not in skip:
+        for b in (True, False):
+            row(f"statistics on the device, barrier={b}", reduction, n, R, K, b)
     if "fused" not in skip:
         for nm in names:
             row(f"fused end to end: {nm}", library, nm, n, T, R, K)

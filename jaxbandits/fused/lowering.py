@@ -102,6 +102,8 @@ def lower_all(full: bool = False, memory: bool = False):
         try:
             text = jax.jit(f).trace(*args).lower(lowering_platforms=("cuda",)).as_text()
             rec.update(ok=True, triton="xla.gpu.triton" in text, error=None)
+            if rec["triton"]:
+                rec["work"] = round_work(text)
             outs = jax.eval_shape(f, *args)
             n_rec = 3 if ks.world[0] != "conversions" else 4  # regret, reward, pulls (+ L(t))
             rec.update(ops=sorted(set(re.findall(r"= stablehlo\.(\w+)", text))),
@@ -112,6 +114,80 @@ def lower_all(full: bool = False, memory: bool = False):
         except Exception as e:  # report every kernel, not just the first failure
             rec.update(ok=False, triton=False, error=f"{type(e).__name__}: {str(e)[:2000]}")
         yield rec
+
+
+# ----------------------------------------------------------------------------- work per round
+#: operations that cost nothing per lane at run time (constants, broadcasts of scalars)
+FREE_OPS = ("arith.constant", "tt.splat")
+
+
+def _triton_module_bytes(lowered_text: str) -> bytes:
+    """The serialized Triton module (MLIR bytecode) that Pallas put in the lowered program's
+    ``xla.gpu.triton`` custom call (its ``ir`` attribute, printed with escapes)."""
+    import re
+
+    m = re.search(r'ir = "((?:[^"\\]|\\.)*)"', lowered_text)
+    if m is None:
+        raise ValueError("no Triton module in the lowered program")
+    s, out, i = m.group(1), bytearray(), 0
+    while i < len(s):
+        if s[i] == "\\":
+            h = s[i + 1:i + 3]
+            if re.fullmatch(r"[0-9A-Fa-f]{2}", h):
+                out.append(int(h, 16))
+                i += 3
+                continue
+            out.append(ord(s[i + 1]))
+            i += 2
+            continue
+        out += s[i].encode("latin1")
+        i += 1
+    return bytes(out)
+
+
+def loop_work(lowered_text: str) -> dict:
+    """The static work of a lowered fused kernel: its Triton module parsed back (MLIR bytecode,
+    through jaxlib's MLIR bindings) and the operations counted by loop nest, ``{"for/for": {op:
+    count}, ...}`` (``"for/for"``: the body of the rounds loop inside the record-segment loop;
+    ``"for/for/while"``: the body of a sampler's proposal loop inside a round). A loop's count
+    leaves out the loops nested in it."""
+    import collections
+
+    from jax._src.interpreters import mlir as jm
+    from jax._src.lib.mlir import ir
+
+    ctx = jm.make_ir_context()
+    ctx.allow_unregistered_dialects = True
+    acc = collections.defaultdict(collections.Counter)
+    with ctx:
+        mod = ir.Module.parse(_triton_module_bytes(lowered_text))
+
+        def walk(op, path):
+            for reg in op.regions:
+                for blk in reg.blocks:
+                    for o in blk.operations:
+                        name = o.operation.name
+                        acc[path][name] += 1
+                        walk(o, path + "/" + name.split(".")[1] if name in ("scf.for", "scf.while") else path)
+
+        walk(mod.operation, "")
+    return {k.lstrip("/"): dict(v) for k, v in acc.items()}
+
+
+def round_work(lowered_text: str) -> dict:
+    """``{"round_ops", "round_transcendental", "round_memory", "inner_loop_ops"}``: operations
+    per round of a fused kernel (the body of its rounds loop, :func:`loop_work`'s ``"for/for"``,
+    without :data:`FREE_OPS`), of which transcendental (``math.*`` and libdevice calls) and memory
+    (``tt.load``/``tt.store``), and the operations of one pass of the loops nested in a round
+    (proposal loops, calendar rows), 0 without any."""
+    w = loop_work(lowered_text)
+    body = w.get("for/for", {})
+    inner = sum(n for k, c in w.items() if k.startswith("for/for/") for op, n in c.items() if op not in FREE_OPS)
+    return {"round_ops": sum(n for op, n in body.items() if op not in FREE_OPS),
+            "round_transcendental": sum(n for op, n in body.items()
+                                        if op.startswith("math.") or op == "tt.extern_elementwise"),
+            "round_memory": sum(n for op, n in body.items() if op in ("tt.load", "tt.store")),
+            "inner_loop_ops": inner}
 
 
 def main(argv=None):
