@@ -117,7 +117,7 @@ def pallas_anchor(K, n, T, R, block=128, warps=4, interpret=False):
 
 
 # ----------------------------------------------------------------------------- the library
-def library(name, n, T, R, K=10, path="fused", delay_mean=100.0, window=1000, **kw):
+def library(name, n, T, R, K=10, path="fused", delay_mean=100.0, window=1000, layout=None, **kw):
     import jax
 
     import jaxbandits as jb
@@ -136,11 +136,17 @@ def library(name, n, T, R, K=10, path="fused", delay_mean=100.0, window=1000, **
                "Gaussian-TS": classic.gaussian_thompson}[name]()
     key = jax.random.key(0)
     rec = max(1, T // R)
+    if layout is None:
+        sim = lambda: jb.simulate(env, ch, pol, T, key, n, record=rec, path=path, **kw)
+    else:  # another layout of the fused kernels (jaxbandits.fused.path.simulate_fused)
+        from jaxbandits.fused.path import simulate_fused
+
+        sim = lambda: simulate_fused(env, ch, pol, T, key, n, record=rec, layout=layout, **kw)
     t0 = time.perf_counter()
-    first = jb.simulate(env, ch, pol, T, key, n, record=rec, path=path, **kw)
+    first = sim()
     first_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    out = jb.simulate(env, ch, pol, T, key, n, record=rec, path=path, **kw)
+    out = sim()
     wall = time.perf_counter() - t0
     tm = out.timing
     fin = out.stats.final["regret"] if out.stats is not None else out.regret[:, -1]
@@ -253,6 +259,50 @@ def naive_gaussian_ts(K, T, stride, key):
     return run
 
 
+def naive_delayed_ucb(K, T, stride, key, delay_mean, window):
+    """limits.naive_delayed_klucb with the DelayedUCB index ``S/Ñ + sqrt(beta N / 2) / Ñ``."""
+    import jax
+    import jax.numpy as jnp
+
+    import limits as L
+    from jaxbandits import mathlib as M
+
+    mu = jnp.asarray(L.arm_means(K))
+    best = jnp.max(mu)
+    m, W = window, window + 1
+
+    def run(r):
+        law, rho, rho_m1, tau_m = L._geometric(delay_mean, window)
+        k_rew, k_del, k_act = L._streams(key, r)
+
+        def step(c, t):
+            cal, n, s, o, w, nc, ring, reg = c
+            k = jax.random.fold_in(k_act, t)
+            nt = tau_m * nc + w - o
+            beta = jnp.log(t + 1.0)
+            safe = jnp.where(nt > 0, nt, 1.0)
+            idx = jnp.where(nt > 0, s / safe + jnp.sqrt(beta * n / 2.0) / safe, jnp.inf)
+            a = jnp.where(t < K, t % K, M.argmax_random_tie(idx, M.uniform(k)))
+            x = M.uniform(jax.random.fold_in(k_rew, t)) < mu[a]
+            d = law.ppf(M.uniform(jax.random.fold_in(k_del, t)))
+            e = (jnp.arange(K) == a).astype(jnp.float32)
+            cal = cal.at[(t + d) % W].add(e * (x & (d <= m)))
+            conv = cal[t % W]
+            cal = cal.at[t % W].set(0.0)
+            old = ring[t % m]
+            ring = ring.at[t % m].set(a)
+            e_old = (jnp.arange(K) == old).astype(jnp.float32)
+            o = rho * o - rho_m1 * e_old + rho * e
+            return (cal, n + e, s + conv, o, w - e_old + e, nc + e_old, ring, reg + (best - mu[a])), None
+
+        z = jnp.zeros((K,), jnp.float32)
+        c0 = (jnp.zeros((W, K), jnp.float32), z, z, z, z, z, jnp.full((m,), -1, jnp.int32), jnp.float32(0))
+        c, regret = L._recorded_scan(step, c0, T, stride, lambda c: c[-1])
+        return regret, c[1]
+
+    return run
+
+
 def plain(name, n, T, R, K=10, delay_mean=100.0, window=1000):
     import jax
 
@@ -264,6 +314,8 @@ def plain(name, n, T, R, K=10, delay_mean=100.0, window=1000):
         run_one = naive_gaussian_ts(K, T, stride, key)
     elif name == "DelayedKLUCB":
         run_one = L.naive_delayed_klucb(K, T, stride, key, delay_mean, window)
+    elif name == "DelayedUCB":
+        run_one = naive_delayed_ucb(K, T, stride, key, delay_mean, window)
     else:
         run_one = L.naive_classic(name, K, T, stride, key)
     ids = L.run_ids(n, 1)
@@ -354,6 +406,8 @@ def main(argv=None):
     if "fused" not in skip:
         for nm in names:
             row(f"fused end to end: {nm}", library, nm, n, T, R, K)
+    if "tiles" not in skip:
+        row("fused end to end, tiles layout: UCB1", library, "UCB1", n, T, R, K, layout="tiles")
     if "plain" not in skip:
         for nm in names:
             row(f"plain vmap(lax.scan): {nm}", plain, nm, n, max(T // 5, 10), R // 5 or 1, K)
@@ -365,7 +419,9 @@ def main(argv=None):
     if "delayed" not in skip:
         for nm in ("DelayedUCB", "DelayedKLUCB"):
             row(f"fused end to end: {nm} m=1000", library, nm, nd, T, R, K)
-        row("plain vmap(lax.scan): DelayedKLUCB m=1000", plain, "DelayedKLUCB", nd, T // 5, R // 5 or 1, K)
+        for nm in ("DelayedUCB", "DelayedKLUCB"):
+            row(f"fused end to end, tiles layout: {nm} m=1000", library, nm, nd, T, R, K, layout="tiles")
+            row(f"plain vmap(lax.scan): {nm} m=1000", plain, nm, nd, T // 5, R // 5 or 1, K)
     if "fit" not in skip and gpu:
         row("fused end to end: DelayedKLUCB m=1000 at 1e6 runs (fits?)", library, "DelayedKLUCB", 1_000_000, 2000,
             R, K)

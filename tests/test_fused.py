@@ -496,7 +496,7 @@ def test_every_fused_kernel_lowers_to_triton_for_cuda():
 def test_fused_device_memory_is_the_records_plus_the_state():
     """At the benchmark's sizes (lowered for CUDA, nothing allocated): the program's buffers are the
     per-run keys, the records (regret and reward f32, pulls as int32: K = 10 rows a record point in
-    the lanes layout of the classic kernels, 16 arm lanes (K padded) in the calendar kernel's tiles) and, on the conversions channel, the calendar and the ring (``Wp (1 + Kp / 4)``
+    the lanes layout) and, on the conversions channel, the calendar and the ring (``Wp (1 + ceil(K / 4))``
     int32 words a run, ``Wp = 1024`` for m = 1000) plus the lost counts."""
     recs = {x["kernel"]: x for x in _lower("--memory")}
     n, R = 1_000_000 + 64, 200  # runs padded to the block of 128
@@ -507,8 +507,8 @@ def test_fused_device_memory_is_the_records_plus_the_state():
         assert b["arguments"] == 4 * n * 4 + 16 * 4 + R * 4  # four key words a run, means, record rounds
     d = recs["DelayedKLUCB/m=1000"]["bytes"]
     n = 100_000 + 96  # runs padded to the block of 128
-    assert d["records"] == n * R * 4 * (3 + 16)
-    assert d["work_space"] == n * 4 * (1 + 1024 * (1 + 16 // 4))
+    assert d["records"] == n * R * 4 * (3 + 10)
+    assert d["work_space"] == n * 4 * (1 + 1024 * (1 + 3))  # the ring and ceil(K / 4) = 3 calendar words a row
 
 
 @pytest.mark.slow

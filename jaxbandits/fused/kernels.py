@@ -52,6 +52,7 @@ class KernelSpec(NamedTuple):
     interpret: bool = False
     num_warps: int = 4
     replay: int = 0  # tests: > 0 reads (u_t, v_t, tie_t) from [runs, replay] arrays instead of threefry
+    layout: str = "lanes"  # "lanes": jaxbandits.fused.lanes; "tiles": this module's [block, Kp] kernels
 
     def p(self, name, default=None):
         return dict(self.params).get(name, default)

@@ -91,12 +91,12 @@ def lower_all(full: bool = False, memory: bool = False):
         ks, tau = kernel_spec(env, ch, pol, T, R, block=128, interpret=False)
         n_pad = -(-n // ks.block) * ks.block
         runs = (S((n_pad,), jnp.uint32),) * 4
+        from . import lanes
+
         if ks.world[0] == "conversions":
-            f, args = Kn.build_delayed(ks, n_pad), (S((ks.k_pad,), jnp.float32), S((ks.r_pad,), jnp.int32),
+            f, args = lanes.build_delayed(ks, n_pad), (S((ks.k_pad,), jnp.float32), S((ks.r_pad,), jnp.int32),
                                                     S(tau.shape, jnp.float32)) + runs
         else:
-            from . import lanes
-
             f, args = lanes.build(ks, n_pad), (S((ks.k_pad,), jnp.float32), S((ks.r_pad,), jnp.int32)) + runs
         rec = {"kernel": name, "shape": {"K": env.n_arms, "T": T, "records": R, "runs": n}}
         try:

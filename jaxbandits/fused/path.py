@@ -171,14 +171,22 @@ def _program(ks, n_pad):
 
     k = (ks, n_pad)
     if k not in _CACHE:
+        from . import lanes
+
+        lanes_layout = ks.layout == "lanes"
         if ks.world[0] == "conversions":
-            call = Kn.build_delayed(ks, n_pad)
+            call = (lanes.build_delayed if lanes_layout else Kn.build_delayed)(ks, n_pad)
+            tr = (lambda x: jnp.swapaxes(x, 0, 1)) if lanes_layout else (lambda x: x)
 
             def prog(mu, rec, tau, key, run_ids, *replay):
-                return call(mu, rec, tau, *run_keys_words(key, run_ids), *replay)[:5]
-        else:  # the lanes kernel (jaxbandits.fused.lanes): records [R, runs]
-            from . import lanes
+                return call(mu, rec, tau, *run_keys_words(key, run_ids), *(tr(x) for x in replay))[:5]
+        elif not lanes_layout:  # the tiles kernel (jaxbandits.fused.kernels): records [runs, R]
+            call = Kn.build(ks, n_pad)
 
+            def prog(mu, rec, tau, key, run_ids, *replay):
+                del tau
+                return call(mu, rec, *run_keys_words(key, run_ids), *replay)
+        else:  # the lanes kernel (jaxbandits.fused.lanes): records [R, runs]
             call = lanes.build(ks, n_pad)
 
             def prog(mu, rec, tau, key, run_ids, *replay):
@@ -201,7 +209,7 @@ def _scalar(v):
     return float(v)
 
 
-def kernel_spec(env, channel, pol, horizon, n_rec, *, block, interpret, num_warps=4, replay=0):
+def kernel_spec(env, channel, pol, horizon, n_rec, *, block, interpret, num_warps=4, replay=0, layout="lanes"):
     """``(KernelSpec, tau)``: the static description of ``pol``'s kernel and its CDF table
     (``tau_0..tau_H`` padded to ``Wp``; a one-element dummy for the classic kernels)."""
     from . import kernels as Kn
@@ -226,13 +234,13 @@ def kernel_spec(env, channel, pol, horizon, n_rec, *, block, interpret, num_warp
         params = params + (("window", m), ("H", H), ("T", horizon), ("Wp", Wp), ("law", law_tuple(law)),
                            ("log_rho", lr))
     ks = Kn.KernelSpec(sp.kind, tuple(sorted(params, key=lambda kv: kv[0])), K, kp, n_rec,
-                       n_rec, block, world, interpret, num_warps, replay)
+                       n_rec, block, world, interpret, num_warps, replay, layout)
     return ks, tau
 
 
 def simulate_fused(env, channel, policies, horizon, key, n_runs=1, *, record=None, first_run=0,
                    delayed_regret=None, interpret=None, block=None, replay=None, keep=None,
-                   stats_block=None) -> Dict[str, SimOutput] | SimOutput:
+                   stats_block=None, layout="lanes") -> Dict[str, SimOutput] | SimOutput:
     """Run a covered simulation on the fused kernels (checked inputs: see ``jaxbandits.simulate``).
 
     ``interpret`` (default: not on a GPU) runs the kernels through Pallas' interpreter;
@@ -262,7 +270,7 @@ def simulate_fused(env, channel, policies, horizon, key, n_runs=1, *, record=Non
     outs, compile_s, run_s, kernel_s = {}, 0.0, 0.0, 0.0
     for lab, pol in pols.items():
         ks, tau = kernel_spec(env, channel, pol, horizon, R, block=block, interpret=interpret,
-                              replay=Kn.next_pow2(horizon) if replay is not None else 0)
+                              replay=Kn.next_pow2(horizon) if replay is not None else 0, layout=layout)
         rep = ()
         if replay is not None:
             rep = tuple(np.pad(np.asarray(x, np.float32), ((0, n_pad - n_runs), (0, ks.replay - horizon)),
@@ -288,7 +296,7 @@ def simulate_fused(env, channel, policies, horizon, key, n_runs=1, *, record=Non
         jax.block_until_ready(got)
         kernel_s += time.perf_counter() - t0
         o = dict(regret=got[0], reward=got[1], pulls=got[2], dl=None, lost=None, width=1, r_pad=ks.r_pad,
-                 k_pad=ks.k_pad, K=ks.n_arms, lanes=ks.world[0] == "bernoulli")
+                 k_pad=ks.k_pad, K=ks.n_arms, lanes=ks.layout == "lanes")
         if ks.world[0] == "bernoulli" and delayed_regret:  # asked for without delays: tau_d = 1, L(t) = R(t)
             o["dl"] = o["regret"]
         if ks.world[0] == "conversions":
