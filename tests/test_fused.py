@@ -517,6 +517,22 @@ def test_every_fused_kernel_lowers_for_several_shapes():
     assert len({json.dumps(x["shape"]) for x in recs}) >= 4 and len(recs) >= 40
 
 
+def test_every_library_algorithm_is_fused_or_says_why():
+    """The coverage table (``python -m jaxbandits.fused.lowering --coverage``, docs/fused.md): each
+    algorithm of the library in the world and channel it is built for, whether the fused path takes
+    it (the kernels of those that do are lowered for CUDA by the tests above), and why not."""
+    from jaxbandits.fused.lowering import policy_coverage
+
+    cov = policy_coverage()
+    assert {r["policy"] for r in cov if r["fused"]} == {"UCB1", "KL-UCB", "Thompson", "Gaussian-TS", "uniform random",
+                                                         "DelayedUCB", "DelayedKLUCB"}
+    for r in cov:
+        assert r["fused"] or (r["reasons"] and r["why"]), r
+    papers = {"Exp3", "DEW", "Skipper(DEW)", "Doubling", "ODAAF", "ODAAF-B", "ODAAF-V", "QPM-D", "Discarding-UCB",
+              "Discarding-KLUCB", "OTFLinUCB", "OTFLinTS", "ARS-UCB", "ARS-EXP3", "CLW", "ARS-CLW", "delay-model TS"}
+    assert papers <= {r["policy"] for r in cov}
+
+
 # ----------------------------------------------------------------------------- static work per round
 #: operations per round of each lanes kernel at K = 10 (tests/fused_work.py, measured 2026-11-27 with
 #: jax 0.10.2): a change that adds work to a round shows here without a GPU. Raise a budget only

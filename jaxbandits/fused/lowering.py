@@ -116,6 +116,88 @@ def lower_all(full: bool = False, memory: bool = False):
         yield rec
 
 
+# ----------------------------------------------------------------------------- every library policy
+#: why an algorithm of the library has no fused kernel (docs/fused.md, "What runs where")
+NO_KERNEL_WHY = {
+    "exponential weights": "exponential weights over all arms with importance-weighted losses and an "
+                           "inverse-CDF draw: elementwise per arm, it would lower, but no lanes kernel is written yet",
+    "schedules": "phases, blocks or per-arm queues of rewards (schedules decided from tables and counters that "
+                 "change shape with the phase): the scan path",
+    "linear": "a d x d design matrix, its Cholesky factor and triangular solves every round: the scan path",
+    "bayes": "a posterior refreshed by Newton/HMC steps over a window every round: the scan path",
+    "discarding": "the calendar kernel with N~ = tau_m N^closed would do; not written yet",
+    "wrapper": "a wrapper around another policy (its law is read from the base policy's draws): the scan path",
+    "sampler": "Thompson with sampler='jax' (jax.random.beta): the fused kernels draw Marsaglia-Tsang gammas",
+}
+
+
+def library_policies():
+    """``(family, name, env, channel, policy)`` for every algorithm of the library's policies, each in
+    the world and channel it is built for (families: ``"fused"`` or a key of :data:`NO_KERNEL_WHY`)."""
+    import numpy as np
+
+    import jaxbandits as jb
+    from jaxbandits.policies import adversarial as A
+    from jaxbandits.policies import anonymous as AN
+    from jaxbandits.policies import bayes as BY
+    from jaxbandits.policies import classic as C
+    from jaxbandits.policies import composite as CO
+    from jaxbandits.policies import conversions as CV
+    from jaxbandits.policies import explore as E
+    from jaxbandits.policies import linear as L
+
+    means = np.array([0.2, 0.5, 0.7])
+    law = jb.delays.geometric(mean=20.0)
+    bern, att = jb.envs.bernoulli(means), jb.channels.attributed()
+    conv_env, conv = jb.envs.conversions(means, law), jb.channels.conversions(window=50)
+    delayed = jb.envs.bernoulli(means, jb.delays.fixed(3))
+    lin = jb.envs.linear(np.array([0.3, 0.1, 0.2]), n_actions=5)
+    rows = [("fused", "UCB1", bern, att, C.ucb1()), ("fused", "KL-UCB", bern, att, C.kl_ucb()),
+            ("fused", "Thompson", bern, att, C.thompson()), ("fused", "Gaussian-TS", bern, att, C.gaussian_thompson()),
+            ("fused", "uniform random", bern, att, C.uniform_random()),
+            ("fused", "DelayedUCB", conv_env, conv, CV.delayed_ucb(law, 50)),
+            ("fused", "DelayedKLUCB", conv_env, conv, CV.delayed_klucb(law, 50)),
+            ("sampler", "Thompson (sampler='jax')", bern, att, C.thompson(sampler="jax")),
+            ("exponential weights", "Exp3", delayed, att, C.exp3(eta=0.1)),
+            ("exponential weights", "DEW", delayed, att, A.dew(0.1, 3.0)),
+            ("exponential weights", "Skipper(DEW)", delayed, att, A.skipper_dew(5.0)),
+            ("exponential weights", "Doubling", delayed, jb.channels.action_time(), A.doubling()),
+            ("exponential weights", "ARS-EXP3", delayed, jb.channels.composite(), CO.ars_exp3()),
+            ("wrapper", "Skipper(UCB1)", delayed, att, A.skipper(5.0, C.ucb1())),
+            ("wrapper", "explore(UCB1)", bern, att, E.explore(C.ucb1(), 0.05)),
+            ("schedules", "ODAAF", delayed, jb.channels.anonymous(), AN.odaaf(3.0)),
+            ("schedules", "ODAAF-B", delayed, jb.channels.anonymous(), AN.odaaf_b(3.0, 5.0)),
+            ("schedules", "ODAAF-V", delayed, jb.channels.anonymous(), AN.odaaf_v(3.0, 1.0)),
+            ("schedules", "ODAAF-naive", delayed, jb.channels.anonymous(), AN.odaaf_naive(5.0)),
+            ("schedules", "QPM-D", delayed, att, AN.qpmd()),
+            ("schedules", "ARS-UCB", delayed, jb.channels.composite(), CO.ars_ucb()),
+            ("schedules", "CLW", delayed, jb.channels.composite(), CO.clw(5)),
+            ("schedules", "ARS-CLW", delayed, jb.channels.composite(), CO.ars_clw()),
+            ("schedules", "generalized ODAAF", delayed, jb.channels.composite(), CO.generalized_odaaf(5)),
+            ("discarding", "Discarding-UCB", conv_env, conv, CV.discarding_ucb(law, 50)),
+            ("discarding", "Discarding-KLUCB", conv_env, conv, CV.discarding_klucb(law, 50)),
+            ("linear", "LinUCB", lin, att, C.linucb()), ("linear", "LinTS", lin, att, C.lints()),
+            ("linear", "OTFLinUCB", lin, conv, L.otf_linucb(50)), ("linear", "OTFLinTS", lin, conv, L.otf_lints(50)),
+            ("linear", "LinUCB-wait", lin, conv, L.linucb_wait(50)),
+            ("bayes", "delay-model TS", conv_env, conv, BY.delay_model_ts(window=50)),
+            ("bayes", "Beta TS (naive)", conv_env, conv, BY.beta_ts(window=50))]
+    return rows
+
+
+def policy_coverage():
+    """One dict per library algorithm: ``{"policy", "fused", "reasons", "why"}``: whether the fused
+    path covers it in its own world and channel, :func:`jaxbandits.fused.unsupported`'s reasons when
+    it does not, and the family's explanation (:data:`NO_KERNEL_WHY`)."""
+    from .path import unsupported
+
+    out = []
+    for fam, name, env, ch, pol in library_policies():
+        why = unsupported(env, ch, pol)
+        out.append({"policy": name, "family": fam, "fused": not why, "reasons": why,
+                    "why": NO_KERNEL_WHY.get(fam, "")})
+    return out
+
+
 # ----------------------------------------------------------------------------- work per round
 #: operations that cost nothing per lane at run time (constants, broadcasts of scalars)
 FREE_OPS = ("arith.constant", "tt.splat")
@@ -193,6 +275,10 @@ def round_work(lowered_text: str) -> dict:
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     bad = 0
+    if "--coverage" in argv:
+        for rec in policy_coverage():
+            print(json.dumps(rec), flush=True)
+        return 0
     for rec in lower_all(full="--all" in argv, memory="--memory" in argv):
         print(json.dumps(rec), flush=True)
         bad += not (rec["ok"] and rec["triton"])
