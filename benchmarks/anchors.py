@@ -81,16 +81,19 @@ extern "C" __global__ void ucb1(const unsigned *ke0, const unsigned *ke1, const 
 """
 
 
-def cuda_ucb1(ke0, ke1, mu, rec, T, block=128):
+def cuda_ucb1(ke0, ke1, mu, rec, T, block=128, fast_math=False):
     """``(run(), compile_s)``: ``run()`` launches the CUDA anchor on CuPy arrays and returns the
-    ``[R, n]`` regret records (synchronised). Raises ImportError without CuPy."""
+    ``[R, n]`` regret records (synchronised). ``fast_math``: NVRTC's ``--use_fast_math``
+    (approximate ``logf``, ``sqrtf`` and division: other bits, the arithmetic ceiling). Raises
+    ImportError without CuPy."""
     import time
 
     import cupy as cp
 
     K = len(mu)
     t0 = time.perf_counter()
-    kern = cp.RawKernel(_CUDA.replace("KARMS", str(K)), "ucb1", options=("-std=c++17",))
+    opts = ("-std=c++17",) + (("--use_fast_math",) if fast_math else ())
+    kern = cp.RawKernel(_CUDA.replace("KARMS", str(K)), "ucb1", options=opts)
     kern.compile()
     compile_s = time.perf_counter() - t0
     n, R = int(ke0.shape[0]), int(len(rec))

@@ -89,11 +89,11 @@ def _setup(K, n, T, R, seed=0):
 
 
 # ----------------------------------------------------------------------------- anchors
-def cuda_anchor(K, n, T, R):
+def cuda_anchor(K, n, T, R, fast_math=False, block=128):
     from anchors import cuda_ucb1
 
     _, ke0, ke1, rec, mu = _setup(K, n, T, R)
-    run, compile_s = cuda_ucb1(np.asarray(ke0), np.asarray(ke1), mu, rec, T)
+    run, compile_s = cuda_ucb1(np.asarray(ke0), np.asarray(ke1), mu, rec, T, block=block, fast_math=fast_math)
     s = _timed(run)
     out = run().get()
     return {"compile_s": compile_s, "run_s": s, "run_steps_per_s": n * T / s, "mean_final_regret": float(out[-1].mean())}
@@ -397,6 +397,8 @@ def main(argv=None):
     if "anchors" not in skip:
         if gpu:
             row("anchor: CUDA UCB1 (CuPy, thread per run)", cuda_anchor, K, n, T, R)
+            row("anchor: CUDA UCB1, --use_fast_math", cuda_anchor, K, n, T, R, fast_math=True)
+            row("anchor: CUDA UCB1, 256 threads a block", cuda_anchor, K, n, T, R, block=256)
         row("anchor: Pallas lanes UCB1 (minimal)", pallas_anchor, K, n, T, R, interpret=not gpu,
             block=128 if gpu else 32)
     names = ("UCB1", "KL-UCB", "Thompson", "Gaussian-TS")
