@@ -40,6 +40,8 @@ its ratio to the scan, to the naive scan and (UCB1) to the 1.08e11 run-steps/s C
 CPU the fused path is reported as GPU-only (its interpreter's timing means nothing).
 
 Writes ``benchmarks/results/limits-<platform>.json``.
+
+    python benchmarks/limits.py --gpu-check              # the device check: benchmarks/gpu_check.py
 """
 from __future__ import annotations
 
@@ -547,6 +549,12 @@ def print_table(rows, platform_name):
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if "--gpu-check" in argv:  # the whole GPU table in one process (benchmarks/gpu_check.py)
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import gpu_check
+
+        return gpu_check.main([x for x in argv if x != "--gpu-check"]) == 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=None, help="runs (default: 1000 on CPU, 1e6 on GPU)")
     ap.add_argument("--delayed-runs", type=int, default=None,

@@ -565,3 +565,27 @@ def test_work_per_round_is_the_anchors_and_does_not_grow():
     assert abs(work["UCB1"]["round_ops"] / work["anchor UCB1"]["round_ops"] - 1) < 0.05, work
     # the kernels keep their state in registers: no memory access inside a round
     assert all(w["round_memory"] == 0 for w in work.values()), work
+
+
+def test_the_pallas_anchor_is_the_librarys_ucb1_bit_for_bit():
+    """benchmarks/anchors.py's minimal lanes-layout UCB1 (written without the library, the GPU
+    check's hardware-pace reference) and the library's fused UCB1 read the same threefry words and
+    apply the same tie rule: the same regret records, bit for bit (interpreted here), so the
+    anchor's speed is the speed of this algorithm."""
+    import importlib.util
+
+    import jax.numpy as jnp
+
+    spec = importlib.util.spec_from_file_location("anchors", ROOT / "benchmarks" / "anchors.py")
+    anchors = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(anchors)
+    K, T, n = 4, 300, 64
+    mu = np.linspace(0.1, 0.9, K).astype(np.float32)
+    rec = np.array([99, 199, 299], np.int32)
+    ke0, ke1, _, _ = FP.run_keys_words(KEY, jnp.arange(n, dtype=jnp.int32))
+    f = anchors.pallas_ucb1(n, K, len(rec), block=32, interpret=True)
+    got = np.asarray(f(jnp.asarray(mu), jnp.asarray(rec), ke0, ke1))
+    out = jb.simulate(jb.envs.bernoulli(mu), jb.channels.attributed(), classic.ucb1(), T, KEY, n, record=100,
+                      path="fused", keep="all")
+    np.testing.assert_array_equal(got.T, out.regret)
+    assert got[-1].std() > 0  # runs differ: the check bites

@@ -91,3 +91,19 @@ def test_the_gpu_rows_run_here_through_the_interpreter(algos, capsys):
     L.print_table(rows, "gpu")
     out = capsys.readouterr().out
     assert "fused path (Pallas" in out and "of the 1.08e11 CUDA anchor" in out
+
+
+def test_gpu_check_runs_and_writes_its_table(tmp_path, capsys):
+    """The device check's script (benchmarks/gpu_check.py, also `limits.py --gpu-check`) at its
+    smoke size on the CPU: the anchor and statistics rows run without error and the JSON is written
+    (the GPU rows are measured on a GPU: docs/benchmarks.md)."""
+    import json
+
+    out = tmp_path / "g.json"
+    assert L.main(["--gpu-check", "--quick", "--skip", "fused", "tiles", "plain", "delayed", "scan", "other",
+                        "--out", str(out)])
+    res = json.loads(out.read_text())
+    names = [r["name"] for r in res["rows"]]
+    assert any(n.startswith("anchor: Pallas") for n in names) and any(n.startswith("statistics") for n in names)
+    assert not [r for r in res["rows"] if "error" in r], res["rows"]
+    assert "| row | run-steps/s |" in capsys.readouterr().out
