@@ -24,8 +24,12 @@ __all__ = ["unsupported", "simulate_fused", "CLASSIC", "DELAYED", "run_keys_word
 
 CLASSIC = ("ucb1", "kl_ucb", "thompson", "gaussian_ts", "random")
 DELAYED = ("delayed_ucb", "delayed_klucb")
-#: runs per program on a GPU (one warp group per block of runs)
+#: runs per program on a GPU (one run per lane: 4 warps)
 GPU_BLOCK = 128
+#: (runs, warps) per program on a GPU where another launch measured faster: Thompson's proposal
+#: loop runs until the block's last lane is done, so one warp a program (3.4e9 against 3.2e9
+#: run-steps/s at 128 runs and 4 warps, H200, docs/benchmarks.md)
+GPU_LAUNCH = {"thompson": (32, 1)}
 
 
 def _world_kind(env):
@@ -259,6 +263,7 @@ def simulate_fused(env, channel, policies, horizon, key, n_runs=1, *, record=Non
     pols = {policies.name: policies} if single else dict(policies)
     if interpret is None:
         interpret = jax.default_backend() != "gpu"
+    chosen = block is not None
     if block is None:
         block = GPU_BLOCK if not interpret else 32
     block = Kn.next_pow2(block)
@@ -269,7 +274,11 @@ def simulate_fused(env, channel, policies, horizon, key, n_runs=1, *, record=Non
     run_ids = jnp.arange(n_pad, dtype=jnp.int32) + jnp.int32(first_run)
     outs, compile_s, run_s, kernel_s = {}, 0.0, 0.0, 0.0
     for lab, pol in pols.items():
-        ks, tau = kernel_spec(env, channel, pol, horizon, R, block=block, interpret=interpret,
+        pb, pw = block, 4
+        sp = spec_of(pol)
+        if not chosen and not interpret and layout == "lanes" and sp.kind in GPU_LAUNCH:
+            pb, pw = GPU_LAUNCH[sp.kind]  # divides n_pad: a power of two <= block
+        ks, tau = kernel_spec(env, channel, pol, horizon, R, block=pb, interpret=interpret, num_warps=pw,
                               replay=Kn.next_pow2(horizon) if replay is not None else 0, layout=layout)
         rep = ()
         if replay is not None:
