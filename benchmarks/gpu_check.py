@@ -195,25 +195,24 @@ def lanes_variant(name, n, T, R, block, warps, K=10):
     return {"block": block, "warps": warps, "compile_s": compile_s, "kernel_s": s, "run_steps_per_s": n * T / s}
 
 
-def reduction(n, R, K, barrier):
-    """The on-device statistics of one policy's records at this size (``engine.stats``): compile and
-    run seconds, with or without a barrier between the levels of its pairwise trees."""
+def reduction(n, R, K, points=None):
+    """The on-device statistics of one policy's records at this size (``engine.stats``), ``points``
+    record points at a time (default: all): compile and run seconds."""
     import jax
     import jax.numpy as jnp
 
     from jaxbandits.engine import driver as DR
     from jaxbandits.engine import stats as ST
 
-    old = ST.TREE_BARRIER
-    ST.TREE_BARRIER = barrier
     DR._REDUCERS.clear()
+    points = points or R
     try:
         B = ST.block_size(n)
         n_pad = -(-n // B) * B
         k = jax.random.key(1)
         f = jax.random.uniform(k, (R, n_pad), jnp.float32) * 100
-        recs = {"UCB1": {"regret": f, "expected_regret": f + 1, "reward": f + 2,
-                         "pulls": jax.random.randint(k, (R, n_pad, K), 0, 1000, jnp.int32)}}
+        recs = {"UCB1": {"regret": f[:points], "expected_regret": f[:points] + 1, "reward": f[:points] + 2,
+                         "pulls": jax.random.randint(k, (points, n_pad, K), 0, 1000, jnp.int32)}}
         valid = jnp.arange(n_pad) < n
         jax.block_until_ready(recs)
         red, dt = DR.reduce_on_device(recs, valid, B, ("UCB1",), ())
@@ -223,9 +222,9 @@ def reduction(n, R, K, barrier):
         jax.device_get(red)
         host = time.perf_counter() - t0
     finally:
-        ST.TREE_BARRIER = old
         DR._REDUCERS.clear()
-    return {"runs": n, "block": B, "barrier": barrier, "compile_s": dt, "reduce_s": s, "to_host_s": host}
+    return {"runs": n, "block": B, "points": points, "compile_s": dt, "reduce_s": s, "to_host_s": host,
+            "reduce_s_all_points": s * R / points}
 
 
 # ----------------------------------------------------------------------------- plain scans
@@ -403,8 +402,8 @@ def main(argv=None):
             block=128 if gpu else 32)
     names = ("UCB1", "KL-UCB", "Thompson", "Gaussian-TS")
     if "reduction" not in skip:
-        for b in (True, False):
-            row(f"statistics on the device, barrier={b}", reduction, n, R, K, b)
+        for pts in (None, 6):
+            row(f"statistics on the device, {pts or R} record points a program", reduction, n, R, K, pts)
     if "fused" not in skip:
         for nm in names:
             row(f"fused end to end: {nm}", library, nm, n, T, R, K)

@@ -589,3 +589,21 @@ def test_the_pallas_anchor_is_the_librarys_ucb1_bit_for_bit():
                       path="fused", keep="all")
     np.testing.assert_array_equal(got.T, out.regret)
     assert got[-1].std() > 0  # runs differ: the check bites
+
+
+def test_statistics_reduced_by_groups_of_record_points_are_the_same(monkeypatch):
+    """The fused path reduces its records on the device by groups of record points (bounded
+    float64 temporaries, small programs, as the scan path's chunks): any grouping gives bitwise
+    the same statistics."""
+    from jaxbandits.engine import driver as DR
+
+    env, ch = jb.envs.bernoulli(MEANS), jb.channels.attributed()
+    pols = {"u": classic.ucb1(), "k": classic.kl_ucb()}
+    whole = jb.simulate(env, ch, pols, 120, KEY, 64, record=10, path="fused")
+    monkeypatch.setattr(DR, "CHUNK_RECORD_BYTES", 3000)  # 2 record points a group: 6 groups of 12 points
+    grouped = jb.simulate(env, ch, pols, 120, KEY, 64, record=10, path="fused")
+    for lab in pols:
+        fa, fb = whole[lab].stats.to_flat(), grouped[lab].stats.to_flat()
+        assert sorted(fa) == sorted(fb)
+        for k in fa:
+            np.testing.assert_array_equal(fa[k], fb[k], err_msg=k)

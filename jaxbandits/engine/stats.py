@@ -44,19 +44,11 @@ def block_size(total_runs: int) -> int:
     return 1 << max(0, math.ceil(math.log2(max(1, -(-int(total_runs) // MAX_BLOCKS)))))
 
 
-#: materialise every level of the pairwise tree (an optimization barrier between levels): each level
-#: is then one small elementwise program, instead of XLA fusing the levels into deep expression trees
-#: (the values are the same adds in the same order either way)
-TREE_BARRIER = True
-
-
 def _tree_sum(x):
     """Sum over axis 1 (a power of two long) by a fixed pairwise tree of elementwise adds."""
     while x.shape[1] > 1:
         h = x.shape[1] // 2
         x = x[:, :h] + x[:, h:]
-        if TREE_BARRIER and x.shape[1] > 1:
-            x = jax.lax.optimization_barrier(x)
     return x[:, 0]
 
 

@@ -340,9 +340,18 @@ def simulate_fused(env, channel, policies, horizon, key, n_runs=1, *, record=Non
     mets = {lab: tuple(recs[lab]) for lab in labels}
     pairs = DR.stat_pairs(labels, mets)
     valid = jnp.arange(n_pad) < n_runs
-    red, dt = DR.reduce_on_device(recs, valid, B, labels, pairs)
+    # reduced by groups of record points of about DR.CHUNK_RECORD_BYTES, as the scan path reduces
+    # its chunks: the same statistics (each record point's are its own), bounded float64
+    # temporaries, and one small program compiled per group size
+    per_point = sum(4 * n_pad * (4 + o["K"]) for o in outs.values())
+    step = max(1, min(R, int(DR.CHUNK_RECORD_BYTES // per_point)))
+    pieces, dt = [], 0.0
+    for lo in range(0, R, step):
+        sub = {lab: {k: a[lo:lo + step] for k, a in d.items()} for lab, d in recs.items()}
+        red, dti = DR.reduce_on_device(sub, valid, B, labels, pairs)
+        dt += dti
+        pieces.append(DR.host_block_stats(jax.device_get(red), np.arange(min(step, R - lo)), labels, -(-n_runs // B)))
     compile_s += dt
-    host = DR.host_block_stats(jax.device_get(red), np.arange(R), labels, -(-n_runs // B))
     final = {}
     for j, lab in enumerate(labels):
         for k in ("regret", "expected_regret", "reward", "delayed_regret"):
@@ -351,12 +360,12 @@ def simulate_fused(env, channel, policies, horizon, key, n_runs=1, *, record=Non
         lost = outs[lab]["lost"]
         final[f"f/{j}/lost_to_W"] = lost[:n_runs] if lost is not None else jnp.zeros((n_runs,), jnp.int32)
     final = jax.device_get(final)
-    stats = DR.host_stats(labels, mets, pairs, B, [host], final)
+    stats = DR.host_stats(labels, mets, pairs, B, pieces, final)
     n_keep = DR.resolve_keep(keep, [env.n_arms] * len(labels), n_runs, R)
     kept = jax.device_get({lab: {k: jnp.swapaxes(a[:, :n_keep], 0, 1) for k, a in d.items()} for lab, d in recs.items()}) \
         if n_keep else None
     run_s += kernel_s + time.perf_counter() - t0 - dt  # the reduction's compile is in compile_s
-    to_host = ST.nbytes(host) + ST.nbytes(final) + (ST.nbytes(kept) if kept else 0)
+    to_host = sum(ST.nbytes(h) for h in pieces) + ST.nbytes(final) + (ST.nbytes(kept) if kept else 0)
     timing = {"compile_s": compile_s, "run_s": run_s, "devices": 1, "policies_in_program": 1,
               "path": "fused" + (" (interpreted)" if interpret else ""), "bytes_to_host": int(to_host),
               "kernel_s": kernel_s}
