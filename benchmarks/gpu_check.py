@@ -117,7 +117,7 @@ def pallas_anchor(K, n, T, R, block=128, warps=4, interpret=False):
 
 
 # ----------------------------------------------------------------------------- the library
-def library(name, n, T, R, K=10, path="fused", delay_mean=100.0, window=1000, layout=None, **kw):
+def library(name, n, T, R, K=10, path="fused", delay_mean=100.0, window=1000, **kw):
     import jax
 
     import jaxbandits as jb
@@ -136,12 +136,7 @@ def library(name, n, T, R, K=10, path="fused", delay_mean=100.0, window=1000, la
                "Gaussian-TS": classic.gaussian_thompson}[name]()
     key = jax.random.key(0)
     rec = max(1, T // R)
-    if layout is None:
-        sim = lambda: jb.simulate(env, ch, pol, T, key, n, record=rec, path=path, **kw)
-    else:  # another layout of the fused kernels (jaxbandits.fused.path.simulate_fused)
-        from jaxbandits.fused.path import simulate_fused
-
-        sim = lambda: simulate_fused(env, ch, pol, T, key, n, record=rec, layout=layout, **kw)
+    sim = lambda: jb.simulate(env, ch, pol, T, key, n, record=rec, path=path, **kw)
     t0 = time.perf_counter()
     first = sim()
     first_s = time.perf_counter() - t0
@@ -407,8 +402,6 @@ def main(argv=None):
     if "fused" not in skip:
         for nm in names:
             row(f"fused end to end: {nm}", library, nm, n, T, R, K)
-    if "tiles" not in skip:
-        row("fused end to end, tiles layout: UCB1", library, "UCB1", n, T, R, K, layout="tiles")
     if "plain" not in skip:
         for nm in names:
             row(f"plain vmap(lax.scan): {nm}", plain, nm, n, max(T // 5, 10), R // 5 or 1, K)
@@ -421,7 +414,6 @@ def main(argv=None):
         for nm in ("DelayedUCB", "DelayedKLUCB"):
             row(f"fused end to end: {nm} m=1000", library, nm, nd, T, R, K)
         for nm in ("DelayedUCB", "DelayedKLUCB"):
-            row(f"fused end to end, tiles layout: {nm} m=1000", library, nm, nd, T, R, K, layout="tiles")
             row(f"plain vmap(lax.scan): {nm} m=1000", plain, nm, nd, T // 5, R // 5 or 1, K)
     if "fit" not in skip and gpu:
         row("fused end to end: DelayedKLUCB m=1000 at 1e6 runs (fits?)", library, "DelayedKLUCB", 1_000_000, 2000,

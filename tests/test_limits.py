@@ -100,7 +100,7 @@ def test_gpu_check_runs_and_writes_its_table(tmp_path, capsys):
     import json
 
     out = tmp_path / "g.json"
-    assert L.main(["--gpu-check", "--quick", "--skip", "fused", "tiles", "plain", "delayed", "scan", "other",
+    assert L.main(["--gpu-check", "--quick", "--skip", "fused", "plain", "delayed", "scan", "other",
                         "--out", str(out)])
     res = json.loads(out.read_text())
     names = [r["name"] for r in res["rows"]]

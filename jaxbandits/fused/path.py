@@ -177,20 +177,12 @@ def _program(ks, n_pad):
     if k not in _CACHE:
         from . import lanes
 
-        lanes_layout = ks.layout == "lanes"
         if ks.world[0] == "conversions":
-            call = (lanes.build_delayed if lanes_layout else Kn.build_delayed)(ks, n_pad)
-            tr = (lambda x: jnp.swapaxes(x, 0, 1)) if lanes_layout else (lambda x: x)
+            call = lanes.build_delayed(ks, n_pad)
 
             def prog(mu, rec, tau, key, run_ids, *replay):
-                return call(mu, rec, tau, *run_keys_words(key, run_ids), *(tr(x) for x in replay))[:5]
-        elif not lanes_layout:  # the tiles kernel (jaxbandits.fused.kernels): records [runs, R]
-            call = Kn.build(ks, n_pad)
-
-            def prog(mu, rec, tau, key, run_ids, *replay):
-                del tau
-                return call(mu, rec, *run_keys_words(key, run_ids), *replay)
-        else:  # the lanes kernel (jaxbandits.fused.lanes): records [R, runs]
+                return call(mu, rec, tau, *run_keys_words(key, run_ids), *(jnp.swapaxes(x, 0, 1) for x in replay))[:5]
+        else:  # records [R, runs]
             call = lanes.build(ks, n_pad)
 
             def prog(mu, rec, tau, key, run_ids, *replay):
@@ -213,7 +205,7 @@ def _scalar(v):
     return float(v)
 
 
-def kernel_spec(env, channel, pol, horizon, n_rec, *, block, interpret, num_warps=4, replay=0, layout="lanes"):
+def kernel_spec(env, channel, pol, horizon, n_rec, *, block, interpret, num_warps=4, replay=0):
     """``(KernelSpec, tau)``: the static description of ``pol``'s kernel and its CDF table
     (``tau_0..tau_H`` padded to ``Wp``; a one-element dummy for the classic kernels)."""
     from . import kernels as Kn
@@ -224,7 +216,7 @@ def kernel_spec(env, channel, pol, horizon, n_rec, *, block, interpret, num_warp
     tau = np.zeros((1,), np.float32)
     params = tuple((k, _scalar(v)) for k, v in sp.params if k not in ("delay", "window"))
     world = ("bernoulli",)
-    if type(channel) is C.Conversions:  # the calendar kernel (jaxbandits.fused.kernels._delayed_kernel)
+    if type(channel) is C.Conversions:  # the calendar kernel (jaxbandits.fused.lanes.build_delayed)
         world = ("conversions",)
         law = env.delay
         m = int(channel.window)
@@ -238,13 +230,13 @@ def kernel_spec(env, channel, pol, horizon, n_rec, *, block, interpret, num_warp
         params = params + (("window", m), ("H", H), ("T", horizon), ("Wp", Wp), ("law", law_tuple(law)),
                            ("log_rho", lr))
     ks = Kn.KernelSpec(sp.kind, tuple(sorted(params, key=lambda kv: kv[0])), K, kp, n_rec,
-                       n_rec, block, world, interpret, num_warps, replay, layout)
+                       n_rec, block, world, interpret, num_warps, replay)
     return ks, tau
 
 
 def simulate_fused(env, channel, policies, horizon, key, n_runs=1, *, record=None, first_run=0,
                    delayed_regret=None, interpret=None, block=None, replay=None, keep=None,
-                   stats_block=None, layout="lanes") -> Dict[str, SimOutput] | SimOutput:
+                   stats_block=None) -> Dict[str, SimOutput] | SimOutput:
     """Run a covered simulation on the fused kernels (checked inputs: see ``jaxbandits.simulate``).
 
     ``interpret`` (default: not on a GPU) runs the kernels through Pallas' interpreter;
@@ -276,10 +268,10 @@ def simulate_fused(env, channel, policies, horizon, key, n_runs=1, *, record=Non
     for lab, pol in pols.items():
         pb, pw = block, 4
         sp = spec_of(pol)
-        if not chosen and not interpret and layout == "lanes" and sp.kind in GPU_LAUNCH:
+        if not chosen and not interpret and sp.kind in GPU_LAUNCH:
             pb, pw = GPU_LAUNCH[sp.kind]  # divides n_pad: a power of two <= block
         ks, tau = kernel_spec(env, channel, pol, horizon, R, block=pb, interpret=interpret, num_warps=pw,
-                              replay=Kn.next_pow2(horizon) if replay is not None else 0, layout=layout)
+                              replay=Kn.next_pow2(horizon) if replay is not None else 0)
         rep = ()
         if replay is not None:
             rep = tuple(np.pad(np.asarray(x, np.float32), ((0, n_pad - n_runs), (0, ks.replay - horizon)),
@@ -305,7 +297,7 @@ def simulate_fused(env, channel, policies, horizon, key, n_runs=1, *, record=Non
         jax.block_until_ready(got)
         kernel_s += time.perf_counter() - t0
         o = dict(regret=got[0], reward=got[1], pulls=got[2], dl=None, lost=None, width=1, r_pad=ks.r_pad,
-                 k_pad=ks.k_pad, K=ks.n_arms, lanes=ks.layout == "lanes")
+                 k_pad=ks.k_pad, K=ks.n_arms)
         if ks.world[0] == "bernoulli" and delayed_regret:  # asked for without delays: tau_d = 1, L(t) = R(t)
             o["dl"] = o["regret"]
         if ks.world[0] == "conversions":
@@ -321,19 +313,12 @@ def simulate_fused(env, channel, policies, horizon, key, n_runs=1, *, record=Non
     labels = list(outs)
     t0 = time.perf_counter()
 
-    def cut(o):  # the records as the reduction takes them: [R, runs_pad, ...]
-        if o["lanes"]:  # [R, runs] already; pulls [R * K, runs]
-            pulls = jnp.swapaxes(o["pulls"][: R * o["K"]].reshape(R, o["K"], n_pad), 1, 2)
-            first = lambda a: a[:R]
-        else:  # [runs, R]
-            pulls = jnp.swapaxes(o["pulls"].reshape(n_pad, o["r_pad"], o["k_pad"])[:, :R, : o["K"]], 0, 1)
-            first = lambda a: jnp.swapaxes(a[:, :R], 0, 1)
-        d = {"regret": first(o["regret"]), "expected_regret": (first(o["regret"]) if o.get("exp") is None
-                                                               else jnp.swapaxes(o["exp"], 0, 1)),
-             "reward": first(o["reward"])}
+    def cut(o):  # the records as the reduction takes them: [R, runs_pad, ...] (pulls [R * K, runs] first)
+        d = {"regret": o["regret"][:R], "expected_regret": o["regret"][:R] if o.get("exp") is None
+             else jnp.swapaxes(o["exp"], 0, 1), "reward": o["reward"][:R]}
         if o["dl"] is not None:
-            d["delayed_regret"] = first(o["dl"])
-        d["pulls"] = pulls
+            d["delayed_regret"] = o["dl"][:R]
+        d["pulls"] = jnp.swapaxes(o["pulls"][: R * o["K"]].reshape(R, o["K"], n_pad), 1, 2)
         return d
 
     recs = {lab: cut(o) for lab, o in outs.items()}

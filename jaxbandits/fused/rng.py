@@ -10,8 +10,9 @@ These are not the scan path's bits (which fold keys per round); the statistics a
 (tests/test_fused.py).
 
 On top of it: open uniforms (23 bits + 1/2, as :func:`jaxbandits.mathlib.uniform`), normals by
-Box-Muller, exact Gamma(a >= 1) by Marsaglia and Tsang (2000) with a bounded rejection loop,
-and Beta(a, b) = G_a / (G_a + G_b).
+Box-Muller (both of a pair) and by the inverse CDF, and exact Gamma(a >= 1) variates by Marsaglia
+and Tsang (2000), a lane's proposals served to its variates in sequence (Beta(a, b) is then
+``G_a / (G_a + G_b)``, in :mod:`jaxbandits.fused.lanes`).
 """
 from __future__ import annotations
 
@@ -23,11 +24,6 @@ from jax import lax
 _U = jnp.uint32
 _F = jnp.float32
 _ROT = ((13, 15, 26, 6), (17, 29, 16, 24))
-
-#: Proposals per Gamma variate before the rejection loop gives up (each accepted with probability
-#: > 0.95 for a >= 1: the cap binds with probability < 0.05**64, i.e. never in practice).
-MAX_TRIES = 64
-
 
 def _rotl(x, r):
     return (x << _U(r)) | (x >> _U(32 - r))
@@ -57,52 +53,6 @@ def uniforms2(k0, k1, c0, c1):
     """Two independent open uniforms from one threefry call."""
     w0, w1 = threefry2x32(k0, k1, c0, c1)
     return to_uniform(w0), to_uniform(w1)
-
-
-def normal(k0, k1, c0, c1):
-    """One standard normal (Box-Muller, cosine branch) from one threefry call."""
-    u0, u1 = uniforms2(k0, k1, c0, c1)
-    return jnp.sqrt(_F(-2.0) * jnp.log(u0)) * jnp.cos(_F(2 * math.pi) * u1)
-
-
-def gamma_mt(a, k0, k1, c0, lane, stride):
-    """Exact Gamma(a, 1), elementwise for ``a >= 1`` (Marsaglia and Tsang 2000).
-
-    Proposal ``i`` of the variate in lane ``lane`` reads the counters ``(c0, lane + stride (2i))``
-    (its normal) and ``(c0, lane + stride (2i + 1))`` (its uniform): ``stride`` must exceed every
-    lane so variates never share words. A ``while_loop`` draws proposals for the whole block until
-    every variate has accepted one (at most :data:`MAX_TRIES`)."""
-    a = jnp.asarray(a, _F)
-    d = a - _F(1.0 / 3.0)
-    c = _F(1.0) / jnp.sqrt(_F(9.0) * d)
-    lane = jnp.asarray(lane, _U)
-
-    def body(st):
-        i, done, val = st
-        base = lane + _U(stride) * (_U(2) * i.astype(_U))
-        x = normal(k0, k1, c0, base)
-        u, _ = uniforms2(k0, k1, c0, base + _U(stride))
-        v = (_F(1.0) + c * x) ** 3
-        vs = jnp.where(v > 0, v, _F(1.0))
-        ok = (v > 0) & (jnp.log(u) < _F(0.5) * x * x + d - d * vs + d * jnp.log(vs))
-        new = ok & ~done
-        return i + 1, done | ok, jnp.where(new, d * vs, val)
-
-    def cond(st):
-        i, done, _ = st
-        return (i < MAX_TRIES) & (jnp.sum(jnp.where(done, 0, 1)) > 0)  # not jnp.all: no reduce_and in Triton
-
-    init = (jnp.int32(0), jnp.zeros(a.shape, bool), jnp.zeros(a.shape, _F))
-    return lax.while_loop(cond, body, init)[2]
-
-
-def beta(a, b, k0, k1, c0, lane, stride):
-    """Exact Beta(a, b) for ``a, b >= 1`` as ``G_a / (G_a + G_b)``; the two gammas use the lanes
-    ``lane`` and ``lane + stride`` (proposal stride ``2 stride``)."""
-    lane = jnp.asarray(lane, _U)
-    ga = gamma_mt(a, k0, k1, c0, lane, 2 * stride)
-    gb = gamma_mt(b, k0, k1, c0, lane + _U(stride), 2 * stride)
-    return ga / (ga + gb)
 
 
 def normal_pair(k0, k1, c0, c1):
