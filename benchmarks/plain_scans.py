@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 import traceback
@@ -70,7 +71,7 @@ class Algo(NamedTuple):
     setup: Callable  # (K, T) -> (env, channel, policy): the library's
     plain: Callable  # (K, T, n_rec) -> run_one(key, run_id) -> regret[R]
     world: str  # the world and channel, in words
-    check: tuple = (10, 400)  # (K, T) of the statistical test (tests/test_plain_scans.py)
+    check: tuple = (10, 300)  # (K, T) of the statistical test (tests/test_plain_scans.py)
 
 
 # ----------------------------------------------------------------------------- shared pieces
@@ -229,7 +230,8 @@ def plain_doubling(K, T, n_rec):
             def tent(m, sg, ns, ds):
                 skip = df >= jnp.exp2(m.astype(_F) / 2.0) / (4 * math.e * lnk)
                 s2, n2, d2 = sg + 1.0, ns + skip, ds + jnp.where(skip, 0.0, df)
-                return jnp.maximum(n2 * n2, (math.e * K * s2 / 2.0 + d2) * lnk) <= jnp.exp2(m.astype(_F)), skip, s2, n2, d2
+                ok = jnp.maximum(n2 * n2, (math.e * K * s2 / 2.0 + d2) * lnk) <= jnp.exp2(m.astype(_F))
+                return ok, skip, s2, n2, d2
 
             z = jnp.zeros((), _F)
             m2, sg, ns, ds = lax.while_loop(lambda c: ~tent(*c)[0], lambda c: (c[0] + 1, z, z, z), (m, sg, ns, ds))
@@ -301,7 +303,8 @@ def plain_odaaf(name):
                         reg + jnp.max(mu) - mu[a]), None
 
             zk = jnp.zeros((K,), _F)
-            c0 = (jnp.zeros((), _I), jnp.ones((), _I), jnp.asarray(False), tab[1] - tab[0], jnp.ones((K,), bool), zk, zk,
+            c0 = (jnp.zeros((), _I), jnp.ones((), _I), jnp.asarray(False), tab[1] - tab[0], jnp.ones((K,), bool),
+                  zk, zk,
                   jnp.zeros((law.support_max + 1,), _F), jnp.zeros((), _F))
             return recorded(step, c0, T, n_rec, lambda c: c[-1])
 
@@ -581,7 +584,8 @@ def _lin_setup(pol):
 ADV_W = "Bern(K, 0.1) losses, delays uniform{0..10}"
 ODAAF_W = "Bernoulli 0.9 / 0.45..0.3, delays uniform{0..6}"
 CONV_W = f"conversions linspace(0.1, 0.9), geometric delays of mean {CONV_DELAY_MEAN:g}, window {CONV_WINDOW}"
-LIN_W = f"linear d=5, fixed binary actions (normalised), geometric delays mean {CONV_DELAY_MEAN:g}, window {CONV_WINDOW}"
+LIN_W = (f"linear d=5, fixed binary actions (normalised), geometric delays mean {CONV_DELAY_MEAN:g}, "
+         f"window {CONV_WINDOW}")
 COMP_W = f"Bernoulli linspace(0.1, 0.9), reward spread evenly over {COMP_L} rounds"
 
 ALGOS: dict = {
@@ -683,7 +687,8 @@ def measure(name, n_runs, T, K=10, seed=0, n_rec=200, repeat=1) -> dict:
             "plain_run_steps_per_s": steps / pr, "ratio_lib_over_plain": pr / lr,
             "lib_final_regret": float(lib_f.mean()), "lib_final_regret_se": se(lib_f),
             "plain_final_regret": float(pl_f.mean()), "plain_final_regret_se": se(pl_f),
-            "z": z_score(lib_f, pl_f), "same_final_share": float(np.mean(np.isclose(lib_f, pl_f, rtol=1e-4, atol=1e-3))),
+            "z": z_score(lib_f, pl_f),
+            "same_final_share": float(np.mean(np.isclose(lib_f, pl_f, rtol=1e-4, atol=1e-3))),
             "device": str(jax.devices()[0].device_kind), "platform": jax.default_backend()}
 
 
@@ -702,7 +707,8 @@ def table(rows) -> str:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description="The library beside a plain vmap(lax.scan) of every algorithm of the papers.")
+    ap = argparse.ArgumentParser(
+        description="The library beside a plain vmap(lax.scan) of every algorithm of the papers.")
     ap.add_argument("--algos", nargs="+", default=list(ALGOS), choices=list(ALGOS), metavar="ALGO",
                     help="which rows (default: all): " + ", ".join(ALGOS))
     ap.add_argument("--runs", type=int, default=200)
@@ -719,6 +725,13 @@ def main(argv=None):
             ap.error(f"{flag} must be >= {lo}, got {v}")
     if a.arms > 10:
         ap.error(f"--arms must be <= 10 (the worlds' sizes), got {a.arms}")
+    out = a.out or f"benchmarks/results/plain_scans-{jax.default_backend()}.json"
+    os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+
+    def save():  # after every row: a run cut short keeps the rows it finished
+        with open(out, "w") as fh:
+            json.dump({"args": vars(a), "rows": rows, "skipped": SKIPPED}, fh, indent=1)
+
     rows = []
     for name in a.algos:
         t0 = time.perf_counter()
@@ -729,18 +742,14 @@ def main(argv=None):
             row = {"algo": name, "error": f"{type(e).__name__}: {e}"}
         row["wall_s"] = time.perf_counter() - t0
         rows.append(row)
-        print(table([row]).splitlines()[-1], flush=True)
+        save()
+        print(table([row]).splitlines()[-1], f"({row['wall_s']:.0f} s)", flush=True)
     print()
     print(f"{a.runs} runs x {a.horizon} rounds, K = {a.arms}, on {jax.default_backend()} "
           f"({jax.devices()[0].device_kind}); lib/plain > 1: the library is faster")
     print(table(rows))
     for k, why in SKIPPED.items():
         print(f"skipped {k}: {why}")
-    out = a.out or f"benchmarks/results/plain_scans-{jax.default_backend()}.json"
-    import os
-    os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
-    with open(out, "w") as fh:
-        json.dump({"args": vars(a), "rows": rows, "skipped": SKIPPED}, fh, indent=1)
     print(f"wrote {out}")
     return 0 if all("error" not in r for r in rows) else 1
 
