@@ -64,7 +64,14 @@ from jaxbandits.policies import conversions as CV
 from jaxbandits.policies import linear as LI
 
 _F, _I = jnp.float32, jnp.int32
-fold = M.fold_in
+#: the plain scans' per-round ``fold_in``: ``jax.random.fold_in`` (what a user writes, the default)
+#: or ``mathlib.fold_in`` (the engine's written-out Threefry: the same bits, another lowering)
+FOLDS = {"jax": jax.random.fold_in, "mathlib": M.fold_in}
+_FOLD = ["jax"]
+
+
+def fold(key, data):
+    return FOLDS[_FOLD[0]](key, data)
 
 
 class Algo(NamedTuple):
@@ -543,13 +550,13 @@ def plain_clw(K, T, n_rec):
             zb = zb.at[t % dk].set(y)
             hit = t == n1
             in_u = hit & (n2 - n1 >= 2 * dk)
-            gap = geom(M.uniform(jax.random.fold_in(kc, 2 * t + 1)))
+            gap = geom(M.uniform(fold(kc, 2 * t + 1)))
             n1, n2 = jnp.where(hit, n2, n1), jnp.where(hit, n2 + gap, n2)
             logw = logw + onehot(a, K) * in_u * rate * (jnp.sum(zb) / (2.0 * dk)) / (K * pa)
             return (logw - jnp.max(logw), a, pa, in_u, n1, n2, zb, F, reg + jnp.max(mu) - mu[a]), None
 
-        n1 = geom(M.uniform(jax.random.fold_in(kc, 0))) - 1
-        n2 = n1 + geom(M.uniform(jax.random.fold_in(kc, 1)))
+        n1 = geom(M.uniform(fold(kc, 0))) - 1
+        n2 = n1 + geom(M.uniform(fold(kc, 1)))
         z = jnp.zeros((), _F)
         c0 = (jnp.zeros((K,), _F), jnp.zeros((), _I), z + 1.0, jnp.asarray(True), n1, n2, jnp.zeros((dk,), _F),
               jnp.zeros((COMP_L,), _F), z)
@@ -623,12 +630,17 @@ def plain_program(run_one):
     return jax.jit(jax.vmap(run_one, in_axes=(None, 0)))
 
 
-def run_plain(name, n_runs, T, K=10, seed=0, n_rec=200, repeat=1):
+def run_plain(name, n_runs, T, K=10, seed=0, n_rec=200, repeat=1, fold_in="jax"):
     """Compile (timed: lower + compile), warm up, then time the plain scan ``repeat`` times (the
-    regret records to the host). Returns ``(regret [runs, R], compile_s, run_s)``."""
+    regret records to the host); ``fold_in``: a key of :data:`FOLDS`. Returns ``(regret [runs, R],
+    compile_s, run_s)``."""
     key, ids = jax.random.key(seed), jnp.arange(n_runs, dtype=_I)
     t0 = time.perf_counter()
-    exe = plain_program(ALGOS[name].plain(K, T, n_rec)).lower(key, ids).compile()
+    _FOLD[0] = fold_in  # read while tracing, inside lower()
+    try:
+        exe = plain_program(ALGOS[name].plain(K, T, n_rec)).lower(key, ids).compile()
+    finally:
+        _FOLD[0] = "jax"
     compile_s = time.perf_counter() - t0
     jax.block_until_ready(exe(key, ids))
     best = np.inf
@@ -670,12 +682,12 @@ def z_score(a, b):
     return float((a.mean() - b.mean()) / max(se, 1e-5 * scale))
 
 
-def measure(name, n_runs, T, K=10, seed=0, n_rec=200, repeat=1) -> dict:
+def measure(name, n_runs, T, K=10, seed=0, n_rec=200, repeat=1, fold_in="jax") -> dict:
     """The library beside the plain scan of ``name``: compile and run seconds, run-steps/s and
     their ratio (library / plain), both mean final regrets with standard errors, the z score of
     their difference, and the share of runs whose final regrets are equal."""
     out, lc, lr, lec = run_library(name, n_runs, T, K, seed, n_rec, repeat)
-    reg, pc, pr = run_plain(name, n_runs, T, K, seed, n_rec, repeat)
+    reg, pc, pr = run_plain(name, n_runs, T, K, seed, n_rec, repeat, fold_in)
     lib_f, pl_f = np.asarray(out.final("regret"), np.float64), reg[:, -1].astype(np.float64)
     if reg.shape[1] != len(out.t):
         raise AssertionError(f"{name}: the plain scan recorded {reg.shape[1]} points, the library {len(out.t)}")
@@ -689,7 +701,7 @@ def measure(name, n_runs, T, K=10, seed=0, n_rec=200, repeat=1) -> dict:
             "plain_final_regret": float(pl_f.mean()), "plain_final_regret_se": se(pl_f),
             "z": z_score(lib_f, pl_f),
             "same_final_share": float(np.mean(np.isclose(lib_f, pl_f, rtol=1e-4, atol=1e-3))),
-            "device": str(jax.devices()[0].device_kind), "platform": jax.default_backend()}
+            "plain_fold_in": fold_in, "device": str(jax.devices()[0].device_kind), "platform": jax.default_backend()}
 
 
 def table(rows) -> str:
@@ -717,6 +729,9 @@ def main(argv=None):
     ap.add_argument("--records", type=int, default=200)
     ap.add_argument("--repeat", type=int, default=1, help="timed calls of each (the fastest is kept)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--fold-in", choices=list(FOLDS), default="jax",
+                    help="the plain scans' per-round fold_in: jax.random's (default) or the engine's written-out "
+                         "mathlib.fold_in (same bits)")
     ap.add_argument("--out", default=None, help="JSON file (default: benchmarks/results/plain_scans-<platform>.json)")
     a = ap.parse_args(argv)
     for flag, v, lo in (("--runs", a.runs, 2), ("--horizon", a.horizon, 2), ("--arms", a.arms, 3),
@@ -736,7 +751,7 @@ def main(argv=None):
     for name in a.algos:
         t0 = time.perf_counter()
         try:
-            row = measure(name, a.runs, a.horizon, a.arms, a.seed, a.records, a.repeat)
+            row = measure(name, a.runs, a.horizon, a.arms, a.seed, a.records, a.repeat, a.fold_in)
         except Exception as e:  # one failing row must not stop the others
             traceback.print_exc()
             row = {"algo": name, "error": f"{type(e).__name__}: {e}"}
@@ -746,7 +761,7 @@ def main(argv=None):
         print(table([row]).splitlines()[-1], f"({row['wall_s']:.0f} s)", flush=True)
     print()
     print(f"{a.runs} runs x {a.horizon} rounds, K = {a.arms}, on {jax.default_backend()} "
-          f"({jax.devices()[0].device_kind}); lib/plain > 1: the library is faster")
+          f"({jax.devices()[0].device_kind}), plain fold_in: {a.fold_in}; lib/plain > 1: the library is faster")
     print(table(rows))
     for k, why in SKIPPED.items():
         print(f"skipped {k}: {why}")

@@ -88,7 +88,8 @@ def test_cli_goes_on_after_a_failing_row(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setitem(P.ALGOS, "Exp3", P.ALGOS["Exp3"]._replace(setup=broken))
     out = tmp_path / "r.json"
-    rc = P.main(["--algos", "Exp3", "ODAAF", "--runs", "4", "--horizon", "30", "--records", "3", "--out", str(out)])
+    rc = P.main(["--algos", "Exp3", "ODAAF", "--runs", "4", "--horizon", "30", "--records", "3", "--out", str(out),
+                 "--fold-in", "mathlib"])
     assert rc == 1
     text = capsys.readouterr().out
     assert "ERROR: RuntimeError: broken on purpose" in text and "ODAAF" in text
@@ -98,6 +99,8 @@ def test_cli_goes_on_after_a_failing_row(tmp_path, monkeypatch, capsys):
     assert r["runs"] == 4 and r["horizon"] == 30 and r["records"] == 3
     assert r["ratio_lib_over_plain"] == pytest.approx(r["lib_run_steps_per_s"] / r["plain_run_steps_per_s"])
     assert r["lib_compile_s"] > 0 and r["plain_compile_s"] > 0
+    # the engine's written-out fold_in gives the same bits: the same actions, the same regret
+    assert r["plain_fold_in"] == "mathlib" and r["same_final_share"] == 1.0
 
 
 def test_cli_refuses_bad_sizes(capsys):
