@@ -673,13 +673,13 @@ def run_library(name, n_runs, T, K=10, seed=0, n_rec=200, repeat=1):
 
 def z_score(a, b):
     """``(mean a - mean b) / sqrt(var a / n_a + var b / n_b)``. The standard error is floored at
-    1e-5 of the regret's scale: a deterministic algorithm (ODAAF's phases at a short horizon) gives
-    equal regrets in every run, which the library's Kahan sums and a plain float32 sum may round
-    apart by a few ulps."""
+    1e-3 of the regret's scale: a deterministic algorithm (ODAAF's phases at a short horizon) gives
+    equal regrets in every run, which the library's Kahan sums and a plain float32 sum of T terms
+    round apart (5e-5 relative measured at T = 4000; at most about T 2^-24)."""
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     se = math.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size)
     scale = max(1.0, abs(a.mean()), abs(b.mean()))
-    return float((a.mean() - b.mean()) / max(se, 1e-5 * scale))
+    return float((a.mean() - b.mean()) / max(se, 1e-3 * scale))
 
 
 def measure(name, n_runs, T, K=10, seed=0, n_rec=200, repeat=1, fold_in="jax") -> dict:

@@ -60,6 +60,10 @@ def test_plain_scan_agrees_with_the_library(name):
         z = P.z_score(lib[:, j], reg[:, j])
         assert abs(z) < 4, f"{name}: mean regret at t={out.t[j]} differs by {z:.1f} standard errors"
     assert reg[:, -1].mean() > 1.0  # not trivially zero
+    # the plain scans draw from the library's streams with its float operations: most runs take the
+    # very same actions (all of them here; the library's Kahan sums may round a tie apart)
+    same = np.isclose(lib[:, -1], reg[:, -1], rtol=1e-4, atol=1e-3)
+    assert same.mean() >= 0.5, f"{name}: only {same.mean():.0%} of the runs end with the library's regret"
 
 
 def test_a_different_algorithm_is_told_apart():
@@ -78,7 +82,9 @@ def test_z_score():
     assert P.z_score(a, b) == pytest.approx(-1.0 / se)
     assert P.z_score(np.full(5, 3.0), np.full(5, 3.0)) == 0.0
     # constant and apart: the floored standard error makes it a large z, not a division by zero
-    assert P.z_score(np.full(5, 3.0), np.full(5, 3.1)) < -100
+    assert P.z_score(np.full(5, 3.0), np.full(5, 3.1)) == pytest.approx(-0.1 / 3.1e-3)
+    # ... and float32 rounding of a deterministic regret (here 1e-4 relative) is not a difference
+    assert abs(P.z_score(np.full(5, 400.0), np.full(5, 400.04))) < 0.2
 
 
 def test_cli_goes_on_after_a_failing_row(tmp_path, monkeypatch, capsys):
