@@ -309,7 +309,7 @@ def format_error(e: BaseException) -> str:
     if isinstance(e, OutputFolderError):
         return f"jaxbandits: error: --out {e.path!r}: {_one_line(e.reason)}"
     if isinstance(e, (ValueError, TypeError, OSError, ImportError)):
-        msg = _one_line(e)
+        msg = _one_line(e.strerror if isinstance(e, OSError) and e.errno and e.strerror else e)  # no "[Errno N]"
         if isinstance(e, OSError) and e.filename is not None and str(e.filename) not in msg:
             msg = f"{e.filename}: {msg}"
         return f"jaxbandits: error: {msg or type(e).__name__}"

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import dataclasses
+import errno
 import importlib
 import os
 from importlib import metadata
@@ -530,6 +531,8 @@ def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizo
                                                    chunk, part)
                 _write_partial(out, name, cfg, seed, runs, horizon, i, len(panels), e)
                 raise
+            except OSError as e:  # a full disk while checkpointing
+                raise _disk_full_hint(e, ckpt_root, done=False) from None
             _collect(o, p, outs, panel_of, lines, timing)
     steps = n_here * horizon * len(outs)
     timing["run_steps_per_s"] = steps / max(timing["run_s"], 1e-12)
@@ -537,16 +540,19 @@ def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizo
                 **describe_run(exp, panels, job["overrides"])}
     res = _assemble(name, full_cfg, seed, n_here, horizon, outs, exp.metric, timing, panel_of, lines, checkpoints,
                     exp.layout, exp.ratio_to)
-    if out is not None and part is not None:
-        from .parts import save_part
+    try:
+        if out is not None and part is not None:
+            from .parts import save_part
 
-        save_part(out, {"experiment": name, "config": cfg, "full_config": full_cfg, "seed": seed, "runs": runs,
-                        "horizon": horizon, "part": part[0], "parts": part[1], "first_run": first, "n_runs": n_here,
-                        "t": res.t, "metric": exp.metric, "panel_of": panel_of, "log_lines": lines,
-                        "checkpoints": list(checkpoints), "layout": exp.layout, "ratio_to": exp.ratio_to,
-                        "timing": timing, "versions": res.versions}, outs)
-    elif out is not None:
-        res.save(out)
+            save_part(out, {"experiment": name, "config": cfg, "full_config": full_cfg, "seed": seed, "runs": runs,
+                            "horizon": horizon, "part": part[0], "parts": part[1], "first_run": first, "n_runs": n_here,
+                            "t": res.t, "metric": exp.metric, "panel_of": panel_of, "log_lines": lines,
+                            "checkpoints": list(checkpoints), "layout": exp.layout, "ratio_to": exp.ratio_to,
+                            "timing": timing, "versions": res.versions}, outs)
+        elif out is not None:
+            res.save(out)
+    except OSError as e:
+        raise _disk_full_hint(e, ckpt_root, done=True) from None
     if out is not None:
         for cp in cps:  # the results are safely written: the checkpoints have done their job
             cp.remove()
@@ -616,19 +622,35 @@ def _run_sweep(name, exp, runs, horizon, seed, cfg, out, chunk, sweep_horizon, j
             # a sweep's horizon is its config's (or the one given); it has no panels
             _write_partial(out, name, cfg, seed, runs, sweep_horizon, None, None, e, part)
             raise
-    if part is not None:
-        from .parts import save_sweep_part
+    try:
+        if part is not None:
+            from .parts import save_sweep_part
 
-        save_sweep_part(out, {"experiment": name, "source": list(exp.source) if exp.source else None,
-                              "config": cfg, "seed": seed, "runs": runs, "horizon": sweep_horizon,
-                              "part": part[0], "parts": part[1], "versions": versions()}, ctx)
-        res = None  # the runner's own result holds placeholders for the other parts' units
-    else:
-        res.save(out)
+            save_sweep_part(out, {"experiment": name, "source": list(exp.source) if exp.source else None,
+                                  "config": cfg, "seed": seed, "runs": runs, "horizon": sweep_horizon,
+                                  "part": part[0], "parts": part[1], "versions": versions()}, ctx)
+            res = None  # the runner's own result holds placeholders for the other parts' units
+        else:
+            res.save(out)
+    except OSError as e:
+        raise _disk_full_hint(e, ckpt_root, done=True) from None
     ctx.cache.remove()
     with contextlib.suppress(OSError):
         os.rmdir(ckpt_root)
     return res
+
+
+def _disk_full_hint(e: OSError, ckpt_root, done: bool) -> OSError:
+    """``e`` as it is, or for a full disk (:func:`jaxbandits._io.disk_full_error`: the file and the
+    cause) with what is kept and how to go on: the checkpoint in ``ckpt_root`` holds the finished
+    run (``done``) or its chunks saved so far, and ``--resume`` continues from it (docs/results.md)."""
+    if e.errno != errno.ENOSPC or ckpt_root is None or not os.path.isdir(ckpt_root):
+        return e
+    what = ("the finished run is kept in its checkpoint" if done
+            else "the run is kept up to its last saved chunk in its checkpoint")
+    goon = ("write its results without simulating again" if done else "continue from there")
+    return OSError(errno.ENOSPC, f"{str(e.strerror or e).removesuffix(_io.FREE_SPACE)}; {what} ({ckpt_root}): free space, then run the same command "
+                   f"with --resume to {goon} (or --force to start afresh)")
 
 
 def _saved_chunk(ckpt_root, default):

@@ -1,5 +1,6 @@
 """A catalogue of bad inputs met in a new user's first hour (issue 32): each raises a clear error
 naming the component, the file or the field (never a traceback, a silent cast or a NaN)."""
+import os
 import re
 from typing import Any, NamedTuple
 
@@ -546,3 +547,80 @@ def test_sweep_figures_name_the_unit_of_their_time_axis(tmp_path, monkeypatch, s
                        bounds={"A": [np.nan, np.nan]})
     res.plot(str(tmp_path / "s.png"))
     assert labels == [label]
+
+
+def _nc_arrays(folder):
+    import xarray as xr
+
+    with xr.open_dataset(os.path.join(folder, "results.nc"), engine="h5netcdf") as ds:
+        return {k: ds[k].values.copy() for k in ds.data_vars}
+
+
+def _leftovers(folder):
+    """Temporary files left anywhere under ``folder``."""
+    return [os.path.join(d, f) for d, _, fs in os.walk(folder) for f in fs if f.startswith(".tmp-")]
+
+
+RUN = ["run", "quickstart", "--runs", "2", "--horizon", "100"]
+
+
+@pytest.fixture(scope="module")
+def whole_run(tmp_path_factory):
+    """The results of RUN uninterrupted."""
+    from jaxbandits.cli import main
+
+    out = str(tmp_path_factory.mktemp("whole"))
+    assert main(RUN + ["--out", out]) == 0
+    return _nc_arrays(out)
+
+
+@pytest.mark.parametrize("when", ["results", "checkpoint"])
+def test_run_on_a_full_disk_says_so_and_resumes_to_the_same_results(tmp_path, monkeypatch, capsys, when,
+                                                                    whole_run):
+    """A full disk while ``jaxbandits run`` writes results.nc (after the last chunk) or a checkpoint
+    (mid-run): one line naming the file and the cause, no temporary left, and ``--resume`` then
+    writes results bitwise equal to an uninterrupted run's."""
+    import errno
+
+    import xarray as xr
+
+    from jaxbandits.cli import main
+    from jaxbandits.engine import checkpoint
+
+    def full(fh):  # a writer that fills the disk half-way
+        fh.write(b"\x89HDF partial")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    out = str(tmp_path / "out")
+    with monkeypatch.context() as m:
+        if when == "results":
+            def to_netcdf(self, p, **kw):
+                with open(p, "wb") as fh:
+                    full(fh)
+
+            m.setattr(xr.Dataset, "to_netcdf", to_netcdf)
+            file, kept = "results.nc", "the finished run is kept in its checkpoint"
+        else:
+            calls, atomic = [], checkpoint._atomic
+
+            def flaky(path, write):  # the 3rd chunk's state cannot be written
+                calls.append(path)
+                if path.endswith("state.npz") and len(calls) > 6:
+                    return atomic(path, full)
+                return atomic(path, write)
+
+            m.setattr(checkpoint, "_atomic", flaky)
+            file, kept = "state.npz", "the run is kept up to its last saved chunk in its checkpoint"
+        assert main(RUN + ["--out", out]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert re.fullmatch(rf"jaxbandits: error: \S*{file}: no space left on the device while writing it \(OSError: "
+                        rf".*No space left on device\); nothing was replaced and its temporary file was removed; "
+                        rf"{kept} \(\S*\.checkpoint\): free space, then run the same command with --resume .*", err), err
+    assert _leftovers(out) == [] and not os.path.exists(os.path.join(out, "results.nc"))
+    assert main(RUN + ["--out", out]) == 2 and "pass --resume" in capsys.readouterr().err  # nothing lost or replaced
+    assert main(RUN + ["--out", out, "--resume"]) == 0
+    assert not os.path.exists(os.path.join(out, ".checkpoint")) and _leftovers(out) == []
+    got, want = _nc_arrays(out), whole_run
+    assert got.keys() == want.keys()
+    for k in want:
+        np.testing.assert_array_equal(got[k], want[k], err_msg=k)

@@ -52,9 +52,13 @@ def _atomic(path: str, write: Callable[[Any], None]):
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        from .._io import disk_full, disk_full_error
+
+        if disk_full(e, path):  # one error naming the file (numpy's and the OS's name none)
+            raise disk_full_error(path, e) from None
         raise
 
 

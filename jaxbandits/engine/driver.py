@@ -432,58 +432,58 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
     run_s = 0.0
     to_host = 0
     n_chunks = len(seg.chunks)
-    for i, ((lo, hi), keep_seg, n_rounds) in enumerate(zip(seg.chunks, seg.keep, seg.rounds)):
-        if i < start:
+    try:
+        for i, ((lo, hi), keep_seg, n_rounds) in enumerate(zip(seg.chunks, seg.keep, seg.rounds)):
+            if i < start:
+                if bar is not None:
+                    bar.update(n_rounds)
+                continue
+            lo, hi = jnp.asarray(lo), jnp.asarray(hi)
+            exe, dt = _compiled("chunk", _chunk_program, plan, (carries, grid_params, lo, hi), donate=(1,))
+            compile_s += dt
+            tr = time.perf_counter()
+            carries, ys = exe(carries, grid_params, lo, hi)
+            host = {}
+            sel = np.nonzero(keep_seg)[0]
+            if with_stats:
+                recs_dev = {lab: {k: getattr(ys[lab], _STAT_FIELD[k]) for k in mets[lab]} for lab in labels}
+                red, dt = reduce_on_device(recs_dev, valid, B, labels, pairs)
+                compile_s += dt
+                host.update(host_block_stats(gather(red), sel, labels, -(-n_runs // B)))
+                if i == n_chunks - 1:  # each run's final values: the last record point is the last round
+                    last = int(sel[-1])
+                    fin = gather({lab: {k: getattr(ys[lab], f)[last] for k, f in _FINAL_FIELDS
+                                        if k != "delayed_regret" or problems[lab].dl_mode} for lab in labels})
+                    for j, lab in enumerate(labels):
+                        for k, v in fin[lab].items():
+                            host[f"f/{j}/{k}"] = np.asarray(v)[:n_runs]
+            if keep_n > 0:
+                if keep_n >= n_runs or gridded:
+                    kept = gather(ys)
+                else:
+                    kept = gather(_first_runs(ys, keep_n))
+                for j, lab in enumerate(labels):
+                    for f, a in zip(M.Records._fields, kept[lab]):
+                        host[f"r/{j}/{f}"] = np.asarray(a)[sel]
+            run_s += time.perf_counter() - tr
+            to_host += sum(a.nbytes for a in host.values())
+            done.append(host)
             if bar is not None:
                 bar.update(n_rounds)
-            continue
-        lo, hi = jnp.asarray(lo), jnp.asarray(hi)
-        exe, dt = _compiled("chunk", _chunk_program, plan, (carries, grid_params, lo, hi), donate=(1,))
-        compile_s += dt
-        tr = time.perf_counter()
-        carries, ys = exe(carries, grid_params, lo, hi)
-        host = {}
-        sel = np.nonzero(keep_seg)[0]
-        if with_stats:
-            recs_dev = {lab: {k: getattr(ys[lab], _STAT_FIELD[k]) for k in mets[lab]} for lab in labels}
-            red, dt = reduce_on_device(recs_dev, valid, B, labels, pairs)
-            compile_s += dt
-            host.update(host_block_stats(gather(red), sel, labels, -(-n_runs // B)))
-            if i == n_chunks - 1:  # each run's final values: the last record point is the last round
-                last = int(sel[-1])
-                fin = gather({lab: {k: getattr(ys[lab], f)[last] for k, f in _FINAL_FIELDS
-                                    if k != "delayed_regret" or problems[lab].dl_mode} for lab in labels})
-                for j, lab in enumerate(labels):
-                    for k, v in fin[lab].items():
-                        host[f"f/{j}/{k}"] = np.asarray(v)[:n_runs]
-        if keep_n > 0:
-            if keep_n >= n_runs or gridded:
-                kept = gather(ys)
-            else:
-                kept = gather(_first_runs(ys, keep_n))
-            for j, lab in enumerate(labels):
-                for f, a in zip(M.Records._fields, kept[lab]):
-                    host[f"r/{j}/{f}"] = np.asarray(a)[sel]
-        run_s += time.perf_counter() - tr
-        to_host += sum(a.nbytes for a in host.values())
-        done.append(host)
+            if checkpoint is not None:
+                names = list(host)
+                flat = [np.asarray(json.dumps(names))] + [host[k] for k in names]
+                if not global_devices:
+                    checkpoint.save(i + 1, carries, flat)
+                else:  # every process takes part in the gather; process 0 writes
+                    whole = _state_global(carries)
+                    if jax.process_index() == 0:
+                        checkpoint.save(i + 1, whole, flat)
+            if stop is not None and i + 1 < n_chunks and stop():
+                raise Interrupted(int(np.asarray(hi)[-1]), T, None if checkpoint is None else checkpoint.folder)
+    finally:  # an error (a full disk, ...) is printed on a line of its own, not after the bar
         if bar is not None:
-            bar.update(n_rounds)
-        if checkpoint is not None:
-            names = list(host)
-            flat = [np.asarray(json.dumps(names))] + [host[k] for k in names]
-            if not global_devices:
-                checkpoint.save(i + 1, carries, flat)
-            else:  # every process takes part in the gather; process 0 writes
-                whole = _state_global(carries)
-                if jax.process_index() == 0:
-                    checkpoint.save(i + 1, whole, flat)
-        if stop is not None and i + 1 < n_chunks and stop():
-            if bar is not None:
-                bar.close()
-            raise Interrupted(int(np.asarray(hi)[-1]), T, None if checkpoint is None else checkpoint.folder)
-    if bar is not None:
-        bar.close()
+            bar.close()
     nb = 2 if gridded else 1
     recs = {}
     for j, lab in enumerate(labels):
