@@ -363,6 +363,8 @@ def run(name, runs: Optional[int] = None, horizon: Optional[int] = None, seed: i
                          f"or {', '.join(clash)}, not both")
     if resume and out is None:
         raise ValueError("resume=True needs out=, the folder of the interrupted run")
+    if given_horizon is not None and exp.runner is None:
+        _note_short_horizon(exp, given_horizon)
     _check_path(name, exp, path)
     keep = check_keep(exp.keep if keep is None else keep)
     job = dict(overrides=overrides, chunk=chunk, resume=bool(resume), force=bool(force), given_runs=runs, path=path,
@@ -379,6 +381,56 @@ def run(name, runs: Optional[int] = None, horizon: Optional[int] = None, seed: i
         ident["part"] = "{}/{}".format(*job["part"])
     with _io.output_folder(out, ident, force=bool(force)):
         return _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, given_horizon, job)
+
+
+class ShortHorizon(UserWarning):
+    """A ``horizon`` given to :func:`run` that ends before some of the experiment's reporting rounds
+    (``checkpoints``) or explicit record points: the run reports and records only those within it
+    (``jaxbandits run`` prints the warning as a note)."""
+
+
+def _beyond(points, horizon) -> list:
+    return [int(x) for x in points if int(x) > horizon]
+
+
+def _record_within(record, horizon):
+    """An explicit array of record points cut to the horizon (the last round is always recorded); a
+    stride, ``("log", n)`` or None as it is."""
+    if record is None or isinstance(record, (int, np.integer, tuple)):
+        return record
+    pts = np.asarray(record)
+    if pts.ndim == 1 and np.issubdtype(pts.dtype, np.integer) and pts.size:
+        within = pts[pts < horizon]
+        return within if within.size else None
+    return record
+
+
+def _note_short_horizon(exp, horizon):
+    """Warn (:class:`ShortHorizon`) of the reporting rounds and record points that ``horizon``, shorter
+    than the experiment's own, leaves out: the results hold only those within it. A shorter run is
+    what a quick look asks for, so this is a note, not a refusal; the note says how to keep them."""
+    cps = _beyond(exp.checkpoints, horizon)
+    rec = exp.record
+    recs = ([] if rec is None or isinstance(rec, (int, np.integer, tuple))
+            else [int(x) + 1 for x in np.asarray(rec).ravel() if int(x) >= horizon])  # rounds, 1-based like t
+    what = []
+    if cps:
+        kept = [c for c in exp.checkpoints if c <= horizon]
+        what.append(f"its reporting rounds t = {_few(cps)} (summary.json and table.md report R(t) "
+                    + (f"at t = {_few(kept)} only)" if kept else "at none of them)"))
+    if recs:
+        what.append(f"its record points t = {_few(recs)} (the curves end at t = {horizon})")
+    if what:
+        import warnings
+
+        warnings.warn(ShortHorizon(f"horizon {horizon} is shorter than experiment {exp.name!r}'s "
+                                   f"({exp.horizon}) and leaves out " + " and ".join(what)
+                                   + f"; give a horizon of at least {max(cps + recs)} to keep them"), stacklevel=3)
+
+
+def _few(xs) -> str:
+    xs = sorted(set(int(x) for x in xs))
+    return ", ".join(map(str, xs)) if len(xs) <= 6 else ", ".join(map(str, xs[:5])) + f", ... ({len(xs)} in all)"
 
 
 def _scale_out_checks(name, exp, runs, out, resume, part, distributed, job):
@@ -482,8 +534,8 @@ def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizo
     # chunks: progress, checkpoints, resume; every process of a distributed run cuts the same chunks
     if ch is None and (progress or out is not None or dist):
         ch = max(1, horizon // 20)
-    checkpoints = tuple(c for c in exp.checkpoints if c <= horizon)
-    record = exp.record
+    checkpoints = tuple(c for c in exp.checkpoints if c <= horizon)  # run() said so of any dropped
+    record = _record_within(exp.record, horizon)
     if checkpoints:  # make sure every checkpoint is a record point
         from .simulate import record_points
 

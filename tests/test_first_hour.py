@@ -624,3 +624,33 @@ def test_run_on_a_full_disk_says_so_and_resumes_to_the_same_results(tmp_path, mo
     assert got.keys() == want.keys()
     for k in want:
         np.testing.assert_array_equal(got[k], want[k], err_msg=k)
+
+
+# ----------------------------------------------------------------------------- a horizon shorter than the file's
+def test_a_shorter_horizon_says_which_reporting_rounds_and_record_points_it_leaves_out(tmp_path, capsys):
+    """``--horizon`` below an experiment's reporting rounds (checkpoints) and explicit record points:
+    the run goes on (a quick look is what a short horizon is for) and says what it leaves out; the
+    results hold exactly the points within the horizon."""
+    import json
+
+    from jaxbandits.cli import main
+
+    f = tmp_path / "e.toml"
+    f.write_text("checkpoints = [20, 40, 60]\nrecord = [4, 19, 39, 59]\n" + BASE)
+    out = tmp_path / "o"
+    assert main(["run", str(f), "--horizon", "30", "--out", str(out), "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert ("jaxbandits: note: horizon 30 is shorter than experiment 'e''s (60) and leaves out its reporting rounds "
+            "t = 40, 60 (summary.json and table.md report R(t) at t = 20 only) and its record points t = 40, 60 (the "
+            "curves end at t = 30); give a horizon of at least 60 to keep them") in err, err
+    s = json.loads((out / "summary.json").read_text())
+    assert s["horizon"] == 30 and "| policy | R(20) |\n" in (out / "table.md").read_text()
+    import xarray as xr
+
+    with xr.open_dataset(out / "results.nc", engine="h5netcdf") as ds:
+        assert ds["t"].values.tolist() == [5, 20, 30]
+    # the experiment's own horizon: no note, every point
+    assert main(["run", str(f), "--out", str(tmp_path / "o2"), "--no-progress"]) == 0
+    assert "note" not in capsys.readouterr().err
+    with xr.open_dataset(tmp_path / "o2" / "results.nc", engine="h5netcdf") as ds:
+        assert ds["t"].values.tolist() == [5, 20, 40, 60]
