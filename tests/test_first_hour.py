@@ -388,10 +388,33 @@ def http(tmp_path_factory):
     ("/decide", "[" * 100_000 + "]" * 100_000, 400, "nested too deeply"),
     ("/feedback", '{"events": ' + "[" * 50_000 + "]" * 50_000 + "}", 400, "nested too deeply"),
     ("/feedback", '{"events": [{"id": ' + str(2**70) + ', "reward": 1}]}', 422, "id"),
+    # the bodies' pydantic models: wrong types and nesting anywhere are a 422 naming the field
+    ("/feedback", '{"events": [{"id": 0, "reward": 1, "arm": ["a"]}]}', 422, "events[0].arm must be a string, got"),
+    ("/feedback", '{"events": [{"id": 0, "reward": 1, "arm": {"x": [[1]]}}]}', 422, "events[0].arm must be a string"),
+    ("/feedback", '{"events": [[[[[[0]]]]]]}', 422, "events[0] must be an object, got [[[[[0]]]]]"),
+    ("/feedback", '{"events": [{"id": 0.5, "reward": 1}]}', 422, "events[0].id must be an integer, got 0.5"),
+    ("/feedback", '{"events": [{"id": 0, "reward": Infinity}]}', 422, "events[0].reward must be a finite number"),
+    ("/feedback", '{"events": [{"id": 0, "reward": 1}], "now": true}', 422, "now must be a finite number, got True"),
+    ("/decide", '{"n": {"a": ' + "[" * 150 + "]" * 150 + "}}", 422, "n must be an integer, got {'a': [[[[["),
+    ("/decide", '{"n": 1, "now": [1]}', 422, "now must be a finite number, got [1]"),
+    ("/decide", '"n"', 422, "the body must be a JSON object, got str"),
+    ("/decide", '{"m": 1}', 422, "unknown key 'm' (allowed: n, now)"),
+    ("/feedback", '{"events": [{"id": 0, "rewrad": 1}]}', 422, "events[0]: unknown key 'rewrad' (allowed: id, reward, "
+                                                              "arm)"),
+    ("/advance", '{"now": null}', 422, "now must be a finite number, got None"),
 ])
 def test_http_bodies_that_were_internal_errors_are_4xx(http, path, body, status, match):
     r = http.post(path, content=body)
     assert r.status_code == status and match in r.json()["error"], r.text
+
+
+def test_http_bodies_are_declared_in_the_openapi_document(http):
+    paths = http.get("/openapi.json").json()["paths"]
+    ev = paths["/feedback"]["post"]["requestBody"]["content"]["application/json"]["schema"]["$defs"]["Event"]
+    assert ev["required"] == ["id"] and set(ev["properties"]) == {"id", "reward", "arm"}
+    assert ev["additionalProperties"] is False
+    n = paths["/decide"]["post"]["requestBody"]["content"]["application/json"]["schema"]["properties"]["n"]
+    assert n["minimum"] == 1 and n["type"] == "integer"
 
 
 @pytest.mark.parametrize("cut", [0.5, 0.9, 0])
