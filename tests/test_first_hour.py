@@ -677,3 +677,109 @@ def test_a_shorter_horizon_says_which_reporting_rounds_and_record_points_it_leav
     assert "note" not in capsys.readouterr().err
     with xr.open_dataset(tmp_path / "o2" / "results.nc", engine="h5netcdf") as ds:
         assert ds["t"].values.tolist() == [5, 20, 40, 60]
+
+
+# ----------------------------------------------------------------------------- every file read back names itself
+CK = (envs.bernoulli([0.5, 0.4]), channels.attributed(), classic.ucb1())  # one program for every case
+
+
+@pytest.fixture(scope="module")
+def interrupted_checkpoint(tmp_path_factory):
+    from jaxbandits.engine.checkpoint import Interrupted
+
+    folder, calls = tmp_path_factory.mktemp("ck"), []
+    with pytest.raises(Interrupted):
+        jb.simulate(*CK, 40, jax.random.key(0), 2, chunk=10, checkpoint=str(folder),
+                    stop=lambda: calls.append(1) or len(calls) >= 2)
+    return folder
+
+
+@pytest.mark.parametrize("damage, match", [
+    (lambda d: (d / "state.npz").write_bytes((d / "state.npz").read_bytes()[:100]), r"state.npz: not a readable "
+     r"checkpoint file \(damaged or truncated: .*\); it cannot be resumed: start afresh"),
+    (lambda d: np.savez(d / "records-0.npz", n=1), r"records-0.npz: not a readable checkpoint file \(damaged or "
+     r"truncated: it lacks the key 'a0'\)"),
+    (lambda d: (d / "fingerprint.json").write_text("[1, 2"), r"fingerprint.json: not a readable checkpoint file"),
+    (lambda d: (d / "fingerprint.json").write_text("[1, 2]"), r"fingerprint.json: .*not an object but a list"),
+])
+def test_a_damaged_checkpoint_names_the_file_and_the_key(tmp_path, interrupted_checkpoint, damage, match):
+    import shutil
+
+    d = tmp_path / "ck"
+    shutil.copytree(interrupted_checkpoint, d)
+    damage(d)
+    with pytest.raises(ValueError, match=match):
+        jb.simulate(*CK, 40, jax.random.key(0), 2, chunk=10, checkpoint=str(d), resume=True)
+
+
+def test_a_damaged_or_foreign_posterior_for_ope_names_the_file(tmp_path):
+    pytest.importorskip("arviz")
+    import xarray as xr
+
+    from jaxbandits.ope.command import delay_from_fit
+
+    nc = tmp_path / "posterior.nc"
+    nc.write_bytes(b"\x89HDF\r\n\x1a\n" + bytes(200))
+    with pytest.raises(ValueError, match=r"posterior.nc: not a readable posterior file \(damaged or truncated"):
+        delay_from_fit(str(tmp_path), 4)
+    xr.Dataset({"p": (("chain", "draw"), np.zeros((1, 4)))}).to_netcdf(nc, engine="h5netcdf", group="posterior")
+    with pytest.raises(ValueError, match=r"posterior.nc: holds no fitted delay law \(idata has no attrs\['model'\]"):
+        delay_from_fit(str(tmp_path), 4)
+
+
+def test_compare_on_an_edited_summary_names_it(tmp_path):
+    from jaxbandits import Results, compare
+
+    t = np.array([10, 100])
+    curves = {lab: {"regret": np.ones((3, 2), np.float32) * (i + 1), "expected_regret": np.ones((3, 2), np.float32),
+                    "reward": np.zeros((3, 2), np.float32), "pulls": np.full((3, 2), 50, np.int32)}
+              for i, lab in enumerate("AB")}
+    res = Results("x", {}, 0, 3, 100, t, curves)
+    res.save(str(tmp_path), plot=False)
+    (tmp_path / "summary.json").write_text("[1, 2, 3]")
+    with pytest.raises(ValueError, match=r"summary.json: not the summary.json of jaxbandits run"):
+        compare.save_comparison(str(tmp_path), compare.compare(res), plot=False)
+
+
+def test_write_log_is_atomic(tmp_path):
+    import dataclasses
+
+    pytest.importorskip("pandas")
+    from jaxbandits import bayes as B
+
+    log = B.conversion_log([0, 1, 0], [1.0, 2.0, 3.0], [2.0, np.nan, np.nan], 10.0, n_arms=2)
+    f = tmp_path / "log.csv"
+    B.write_log(str(f), log)
+    before = f.read_bytes()
+    bad = dataclasses.replace(log)
+    object.__setattr__(bad, "arm_labels", ("a",))  # past the checks: an arm without a label
+    with pytest.raises(IndexError):
+        B.write_log(str(f), bad)  # an arm without a label: fails half-way through the rows
+    assert f.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["log.csv"]
+
+
+def test_an_edited_serving_database_names_the_file_and_the_event(tmp_path):
+    import sqlite3
+
+    pytest.importorskip("fastapi")
+    from jaxbandits import ope, serve
+
+    cfg = serve.load_config(None, arms=["a", "b"], policy={"name": "ucb1"}, channel={"kind": "attributed"})
+    svc = serve.Service(cfg, str(tmp_path / "s.db"))
+    svc.decide(3)
+    svc.close()
+    assert len(ope.read_serve_db(str(tmp_path / "s.db")).arm) == 3
+    con = sqlite3.connect(str(tmp_path / "s.db"))
+    con.execute("UPDATE events SET body = '{\"n\": 3}' WHERE kind = 'decide'")
+    con.commit()
+    con.close()
+    with pytest.raises(ValueError, match=r"s.db: not a usable jaxbandits serve database \(event 1 \(decide\): the key "
+                                         r"'propensity' is missing|s.db: decisions without logged propensities"):
+        ope.read_serve_db(str(tmp_path / "s.db"))
+    con = sqlite3.connect(str(tmp_path / "s.db"))
+    con.execute("UPDATE events SET body = '{\"n\": 3, \"propensity\": [1, 1, 1]}' WHERE kind = 'decide'")
+    con.commit()
+    con.close()
+    with pytest.raises(ValueError, match=r"s.db: not a usable jaxbandits serve database \(event 1 \(decide\): the key "
+                                         r"'ids' is missing; damaged or edited\)"):
+        ope.read_serve_db(str(tmp_path / "s.db"))
