@@ -783,3 +783,32 @@ def test_an_edited_serving_database_names_the_file_and_the_event(tmp_path):
     with pytest.raises(ValueError, match=r"s.db: not a usable jaxbandits serve database \(event 1 \(decide\): the key "
                                          r"'ids' is missing; damaged or edited\)"):
         ope.read_serve_db(str(tmp_path / "s.db"))
+
+
+def test_sbc_figure_is_written_atomically(tmp_path, monkeypatch):
+    """A figure written by SBCResult.plot goes through the atomic writer: a failing write leaves
+    the previous file and no temporary; a full disk is named."""
+    import errno
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    from jaxbandits.bayes.calibration import SBCResult
+
+    rng = np.random.default_rng(0)
+    res = SBCResult("m", 19, {"a": rng.integers(0, 20, 40)}, {"a": np.zeros(40)}, np.zeros(40, int), np.ones(40), {})
+    f = tmp_path / "sbc.png"
+    assert res.plot(str(f)) == str(f) and f.read_bytes()[:4] == b"\x89PNG"
+    before = f.read_bytes()
+
+    def full(self, p, **kw):
+        with open(p, "wb") as fh:
+            fh.write(b"\x89PNG partial")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Figure, "savefig", full)
+    with pytest.raises(OSError, match=r"sbc.png: no space left on the device while writing it"):
+        res.plot(str(f))
+    assert f.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["sbc.png"]
