@@ -768,9 +768,18 @@ def read_header(path) -> dict:
         if "header" not in z.files:
             raise ValueError(f"{_name(path)}: not a saved jaxbandits learner (no header)")
         h = json.loads(bytes(z["header"]).decode())
-    if h.get("format") != FORMAT:
-        raise ValueError(f"{_name(path)}: not a saved jaxbandits learner (format {h.get('format')!r})")
+    if not isinstance(h, dict) or h.get("format") != FORMAT:
+        raise ValueError(f"{_name(path)}: not a saved jaxbandits learner (format "
+                         f"{h.get('format') if isinstance(h, dict) else h!r})")
+    missing = [k for k in _HEADER_KEYS if k not in h]
+    if missing:
+        raise ValueError(f"{_name(path)}: its header lacks the key {missing[0]!r} (a damaged or edited saved learner)")
     return h
+
+
+#: the header keys :func:`load` reads
+_HEADER_KEYS = ("format_version", "library_version", "policy", "channel", "n_arms", "horizon", "dim", "max_pending",
+                "treedef", "leaves")
 
 
 def _name(path):
@@ -807,6 +816,8 @@ def load(path, policy: Policy, channel, *, return_extra: bool = False):
     new = []
     with _open(path) as z:
         for i, (x, lay) in enumerate(zip(leaves, layout)):
+            if f"leaf_{i}" not in z.files:
+                raise ValueError(f"{name}: lacks the array 'leaf_{i}' of the saved state (a damaged or edited file)")
             a = z[f"leaf_{i}"]
             if "key" in lay:
                 new.append(jax.random.wrap_key_data(jnp.asarray(a), impl=jax.random.key_impl(x)))

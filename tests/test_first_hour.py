@@ -427,6 +427,28 @@ def test_truncated_saved_learner_names_the_file(learner, tmp_path, cut):
         online.Learner.load(str(f), classic.ucb1(), channels.attributed())
 
 
+@pytest.mark.parametrize("edit, match", [
+    (lambda h, z: ({k: v for k, v in h.items() if k != "treedef"}, z),
+     r"learner.npz: its header lacks the key 'treedef' \(a damaged or edited"),
+    (lambda h, z: (h, {k: v for k, v in z.items() if k != "leaf_0"}),
+     r"learner.npz: lacks the array 'leaf_0' of the saved state"),
+    (lambda h, z: ([h], z), r"learner.npz: not a saved jaxbandits learner \(format \[\{"),
+])
+def test_an_edited_saved_learner_names_the_file_and_the_key(learner, tmp_path, edit, match):
+    import json
+
+    f = tmp_path / "learner.npz"
+    learner.save(str(f))
+    with np.load(f) as z:
+        arrays = {k: z[k] for k in z.files}
+    h = json.loads(bytes(arrays["header"]).decode())
+    h, arrays = edit(h, arrays)
+    arrays["header"] = np.frombuffer(json.dumps(h).encode(), np.uint8)
+    np.savez(f, **arrays)
+    with pytest.raises(ValueError, match=match):
+        online.Learner.load(str(f), classic.ucb1(), channels.attributed())
+
+
 # ----------------------------------------------------------------------------- vague messages, now naming the file
 def test_damaged_results_nc_names_the_file(tmp_path):
     from jaxbandits import Results
