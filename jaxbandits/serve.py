@@ -423,9 +423,13 @@ class Service:
             raise ValueError(f"{self.db_path}: database format version {rows.get('format_version')}, this "
                              f"jaxbandits reads version {DB_FORMAT_VERSION}")
         if rows.get("config") != want["config"]:
-            old = json.loads(rows["config"])
-            new = self.config.to_json()
-            diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+            try:
+                old = json.loads(rows["config"])
+                new = self.config.to_json()
+                diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+            except (ValueError, KeyError, TypeError, AttributeError):
+                raise ValueError(f"{self.db_path}: its meta table's config is not a config (a damaged or edited "
+                                 "database): restore the database, or serve with a new --db") from None
             raise ValueError(f"{self.db_path}: the database was created for another config (differs in {diff}); "
                              "serve it with its own config, or start a new --db")
 
@@ -444,7 +448,13 @@ class Service:
         n = 0
         for seq, kind, body in self.db.execute("SELECT seq, kind, body FROM events WHERE seq > ? ORDER BY seq",
                                                (self.seq,)).fetchall():
-            self._apply(kind, json.loads(body))
+            try:
+                self._apply(kind, json.loads(body))
+            except (ValueError, KeyError, TypeError, IndexError) as e:  # a damaged or edited log
+                what = f"the key {e.args[0]!r} is missing" if isinstance(e, KeyError) and e.args else " ".join(
+                    str(e).split())
+                raise ValueError(f"{self.db_path}: event {seq} ({kind}) of the log cannot be replayed ({what}; a "
+                                 "damaged or edited database): restore the database, or serve with a new --db") from None
             self.seq = int(seq)
             n += 1
         return n

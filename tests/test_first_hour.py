@@ -834,3 +834,28 @@ def test_sbc_figure_is_written_atomically(tmp_path, monkeypatch):
     with pytest.raises(OSError, match=r"sbc.png: no space left on the device while writing it"):
         res.plot(str(f))
     assert f.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["sbc.png"]
+
+
+@pytest.mark.parametrize("sql, match", [
+    ("UPDATE events SET body = '{\"now\": null}' WHERE seq = 2", r"s.db: event 2 \(decide\) of the log cannot be "
+     r"replayed \(the key 'n' is missing; a damaged or edited database\)"),
+    ("UPDATE events SET body = '{\"n\": 1' WHERE seq = 1", r"s.db: event 1 \(decide\) of the log cannot be replayed"),
+    ("UPDATE meta SET value = '[1' WHERE key = 'config'", r"s.db: its meta table's config is not a config"),
+])
+def test_an_edited_serving_log_names_the_file_and_the_event(tmp_path, sql, match):
+    import sqlite3
+
+    from jaxbandits import serve
+
+    cfg = serve.load_config(None, arms=["a", "b"], policy={"name": "ucb1"}, channel={"kind": "attributed"},
+                            snapshot_every=100)
+    svc = serve.Service(cfg, str(tmp_path / "s.db"))
+    svc.decide(1)
+    svc.decide(2)
+    svc.close()
+    con = sqlite3.connect(str(tmp_path / "s.db"))
+    con.execute(sql)
+    con.commit()
+    con.close()
+    with pytest.raises(ValueError, match=match):
+        serve.Service(cfg, str(tmp_path / "s.db"))
