@@ -606,7 +606,7 @@ def _leftovers(folder):
     return [os.path.join(d, f) for d, _, fs in os.walk(folder) for f in fs if f.startswith(".tmp-")]
 
 
-RUN = ["run", "quickstart", "--runs", "2", "--horizon", "100"]
+RUN = []  # jaxbandits run FILE --chunk 10 --no-progress (a small file: one policy, quick to compile)
 
 
 @pytest.fixture(scope="module")
@@ -614,6 +614,9 @@ def whole_run(tmp_path_factory):
     """The results of RUN uninterrupted."""
     from jaxbandits.cli import main
 
+    f = tmp_path_factory.mktemp("file") / "small.toml"
+    f.write_text(BASE.replace("horizon = 60", "horizon = 40"))
+    RUN[:] = ["run", str(f), "--chunk", "10"]
     out = str(tmp_path_factory.mktemp("whole"))
     assert main(RUN + ["--out", out]) == 0
     return _nc_arrays(out)
