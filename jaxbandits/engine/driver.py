@@ -682,7 +682,7 @@ def _params_shape(params):
 
 def memory_estimate(problems: Dict[str, R.Problem], n_runs: int, record_at, n_grid: int = 1, keep=None,
                     params=None, runs_here: Optional[int] = None) -> int:
-    """Bytes a simulation holds at least: every run's carried state (exact, :func:`_state_bytes`)
+    """Bytes a simulation holds at least: every run's carried state (exact, from the program's shapes)
     and the records it keeps (the per-run curves of ``keep`` runs, default all; each other run's
     final values). ``params``: one grid point's parameters (a grid's state depends on them);
     ``runs_here``: the runs whose state this process carries (a distributed run's share). What
