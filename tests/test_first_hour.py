@@ -463,6 +463,27 @@ def test_damaged_results_nc_names_the_file(tmp_path):
         Results.load(str(tmp_path))
 
 
+@pytest.mark.parametrize("edit, what", [
+    (lambda ds: ds.drop_attrs(deep=False), r"it lacks 'experiment'"),
+    (lambda ds: ds.drop_vars("lost_to_W"), r"AttributeError: .*lost_to_W"),
+])
+def test_an_edited_results_nc_names_the_file_and_the_key(tmp_path, edit, what):
+    import xarray as xr
+
+    from jaxbandits import Results
+
+    t = np.array([10, 100])
+    curves = {lab: {"regret": np.ones((2, 2), np.float32), "expected_regret": np.ones((2, 2), np.float32),
+                    "reward": np.zeros((2, 2), np.float32), "pulls": np.full((2, 2), 50, np.int32)} for lab in "AB"}
+    Results("x", {}, 0, 2, 100, t, curves).save(str(tmp_path), plot=False)
+    nc = tmp_path / "results.nc"
+    ds = edit(xr.load_dataset(nc, engine="h5netcdf"))
+    nc.unlink()
+    ds.to_netcdf(nc, engine="h5netcdf")
+    with pytest.raises(ValueError, match=rf"results.nc: not a results file of this version \({what}"):
+        Results.load(str(tmp_path))
+
+
 def test_non_utf8_log_names_the_file_line_and_byte(tmp_path):
     pytest.importorskip("pandas")
     from jaxbandits.bayes import logs as L
