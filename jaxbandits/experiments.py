@@ -401,7 +401,7 @@ def _record_within(record, horizon):
     pts = np.asarray(record)
     if pts.ndim == 1 and np.issubdtype(pts.dtype, np.integer) and pts.size:
         within = pts[pts < horizon]
-        return within if within.size else None
+        return within if within.size else np.array([horizon - 1], pts.dtype)
     return record
 
 
