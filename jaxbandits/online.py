@@ -198,7 +198,29 @@ def _config(policy, channel, n_arms, horizon, dim, max_pending) -> Config:
         P = int(pl.shape[0])
     else:
         P = 1
-    return Config(policy, channel, spec, int(H), P, reveal)
+    cfg = Config(policy, channel, spec, int(H), P, reveal)
+    _check_memory(cfg, max_pending)
+    return cfg
+
+
+def _check_memory(cfg: Config, max_pending):
+    """Refuse, before anything is allocated, a learner whose state (its pending ring of
+    ``cfg.pending`` slots above all) exceeds the memory available, with the estimate and the limit
+    (the allocator would abort the process instead)."""
+    from .engine.driver import available_memory
+
+    avail = available_memory()
+    if avail is None:
+        return
+    st = jax.eval_shape(lambda: _init(cfg, jax.random.key(0)))  # traced: nothing allocated
+    need = sum(int(np.prod(a.shape)) * a.dtype.itemsize for a in jax.tree.leaves(st))
+    if need > avail:
+        why = ("max_pending" if max_pending is not None
+               else f"the channel's window {cfg.channel.feedback.window} + 1" if cfg.channel.feedback.window is not None
+               else "the default")
+        raise ValueError(f"the learner's state needs {need / 2**30:.1f} GiB (a pending ring of {cfg.pending} slots, "
+                         f"from {why}), more than the {avail / 2**30:.1f} GiB of memory available: give a smaller "
+                         "max_pending (or channel window)")
 
 
 def _ctx0(spec):

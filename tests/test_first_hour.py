@@ -883,3 +883,15 @@ def test_an_edited_serving_log_names_the_file_and_the_event(tmp_path, sql, match
     con.close()
     with pytest.raises(ValueError, match=match):
         serve.Service(cfg, str(tmp_path / "s.db"))
+
+
+def test_a_learner_that_cannot_fit_in_memory_is_refused_with_the_estimate_and_the_limit(monkeypatch):
+    from jaxbandits.engine import driver
+
+    monkeypatch.setattr(driver, "available_memory", lambda: 2**30)  # the limit is the host's: 1 GiB here
+    with pytest.raises(ValueError, match=r"the learner's state needs [\d.]+ GiB \(a pending ring of 2147483647 "
+                                         r"slots, from max_pending\), more than the 1.0 GiB of memory available"):
+        online.Learner(classic.ucb1(), channels.attributed(), ["a", "b"], max_pending=2**31 - 1)
+    monkeypatch.setattr(driver, "available_memory", lambda: 10_000)
+    with pytest.raises(ValueError, match=r"a pending ring of 1001 slots, from the channel's window 1000 \+ 1\)"):
+        online.Learner(classic.thompson(), channels.conversions(window=1000), ["a", "b"])
