@@ -36,6 +36,7 @@ import threading
 from typing import Callable, Dict, Iterable, Optional
 
 __all__ = ["OutputFolderError", "FolderInUseError", "ResultsExistError", "atomic_write", "write_text",
+           "disk_full", "disk_full_error",
            "check_writable", "output_folder", "save_files", "add_file", "recover", "file_sha256", "LOCK_NAME",
            "MANIFEST_NAME"]
 
@@ -113,16 +114,25 @@ def atomic_write(path, writer: Callable[[str], object]) -> str:
     except BaseException as e:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        if _disk_full(e, path):
-            raise OSError(errno.ENOSPC, f"{path}: no space left on the device while writing it ({type(e).__name__}: "
-                          f"{e}); nothing was replaced and its temporary file was removed: free space and run "
-                          "again") from None
+        if disk_full(e, path):
+            raise disk_full_error(path, e) from None
         raise
     _fsync_dir(os.path.dirname(os.path.abspath(path)))
     return path
 
 
-def _disk_full(e: BaseException, path) -> bool:
+def disk_full_error(path, e: BaseException) -> OSError:
+    """The one error of a file that a full disk stopped writing: ``OSError(ENOSPC)`` naming the file
+    and the cause (the caller has removed its temporary file; the previous file, if any, is intact)."""
+    return OSError(errno.ENOSPC, f"{os.fspath(path)}: no space left on the device while writing it "
+                   f"({type(e).__name__}: {' '.join(str(e).split())}); nothing was replaced and its temporary "
+                   f"file was removed{FREE_SPACE}")
+
+
+FREE_SPACE = ": free space and run again"  # the end of disk_full_error's message (a caller may say more)
+
+
+def disk_full(e: BaseException, path) -> bool:
     """Whether a writer's failure is a full disk: ENOSPC/EDQUOT, or (libraries such as h5py wrap
     it in their own errors) any error while the folder's file system has under 1 MiB free."""
     if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
@@ -492,10 +502,12 @@ def save_files(out, files: Dict[str, Callable[[str], object]], identity: Optiona
                 writer(tmp)
                 _fsync_path(tmp)
             sums = {name: _sha256(tmp) for name, tmp in staged.items()}
-        except BaseException:
+        except BaseException as e:
             for tmp in staged.values():
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
+            if name in staged and disk_full(e, staged[name]):  # the file being written when the disk filled
+                raise disk_full_error(os.path.join(path, name), e) from None
             raise
         _, _, before = _previous(path)
         ident = h.identity if h.identity is not None else _normal(identity)

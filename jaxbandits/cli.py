@@ -309,7 +309,7 @@ def format_error(e: BaseException) -> str:
     if isinstance(e, OutputFolderError):
         return f"jaxbandits: error: --out {e.path!r}: {_one_line(e.reason)}"
     if isinstance(e, (ValueError, TypeError, OSError, ImportError)):
-        msg = _one_line(e)
+        msg = _one_line(e.strerror if isinstance(e, OSError) and e.errno and e.strerror else e)  # no "[Errno N]"
         if isinstance(e, OSError) and e.filename is not None and str(e.filename) not in msg:
             msg = f"{e.filename}: {msg}"
         return f"jaxbandits: error: {msg or type(e).__name__}"
@@ -404,7 +404,7 @@ def _main(argv):
 
     if not is_file(a.name):
         overrides = X.parse_set(a.sets)
-    with compile_cache(not a.no_compile_cache) as cache:
+    with compile_cache(not a.no_compile_cache) as cache, _notes(X.ShortHorizon):
         try:
             res = X.run(target, runs=a.runs, horizon=a.horizon, seed=seed, overrides=overrides, out=out,
                         progress=not a.no_progress, chunk=a.chunk, resume=a.resume, force=a.force,
@@ -425,6 +425,26 @@ def _main(argv):
               f"combine all parts with: jaxbandits merge DIR... --out OUT")
         return 0
     return _report(res, out, cache)
+
+
+@contextlib.contextmanager
+def _notes(*kinds):
+    """Warnings of ``kinds`` printed as one line each, ``jaxbandits: note: ...`` (others as Python prints them)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        shown = warnings.showwarning
+
+        def show(message, category, *args, **kw):
+            if issubclass(category, kinds):
+                print(f"jaxbandits: note: {_one_line(message)}", file=sys.stderr)
+            else:
+                shown(message, category, *args, **kw)
+
+        warnings.showwarning = show
+        for k in kinds:
+            warnings.simplefilter("always", k)
+        yield
 
 
 def _check_scale_out_options(a):

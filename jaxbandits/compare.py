@@ -284,6 +284,9 @@ def save_comparison(out, comparison: Comparison, results=None, plot: bool = True
                 doc = json.load(fh)
         except (OSError, ValueError) as e:
             raise ValueError(f"{sp}: cannot read the results' summary.json ({e})") from None
+        if not isinstance(doc, dict) or not isinstance(doc.get("policies", {}), dict):
+            raise ValueError(f"{sp}: not the summary.json of jaxbandits run (an object with the key 'policies'; "
+                             "damaged or edited): run the experiment again with --force")
         if doc.get("partial"):
             raise ValueError(f"{sp}: the run in {out!r} was interrupted (partial): resume it first")
         if results is not None:

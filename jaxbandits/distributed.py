@@ -118,6 +118,8 @@ def simulate_global(env, channel, policies, horizon: int, key, n_runs: int = 1, 
                 for lab, pol in pols.items()}
     keep_n = DR.resolve_keep(keep, [p.spec.n_arms for p in problems.values()], n_runs, len(record_at),
                              any(p.world.adversarial for p in problems.values()))
+    # every process carries its share of the runs and receives every record: refused before allocating
+    DR.check_memory(problems, n_runs, record_at, keep=keep_n, runs_here=-(-n_runs // process_count()))
     recs, timing = run_problems_global(problems, key, n_runs, record_at, chunk, progress, first_run,
                                        checkpoint, resume, keep=keep_n, block=stats_block)
     outs = DR._outputs(problems, recs, timing, n_runs, record_at)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import dataclasses
+import errno
 import importlib
 import os
 from importlib import metadata
@@ -362,6 +363,8 @@ def run(name, runs: Optional[int] = None, horizon: Optional[int] = None, seed: i
                          f"or {', '.join(clash)}, not both")
     if resume and out is None:
         raise ValueError("resume=True needs out=, the folder of the interrupted run")
+    if given_horizon is not None and exp.runner is None:
+        _note_short_horizon(exp, given_horizon)
     _check_path(name, exp, path)
     keep = check_keep(exp.keep if keep is None else keep)
     job = dict(overrides=overrides, chunk=chunk, resume=bool(resume), force=bool(force), given_runs=runs, path=path,
@@ -378,6 +381,56 @@ def run(name, runs: Optional[int] = None, horizon: Optional[int] = None, seed: i
         ident["part"] = "{}/{}".format(*job["part"])
     with _io.output_folder(out, ident, force=bool(force)):
         return _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, given_horizon, job)
+
+
+class ShortHorizon(UserWarning):
+    """A ``horizon`` given to :func:`run` that ends before some of the experiment's reporting rounds
+    (``checkpoints``) or explicit record points: the run reports and records only those within it
+    (``jaxbandits run`` prints the warning as a note)."""
+
+
+def _beyond(points, horizon) -> list:
+    return [int(x) for x in points if int(x) > horizon]
+
+
+def _record_within(record, horizon):
+    """An explicit array of record points cut to the horizon (the last round is always recorded); a
+    stride, ``("log", n)`` or None as it is."""
+    if record is None or isinstance(record, (int, np.integer, tuple)):
+        return record
+    pts = np.asarray(record)
+    if pts.ndim == 1 and np.issubdtype(pts.dtype, np.integer) and pts.size:
+        within = pts[pts < horizon]
+        return within if within.size else np.array([horizon - 1], pts.dtype)
+    return record
+
+
+def _note_short_horizon(exp, horizon):
+    """Warn (:class:`ShortHorizon`) of the reporting rounds and record points that ``horizon``, shorter
+    than the experiment's own, leaves out: the results hold only those within it. A shorter run is
+    what a quick look asks for, so this is a note, not a refusal; the note says how to keep them."""
+    cps = _beyond(exp.checkpoints, horizon)
+    rec = exp.record
+    recs = ([] if rec is None or isinstance(rec, (int, np.integer, tuple))
+            else [int(x) + 1 for x in np.asarray(rec).ravel() if int(x) >= horizon])  # rounds, 1-based like t
+    what = []
+    if cps:
+        kept = [c for c in exp.checkpoints if c <= horizon]
+        what.append(f"its reporting rounds t = {_few(cps)} (summary.json and table.md report R(t) "
+                    + (f"at t = {_few(kept)} only)" if kept else "at none of them)"))
+    if recs:
+        what.append(f"its record points t = {_few(recs)} (the curves end at t = {horizon})")
+    if what:
+        import warnings
+
+        warnings.warn(ShortHorizon(f"horizon {horizon} is shorter than experiment {exp.name!r}'s "
+                                   f"({exp.horizon}) and leaves out " + " and ".join(what)
+                                   + f"; give a horizon of at least {max(cps + recs)} to keep them"), stacklevel=3)
+
+
+def _few(xs) -> str:
+    xs = sorted(set(int(x) for x in xs))
+    return ", ".join(map(str, xs)) if len(xs) <= 6 else ", ".join(map(str, xs[:5])) + f", ... ({len(xs)} in all)"
 
 
 def _scale_out_checks(name, exp, runs, out, resume, part, distributed, job):
@@ -481,8 +534,8 @@ def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizo
     # chunks: progress, checkpoints, resume; every process of a distributed run cuts the same chunks
     if ch is None and (progress or out is not None or dist):
         ch = max(1, horizon // 20)
-    checkpoints = tuple(c for c in exp.checkpoints if c <= horizon)
-    record = exp.record
+    checkpoints = tuple(c for c in exp.checkpoints if c <= horizon)  # run() said so of any dropped
+    record = _record_within(exp.record, horizon)
     if checkpoints:  # make sure every checkpoint is a record point
         from .simulate import record_points
 
@@ -530,6 +583,8 @@ def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizo
                                                    chunk, part)
                 _write_partial(out, name, cfg, seed, runs, horizon, i, len(panels), e)
                 raise
+            except OSError as e:  # a full disk while checkpointing
+                raise _disk_full_hint(e, ckpt_root, done=False) from None
             _collect(o, p, outs, panel_of, lines, timing)
     steps = n_here * horizon * len(outs)
     timing["run_steps_per_s"] = steps / max(timing["run_s"], 1e-12)
@@ -537,16 +592,19 @@ def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizo
                 **describe_run(exp, panels, job["overrides"])}
     res = _assemble(name, full_cfg, seed, n_here, horizon, outs, exp.metric, timing, panel_of, lines, checkpoints,
                     exp.layout, exp.ratio_to)
-    if out is not None and part is not None:
-        from .parts import save_part
+    try:
+        if out is not None and part is not None:
+            from .parts import save_part
 
-        save_part(out, {"experiment": name, "config": cfg, "full_config": full_cfg, "seed": seed, "runs": runs,
-                        "horizon": horizon, "part": part[0], "parts": part[1], "first_run": first, "n_runs": n_here,
-                        "t": res.t, "metric": exp.metric, "panel_of": panel_of, "log_lines": lines,
-                        "checkpoints": list(checkpoints), "layout": exp.layout, "ratio_to": exp.ratio_to,
-                        "timing": timing, "versions": res.versions}, outs)
-    elif out is not None:
-        res.save(out)
+            save_part(out, {"experiment": name, "config": cfg, "full_config": full_cfg, "seed": seed, "runs": runs,
+                            "horizon": horizon, "part": part[0], "parts": part[1], "first_run": first, "n_runs": n_here,
+                            "t": res.t, "metric": exp.metric, "panel_of": panel_of, "log_lines": lines,
+                            "checkpoints": list(checkpoints), "layout": exp.layout, "ratio_to": exp.ratio_to,
+                            "timing": timing, "versions": res.versions}, outs)
+        elif out is not None:
+            res.save(out)
+    except OSError as e:
+        raise _disk_full_hint(e, ckpt_root, done=True) from None
     if out is not None:
         for cp in cps:  # the results are safely written: the checkpoints have done their job
             cp.remove()
@@ -616,19 +674,35 @@ def _run_sweep(name, exp, runs, horizon, seed, cfg, out, chunk, sweep_horizon, j
             # a sweep's horizon is its config's (or the one given); it has no panels
             _write_partial(out, name, cfg, seed, runs, sweep_horizon, None, None, e, part)
             raise
-    if part is not None:
-        from .parts import save_sweep_part
+    try:
+        if part is not None:
+            from .parts import save_sweep_part
 
-        save_sweep_part(out, {"experiment": name, "source": list(exp.source) if exp.source else None,
-                              "config": cfg, "seed": seed, "runs": runs, "horizon": sweep_horizon,
-                              "part": part[0], "parts": part[1], "versions": versions()}, ctx)
-        res = None  # the runner's own result holds placeholders for the other parts' units
-    else:
-        res.save(out)
+            save_sweep_part(out, {"experiment": name, "source": list(exp.source) if exp.source else None,
+                                  "config": cfg, "seed": seed, "runs": runs, "horizon": sweep_horizon,
+                                  "part": part[0], "parts": part[1], "versions": versions()}, ctx)
+            res = None  # the runner's own result holds placeholders for the other parts' units
+        else:
+            res.save(out)
+    except OSError as e:
+        raise _disk_full_hint(e, ckpt_root, done=True) from None
     ctx.cache.remove()
     with contextlib.suppress(OSError):
         os.rmdir(ckpt_root)
     return res
+
+
+def _disk_full_hint(e: OSError, ckpt_root, done: bool) -> OSError:
+    """``e`` as it is, or for a full disk (:func:`jaxbandits._io.disk_full_error`: the file and the
+    cause) with what is kept and how to go on: the checkpoint in ``ckpt_root`` holds the finished
+    run (``done``) or its chunks saved so far, and ``--resume`` continues from it (docs/results.md)."""
+    if e.errno != errno.ENOSPC or ckpt_root is None or not os.path.isdir(ckpt_root):
+        return e
+    what = ("the finished run is kept in its checkpoint" if done
+            else "the run is kept up to its last saved chunk in its checkpoint")
+    goon = ("write its results without simulating again" if done else "continue from there")
+    return OSError(errno.ENOSPC, f"{str(e.strerror or e).removesuffix(_io.FREE_SPACE)}; {what} ({ckpt_root}): free space, then run the same command "
+                   f"with --resume to {goon} (or --force to start afresh)")
 
 
 def _saved_chunk(ckpt_root, default):

@@ -198,7 +198,29 @@ def _config(policy, channel, n_arms, horizon, dim, max_pending) -> Config:
         P = int(pl.shape[0])
     else:
         P = 1
-    return Config(policy, channel, spec, int(H), P, reveal)
+    cfg = Config(policy, channel, spec, int(H), P, reveal)
+    _check_memory(cfg, max_pending)
+    return cfg
+
+
+def _check_memory(cfg: Config, max_pending):
+    """Refuse, before anything is allocated, a learner whose state (its pending ring of
+    ``cfg.pending`` slots above all) exceeds the memory available, with the estimate and the limit
+    (the allocator would abort the process instead)."""
+    from .engine.driver import available_memory
+
+    avail = available_memory()
+    if avail is None:
+        return
+    st = jax.eval_shape(lambda: _init(cfg, jax.random.key(0)))  # traced: nothing allocated
+    need = sum(int(np.prod(a.shape)) * a.dtype.itemsize for a in jax.tree.leaves(st))
+    if need > avail:
+        why = ("max_pending" if max_pending is not None
+               else f"the channel's window {cfg.channel.feedback.window} + 1" if cfg.channel.feedback.window is not None
+               else "the default")
+        raise ValueError(f"the learner's state needs {need / 2**30:.1f} GiB (a pending ring of {cfg.pending} slots, "
+                         f"from {why}), more than the {avail / 2**30:.1f} GiB of memory available: give a smaller "
+                         "max_pending (or channel window)")
 
 
 def _ctx0(spec):
@@ -768,9 +790,18 @@ def read_header(path) -> dict:
         if "header" not in z.files:
             raise ValueError(f"{_name(path)}: not a saved jaxbandits learner (no header)")
         h = json.loads(bytes(z["header"]).decode())
-    if h.get("format") != FORMAT:
-        raise ValueError(f"{_name(path)}: not a saved jaxbandits learner (format {h.get('format')!r})")
+    if not isinstance(h, dict) or h.get("format") != FORMAT:
+        raise ValueError(f"{_name(path)}: not a saved jaxbandits learner (format "
+                         f"{h.get('format') if isinstance(h, dict) else h!r})")
+    missing = [k for k in _HEADER_KEYS if k not in h]
+    if missing:
+        raise ValueError(f"{_name(path)}: its header lacks the key {missing[0]!r} (a damaged or edited saved learner)")
     return h
+
+
+#: the header keys :func:`load` reads
+_HEADER_KEYS = ("format_version", "library_version", "policy", "channel", "n_arms", "horizon", "dim", "max_pending",
+                "treedef", "leaves")
 
 
 def _name(path):
@@ -807,6 +838,8 @@ def load(path, policy: Policy, channel, *, return_extra: bool = False):
     new = []
     with _open(path) as z:
         for i, (x, lay) in enumerate(zip(leaves, layout)):
+            if f"leaf_{i}" not in z.files:
+                raise ValueError(f"{name}: lacks the array 'leaf_{i}' of the saved state (a damaged or edited file)")
             a = z[f"leaf_{i}"]
             if "key" in lay:
                 new.append(jax.random.wrap_key_data(jnp.asarray(a), impl=jax.random.key_impl(x)))

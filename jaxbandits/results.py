@@ -323,6 +323,17 @@ class Results:
         if "regret" not in ds or "final_pulls" not in ds:
             raise ValueError(f"{path} holds no regret curves (a sweep's or another program's results): "
                              "Results.load reads the results of experiments that record regret against t")
+        try:
+            return cls._from_dataset(ds)
+        except (KeyError, AttributeError, ValueError, TypeError, IndexError) as e:  # an edited or foreign file
+            what = (f"it lacks {e.args[0]!r}" if isinstance(e, KeyError) and e.args
+                    else " ".join(f"{type(e).__name__}: {e}".split()))
+            raise ValueError(f"{path}: not a results file of this version ({what}); run the experiment again into "
+                             "this folder with --force, or restore the file") from None
+
+    @classmethod
+    def _from_dataset(cls, ds) -> "Results":
+        """The results held in the dataset of a ``results.nc``."""
         labs = [str(x) for x in ds.policy.values]
         keys = [k for k in ("regret", "expected_regret", "reward", "delayed_regret", "fixed_regret") if k in ds]
         curves = {l: {k: ds[k].sel(policy=l).values for k in keys} for l in labs}

@@ -423,9 +423,13 @@ class Service:
             raise ValueError(f"{self.db_path}: database format version {rows.get('format_version')}, this "
                              f"jaxbandits reads version {DB_FORMAT_VERSION}")
         if rows.get("config") != want["config"]:
-            old = json.loads(rows["config"])
-            new = self.config.to_json()
-            diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+            try:
+                old = json.loads(rows["config"])
+                new = self.config.to_json()
+                diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+            except (ValueError, KeyError, TypeError, AttributeError):
+                raise ValueError(f"{self.db_path}: its meta table's config is not a config (a damaged or edited "
+                                 "database): restore the database, or serve with a new --db") from None
             raise ValueError(f"{self.db_path}: the database was created for another config (differs in {diff}); "
                              "serve it with its own config, or start a new --db")
 
@@ -444,7 +448,13 @@ class Service:
         n = 0
         for seq, kind, body in self.db.execute("SELECT seq, kind, body FROM events WHERE seq > ? ORDER BY seq",
                                                (self.seq,)).fetchall():
-            self._apply(kind, json.loads(body))
+            try:
+                self._apply(kind, json.loads(body))
+            except (ValueError, KeyError, TypeError, IndexError) as e:  # a damaged or edited log
+                what = f"the key {e.args[0]!r} is missing" if isinstance(e, KeyError) and e.args else " ".join(
+                    str(e).split())
+                raise ValueError(f"{self.db_path}: event {seq} ({kind}) of the log cannot be replayed ({what}; a "
+                                 "damaged or edited database): restore the database, or serve with a new --db") from None
             self.seq = int(seq)
             n += 1
         return n
@@ -676,6 +686,90 @@ def replay_events(config: ServeConfig, rows):
 
 
 # ----------------------------------------------------------------------------- HTTP
+_BODIES = None
+
+
+def request_models():
+    """The request bodies of the HTTP API as pydantic models ``(Decide, Feedback, Advance)``:
+    strict types (no ``"3"`` for 3, no ``2.0`` or ``true`` for an integer), unknown keys refused,
+    bounds on each field. :func:`create_app` parses and validates each body with them in one step
+    (pydantic's own JSON parser: its nesting limit turns a deeply nested body into a 400, never a
+    500); what depends on the config (``max_batch``, the arms, the channel's rewards, the clock) is
+    checked by :class:`Service` afterwards."""
+    global _BODIES
+    if _BODIES is None:
+        from typing import Annotated, Union
+
+        from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
+
+        def _id(i):
+            if abs(i) >= _ID_LIMIT:
+                raise ValueError("must be below 2**62 in absolute value")
+            return i
+
+        Finite = Annotated[StrictFloat, Field(allow_inf_nan=False)]
+        Now = Optional[Union[StrictInt, Finite]]  # a round (no clock) or a timestamp (a clock)
+
+        class _Body(BaseModel):
+            model_config = ConfigDict(extra="forbid", strict=True)
+
+        class Decide(_Body):
+            n: StrictInt = Field(1, ge=1, description="decisions to make (at most max_batch)")
+            now: Now = None
+
+        class Event(_Body):
+            id: Annotated[StrictInt, AfterValidator(_id)] = Field(description="a decision id")
+            reward: Optional[Finite] = Field(None, description="the reward (conversions: 1 or absent)")
+            arm: Optional[StrictStr] = Field(None, description="the arm the decision chose (checked)")
+
+        class Feedback(_Body):
+            events: List[Event]
+            now: Now = None
+
+        class Advance(_Body):
+            now: Union[StrictInt, Finite]
+
+        _BODIES = (Decide, Feedback, Advance)
+    return _BODIES
+
+
+#: pydantic's error types in words (the rest: pydantic's own message).
+_WORDS = {"int_type": "must be an integer", "int_parsing": "must be an integer", "int_from_float": "must be an integer",
+          "float_type": "must be a finite number", "float_parsing": "must be a finite number",
+          "finite_number": "must be a finite number", "list_type": "must be a list", "string_type": "must be a string"}
+_FIELDS = ("n", "now", "events", "id", "reward", "arm")
+
+
+def _validation_message(errors, allowed) -> str:
+    """One line naming the field (``events[1].id``) of the first of pydantic's ``errors`` (an unknown
+    key first: a misspelt key also makes the right one missing)."""
+    e = next((x for x in errors if x.get("type") == "extra_forbidden"), errors[0])
+    loc, kind = tuple(e.get("loc", ())), e.get("type", "")
+    if kind == "extra_forbidden" and loc:  # the last name is the unknown key itself
+        inner = [x for x in loc[:-1] if isinstance(x, int) or x in _FIELDS]
+        where = "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in inner).lstrip(".")
+        return (f"{where + ': ' if where else ''}unknown key {loc[-1]!r} (allowed: "
+                f"{', '.join(allowed.get(bool(inner), ()))})")
+    path = [x for x in loc if isinstance(x, int) or x in _FIELDS]
+    union = len(path) < len(loc)  # a union's member tag ("int", "float"): the field is a number
+    where = "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in path).lstrip(".")
+    got = e.get("input")
+    shown = repr(got) if len(repr(got)) <= 60 else repr(got)[:57] + "..."
+    if not where:
+        return f"the body must be a JSON object, got {type(got).__name__}"
+    if kind in ("model_type", "model_attributes_type", "dict_type"):
+        return f"{where} must be an object, got {shown}"
+    if kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
+        op = {"greater_than_equal": ">=", "less_than_equal": "<=", "greater_than": ">", "less_than": "<"}[kind]
+        return f"{where} must be {op} {list((e.get('ctx') or {}).values())[0]}, got {shown}"
+    if kind == "value_error":
+        return f"{where} {str(e.get('msg', '')).removeprefix('Value error, ')}, got {shown}"
+    if kind == "missing":
+        return f"{where} is required"
+    words = "must be a finite number" if union else _WORDS.get(kind)
+    return f"{where} {words}, got {shown}" if words else f"{where}: {e.get('msg', 'invalid')}"
+
+
 def create_app(service: Service, read_token: Optional[str] = None, write_token: Optional[str] = None):
     """The FastAPI application of ``service`` (requests are served one at a time), with the
     dashboard and the optional access tokens (:mod:`jaxbandits.dashboard`)."""
@@ -702,7 +796,14 @@ def create_app(service: Service, read_token: Optional[str] = None, write_token: 
     async def _bad(request, exc):
         return _err(exc.status, str(exc))
 
-    async def _json(request: Request):
+    Decide, Feedback, Advance = request_models()
+    allowed = {Decide: {False: ("n", "now")}, Feedback: {False: ("events", "now"), True: ("id", "reward", "arm")},
+               Advance: {False: ("now",)}}
+
+    async def _body(request: Request, model):
+        """The request's body, read up to the size limit, parsed and validated by ``model``."""
+        from pydantic import ValidationError
+
         cl = request.headers.get("content-length")
         if cl is not None and cl.isdigit() and int(cl) > limit:
             raise BadRequest(f"request body of {cl} bytes is larger than {limit} (max_batch "
@@ -710,45 +811,38 @@ def create_app(service: Service, read_token: Optional[str] = None, write_token: 
         raw = await request.body()
         if len(raw) > limit:
             raise BadRequest(f"request body larger than {limit} bytes (max_batch {service.config.max_batch})", 413)
-        if not raw.strip():
-            return {}
         try:
-            body = json.loads(raw)
-        except ValueError as e:
-            raise BadRequest(f"malformed JSON: {e}", 400) from None
-        except RecursionError:  # a body nested deeper than the parser's stack
-            raise BadRequest("JSON nested too deeply: the bodies of this API are {\"n\": ...} or "
-                             "{\"events\": [{...}, ...]}", 400) from None
-        if not isinstance(body, dict):
-            raise BadRequest(f"the body must be a JSON object, got {type(body).__name__}")
-        return body
+            return model.model_validate_json(raw if raw.strip() else b"{}")
+        except ValidationError as e:
+            errs = e.errors()
+            if errs and errs[0].get("type") == "json_invalid":
+                msg = str(errs[0].get("msg", ""))
+                if "recursion limit" in msg:  # a body nested deeper than the parser allows
+                    raise BadRequest("JSON nested too deeply: the bodies of this API are {\"n\": ...} or "
+                                     "{\"events\": [{...}, ...]}", 400) from None
+                raise BadRequest(f"malformed JSON: {msg.removeprefix('Invalid JSON: ')}", 400) from None
+            raise BadRequest(_validation_message(errs, allowed[model])) from None
 
-    def _keys(body, allowed):
-        extra = set(body) - set(allowed)
-        if extra:
-            raise BadRequest(f"unknown key(s) {sorted(extra)} (allowed: {sorted(allowed)})")
+    def _schema(model):  # the body's schema in the OpenAPI document (/docs)
+        return {"requestBody": {"required": model is not Decide,
+                                "content": {"application/json": {"schema": model.model_json_schema()}}}}
 
     # The handlers are ``async`` and never await while the learner runs: requests are applied one
     # at a time, in the order the log records them.
-    @app.post("/decide")
+    @app.post("/decide", openapi_extra=_schema(Decide))
     async def decide(request: Request):
-        body = await _json(request)
-        _keys(body, ("n", "now"))
-        return service.decide(body.get("n", 1), body.get("now"))
+        body = await _body(request, Decide)
+        return service.decide(body.n, body.now)
 
-    @app.post("/feedback")
+    @app.post("/feedback", openapi_extra=_schema(Feedback))
     async def feedback(request: Request):
-        body = await _json(request)
-        _keys(body, ("events", "now"))
-        if "events" not in body:
-            raise BadRequest("events is required: a list of {id, reward?, arm?}")
-        return service.feedback(body["events"], body.get("now"))
+        body = await _body(request, Feedback)
+        return service.feedback([e.model_dump(exclude_unset=True) for e in body.events], body.now)
 
-    @app.post("/advance")
+    @app.post("/advance", openapi_extra=_schema(Advance))
     async def advance(request: Request):
-        body = await _json(request)
-        _keys(body, ("now",))
-        return service.advance(body.get("now"))
+        body = await _body(request, Advance)
+        return service.advance(body.now)
 
     @app.get("/stats")
     async def stats():

@@ -91,8 +91,23 @@ def simulate(env, channel, policies, horizon: int, key, n_runs: int = 1, *, reco
 
     horizon, n_runs, key, first_run = _check_args(env, channel, policies, horizon, key, n_runs, record, chunk,
                                                   first_run, delayed_regret)
+    _check_memory(env, channel, policies, horizon, n_runs, record, delayed_regret, keep)
     return simulate_fused(env, channel, policies, horizon, key, n_runs, record=record, first_run=first_run,
                           delayed_regret=delayed_regret, keep=keep, stats_block=stats_block)
+
+
+def _check_memory(env, channel, policies, horizon, n_runs, record, delayed_regret, keep):
+    """The fused path's runs refused before anything is allocated when their state and records
+    cannot fit in memory (:func:`jaxbandits.engine.driver.check_memory`, the scan path's rule)."""
+    from .engine.round import problem
+
+    _, pols = _driver.policies_dict(policies)
+    problems = {lab: problem(env, channel, pol, horizon, n_runs=n_runs, delayed_regret=delayed_regret, label=lab)
+                for lab, pol in pols.items()}
+    record_at = record_points(horizon, record)
+    keep_n = _driver.resolve_keep(keep, [p.spec.n_arms for p in problems.values()], n_runs, len(record_at),
+                                  any(p.world.adversarial for p in problems.values()))
+    _driver.check_memory(problems, n_runs, record_at, keep=keep_n)
 
 
 def _check_args(env, channel, policies, horizon, key, n_runs, record, chunk, first_run, delayed_regret):

@@ -1,5 +1,6 @@
 """A catalogue of bad inputs met in a new user's first hour (issue 32): each raises a clear error
 naming the component, the file or the field (never a traceback, a silent cast or a NaN)."""
+import os
 import re
 from typing import Any, NamedTuple
 
@@ -387,10 +388,33 @@ def http(tmp_path_factory):
     ("/decide", "[" * 100_000 + "]" * 100_000, 400, "nested too deeply"),
     ("/feedback", '{"events": ' + "[" * 50_000 + "]" * 50_000 + "}", 400, "nested too deeply"),
     ("/feedback", '{"events": [{"id": ' + str(2**70) + ', "reward": 1}]}', 422, "id"),
+    # the bodies' pydantic models: wrong types and nesting anywhere are a 422 naming the field
+    ("/feedback", '{"events": [{"id": 0, "reward": 1, "arm": ["a"]}]}', 422, "events[0].arm must be a string, got"),
+    ("/feedback", '{"events": [{"id": 0, "reward": 1, "arm": {"x": [[1]]}}]}', 422, "events[0].arm must be a string"),
+    ("/feedback", '{"events": [[[[[[0]]]]]]}', 422, "events[0] must be an object, got [[[[[0]]]]]"),
+    ("/feedback", '{"events": [{"id": 0.5, "reward": 1}]}', 422, "events[0].id must be an integer, got 0.5"),
+    ("/feedback", '{"events": [{"id": 0, "reward": Infinity}]}', 422, "events[0].reward must be a finite number"),
+    ("/feedback", '{"events": [{"id": 0, "reward": 1}], "now": true}', 422, "now must be a finite number, got True"),
+    ("/decide", '{"n": {"a": ' + "[" * 150 + "]" * 150 + "}}", 422, "n must be an integer, got {'a': [[[[["),
+    ("/decide", '{"n": 1, "now": [1]}', 422, "now must be a finite number, got [1]"),
+    ("/decide", '"n"', 422, "the body must be a JSON object, got str"),
+    ("/decide", '{"m": 1}', 422, "unknown key 'm' (allowed: n, now)"),
+    ("/feedback", '{"events": [{"id": 0, "rewrad": 1}]}', 422, "events[0]: unknown key 'rewrad' (allowed: id, reward, "
+                                                              "arm)"),
+    ("/advance", '{"now": null}', 422, "now must be a finite number, got None"),
 ])
 def test_http_bodies_that_were_internal_errors_are_4xx(http, path, body, status, match):
     r = http.post(path, content=body)
     assert r.status_code == status and match in r.json()["error"], r.text
+
+
+def test_http_bodies_are_declared_in_the_openapi_document(http):
+    paths = http.get("/openapi.json").json()["paths"]
+    ev = paths["/feedback"]["post"]["requestBody"]["content"]["application/json"]["schema"]["$defs"]["Event"]
+    assert ev["required"] == ["id"] and set(ev["properties"]) == {"id", "reward", "arm"}
+    assert ev["additionalProperties"] is False
+    n = paths["/decide"]["post"]["requestBody"]["content"]["application/json"]["schema"]["properties"]["n"]
+    assert n["minimum"] == 1 and n["type"] == "integer"
 
 
 @pytest.mark.parametrize("cut", [0.5, 0.9, 0])
@@ -400,6 +424,28 @@ def test_truncated_saved_learner_names_the_file(learner, tmp_path, cut):
     data = f.read_bytes()
     f.write_bytes(data[: int(len(data) * cut)])
     with pytest.raises(ValueError, match=r"learner.npz: not a readable saved jaxbandits learner \(damaged or truncated"):
+        online.Learner.load(str(f), classic.ucb1(), channels.attributed())
+
+
+@pytest.mark.parametrize("edit, match", [
+    (lambda h, z: ({k: v for k, v in h.items() if k != "treedef"}, z),
+     r"learner.npz: its header lacks the key 'treedef' \(a damaged or edited"),
+    (lambda h, z: (h, {k: v for k, v in z.items() if k != "leaf_0"}),
+     r"learner.npz: lacks the array 'leaf_0' of the saved state"),
+    (lambda h, z: ([h], z), r"learner.npz: not a saved jaxbandits learner \(format \[\{"),
+])
+def test_an_edited_saved_learner_names_the_file_and_the_key(learner, tmp_path, edit, match):
+    import json
+
+    f = tmp_path / "learner.npz"
+    learner.save(str(f))
+    with np.load(f) as z:
+        arrays = {k: z[k] for k in z.files}
+    h = json.loads(bytes(arrays["header"]).decode())
+    h, arrays = edit(h, arrays)
+    arrays["header"] = np.frombuffer(json.dumps(h).encode(), np.uint8)
+    np.savez(f, **arrays)
+    with pytest.raises(ValueError, match=match):
         online.Learner.load(str(f), classic.ucb1(), channels.attributed())
 
 
@@ -414,6 +460,27 @@ def test_damaged_results_nc_names_the_file(tmp_path):
     nc = tmp_path / "results.nc"
     nc.write_bytes(nc.read_bytes()[: nc.stat().st_size // 2])
     with pytest.raises(ValueError, match=r"results.nc: not a readable results file \(damaged or truncated"):
+        Results.load(str(tmp_path))
+
+
+@pytest.mark.parametrize("edit, what", [
+    (lambda ds: ds.drop_attrs(deep=False), r"it lacks 'experiment'"),
+    (lambda ds: ds.drop_vars("lost_to_W"), r"AttributeError: .*lost_to_W"),
+])
+def test_an_edited_results_nc_names_the_file_and_the_key(tmp_path, edit, what):
+    import xarray as xr
+
+    from jaxbandits import Results
+
+    t = np.array([10, 100])
+    curves = {lab: {"regret": np.ones((2, 2), np.float32), "expected_regret": np.ones((2, 2), np.float32),
+                    "reward": np.zeros((2, 2), np.float32), "pulls": np.full((2, 2), 50, np.int32)} for lab in "AB"}
+    Results("x", {}, 0, 2, 100, t, curves).save(str(tmp_path), plot=False)
+    nc = tmp_path / "results.nc"
+    ds = edit(xr.load_dataset(nc, engine="h5netcdf"))
+    nc.unlink()
+    ds.to_netcdf(nc, engine="h5netcdf")
+    with pytest.raises(ValueError, match=rf"results.nc: not a results file of this version \({what}"):
         Results.load(str(tmp_path))
 
 
@@ -546,3 +613,285 @@ def test_sweep_figures_name_the_unit_of_their_time_axis(tmp_path, monkeypatch, s
                        bounds={"A": [np.nan, np.nan]})
     res.plot(str(tmp_path / "s.png"))
     assert labels == [label]
+
+
+def _nc_arrays(folder):
+    import xarray as xr
+
+    with xr.open_dataset(os.path.join(folder, "results.nc"), engine="h5netcdf") as ds:
+        return {k: ds[k].values.copy() for k in ds.data_vars}
+
+
+def _leftovers(folder):
+    """Temporary files left anywhere under ``folder``."""
+    return [os.path.join(d, f) for d, _, fs in os.walk(folder) for f in fs if f.startswith(".tmp-")]
+
+
+RUN = []  # jaxbandits run FILE --chunk 10 --no-progress (a small file: one policy, quick to compile)
+
+
+@pytest.fixture(scope="module")
+def whole_run(tmp_path_factory):
+    """The results of RUN uninterrupted."""
+    from jaxbandits.cli import main
+
+    f = tmp_path_factory.mktemp("file") / "small.toml"
+    f.write_text(BASE.replace("horizon = 60", "horizon = 40"))
+    RUN[:] = ["run", str(f), "--chunk", "10"]
+    out = str(tmp_path_factory.mktemp("whole"))
+    assert main(RUN + ["--out", out]) == 0
+    return _nc_arrays(out)
+
+
+@pytest.mark.parametrize("when", ["results", "checkpoint"])
+def test_run_on_a_full_disk_says_so_and_resumes_to_the_same_results(tmp_path, monkeypatch, capsys, when,
+                                                                    whole_run):
+    """A full disk while ``jaxbandits run`` writes results.nc (after the last chunk) or a checkpoint
+    (mid-run): one line naming the file and the cause, no temporary left, and ``--resume`` then
+    writes results bitwise equal to an uninterrupted run's."""
+    import errno
+
+    import xarray as xr
+
+    from jaxbandits.cli import main
+    from jaxbandits.engine import checkpoint
+
+    def full(fh):  # a writer that fills the disk half-way
+        fh.write(b"\x89HDF partial")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    out = str(tmp_path / "out")
+    with monkeypatch.context() as m:
+        if when == "results":
+            def to_netcdf(self, p, **kw):
+                with open(p, "wb") as fh:
+                    full(fh)
+
+            m.setattr(xr.Dataset, "to_netcdf", to_netcdf)
+            file, kept = "results.nc", "the finished run is kept in its checkpoint"
+        else:
+            calls, atomic = [], checkpoint._atomic
+
+            def flaky(path, write):  # the 3rd chunk's state cannot be written
+                calls.append(path)
+                if path.endswith("state.npz") and len(calls) > 6:
+                    return atomic(path, full)
+                return atomic(path, write)
+
+            m.setattr(checkpoint, "_atomic", flaky)
+            file, kept = "state.npz", "the run is kept up to its last saved chunk in its checkpoint"
+        assert main(RUN + ["--out", out]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert re.fullmatch(rf"jaxbandits: error: \S*{file}: no space left on the device while writing it \(OSError: "
+                        rf".*No space left on device\); nothing was replaced and its temporary file was removed; "
+                        rf"{kept} \(\S*\.checkpoint\): free space, then run the same command with --resume .*", err), err
+    assert _leftovers(out) == [] and not os.path.exists(os.path.join(out, "results.nc"))
+    assert main(RUN + ["--out", out]) == 2 and "pass --resume" in capsys.readouterr().err  # nothing lost or replaced
+    assert main(RUN + ["--out", out, "--resume"]) == 0
+    assert not os.path.exists(os.path.join(out, ".checkpoint")) and _leftovers(out) == []
+    got, want = _nc_arrays(out), whole_run
+    assert got.keys() == want.keys()
+    for k in want:
+        np.testing.assert_array_equal(got[k], want[k], err_msg=k)
+
+
+# ----------------------------------------------------------------------------- a horizon shorter than the file's
+def test_a_shorter_horizon_says_which_reporting_rounds_and_record_points_it_leaves_out(tmp_path, capsys):
+    """``--horizon`` below an experiment's reporting rounds (checkpoints) and explicit record points:
+    the run goes on (a quick look is what a short horizon is for) and says what it leaves out; the
+    results hold exactly the points within the horizon."""
+    import json
+
+    from jaxbandits.cli import main
+
+    f = tmp_path / "e.toml"
+    f.write_text("checkpoints = [20, 40, 60]\nrecord = [4, 19, 39, 59]\n" + BASE)
+    out = tmp_path / "o"
+    assert main(["run", str(f), "--horizon", "30", "--out", str(out), "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert ("jaxbandits: note: horizon 30 is shorter than experiment 'e''s (60) and leaves out its reporting rounds "
+            "t = 40, 60 (summary.json and table.md report R(t) at t = 20 only) and its record points t = 40, 60 (the "
+            "curves end at t = 30); give a horizon of at least 60 to keep them") in err, err
+    s = json.loads((out / "summary.json").read_text())
+    assert s["horizon"] == 30 and "| policy | R(20) |\n" in (out / "table.md").read_text()
+    import xarray as xr
+
+    with xr.open_dataset(out / "results.nc", engine="h5netcdf") as ds:
+        assert ds["t"].values.tolist() == [5, 20, 30]
+    # the experiment's own horizon: no note, every point
+    assert main(["run", str(f), "--out", str(tmp_path / "o2"), "--no-progress"]) == 0
+    assert "note" not in capsys.readouterr().err
+    with xr.open_dataset(tmp_path / "o2" / "results.nc", engine="h5netcdf") as ds:
+        assert ds["t"].values.tolist() == [5, 20, 40, 60]
+
+
+# ----------------------------------------------------------------------------- every file read back names itself
+CK = (envs.bernoulli([0.5, 0.4]), channels.attributed(), classic.ucb1())  # one program for every case
+
+
+@pytest.fixture(scope="module")
+def interrupted_checkpoint(tmp_path_factory):
+    from jaxbandits.engine.checkpoint import Interrupted
+
+    folder, calls = tmp_path_factory.mktemp("ck"), []
+    with pytest.raises(Interrupted):
+        jb.simulate(*CK, 40, jax.random.key(0), 2, chunk=10, checkpoint=str(folder),
+                    stop=lambda: calls.append(1) or len(calls) >= 2)
+    return folder
+
+
+@pytest.mark.parametrize("damage, match", [
+    (lambda d: (d / "state.npz").write_bytes((d / "state.npz").read_bytes()[:100]), r"state.npz: not a readable "
+     r"checkpoint file \(damaged or truncated: .*\); it cannot be resumed: start afresh"),
+    (lambda d: np.savez(d / "records-0.npz", n=1), r"records-0.npz: not a readable checkpoint file \(damaged or "
+     r"truncated: it lacks the key 'a0'\)"),
+    (lambda d: (d / "fingerprint.json").write_text("[1, 2"), r"fingerprint.json: not a readable checkpoint file"),
+    (lambda d: (d / "fingerprint.json").write_text("[1, 2]"), r"fingerprint.json: .*not an object but a list"),
+])
+def test_a_damaged_checkpoint_names_the_file_and_the_key(tmp_path, interrupted_checkpoint, damage, match):
+    import shutil
+
+    d = tmp_path / "ck"
+    shutil.copytree(interrupted_checkpoint, d)
+    damage(d)
+    with pytest.raises(ValueError, match=match):
+        jb.simulate(*CK, 40, jax.random.key(0), 2, chunk=10, checkpoint=str(d), resume=True)
+
+
+def test_a_damaged_or_foreign_posterior_for_ope_names_the_file(tmp_path):
+    pytest.importorskip("arviz")
+    import xarray as xr
+
+    from jaxbandits.ope.command import delay_from_fit
+
+    nc = tmp_path / "posterior.nc"
+    nc.write_bytes(b"\x89HDF\r\n\x1a\n" + bytes(200))
+    with pytest.raises(ValueError, match=r"posterior.nc: not a readable posterior file \(damaged or truncated"):
+        delay_from_fit(str(tmp_path), 4)
+    xr.Dataset({"p": (("chain", "draw"), np.zeros((1, 4)))}).to_netcdf(nc, engine="h5netcdf", group="posterior")
+    with pytest.raises(ValueError, match=r"posterior.nc: holds no fitted delay law \(idata has no attrs\['model'\]"):
+        delay_from_fit(str(tmp_path), 4)
+
+
+def test_compare_on_an_edited_summary_names_it(tmp_path):
+    from jaxbandits import Results, compare
+
+    t = np.array([10, 100])
+    curves = {lab: {"regret": np.ones((3, 2), np.float32) * (i + 1), "expected_regret": np.ones((3, 2), np.float32),
+                    "reward": np.zeros((3, 2), np.float32), "pulls": np.full((3, 2), 50, np.int32)}
+              for i, lab in enumerate("AB")}
+    res = Results("x", {}, 0, 3, 100, t, curves)
+    res.save(str(tmp_path), plot=False)
+    (tmp_path / "summary.json").write_text("[1, 2, 3]")
+    with pytest.raises(ValueError, match=r"summary.json: not the summary.json of jaxbandits run"):
+        compare.save_comparison(str(tmp_path), compare.compare(res), plot=False)
+
+
+def test_write_log_is_atomic(tmp_path):
+    import dataclasses
+
+    pytest.importorskip("pandas")
+    from jaxbandits import bayes as B
+
+    log = B.conversion_log([0, 1, 0], [1.0, 2.0, 3.0], [2.0, np.nan, np.nan], 10.0, n_arms=2)
+    f = tmp_path / "log.csv"
+    B.write_log(str(f), log)
+    before = f.read_bytes()
+    bad = dataclasses.replace(log)
+    object.__setattr__(bad, "arm_labels", ("a",))  # past the checks: an arm without a label
+    with pytest.raises(IndexError):
+        B.write_log(str(f), bad)  # an arm without a label: fails half-way through the rows
+    assert f.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["log.csv"]
+
+
+def test_an_edited_serving_database_names_the_file_and_the_event(tmp_path):
+    import sqlite3
+
+    pytest.importorskip("fastapi")
+    from jaxbandits import ope, serve
+
+    cfg = serve.load_config(None, arms=["a", "b"], policy={"name": "ucb1"}, channel={"kind": "attributed"})
+    svc = serve.Service(cfg, str(tmp_path / "s.db"))
+    svc.decide(3)
+    svc.close()
+    assert len(ope.read_serve_db(str(tmp_path / "s.db")).arm) == 3
+    con = sqlite3.connect(str(tmp_path / "s.db"))
+    con.execute("UPDATE events SET body = '{\"n\": 3}' WHERE kind = 'decide'")
+    con.commit()
+    con.close()
+    with pytest.raises(ValueError, match=r"s.db: not a usable jaxbandits serve database \(event 1 \(decide\): the key "
+                                         r"'propensity' is missing|s.db: decisions without logged propensities"):
+        ope.read_serve_db(str(tmp_path / "s.db"))
+    con = sqlite3.connect(str(tmp_path / "s.db"))
+    con.execute("UPDATE events SET body = '{\"n\": 3, \"propensity\": [1, 1, 1]}' WHERE kind = 'decide'")
+    con.commit()
+    con.close()
+    with pytest.raises(ValueError, match=r"s.db: not a usable jaxbandits serve database \(event 1 \(decide\): the key "
+                                         r"'ids' is missing; damaged or edited\)"):
+        ope.read_serve_db(str(tmp_path / "s.db"))
+
+
+def test_sbc_figure_is_written_atomically(tmp_path, monkeypatch):
+    """A figure written by SBCResult.plot goes through the atomic writer: a failing write leaves
+    the previous file and no temporary; a full disk is named."""
+    import errno
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    from jaxbandits.bayes.calibration import SBCResult
+
+    rng = np.random.default_rng(0)
+    res = SBCResult("m", 19, {"a": rng.integers(0, 20, 40)}, {"a": np.zeros(40)}, np.zeros(40, int), np.ones(40), {})
+    f = tmp_path / "sbc.png"
+    assert res.plot(str(f)) == str(f) and f.read_bytes()[:4] == b"\x89PNG"
+    before = f.read_bytes()
+
+    def full(self, p, **kw):
+        with open(p, "wb") as fh:
+            fh.write(b"\x89PNG partial")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Figure, "savefig", full)
+    with pytest.raises(OSError, match=r"sbc.png: no space left on the device while writing it"):
+        res.plot(str(f))
+    assert f.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["sbc.png"]
+
+
+@pytest.mark.parametrize("sql, match", [
+    ("UPDATE events SET body = '{\"now\": null}' WHERE seq = 2", r"s.db: event 2 \(decide\) of the log cannot be "
+     r"replayed \(the key 'n' is missing; a damaged or edited database\)"),
+    ("UPDATE events SET body = '{\"n\": 1' WHERE seq = 1", r"s.db: event 1 \(decide\) of the log cannot be replayed"),
+    ("UPDATE meta SET value = '[1' WHERE key = 'config'", r"s.db: its meta table's config is not a config"),
+])
+def test_an_edited_serving_log_names_the_file_and_the_event(tmp_path, sql, match):
+    import sqlite3
+
+    from jaxbandits import serve
+
+    cfg = serve.load_config(None, arms=["a", "b"], policy={"name": "ucb1"}, channel={"kind": "attributed"},
+                            snapshot_every=100)
+    svc = serve.Service(cfg, str(tmp_path / "s.db"))
+    svc.decide(1)
+    svc.decide(2)
+    svc.close()
+    con = sqlite3.connect(str(tmp_path / "s.db"))
+    con.execute(sql)
+    con.commit()
+    con.close()
+    with pytest.raises(ValueError, match=match):
+        serve.Service(cfg, str(tmp_path / "s.db"))
+
+
+def test_a_learner_that_cannot_fit_in_memory_is_refused_with_the_estimate_and_the_limit(monkeypatch):
+    from jaxbandits.engine import driver
+
+    monkeypatch.setattr(driver, "available_memory", lambda: 2**30)  # the limit is the host's: 1 GiB here
+    with pytest.raises(ValueError, match=r"the learner's state needs [\d.]+ GiB \(a pending ring of 2147483647 "
+                                         r"slots, from max_pending\), more than the 1.0 GiB of memory available"):
+        online.Learner(classic.ucb1(), channels.attributed(), ["a", "b"], max_pending=2**31 - 1)
+    monkeypatch.setattr(driver, "available_memory", lambda: 10_000)
+    with pytest.raises(ValueError, match=r"a pending ring of 1001 slots, from the channel's window 1000 \+ 1\)"):
+        online.Learner(classic.thompson(), channels.conversions(window=1000), ["a", "b"])

@@ -90,8 +90,9 @@ class SBCResult:
         fig.suptitle(f"SBC, {self.model}: {R} prior draws, ranks among {self.n_draws} posterior draws, "
                      f"{n_bins} bins (grey: 99% band per bin)", fontsize=8)
         fig.tight_layout()
-        fig.savefig(path)
-        plt.close(fig)
+        from ..plotting import save_figure
+
+        return save_figure(fig, path)  # atomically: a temporary file renamed into place, removed on failure
 
 
 def _bin_counts(ranks, n_draws, n_bins):

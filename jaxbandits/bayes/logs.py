@@ -535,13 +535,19 @@ def from_table(table, cutoff=None, n_arms=None, **kw) -> ConversionLog:
 
 
 def write_log(path, log: ConversionLog):
-    """Write ``log`` as a CSV (arm labels, times as numbers in the log's unit)."""
-    with open(path, "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(list(COLUMNS))
-        labels = log.arm_labels
-        for a, p, c, k in zip(log.arm, log.play_time, log.conversion_time, log.cutoff):
-            w.writerow([labels[int(a)], f"{p:.10g}", "" if math.isnan(c) else f"{c:.10g}", f"{k:.10g}"])
+    """Write ``log`` as a CSV (arm labels, times as numbers in the log's unit), atomically (a
+    temporary file renamed into place, removed on failure: :func:`jaxbandits._io.atomic_write`)."""
+    from .._io import atomic_write
+
+    def write(p):
+        with open(p, "w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(list(COLUMNS))
+            labels = log.arm_labels
+            for a, pt, c, k in zip(log.arm, log.play_time, log.conversion_time, log.cutoff):
+                w.writerow([labels[int(a)], f"{pt:.10g}", "" if math.isnan(c) else f"{c:.10g}", f"{k:.10g}"])
+
+    atomic_write(path, write)
 
 
 def warn_empty_arms(log: ConversionLog):

@@ -24,6 +24,7 @@ import os
 import signal
 import tempfile
 import threading
+import zipfile
 from typing import Any, Callable, List, Optional, Tuple
 
 import jax
@@ -52,10 +53,28 @@ def _atomic(path: str, write: Callable[[Any], None]):
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        from .._io import disk_full, disk_full_error
+
+        if disk_full(e, path):  # one error naming the file (numpy's and the OS's name none)
+            raise disk_full_error(path, e) from None
         raise
+
+
+@contextlib.contextmanager
+def _reading(path):
+    """Errors while reading a checkpoint file as one ValueError naming the file (and the missing
+    key): a damaged or truncated checkpoint cannot be resumed, only started afresh."""
+    try:
+        yield
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
+        key = str(e.args[0]).split(" is not a file")[0] if isinstance(e, KeyError) and e.args else None  # numpy's words
+        what = f"it lacks the key {key!r}" if key is not None else f"{type(e).__name__}: {e}"
+        raise ValueError(f"{path}: not a readable checkpoint file (damaged or truncated: {' '.join(what.split())}); "
+                         "it cannot be resumed: start afresh (jaxbandits run ... --force, or remove the checkpoint "
+                         "folder)") from None
 
 
 def _is_key(a) -> bool:
@@ -81,9 +100,13 @@ class Checkpoint:
         return os.path.exists(os.path.join(self.folder, "state.npz"))
 
     def check(self):
-        """Raise a clear error when the saved checkpoint is of another simulation."""
-        with open(os.path.join(self.folder, "fingerprint.json")) as f:
-            saved = json.load(f)
+        """Raise a clear error when the saved checkpoint is of another simulation (or damaged)."""
+        fp = os.path.join(self.folder, "fingerprint.json")
+        with _reading(fp):
+            with open(fp, encoding="utf-8") as f:
+                saved = json.load(f)
+            if not isinstance(saved, dict):
+                raise ValueError(f"not an object but a {type(saved).__name__}")
         diff = sorted(k for k in set(saved) | set(self.fingerprint) if saved.get(k) != self.fingerprint.get(k))
         if diff:
             k = diff[0]
@@ -94,7 +117,8 @@ class Checkpoint:
         """``(next chunk, state, [records of each chunk done])``; ``template`` is the state's
         structure (arrays or shape structs; keys where the state has keys)."""
         self.check()
-        with np.load(os.path.join(self.folder, "state.npz")) as z:
+        sp = os.path.join(self.folder, "state.npz")
+        with _reading(sp), np.load(sp, allow_pickle=False) as z:
             nxt = int(z["next_chunk"])
             flat = [z[f"a{i}"] for i in range(int(z["n"]))]
             impls = json.loads(str(z["impls"]))
@@ -108,7 +132,8 @@ class Checkpoint:
             out.append(a)
         parts = []
         for i in range(nxt):
-            with np.load(os.path.join(self.folder, f"records-{i}.npz")) as z:
+            rp = os.path.join(self.folder, f"records-{i}.npz")
+            with _reading(rp), np.load(rp, allow_pickle=False) as z:
                 parts.append([z[f"a{j}"] for j in range(int(z["n"]))])
         return nxt, jax.tree.unflatten(tree, out), parts
 
@@ -336,7 +361,9 @@ def sweep_unit(fingerprint: dict, compute: Callable[[], Any], *, cost: float = 1
     ctx.units.append((uid, kind, owner))
     saved = ctx.cache.get_bytes(uid, kind)
     if saved is not None:
-        return _unit_value(kind, saved)
+        where = ctx.cache.folder and os.path.join(ctx.cache.folder, ctx.cache.file_name(uid, kind))
+        with _reading(where or f"the saved {what} {uid}"):
+            return _unit_value(kind, saved)
     if ctx.replay_only:
         raise MissingUnit(f"the sweep needs {what} {uid} and no part holds it")
     if owner is not None and owner != ctx.share.index:

@@ -432,58 +432,58 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
     run_s = 0.0
     to_host = 0
     n_chunks = len(seg.chunks)
-    for i, ((lo, hi), keep_seg, n_rounds) in enumerate(zip(seg.chunks, seg.keep, seg.rounds)):
-        if i < start:
+    try:
+        for i, ((lo, hi), keep_seg, n_rounds) in enumerate(zip(seg.chunks, seg.keep, seg.rounds)):
+            if i < start:
+                if bar is not None:
+                    bar.update(n_rounds)
+                continue
+            lo, hi = jnp.asarray(lo), jnp.asarray(hi)
+            exe, dt = _compiled("chunk", _chunk_program, plan, (carries, grid_params, lo, hi), donate=(1,))
+            compile_s += dt
+            tr = time.perf_counter()
+            carries, ys = exe(carries, grid_params, lo, hi)
+            host = {}
+            sel = np.nonzero(keep_seg)[0]
+            if with_stats:
+                recs_dev = {lab: {k: getattr(ys[lab], _STAT_FIELD[k]) for k in mets[lab]} for lab in labels}
+                red, dt = reduce_on_device(recs_dev, valid, B, labels, pairs)
+                compile_s += dt
+                host.update(host_block_stats(gather(red), sel, labels, -(-n_runs // B)))
+                if i == n_chunks - 1:  # each run's final values: the last record point is the last round
+                    last = int(sel[-1])
+                    fin = gather({lab: {k: getattr(ys[lab], f)[last] for k, f in _FINAL_FIELDS
+                                        if k != "delayed_regret" or problems[lab].dl_mode} for lab in labels})
+                    for j, lab in enumerate(labels):
+                        for k, v in fin[lab].items():
+                            host[f"f/{j}/{k}"] = np.asarray(v)[:n_runs]
+            if keep_n > 0:
+                if keep_n >= n_runs or gridded:
+                    kept = gather(ys)
+                else:
+                    kept = gather(_first_runs(ys, keep_n))
+                for j, lab in enumerate(labels):
+                    for f, a in zip(M.Records._fields, kept[lab]):
+                        host[f"r/{j}/{f}"] = np.asarray(a)[sel]
+            run_s += time.perf_counter() - tr
+            to_host += sum(a.nbytes for a in host.values())
+            done.append(host)
             if bar is not None:
                 bar.update(n_rounds)
-            continue
-        lo, hi = jnp.asarray(lo), jnp.asarray(hi)
-        exe, dt = _compiled("chunk", _chunk_program, plan, (carries, grid_params, lo, hi), donate=(1,))
-        compile_s += dt
-        tr = time.perf_counter()
-        carries, ys = exe(carries, grid_params, lo, hi)
-        host = {}
-        sel = np.nonzero(keep_seg)[0]
-        if with_stats:
-            recs_dev = {lab: {k: getattr(ys[lab], _STAT_FIELD[k]) for k in mets[lab]} for lab in labels}
-            red, dt = reduce_on_device(recs_dev, valid, B, labels, pairs)
-            compile_s += dt
-            host.update(host_block_stats(gather(red), sel, labels, -(-n_runs // B)))
-            if i == n_chunks - 1:  # each run's final values: the last record point is the last round
-                last = int(sel[-1])
-                fin = gather({lab: {k: getattr(ys[lab], f)[last] for k, f in _FINAL_FIELDS
-                                    if k != "delayed_regret" or problems[lab].dl_mode} for lab in labels})
-                for j, lab in enumerate(labels):
-                    for k, v in fin[lab].items():
-                        host[f"f/{j}/{k}"] = np.asarray(v)[:n_runs]
-        if keep_n > 0:
-            if keep_n >= n_runs or gridded:
-                kept = gather(ys)
-            else:
-                kept = gather(_first_runs(ys, keep_n))
-            for j, lab in enumerate(labels):
-                for f, a in zip(M.Records._fields, kept[lab]):
-                    host[f"r/{j}/{f}"] = np.asarray(a)[sel]
-        run_s += time.perf_counter() - tr
-        to_host += sum(a.nbytes for a in host.values())
-        done.append(host)
+            if checkpoint is not None:
+                names = list(host)
+                flat = [np.asarray(json.dumps(names))] + [host[k] for k in names]
+                if not global_devices:
+                    checkpoint.save(i + 1, carries, flat)
+                else:  # every process takes part in the gather; process 0 writes
+                    whole = _state_global(carries)
+                    if jax.process_index() == 0:
+                        checkpoint.save(i + 1, whole, flat)
+            if stop is not None and i + 1 < n_chunks and stop():
+                raise Interrupted(int(np.asarray(hi)[-1]), T, None if checkpoint is None else checkpoint.folder)
+    finally:  # an error (a full disk, ...) is printed on a line of its own, not after the bar
         if bar is not None:
-            bar.update(n_rounds)
-        if checkpoint is not None:
-            names = list(host)
-            flat = [np.asarray(json.dumps(names))] + [host[k] for k in names]
-            if not global_devices:
-                checkpoint.save(i + 1, carries, flat)
-            else:  # every process takes part in the gather; process 0 writes
-                whole = _state_global(carries)
-                if jax.process_index() == 0:
-                    checkpoint.save(i + 1, whole, flat)
-        if stop is not None and i + 1 < n_chunks and stop():
-            if bar is not None:
-                bar.close()
-            raise Interrupted(int(np.asarray(hi)[-1]), T, None if checkpoint is None else checkpoint.folder)
-    if bar is not None:
-        bar.close()
+            bar.close()
     nb = 2 if gridded else 1
     recs = {}
     for j, lab in enumerate(labels):
@@ -663,29 +663,62 @@ def available_memory() -> Optional[int]:
     return None
 
 
-def check_memory(problems: Dict[str, R.Problem], n_runs: int, record_at, n_grid: int = 1, keep=None):
-    """Refuse, before anything is allocated or compiled, a simulation whose records and calendars
-    alone (a lower bound of what it needs) exceed the memory available, with the estimate and the
-    limit: the allocator would abort the process instead. ``keep``: the runs whose per-run curves
-    are kept (default all); the others hold their final values only (the reduced form, whose
-    chunks' records are bounded by :data:`CHUNK_RECORD_BYTES`)."""
+@functools.lru_cache(maxsize=64)
+def _state_bytes(prob: R.Problem, params_shape=None) -> int:
+    """Bytes of one run's carried state (world, policy, channel calendar, keys, metrics), exactly,
+    from the program's shapes (``jax.eval_shape``: traced, nothing compiled or allocated)."""
+    params = None if params_shape is None else {k: jax.ShapeDtypeStruct(s, d) for k, s, d in params_shape}
+    c = jax.eval_shape(lambda p: Carry(R.init(prob, jax.random.key(0), 0, p), M.init(prob)), params)
+    return sum(int(np.prod(a.shape)) * a.dtype.itemsize for a in jax.tree.leaves(c))
+
+
+def _params_shape(params):
+    """One grid point's parameters as a hashable ``((name, shape, dtype), ...)`` (None: no grid)."""
+    if params is None:
+        return None
+    return tuple(sorted((k, tuple(np.shape(v)[1:]), np.dtype(getattr(v, "dtype", np.asarray(v).dtype)))
+                        for k, v in params.items()))
+
+
+def memory_estimate(problems: Dict[str, R.Problem], n_runs: int, record_at, n_grid: int = 1, keep=None,
+                    params=None, runs_here: Optional[int] = None) -> int:
+    """Bytes a simulation holds at least: every run's carried state (exact, from the program's shapes)
+    and the records it keeps (the per-run curves of ``keep`` runs, default all; each other run's
+    final values). ``params``: one grid point's parameters (a grid's state depends on them);
+    ``runs_here``: the runs whose state this process carries (a distributed run's share). What
+    XLA adds for its temporaries is not counted: this is a lower bound, and the refusal of
+    :func:`check_memory` errs on the side of running."""
     R_ = len(record_at)
     kept = n_runs if keep is None else min(int(keep), n_runs)
+    shape = _params_shape(params)
     need = 0
     for prob in problems.values():
         K = prob.spec.n_arms
         per_record = 3 + K + (1 if prob.dl_mode else 0)  # regret, expected regret, reward; pulls; L(t)
         need += n_grid * (kept * R_ * per_record + (n_runs - kept) * per_record) * 4
-        need += n_runs * n_grid * (prob.width * prob.payload_size + (K if prob.world.adversarial
-                                                                                        else 0)) * 4
+        need += (n_runs if runs_here is None else runs_here) * n_grid * (_state_bytes(prob, shape)
+                                                                          + (K * 4 if prob.world.adversarial else 0))
+    return need
+
+
+def check_memory(problems: Dict[str, R.Problem], n_runs: int, record_at, n_grid: int = 1, keep=None, params=None,
+                 runs_here: Optional[int] = None):
+    """Refuse, before anything is allocated or compiled, a simulation whose carried state and
+    records (:func:`memory_estimate`, a lower bound of what it needs) exceed the memory available,
+    with the estimate and the limit: the allocator would abort the process instead. Every path
+    that allocates runs calls it (the scan, a grid, the fused kernels, a distributed run)."""
     avail = available_memory()
-    if avail is not None and need > avail:
+    if avail is None:
+        return
+    need = memory_estimate(problems, n_runs, record_at, n_grid, keep, params, runs_here)
+    if need > avail:
+        per_run = sum(_state_bytes(p, _params_shape(params)) for p in problems.values())
         raise ValueError(f"this simulation needs at least {need / 2**30:.1f} GiB ({n_runs} runs"
                          + (f" x {n_grid} grid points" if n_grid > 1 else "") + f" x {len(problems)} policies: "
-                         f"{R_} record points and a calendar of width {max(p.width for p in problems.values())} "
-                         f"each), more than the {avail / 2**30:.1f} GiB of memory available: give fewer runs "
-                         "(several calls with first_run=, or --part), fewer record points (record=), keep='none' (statistics only), or a "
-                         "smaller channel width")
+                         f"{len(record_at)} record points and a carried state of {per_run} bytes per run, its calendar "
+                         f"of width {max(p.width for p in problems.values())}), more than the {avail / 2**30:.1f} "
+                         "GiB of memory available: give fewer runs (several calls with first_run=, or --part), fewer "
+                         "record points (record=), keep='none' (statistics only), or a smaller channel width")
 
 
 #: the reduced form without a ``chunk``: chunks whose records take about this many device bytes
@@ -903,7 +936,7 @@ def simulate_grid(build: Callable, grid: Mapping[str, Any], channel, horizon: in
     env, pol = first
     params = {k: jnp.asarray(a) for k, a in arrs.items()}
     prob = R.problem(env, channel, pol, horizon, n_runs=n_runs, build=_Splat(build))
-    check_memory({pol.name: prob}, n_runs, record_at, n_grid=G)
+    check_memory({pol.name: prob}, n_runs, record_at, n_grid=G, params=params)
     outs = _sweep_call({pol.name: prob}, params, key, n_runs, record_at, chunk, shard, 0, None, lambda: _outputs(
         {pol.name: prob}, *run_problems({pol.name: prob}, params, key, n_runs, record_at, chunk, progress,
                                         shard)[1:], n_runs, record_at, n_grid=G))

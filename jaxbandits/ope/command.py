@@ -47,8 +47,17 @@ def delay_from_fit(path: str, draws: int, seed: int = 0):
     nc = os.path.join(path, "posterior.nc") if os.path.isdir(path) else path
     if not os.path.isfile(nc):
         raise FileNotFoundError(f"--delay-model {path}: no posterior.nc (the output folder of jaxbandits fit)")
-    idata = az.from_netcdf(nc)
-    return delay_laws(idata), list(delay_laws(idata, draws=draws, seed=seed))
+    try:
+        idata = az.from_netcdf(nc)
+    except (OSError, ValueError, KeyError) as e:  # h5py's and xarray's messages name no file
+        raise ValueError(f"{nc}: not a readable posterior file (damaged or truncated: {' '.join(str(e).split())}); "
+                         "run jaxbandits fit again, or restore the file") from None
+    try:
+        return delay_laws(idata), list(delay_laws(idata, draws=draws, seed=seed))
+    except (KeyError, AttributeError, ValueError) as e:  # a posterior.nc of another model, or edited
+        what = f"{e.args[0]!r} is missing" if isinstance(e, KeyError) and e.args else ' '.join(str(e).split())
+        raise ValueError(f"{nc}: holds no fitted delay law ({what}): give the output folder of jaxbandits fit "
+                         "(a delay model)") from None
 
 
 class Target:

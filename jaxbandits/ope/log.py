@@ -162,42 +162,63 @@ def read_serve_db(path) -> DecisionLog:
         meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
         if meta.get("format") != "jaxbandits.serve":
             raise ValueError(f"{path}: not a jaxbandits serve database (format {meta.get('format')!r})")
-        cfg = json.loads(meta["config"])
-        rows = db.execute("SELECT kind, body FROM events ORDER BY seq").fetchall()
+        rows = db.execute("SELECT seq, kind, body FROM events ORDER BY seq").fetchall()
     except sqlite3.DatabaseError as e:
         raise ValueError(f"{path}: not a usable jaxbandits serve database ({e})") from None
     finally:
         db.close()
-    labels = list(cfg["arms"])
+    return _serve_log(path, meta, rows)
+
+
+_DAMAGED = (KeyError, TypeError, ValueError, AttributeError, IndexError)
+
+
+def _damaged(path, where, e) -> ValueError:
+    """A damaged or edited serving database's error, naming the file, the place and the key."""
+    what = f"the key {e.args[0]!r} is missing" if isinstance(e, KeyError) and e.args else " ".join(str(e).split())
+    return ValueError(f"{path}: not a usable jaxbandits serve database ({where}: {what}; damaged or edited)")
+
+
+def _serve_log(path, meta, rows) -> DecisionLog:
+    """The decision log of a serving database's ``meta`` and ``rows`` (``seq, kind, body``)."""
+    try:
+        labels = list(json.loads(meta["config"])["arms"])
+    except _DAMAGED as e:
+        raise _damaged(path, "its meta table's config", e) from None
     index = {a: k for k, a in enumerate(labels)}
     ids, arm, prop, conv_id, conv_round = [], [], [], [], []
     samples = set()
     last = -1
-    for kind, body in rows:
-        b = json.loads(body)
-        if kind == "decide":
-            if "propensity" not in b:
-                raise ValueError(f"{path}: decisions without logged propensities (written by jaxbandits before "
-                                 f"serving database format version 2, this one says version "
-                                 f"{meta.get('format_version')!r}, or logged before its upgrade): off-policy "
-                                 "estimates need them; serve with this version to record them")
-            ids += b["ids"]
-            arm += [index[a] for a in b["arms"]]
-            prop += b["propensity"]
-            samples.add(int(b.get("propensity_samples", 0)))
-            last = max(last, max(b["ids"]))
-        elif kind == "feedback":
-            r = b.get("round")
-            if r is None:
-                continue
-            rewards = b.get("rewards") or [1.0] * len(b["ids"])  # conversions channel: each event is one
-            for i, c, rw in zip(b["ids"], b.get("codes", []), rewards):
-                if c == "accepted" and rw > 0:  # a conversion (attributed channels: a positive reward)
-                    conv_id.append(i)
-                    conv_round.append(r)
-            last = max(last, r)
-        elif kind == "advance" and b.get("round") is not None:
-            last = max(last, b["round"])
+    for seq, kind, body in rows:
+        try:
+            b = json.loads(body)
+            if kind == "decide":
+                if "propensity" not in b:
+                    raise ValueError(f"{path}: decisions without logged propensities (written by jaxbandits before "
+                                     f"serving database format version 2, this one says version "
+                                     f"{meta.get('format_version')!r}, or logged before its upgrade): off-policy "
+                                     "estimates need them; serve with this version to record them")
+                ids += b["ids"]
+                arm += [index[a] for a in b["arms"]]
+                prop += b["propensity"]
+                samples.add(int(b.get("propensity_samples", 0)))
+                last = max(last, max(b["ids"]))
+            elif kind == "feedback":
+                r = b.get("round")
+                if r is None:
+                    continue
+                rewards = b.get("rewards") or [1.0] * len(b["ids"])  # conversions channel: each event is one
+                for i, c, rw in zip(b["ids"], b.get("codes", []), rewards):
+                    if c == "accepted" and rw > 0:  # a conversion (attributed channels: a positive reward)
+                        conv_id.append(i)
+                        conv_round.append(r)
+                last = max(last, r)
+            elif kind == "advance" and b.get("round") is not None:
+                last = max(last, b["round"])
+        except _DAMAGED as e:
+            if isinstance(e, ValueError) and str(e).startswith(path):
+                raise
+            raise _damaged(path, f"event {seq} ({kind})", e) from None
     if not ids:
         raise ValueError(f"{path}: no logged decisions with propensities")
     ids = np.asarray(ids, np.int64)
