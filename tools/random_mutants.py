@@ -1,0 +1,274 @@
+"""Mutants chosen by a tool, not by us: every mutant of a fixed set of operators applied to the
+package, and a uniform random sample of them run against the tests (docs/contributing.md,
+"Mutation testing").
+
+Why a generator of our own rather than mutmut or cosmic-ray: both apply a mutant, then run a test
+command per mutant in the working tree (mutmut) or a copy (cosmic-ray), and both need their own
+session database and configuration; what this project needs beyond that is (1) a *uniform random
+sample* of a fixed operator set, seeded and reproducible, and (2) per mutant, the test files that
+exercise its module, with JAX's persistent compilation cache shared by the mutants (each test
+process otherwise pays seconds to a minute of compiling). ``tools/mutants.py`` already runs a
+mutant in a private copy of the tree with that cache; this module only generates and samples.
+
+Operators (each applied at one site of one line, Python's ``ast`` finding the sites):
+
+* ``arith``: ``+`` <-> ``-``, ``*`` <-> ``/``, ``**`` -> ``*``, ``//`` -> ``/``
+* ``compare``: ``<`` <-> ``<=``, ``>`` <-> ``>=``, ``==`` <-> ``!=``
+* ``const``: an integer ``n`` -> ``n + 1`` and ``n - 1``; a float ``x`` -> ``2 x`` (``0.0`` -> ``1.0``)
+* ``drop``: ``a + b`` / ``a - b`` -> ``a``; ``a * b`` -> ``a``
+* ``swap``: the first two positional arguments of a call exchanged
+* ``bool``: ``and`` <-> ``or``; ``not x`` -> ``x``
+* ``minmax``: ``maximum`` <-> ``minimum``, ``max`` <-> ``min``
+* ``ddof``: ``ddof=1`` <-> ``ddof=0``
+
+Usage::
+
+    python tools/random_mutants.py --list                        # counts per folder and operator
+    python tools/random_mutants.py --sample 400 --seed 1 --jobs 2 --report report.json
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import collections
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+_ARITH = {ast.Add: ("+", "-"), ast.Sub: ("-", "+"), ast.Mult: ("*", "/"), ast.Div: ("/", "*"),
+          ast.Pow: ("**", "*"), ast.FloorDiv: ("//", "/")}
+_CMP = {ast.Lt: ("<", "<="), ast.LtE: ("<=", "<"), ast.Gt: (">", ">="), ast.GtE: (">=", ">"),
+        ast.Eq: ("==", "!="), ast.NotEq: ("!=", "==")}
+
+
+def package_files():
+    out = subprocess.run(["git", "ls-files", "jaxbandits"], cwd=ROOT, check=True, capture_output=True,
+                         text=True).stdout.split()
+    return sorted(f for f in out if f.endswith(".py"))
+
+
+def _docstring_lines(tree):
+    """Lines of docstrings (never mutated)."""
+    skip = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            b = node.body
+            if b and isinstance(b[0], ast.Expr) and isinstance(getattr(b[0], "value", None), ast.Constant) \
+                    and isinstance(b[0].value.value, str):
+                skip.update(range(b[0].lineno, b[0].end_lineno + 1))
+    return skip
+
+
+def _span(src_lines, node):
+    if node.lineno != node.end_lineno:
+        return None
+    return node.lineno, node.col_offset, node.end_col_offset
+
+
+def _op_text_between(line, left, right):
+    """The column range of the operator token between two operand nodes on one line."""
+    if left.end_lineno != left.lineno or right.lineno != left.lineno:
+        return None
+    return left.end_col_offset, right.col_offset
+
+
+def mutants_of(path):
+    """Every mutant of one file: dicts ``{file, line, op, col, end, old, new}`` (one line each)."""
+    src = open(os.path.join(ROOT, path)).read()
+    lines = src.splitlines()
+    tree = ast.parse(src)
+    skip = _docstring_lines(tree)
+    out = []
+
+    def add(op, lineno, c0, c1, new_text):
+        if lineno in skip:
+            return
+        line = lines[lineno - 1]
+        old_text = line[c0:c1]
+        if old_text == new_text or "#" in line[:c0] and line.lstrip().startswith("#"):
+            return
+        out.append({"file": path, "line": lineno, "op": op, "col": c0, "end": c1, "from": old_text,
+                    "to": new_text, "new_line": line[:c0] + new_text + line[c1:]})
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BinOp) and type(node.op) in _ARITH:
+            g = _op_text_between(None, node.left, node.right)
+            if g:
+                a, b = g
+                seg = lines[node.lineno - 1][a:b]
+                sym, rep = _ARITH[type(node.op)]
+                i = seg.find(sym)
+                if i >= 0 and (sym != "*" or seg[i:i + 2] != "**"):
+                    add("arith", node.lineno, a + i, a + i + len(sym), rep)
+                if isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)) and _span(lines, node) and _span(lines, node.left):
+                    ln, c0, c1 = _span(lines, node)
+                    add("drop", ln, c0, c1, lines[ln - 1][node.left.col_offset:node.left.end_col_offset])
+        elif isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _CMP:
+            g = _op_text_between(None, node.left, node.comparators[0])
+            if g:
+                a, b = g
+                seg = lines[node.lineno - 1][a:b]
+                sym, rep = _CMP[type(node.ops[0])]
+                m = re.search(re.escape(sym) + r"(?![=<>])", seg)
+                if m and (sym not in ("<", ">") or seg[m.start():m.start() + 2] not in ("<=", ">=", "<<", ">>")):
+                    add("compare", node.lineno, a + m.start(), a + m.start() + len(sym), rep)
+        elif isinstance(node, ast.Constant) and type(node.value) in (int, float) and _span(lines, node):
+            ln, c0, c1 = _span(lines, node)
+            text = lines[ln - 1][c0:c1]
+            if not re.fullmatch(r"[0-9_.eE+-]+", text):
+                continue
+            if type(node.value) is int:
+                add("const", ln, c0, c1, str(node.value + 1))
+                add("const", ln, c0, c1, str(node.value - 1))
+            else:
+                add("const", ln, c0, c1, repr(node.value * 2.0) if node.value != 0.0 else "1.0")
+        elif isinstance(node, ast.BoolOp) and len(node.values) == 2:
+            g = _op_text_between(None, node.values[0], node.values[1])
+            if g:
+                a, b = g
+                seg = lines[node.lineno - 1][a:b]
+                sym, rep = ("and", "or") if isinstance(node.op, ast.And) else ("or", "and")
+                m = re.search(r"\b" + sym + r"\b", seg)
+                if m:
+                    add("bool", node.lineno, a + m.start(), a + m.end(), rep)
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not) and _span(lines, node) \
+                and _span(lines, node.operand):
+            ln, c0, c1 = _span(lines, node)
+            add("bool", ln, c0, c1, lines[ln - 1][node.operand.col_offset:node.operand.end_col_offset])
+        elif isinstance(node, ast.Call):
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else (f.id if isinstance(f, ast.Name) else None)
+            pairs = {"maximum": "minimum", "minimum": "maximum", "max": "min", "min": "max"}
+            if name in pairs and f.end_lineno == f.lineno:
+                c1 = f.end_col_offset
+                add("minmax", f.lineno, c1 - len(name), c1, pairs[name])
+            args = node.args
+            if len(args) >= 2 and all(_span(lines, x) for x in args[:2]) and args[0].lineno == args[1].lineno \
+                    and not any(isinstance(x, ast.Starred) for x in args[:2]):
+                ln = args[0].lineno
+                line = lines[ln - 1]
+                a0, a1 = line[args[0].col_offset:args[0].end_col_offset], line[args[1].col_offset:args[1].end_col_offset]
+                if a0 != a1:
+                    add("swap", ln, args[0].col_offset, args[1].end_col_offset,
+                        a1 + line[args[0].end_col_offset:args[1].col_offset] + a0)
+            for kw in node.keywords:
+                if kw.arg == "ddof" and isinstance(kw.value, ast.Constant) and _span(lines, kw.value):
+                    ln, c0, c1 = _span(lines, kw.value)
+                    add("ddof", ln, c0, c1, "0" if kw.value.value else "1")
+    return out
+
+
+def folder_of(path):
+    parts = path.split("/")
+    return "/".join(parts[:2]) if len(parts) > 2 else "jaxbandits (top-level modules)"
+
+
+def all_mutants():
+    muts = []
+    for f in package_files():
+        muts += mutants_of(f)
+    muts.sort(key=lambda m: (m["file"], m["line"], m["col"], m["op"], m["to"]))
+    for i, m in enumerate(muts):
+        m["id"] = f"{m['file']}:{m['line']}:{m['col']}:{m['op']}:{i}"
+    return muts
+
+
+def tests_for(path, curated, limit=4):
+    """The test files that exercise ``path``: those its curated mutants name, then the test files
+    that import its module most often (at most ``limit`` in all)."""
+    mod = path[:-3].replace("/", ".").removesuffix(".__init__")
+    short = mod.split(".")[-1]
+    named = list(dict.fromkeys(t.split("::")[0] for t in curated.get(path, [])))
+    score = collections.Counter()
+    for t in subprocess.run(["git", "ls-files", "tests"], cwd=ROOT, check=True, capture_output=True,
+                            text=True).stdout.split():
+        if not (t.endswith(".py") and os.path.basename(t).startswith("test_")):
+            continue
+        txt = open(os.path.join(ROOT, t)).read()
+        n = txt.count(mod) + len(re.findall(r"import[^\n]*\b" + re.escape(short) + r"\b", txt))
+        if n:
+            score[t] = 1000 * n
+        elif short != "__init__" and re.search(r"\b" + re.escape(short) + r"\b", txt):
+            score[t] = len(re.findall(r"\b" + re.escape(short) + r"\b", txt))  # named, not imported
+    ranked = named + [t for t, _ in score.most_common() if t not in named]
+    return ranked[:limit]
+
+
+def curated_tests():
+    out = collections.defaultdict(list)
+    for p in sorted(os.listdir(os.path.join(ROOT, "tools", "mutants"))):
+        if p.endswith(".json"):
+            for m in json.load(open(os.path.join(ROOT, "tools", "mutants", p))):
+                out[m["file"]] += m.get("tests", [])
+    return out
+
+
+def as_runnable(m, lines_cache, curated):
+    """The mutant in ``tools/mutants.py``'s form: ``old`` a unique stretch of the file."""
+    path = m["file"]
+    lines = lines_cache.setdefault(path, open(os.path.join(ROOT, path)).read().splitlines())
+    i = m["line"] - 1
+    src = "\n".join(lines)
+    lo, hi = i, i + 1
+    while "\n".join(lines[lo:hi]).join(["", ""]) and src.count("\n".join(lines[lo:hi])) != 1 and (lo > 0 or hi < len(lines)):
+        lo, hi = max(0, lo - 1), min(len(lines), hi + 1)
+    old = "\n".join(lines[lo:hi])
+    new = "\n".join(lines[lo:i] + [m["new_line"]] + lines[i + 1:hi])
+    return dict(m, old=old, new=new, tests=tests_for(path, curated))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--list", action="store_true", help="count the mutants by folder and operator")
+    ap.add_argument("--sample", type=int, default=0, help="run a uniform random sample of this many")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--timeout", type=float, default=900.0)
+    ap.add_argument("--report")
+    ap.add_argument("--dry", action="store_true", help="print the sample, run nothing")
+    a = ap.parse_args(argv)
+    muts = all_mutants()
+    if a.list or not a.sample:
+        by = collections.Counter((folder_of(m["file"]), m["op"]) for m in muts)
+        for f in sorted({k[0] for k in by}):
+            print(f, sum(v for k, v in by.items() if k[0] == f), {k[1]: v for k, v in by.items() if k[0] == f})
+        print(len(muts), "mutants")
+        return 0
+    sample = random.Random(a.seed).sample(muts, a.sample)
+    cache, cur = {}, curated_tests()
+    runnable = [as_runnable(m, cache, cur) for m in sample]
+    if a.dry:
+        for m in runnable:
+            print(m["id"], "|", m["from"], "->", m["to"], "|", " ".join(m["tests"]))
+        return 0
+    import concurrent.futures as cf
+
+    import mutants as T
+
+    files = T.tracked_files()
+    res = []
+    with cf.ThreadPoolExecutor(max_workers=a.jobs) as ex:
+        for r in ex.map(lambda m: T.run_one(m, files, False, a.timeout, os.path.join(ROOT, ".mutants_cache")),
+                        runnable):
+            print(f"{r['status']:9s} {r['seconds']:7.1f}s  {r['id']}  {r['from']!r} -> {r['to']!r}", flush=True)
+            res.append(r)
+            if a.report:
+                json.dump(res, open(a.report, "w"), indent=1)
+    by = collections.defaultdict(lambda: [0, 0])
+    for r in res:
+        if r["status"] in ("killed", "survived"):
+            by[folder_of(r["file"])][0] += r["status"] == "killed"
+            by[folder_of(r["file"])][1] += 1
+    for f, (k, n) in sorted(by.items()):
+        print(f"{f:40s} {k}/{n} killed ({100.0 * k / max(n, 1):.0f}%)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
