@@ -118,6 +118,8 @@ def pallas_ucb1(n_pad, K, R, block=128, num_warps=4, interpret=False):
     from jax import lax
     from jax.experimental import pallas as pl
 
+    if n_pad % block:
+        raise ValueError(f"pallas_ucb1 runs whole blocks: n_pad={n_pad} is not a multiple of block={block}")
     F, U = jnp.float32, jnp.uint32
 
     def threefry(k0, k1, c0, c1):

@@ -96,7 +96,8 @@ def cuda_anchor(K, n, T, R, fast_math=False, block=128):
     run, compile_s = cuda_ucb1(np.asarray(ke0), np.asarray(ke1), mu, rec, T, block=block, fast_math=fast_math)
     s = _timed(run)
     out = run().get()
-    return {"compile_s": compile_s, "run_s": s, "run_steps_per_s": n * T / s, "mean_final_regret": float(out[-1].mean())}
+    return {"compile_s": compile_s, "run_s": s, "run_steps_per_s": n * T / s, "mean_final_regret": float(out[-1].mean()),
+            **_same_as_library(out[-1], K, n, T, R)}
 
 
 def pallas_anchor(K, n, T, R, block=128, warps=4, interpret=False):
@@ -105,15 +106,28 @@ def pallas_anchor(K, n, T, R, block=128, warps=4, interpret=False):
 
     from anchors import pallas_ucb1
 
-    _, ke0, ke1, rec, mu = _setup(K, n, T, R)
-    f = pallas_ucb1(n, K, len(rec), block=block, num_warps=warps, interpret=interpret)
+    n_pad = -(-n // block) * block  # whole blocks; the padded runs' records are cut below
+    _, ke0, ke1, rec, mu = _setup(K, n_pad, T, R)
+    f = pallas_ucb1(n_pad, K, len(rec), block=block, num_warps=warps, interpret=interpret)
     args = (jnp.asarray(mu), jnp.asarray(rec), ke0, ke1)
     t0 = time.perf_counter()
     exe = f.lower(*args).compile()
     compile_s = time.perf_counter() - t0
     s = _timed(lambda: jax.block_until_ready(exe(*args)))
-    out = np.asarray(exe(*args))
-    return {"compile_s": compile_s, "run_s": s, "run_steps_per_s": n * T / s, "mean_final_regret": float(out[-1].mean())}
+    out = np.asarray(exe(*args))[:, :n]
+    return {"compile_s": compile_s, "run_s": s, "run_steps_per_s": n * T / s, "mean_final_regret": float(out[-1].mean()),
+            **_same_as_library(out[-1], K, n, T, R)}
+
+
+def _same_as_library(final, K, n, T, R):
+    """The share of runs whose final regret is bitwise the library's fused UCB1's (same words)."""
+    lib = _LIBRARY_FINAL.get((K, n, T, R))
+    if lib is None:
+        return {}
+    return {"runs_equal_to_library": float(np.mean(np.asarray(final, np.float32) == lib))}
+
+
+_LIBRARY_FINAL: dict = {}
 
 
 # ----------------------------------------------------------------------------- the library
@@ -145,6 +159,8 @@ def library(name, n, T, R, K=10, path="fused", delay_mean=100.0, window=1000, **
     wall = time.perf_counter() - t0
     tm = out.timing
     fin = out.stats.final["regret"] if out.stats is not None else out.regret[:, -1]
+    if name == "UCB1" and path == "fused":
+        _LIBRARY_FINAL[(K, n, T, R)] = np.asarray(fin, np.float32)
     fin = np.asarray(fin, np.float64)
     res = {"runs": n, "horizon": T, "first_call_s": first_s, "compile_s": first.timing.get("compile_s"),
            "second_call_compile_s": tm.get("compile_s"), "end_to_end_s": wall,
@@ -187,7 +203,8 @@ def lanes_variant(name, n, T, R, block, warps, K=10):
     exe = f.lower(*args).compile()
     compile_s = time.perf_counter() - t0
     s = _timed(lambda: jax.block_until_ready(exe(*args)), repeat=2)
-    return {"block": block, "warps": warps, "compile_s": compile_s, "kernel_s": s, "run_steps_per_s": n * T / s}
+    return {"runs": n, "horizon": T, "block": block, "warps": warps, "compile_s": compile_s, "kernel_s": s,
+            "run_steps_per_s": n * T / s}
 
 
 def reduction(n, R, K, points=None):
@@ -199,7 +216,7 @@ def reduction(n, R, K, points=None):
     from jaxbandits.engine import driver as DR
     from jaxbandits.engine import stats as ST
 
-    DR._REDUCERS.clear()
+    DR.clear_cache()
     points = points or R
     try:
         B = ST.block_size(n)
@@ -217,7 +234,7 @@ def reduction(n, R, K, points=None):
         jax.device_get(red)
         host = time.perf_counter() - t0
     finally:
-        DR._REDUCERS.clear()
+        DR.clear_cache()
     return {"runs": n, "block": B, "points": points, "compile_s": dt, "reduce_s": s, "to_host_s": host,
             "reduce_s_all_points": s * R / points}
 
@@ -228,13 +245,13 @@ def naive_gaussian_ts(K, T, stride, key):
     import jax.numpy as jnp
 
     from jaxbandits import mathlib as M
-    from limits import _recorded_scan, _streams, arm_means
+    from limits import recorded_scan, streams, arm_means
 
     mu = jnp.asarray(arm_means(K))
     best = jnp.max(mu)
 
     def run(r):
-        k_rew, _, k_act = _streams(key, r)
+        k_rew, _, k_act = streams(key, r)
 
         def step(c, t):
             n, s, reg = c
@@ -247,7 +264,7 @@ def naive_gaussian_ts(K, T, stride, key):
             return (n + e, s + e * x, reg + (best - mu[a])), None
 
         z = jnp.zeros((K,), jnp.float32)
-        c, regret = _recorded_scan(step, (z, z, jnp.float32(0)), T, stride, lambda c: c[2])
+        c, regret = recorded_scan(step, (z, z, jnp.float32(0)), T, stride, lambda c: c[2])
         return regret, c[0]
 
     return run
@@ -266,8 +283,8 @@ def naive_delayed_ucb(K, T, stride, key, delay_mean, window):
     m, W = window, window + 1
 
     def run(r):
-        law, rho, rho_m1, tau_m = L._geometric(delay_mean, window)
-        k_rew, k_del, k_act = L._streams(key, r)
+        law, rho, rho_m1, tau_m = L.geometric_constants(delay_mean, window)
+        k_rew, k_del, k_act = L.streams(key, r)
 
         def step(c, t):
             cal, n, s, o, w, nc, ring, reg = c
@@ -291,7 +308,7 @@ def naive_delayed_ucb(K, T, stride, key, delay_mean, window):
 
         z = jnp.zeros((K,), jnp.float32)
         c0 = (jnp.zeros((W, K), jnp.float32), z, z, z, z, z, jnp.full((m,), -1, jnp.int32), jnp.float32(0))
-        c, regret = L._recorded_scan(step, c0, T, stride, lambda c: c[-1])
+        c, regret = L.recorded_scan(step, c0, T, stride, lambda c: c[-1])
         return regret, c[1]
 
     return run
@@ -356,7 +373,7 @@ def print_table():
             continue
         rate = r.get("end_to_end_run_steps_per_s") or r.get("run_steps_per_s")
         det = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in r.items()
-               if k in ("compile_s", "reduce_s", "to_host_s", "kernel_run_steps_per_s", "mean_final_regret", "se_final_regret", "runs",
+               if k in ("compile_s", "reduce_s", "to_host_s", "kernel_run_steps_per_s", "runs_equal_to_library", "mean_final_regret", "se_final_regret", "runs",
                         "horizon", "block", "warps", "peak_device_bytes", "bytes_to_host")}
         print(f"| {r['name']} | {rate:.3g} | {det} |" if rate else f"| {r['name']} | - | {det} |")
     sys.stdout.flush()
@@ -384,10 +401,20 @@ def main(argv=None):
     if a.quick:
         n, T, R, nd, no, To = 256, 200, 10, 256, 64, 100
     gpu = jax.default_backend() == "gpu"
-    info = {"jax": jax.__version__, "backend": jax.default_backend(), "device": str(jax.devices()[0]),
+    import subprocess
+
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip() or None
+    except OSError:
+        commit = None
+    info = {"commit": commit, "jax": jax.__version__, "backend": jax.default_backend(), "device": str(jax.devices()[0]),
             "python": platform.python_version(), "runs": n, "horizon": T, "arms": K, "records": R}
     log(info)
     skip = set(a.skip)
+    names = ("UCB1", "KL-UCB", "Thompson", "Gaussian-TS")
+    if "fused" not in skip:  # UCB1 first: the anchors compare their runs with it
+        row("fused end to end: UCB1", library, "UCB1", n, T, R, K)
     if "anchors" not in skip:
         if gpu:
             row("anchor: CUDA UCB1 (CuPy, thread per run)", cuda_anchor, K, n, T, R)
@@ -395,12 +422,11 @@ def main(argv=None):
             row("anchor: CUDA UCB1, 256 threads a block", cuda_anchor, K, n, T, R, block=256)
         row("anchor: Pallas lanes UCB1 (minimal)", pallas_anchor, K, n, T, R, interpret=not gpu,
             block=128 if gpu else 32)
-    names = ("UCB1", "KL-UCB", "Thompson", "Gaussian-TS")
     if "reduction" not in skip:
         for pts in (None, 6):
             row(f"statistics on the device, {pts or R} record points a program", reduction, n, R, K, pts)
     if "fused" not in skip:
-        for nm in names:
+        for nm in names[1:]:
             row(f"fused end to end: {nm}", library, nm, n, T, R, K)
     if "plain" not in skip:
         for nm in names:

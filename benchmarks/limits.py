@@ -88,7 +88,7 @@ def record_stride(T, records):
 
 
 # ----------------------------------------------------------------------------- shared pieces
-def _streams(key, r):
+def streams(key, r):
     """REWARD and DELAY stream keys and the act key stream of run ``r`` (conventions §8)."""
     import jax
 
@@ -98,7 +98,7 @@ def _streams(key, r):
     return f(k_env, 1), f(k_env, 2), f(f(k_run, 1), 1)
 
 
-def _recorded_scan(step, c0, T, stride, metric):
+def recorded_scan(step, c0, T, stride, metric):
     """``lax.scan`` of ``step`` over rounds ``0..T-1``, recording ``metric(carry)`` after rounds
     ``stride-1, 2 stride-1, ...`` and ``T-1`` (the library's ``record=stride``) as scan outputs."""
     import jax.numpy as jnp
@@ -140,7 +140,7 @@ def naive_classic(name, K, T, stride, key, fold=None):
         return M.beta_sample(k, 1.0 + s, 1.0 + jnp.maximum(n - s, 0.0))  # Beta(1 + S, 1 + N - S)
 
     def run(r):
-        k_rew, _, k_act = _streams(key, r)
+        k_rew, _, k_act = streams(key, r)
 
         def step(c, t):
             n, s, reg = c
@@ -151,13 +151,13 @@ def naive_classic(name, K, T, stride, key, fold=None):
             return (n + e, s + e * x, reg + (best - mu[a])), None
 
         z = jnp.zeros((K,), jnp.float32)
-        c, regret = _recorded_scan(step, (z, z, jnp.float32(0)), T, stride, lambda c: c[2])
+        c, regret = recorded_scan(step, (z, z, jnp.float32(0)), T, stride, lambda c: c[2])
         return regret, c[0]
 
     return run
 
 
-def _geometric(delay_mean, window):
+def geometric_constants(delay_mean, window):
     import jax.numpy as jnp
 
     from jaxbandits import delays as D
@@ -183,8 +183,8 @@ def naive_delayed_klucb(K, T, stride, key, delay_mean, window, fold=None):
     m, W = window, window + 1
 
     def run(r):
-        law, rho, rho_m1, tau_m = _geometric(delay_mean, window)
-        k_rew, k_del, k_act = _streams(key, r)
+        law, rho, rho_m1, tau_m = geometric_constants(delay_mean, window)
+        k_rew, k_del, k_act = streams(key, r)
 
         def step(c, t):
             cal, n, s, o, w, nc, ring, reg = c
@@ -207,7 +207,7 @@ def naive_delayed_klucb(K, T, stride, key, delay_mean, window, fold=None):
 
         z = jnp.zeros((K,), jnp.float32)
         c0 = (jnp.zeros((W, K), jnp.float32), z, z, z, z, z, jnp.full((m,), -1, jnp.int32), jnp.float32(0))
-        c, regret = _recorded_scan(step, c0, T, stride, lambda c: c[-1])
+        c, regret = recorded_scan(step, c0, T, stride, lambda c: c[-1])
         return regret, c[1]
 
     return run
@@ -230,8 +230,8 @@ def fused_delayed_klucb(K, T, stride, key, delay_mean, window, fold=None):
     m, W = window, window + 1
 
     def run(r):
-        law, rho, rho_m1, tau_m = _geometric(delay_mean, window)
-        k_rew, k_del, k_act = _streams(key, r)
+        law, rho, rho_m1, tau_m = geometric_constants(delay_mean, window)
+        k_rew, k_del, k_act = streams(key, r)
 
         def step(c, t):
             cal, s, o, w, nc, ring, leave, reg = c
@@ -254,7 +254,7 @@ def fused_delayed_klucb(K, T, stride, key, delay_mean, window, fold=None):
         z = jnp.zeros((K,), jnp.float32)
         c0 = (jnp.zeros((W, K), jnp.float32), z, z, z, z, jnp.full((m,), -1, jnp.int32), jnp.int32(-1),
               jnp.float32(0))
-        c, regret = _recorded_scan(step, c0, T, stride, lambda c: c[-1])
+        c, regret = recorded_scan(step, c0, T, stride, lambda c: c[-1])
         return regret, c[3] + c[4]  # pulls per arm: in the window + closed
 
     return run

@@ -238,6 +238,20 @@ def exp_weights_probs(cum_loss, eta, gamma=0.0):
 
 
 # ----------------------------------------------------------------------------- Beta draws
+def mt_proposal(d, c, x, u):
+    """Marsaglia and Tsang's (2000) test of one Gamma(a) proposal, ``d = a - 1/3``,
+    ``c = 1/sqrt(9 d)``, from a standard normal ``x`` and a uniform ``u``: ``(accepted, d v)`` with
+    ``v = (1 + c x)^3``."""
+    v = (1.0 + c * x) ** 3
+    ok = (v > 0) & (jnp.log(u) < 0.5 * x * x + d - d * v + d * jnp.log(jnp.where(v > 0, v, 1.0)))
+    return ok, d * v
+
+
+def beta_from_gammas(ga, gb):
+    """``G_a / (G_a + G_b)``: a Beta(a, b) variate from independent Gamma(a) and Gamma(b) ones."""
+    return ga / (ga + gb)
+
+
 def gamma_mt(key, a, n_try: int = 4):
     """Exact Gamma(a, 1) for ``a >= 1`` by Marsaglia and Tsang (2000).
 
@@ -253,10 +267,9 @@ def gamma_mt(key, a, n_try: int = 4):
     def propose(k, offset):
         x = normals(k, n_try * n, offset).reshape(n_try, n)
         u = uniforms(k, n_try * n, offset + 2 * n_try * n).reshape(n_try, n)
-        v = (1.0 + c * x) ** 3
-        ok = (v > 0) & (jnp.log(u) < 0.5 * x * x + d - d * v + d * jnp.log(jnp.where(v > 0, v, 1.0)))
+        ok, dv = mt_proposal(d, c, x, u)
         first = jnp.argmax(ok, axis=0)
-        val = d * jnp.take_along_axis(v, first[None], axis=0)[0]
+        val = jnp.take_along_axis(dv, first[None], axis=0)[0]
         return jnp.any(ok, axis=0), val
 
     done, val = propose(key, 0)
@@ -277,7 +290,7 @@ def beta_sample(key, a, b):
     a = jnp.asarray(a, _F)
     k = a.shape[0]
     g = gamma_mt(key, jnp.concatenate([a, jnp.asarray(b, _F)]))
-    return g[:k] / (g[:k] + g[k:])
+    return beta_from_gammas(g[:k], g[k:])
 
 
 # ----------------------------------------------------------------------------- Poisson KL-UCB

@@ -81,6 +81,7 @@ def simulate(env, channel, policies, horizon: int, key, n_runs: int = 1, *, reco
     """
     if path == "fused":  # the scan path's argument checks first: a malformed call gets the same error
         _check_args(env, channel, policies, horizon, key, n_runs, record, chunk, first_run, delayed_regret)
+    stats_block = _driver.check_stats_block(stats_block)
     which = choose_path(env, channel, policies, path, chunk=chunk, shard=shard, resume=resume)
     if which == "scan":
         return _driver.simulate(env, channel, policies, horizon, key, n_runs, record=record, chunk=chunk,

@@ -28,6 +28,22 @@ for pol in (classic.ucb1(), classic.kl_ucb(), classic.thompson(), classic.gaussi
     ks, _ = kernel_spec(env, jb.channels.attributed(), pol, T, R, block=128, interpret=False)
     args = (S((ks.k_pad,), jnp.float32), S((ks.r_pad,), jnp.int32)) + (S((n,), jnp.uint32),) * 4
     out[pol.name] = round_work(lower(lanes.build(ks, n), args))
+# Thompson at the launch the fused path uses on a GPU (jaxbandits.fused.path.GPU_LAUNCH)
+from jaxbandits.fused.path import GPU_LAUNCH  # noqa: E402
+
+b, w = GPU_LAUNCH["thompson"]
+ks, _ = kernel_spec(env, jb.channels.attributed(), classic.thompson(), T, R, block=b, interpret=False, num_warps=w)
+args = (S((ks.k_pad,), jnp.float32), S((ks.r_pad,), jnp.int32)) + (S((n,), jnp.uint32),) * 4
+out["Thompson 32x1"] = round_work(lower(lanes.build(ks, n), args))
+# the calendar kernels: DelayedUCB / DelayedKLUCB, geometric delays, m = 1000
+from jaxbandits.policies import conversions as CV  # noqa: E402
+
+law = jb.delays.geometric(mean=100.0)
+cenv = jb.envs.conversions(np.linspace(0.1, 0.5, K), law)
+for name, pol in (("d-ucb", CV.delayed_ucb(law, 1000)), ("d-klucb", CV.delayed_klucb(law, 1000))):
+    ks, tau = kernel_spec(cenv, jb.channels.conversions(window=1000), pol, T, R, block=128, interpret=False)
+    args = (S((ks.k_pad,), jnp.float32), S((ks.r_pad,), jnp.int32), S(tau.shape, jnp.float32)) + (S((n,), jnp.uint32),) * 4
+    out[name] = round_work(lower(lanes.build_delayed(ks, n), args))
 args = (S((K,), jnp.float32), S((R,), jnp.int32), S((n,), jnp.uint32), S((n,), jnp.uint32))
 out["anchor UCB1"] = round_work(lower(pallas_ucb1(n, K, R), args))
 print(json.dumps(out))

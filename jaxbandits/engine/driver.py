@@ -138,6 +138,15 @@ def _compiled(name, fn, plan, args, donate=()):
     return exe, dt
 
 
+def check_stats_block(stats_block):
+    """``stats_block`` checked (``None``, or a power of two >= 1), as every path takes it."""
+    if stats_block is not None:
+        stats_block = V.integer("stats_block", stats_block, lo=1)
+        if stats_block & (stats_block - 1):
+            raise ValueError(f"stats_block must be a power of two, got {stats_block}")
+    return stats_block
+
+
 def clear_cache():
     """Forget every compiled program (frees their memory and the worlds they hold)."""
     _COMPILED.clear()
@@ -823,10 +832,7 @@ def simulate(env, channel, policies, horizon: int, key, n_runs: int = 1, *, reco
                           any(p.world.adversarial for p in problems.values()))
     if chunk is None and keep_n < n_runs:  # the reduced form: a chunk's records bound the device memory
         chunk = auto_chunk([p.spec.n_arms for p in problems.values()], n_runs, horizon, len(record_at))
-    if stats_block is not None:
-        stats_block = V.integer("stats_block", stats_block, lo=1)
-        if stats_block & (stats_block - 1):
-            raise ValueError(f"stats_block must be a power of two, got {stats_block}")
+    stats_block = check_stats_block(stats_block)
     check_memory(problems, n_runs, record_at, keep=keep_n)
     outs = _sweep_call(problems, None, key, n_runs, record_at, chunk, shard, first_run, checkpoint, lambda: _outputs(
         problems, *run_problems(problems, None, key, n_runs, record_at, chunk, progress, shard, first_run,

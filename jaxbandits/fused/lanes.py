@@ -35,6 +35,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
+from .. import mathlib as M
 from ..policies import classic as P
 from . import rng
 
@@ -96,14 +97,14 @@ def index_lanes(ks, n, s, t, kp0, kp1):
         z = []
         for j in range((K + 1) // 2):  # Box-Muller pairs: both normals of one threefry call
             z += list(rng.normal_pair(kp0, kp1, c0, _U(j)))
-        return [m + z[k] / jnp.sqrt(prec) for k, (m, prec) in enumerate(post)]
+        return [P.gaussian_index(m, prec, z[k]) for k, (m, prec) in enumerate(post)]
     if kind == "thompson":
         shapes = []
         for k in range(K):
             a, b = P.beta_posterior(s[k], n[k], ks.p("prior_a", 1.0), ks.p("prior_b", 1.0))
             shapes += [a, b]
         g = rng.gammas_in_sequence(shapes, kp0, kp1, c0, ks.p("max_proposals", rng.max_proposals(2 * K)))
-        return [g[2 * k] / (g[2 * k] + g[2 * k + 1]) for k in range(K)]
+        return [M.beta_from_gammas(g[2 * k], g[2 * k + 1]) for k in range(K)]
     raise ValueError(f"no lanes kernel for {kind!r}")
 
 
@@ -138,8 +139,8 @@ def _lanes_kernel(ks, *refs):
         hit = [a == k for k in range(K)]
         n = [n[k] + hit[k].astype(_F) for k in range(K)]
         s = [s[k] + jnp.where(hit[k], r, _F(0.0)) for k in range(K)]
-        reg, reg_c = _kahan(reg, reg_c, best_mu - mu_a)
-        rew, rew_c = _kahan(rew, rew_c, r)
+        reg, reg_c = M.kahan_add(reg, reg_c, best_mu - mu_a)
+        rew, rew_c = M.kahan_add(rew, rew_c, r)
         return n, s, reg, reg_c, rew, rew_c
 
     def segment(i, carry):
@@ -157,10 +158,10 @@ def _lanes_kernel(ks, *refs):
     lax.fori_loop(0, ks.n_rec, segment, (st0, jnp.int32(0)))
 
 
-def _kahan(s, c, x):
-    y = x - c
-    t = s + y
-    return t, (t - s) - y
+def _whole_blocks(n_pad, block):
+    if n_pad % block:
+        raise ValueError(f"the fused kernels run whole blocks: {n_pad} padded runs is not a multiple of the "
+                         f"block of {block} runs")
 
 
 def build(ks, n_pad: int):
@@ -171,6 +172,7 @@ def build(ks, n_pad: int):
     from jax.experimental.pallas import triton as pltriton
 
     B, K, R = ks.block, ks.n_arms, ks.r_pad
+    _whole_blocks(n_pad, B)
     runs = pl.BlockSpec((B,), lambda i: (i,))
     whole = lambda n: pl.BlockSpec((n,), lambda i: (0,))
     cols = lambda h: pl.BlockSpec((h, B), lambda i: (0, i))
@@ -308,8 +310,8 @@ def _lanes_delayed_kernel(ks, *refs):
             nt = [discounted_value(nc[k], w[k], o[k], lr, m) for k in range(K)]
         else:
             nt = n_tilde_table(t, nc)
-        reg, reg_c = _kahan(reg, reg_c, best_mu - mu_a)
-        rew, rew_c = _kahan(rew, rew_c, conv.astype(_F))
+        reg, reg_c = M.kahan_add(reg, reg_c, best_mu - mu_a)
+        rew, rew_c = M.kahan_add(rew, rew_c, conv.astype(_F))
         return n, s, nt, o, w, nc, leave, reg, reg_c, rew, rew_c, lost
 
     def segment(i, carry):
@@ -355,6 +357,7 @@ def build_delayed(ks, n_pad: int):
 
     B, K, R, Wp = ks.block, ks.n_arms, ks.r_pad, ks.p("Wp")
     NW = (K + 3) // 4
+    _whole_blocks(n_pad, B)
     runs = pl.BlockSpec((B,), lambda i: (i,))
     whole = lambda n: pl.BlockSpec((n,), lambda i: (0,))
     cols = lambda h: pl.BlockSpec((h, B), lambda i: (0, i))

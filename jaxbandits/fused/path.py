@@ -26,9 +26,9 @@ CLASSIC = ("ucb1", "kl_ucb", "thompson", "gaussian_ts", "random")
 DELAYED = ("delayed_ucb", "delayed_klucb")
 #: runs per program on a GPU (one run per lane: 4 warps)
 GPU_BLOCK = 128
-#: (runs, warps) per program on a GPU where another launch measured faster: Thompson's proposal
-#: loop runs until the block's last lane is done, so one warp a program (3.4e9 against 3.2e9
-#: run-steps/s at 128 runs and 4 warps, H200, docs/benchmarks.md)
+#: (runs, warps) per program of a Bernoulli-world kernel on a GPU where another launch measured
+#: faster: Thompson's proposal loop runs until the block's last lane is done, so one warp a program
+#: (3.4e9 against 3.2e9 run-steps/s at 128 runs and 4 warps, T = 2000, H200, docs/benchmarks.md)
 GPU_LAUNCH = {"thompson": (32, 1)}
 
 
@@ -268,7 +268,7 @@ def simulate_fused(env, channel, policies, horizon, key, n_runs=1, *, record=Non
     for lab, pol in pols.items():
         pb, pw = block, 4
         sp = spec_of(pol)
-        if not chosen and not interpret and sp.kind in GPU_LAUNCH:
+        if not chosen and not interpret and sp.kind in GPU_LAUNCH and type(channel) is not C.Conversions:
             pb, pw = GPU_LAUNCH[sp.kind]  # divides n_pad: a power of two <= block
         ks, tau = kernel_spec(env, channel, pol, horizon, R, block=pb, interpret=interpret, num_warps=pw,
                               replay=Kn.next_pow2(horizon) if replay is not None else 0)
@@ -313,16 +313,16 @@ def simulate_fused(env, channel, policies, horizon, key, n_runs=1, *, record=Non
     labels = list(outs)
     t0 = time.perf_counter()
 
-    def cut(o):  # the records as the reduction takes them: [R, runs_pad, ...] (pulls [R * K, runs] first)
-        d = {"regret": o["regret"][:R], "expected_regret": o["regret"][:R] if o.get("exp") is None
-             else jnp.swapaxes(o["exp"], 0, 1), "reward": o["reward"][:R]}
+    def cut(o, lo, hi):  # record points lo..hi-1 as the reduction takes them: [points, runs_pad, ...]
+        d = {"regret": o["regret"][lo:hi], "expected_regret": o["regret"][lo:hi] if o.get("exp") is None
+             else jnp.swapaxes(o["exp"], 0, 1)[lo:hi], "reward": o["reward"][lo:hi]}
         if o["dl"] is not None:
-            d["delayed_regret"] = o["dl"][:R]
-        d["pulls"] = jnp.swapaxes(o["pulls"][: R * o["K"]].reshape(R, o["K"], n_pad), 1, 2)
+            d["delayed_regret"] = o["dl"][lo:hi]
+        K = o["K"]  # pulls: rows i K + k of [R K, runs], transposed one group at a time
+        d["pulls"] = jnp.swapaxes(o["pulls"][lo * K: hi * K].reshape(hi - lo, K, n_pad), 1, 2)
         return d
 
-    recs = {lab: cut(o) for lab, o in outs.items()}
-    mets = {lab: tuple(recs[lab]) for lab in labels}
+    mets = {lab: tuple(cut(o, 0, 1)) for lab, o in outs.items()}
     pairs = DR.stat_pairs(labels, mets)
     valid = jnp.arange(n_pad) < n_runs
     # reduced by groups of record points of about DR.CHUNK_RECORD_BYTES, as the scan path reduces
@@ -332,23 +332,32 @@ def simulate_fused(env, channel, policies, horizon, key, n_runs=1, *, record=Non
     step = max(1, min(R, int(DR.CHUNK_RECORD_BYTES // per_point)))
     pieces, dt = [], 0.0
     for lo in range(0, R, step):
-        sub = {lab: {k: a[lo:lo + step] for k, a in d.items()} for lab, d in recs.items()}
+        sub = {lab: cut(o, lo, min(R, lo + step)) for lab, o in outs.items()}
         red, dti = DR.reduce_on_device(sub, valid, B, labels, pairs)
         dt += dti
         pieces.append(DR.host_block_stats(jax.device_get(red), np.arange(min(step, R - lo)), labels, -(-n_runs // B)))
     compile_s += dt
     final = {}
     for j, lab in enumerate(labels):
+        last = cut(outs[lab], R - 1, R)
         for k in ("regret", "expected_regret", "reward", "delayed_regret"):
-            if k in recs[lab]:
-                final[f"f/{j}/{k}"] = recs[lab][k][R - 1, :n_runs]
+            if k in last:
+                final[f"f/{j}/{k}"] = last[k][0, :n_runs]
         lost = outs[lab]["lost"]
         final[f"f/{j}/lost_to_W"] = lost[:n_runs] if lost is not None else jnp.zeros((n_runs,), jnp.int32)
     final = jax.device_get(final)
     stats = DR.host_stats(labels, mets, pairs, B, pieces, final)
     n_keep = DR.resolve_keep(keep, [env.n_arms] * len(labels), n_runs, R)
-    kept = jax.device_get({lab: {k: jnp.swapaxes(a[:, :n_keep], 0, 1) for k, a in d.items()} for lab, d in recs.items()}) \
-        if n_keep else None
+    def first_runs(o):  # every record of the first n_keep runs: [n_keep, R, ...]
+        ex = o["regret"] if o.get("exp") is None else jnp.swapaxes(o["exp"], 0, 1)
+        d = {"regret": o["regret"], "expected_regret": ex, "reward": o["reward"]}
+        if o["dl"] is not None:
+            d["delayed_regret"] = o["dl"]
+        d = {k: jnp.swapaxes(a[:R, :n_keep], 0, 1) for k, a in d.items()}
+        d["pulls"] = jnp.transpose(o["pulls"][: R * o["K"], :n_keep].reshape(R, o["K"], n_keep), (2, 0, 1))
+        return d
+
+    kept = jax.device_get({lab: first_runs(o) for lab, o in outs.items()}) if n_keep else None
     run_s += kernel_s + time.perf_counter() - t0 - dt  # the reduction's compile is in compile_s
     to_host = sum(ST.nbytes(h) for h in pieces) + ST.nbytes(final) + (ST.nbytes(kept) if kept else 0)
     timing = {"compile_s": compile_s, "run_s": run_s, "devices": 1, "policies_in_program": 1,

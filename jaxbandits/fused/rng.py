@@ -21,6 +21,8 @@ import math
 import jax.numpy as jnp
 from jax import lax
 
+from ..mathlib import mt_proposal
+
 _U = jnp.uint32
 _F = jnp.float32
 _ROT = ((13, 15, 26, 6), (17, 29, 16, 24))
@@ -111,11 +113,8 @@ def gammas_in_sequence(shapes, k0, k1, c0, cap: int):
         x = normal_icdf(to_uniform(w0))
         u = to_uniform(w1)
         dj = pick(j, d)
-        c = _F(1.0) / jnp.sqrt(_F(9.0) * dj)
-        v = (_F(1.0) + c * x) ** 3
-        vs = jnp.where(v > 0, v, _F(1.0))
-        ok = (v > 0) & (jnp.log(u) < _F(0.5) * x * x + dj - dj * vs + dj * jnp.log(vs)) & (j < Q)
-        g = dj * vs
+        ok, g = mt_proposal(dj, _F(1.0) / jnp.sqrt(_F(9.0) * dj), x, u)
+        ok = ok & (j < Q)
         vals = tuple(jnp.where(ok & (j == q), g, vals[q]) for q in range(Q))
         return i + 1, j + ok.astype(jnp.int32), vals
 

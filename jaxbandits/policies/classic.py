@@ -22,7 +22,7 @@ from ..types import Needs, Policy, ProblemSpec, one_hot
 
 __all__ = ["uniform_random", "ucb1", "kl_ucb", "thompson", "gaussian_thompson", "exp3", "linucb",
            "lints", "IndexState", "LinState", "ucb1_index", "kl_ucb_index", "beta_posterior",
-           "gaussian_posterior"]
+           "gaussian_posterior", "gaussian_index"]
 
 _F = jnp.float32
 #: attributed feedback (zeros observed or not: with zeros hidden, plays are counted at play time)
@@ -146,6 +146,11 @@ def gaussian_posterior(sums, n, sigma: float = 1.0, prior_mean: float = 0.0, pri
     return (prior_mean / prior_var + sums / sigma**2) / prec, prec
 
 
+def gaussian_index(mean, prec, z):
+    """Gaussian Thompson's draw of an arm's mean: ``mean + z / sqrt(prec)`` from a standard normal ``z``."""
+    return mean + z / jnp.sqrt(prec)
+
+
 def ucb1(alpha: float = 2.0) -> Policy:
     """UCB1 (Auer et al. 2002): ``mean + sqrt(alpha log(t+1) / n)``; alpha = 2 is the paper's."""
     V.positive("alpha", alpha)
@@ -201,7 +206,7 @@ def gaussian_thompson(sigma: float = 1.0, prior_mean: float = 0.0, prior_var: fl
 
     def index(state, t, key):
         mean, prec = gaussian_posterior(state.sums, counts(state), sigma, prior_mean, prior_var)
-        return mean + M.normals(key, mean.shape[0]) / jnp.sqrt(prec)
+        return gaussian_index(mean, prec, M.normals(key, mean.shape[0]))
 
     return _fused(_index_policy("Gaussian-TS", index), "gaussian_ts", sigma=sigma,
                   prior_mean=prior_mean, prior_var=prior_var)
