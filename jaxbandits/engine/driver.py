@@ -447,6 +447,7 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
     else:
         run_ids, valid = jnp.asarray(ids), jnp.asarray(valid_np)
     init_exe, compile_s = _compiled("init", _init_program, plan, (key, run_ids, grid_params))
+    by_program = {"init": compile_s, "chunk": 0.0, "reduce": 0.0}  # seconds of lowering + compiling
     carries = init_exe(key, run_ids, grid_params)
     seg = segment_plan(T, record_at, chunk)
     if checkpoint is not None:
@@ -491,6 +492,7 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
         lo, hi = jnp.asarray(lo), jnp.asarray(hi)
         exe, dt = _compiled("chunk", _chunk_program, plan, (carries, grid_params, lo, hi), donate=(1,))
         compile_s += dt
+        by_program["chunk"] += dt
         tr = time.perf_counter()
         carries, ys = exe(carries, grid_params, lo, hi)
         host = {}
@@ -499,6 +501,7 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
             recs_dev = {lab: {k: getattr(ys[lab], _STAT_FIELD[k]) for k in mets[lab]} for lab in labels}
             red, dt = reduce_on_device(recs_dev, valid, B, labels, pairs)
             compile_s += dt
+            by_program["reduce"] += dt
             host.update(host_block_stats(gather(red), sel, labels, -(-n_runs // B)))
             if i == n_chunks - 1:  # each run's final values: the last record point is the last round
                 last = int(sel[-1])
@@ -551,7 +554,8 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
         else:
             recs[lab] = None
     stats = host_stats(labels, mets, pairs, B, done, done[-1]) if with_stats else {lab: None for lab in labels}
-    timing = {"compile_s": compile_s, "run_s": run_s, "devices": n_dev, "policies_in_program": len(problems),
+    timing = {"compile_s": compile_s, "compile_s_by_program": by_program, "run_s": run_s, "devices": n_dev,
+              "policies_in_program": len(problems),
               "bytes_to_host": int(to_host)}
     if global_devices:
         timing["processes"] = jax.process_count()
