@@ -71,7 +71,8 @@ def library_row(algo, a, runs, key, handler):
     from jaxbandits.engine import driver as D
 
     if algo == "DelayedKLUCB":
-        env, ch, pol = L.delayed_setup(a.arms, a.delay_mean, a.window)
+        env, _, pol = L.delayed_setup(a.arms, a.delay_mean, a.window)
+        ch = jb.channels.conversions(window=a.window)  # the default width (limits.py's m + 1 is refused past 2 GiB)
     else:
         env, ch, pol = L.classic_setup(algo, a.arms)
     D.clear_cache()
