@@ -504,9 +504,14 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
             by_program["reduce"] += dt
             host.update(host_block_stats(gather(red), sel, labels, -(-n_runs // B)))
             if i == n_chunks - 1:  # each run's final values: the last record point is the last round
-                last = int(sel[-1])
-                fin = gather({lab: {k: getattr(ys[lab], f)[last] for k, f in _FINAL_FIELDS
-                                    if k != "delayed_regret" or problems[lab].dl_mode} for lab in labels})
+                last = np.int32(sel[-1])
+                fin = {lab: {k: getattr(ys[lab], f) for k, f in _FINAL_FIELDS
+                             if k != "delayed_regret" or problems[lab].dl_mode} for lab in labels}
+                # one compiled program (cached), not an eager slice per metric and dtype
+                take, dt = _compiled("finals", _take_program, plan, (fin, last))
+                compile_s += dt
+                by_program["finals"] = dt
+                fin = gather(take(fin, last))
                 for j, lab in enumerate(labels):
                     for k, v in fin[lab].items():
                         host[f"f/{j}/{k}"] = np.asarray(v)[:n_runs]
@@ -514,7 +519,10 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
             if keep_n >= n_runs or gridded:
                 kept = gather(ys)
             else:
-                kept = gather(_first_runs(ys, keep_n))
+                first, dt = _compiled(("first_runs", keep_n), _first_runs_program(keep_n), plan, (ys,))
+                compile_s += dt
+                by_program["first_runs"] = by_program.get("first_runs", 0.0) + dt
+                kept = gather(first(ys))
             for j, lab in enumerate(labels):
                 rg = np.asarray(kept[lab].regret)
                 for f, a in zip(M.Records._fields, kept[lab]):
@@ -658,14 +666,14 @@ def host_block_stats(red, sel, labels, n_blocks):
     return host
 
 
-@functools.lru_cache(maxsize=32)
-def _first_runs_fn(n):
-    return jax.jit(lambda t: jax.tree.map(lambda a: a[:, :n], t))
+def _first_runs_program(n):
+    """``(plan, records) ->`` the records of the first ``n`` runs (``[S, runs, ...]`` leaves)."""
+    return lambda plan, t: jax.tree.map(lambda a: a[:, :n], t)
 
 
-def _first_runs(ys, n):
-    """The records of the first ``n`` runs (``[S, runs, ...]`` leaves), on the device."""
-    return _first_runs_fn(n)(ys)
+def _take_program(plan, tree, i):
+    """Segment ``i`` of every ``[S, ...]`` leaf of ``tree`` (each run's final values)."""
+    return jax.tree.map(lambda a: a[i], tree)
 
 
 def program_memory(problems: Dict[str, R.Problem], n_runs: int, record_at, grid_params=None) -> dict:
