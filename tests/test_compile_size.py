@@ -5,8 +5,7 @@ empty history) returned by a program vmapped over runs became a literal constant
 ``[runs, 0]`` or ``[segments, runs, 0]`` in the compiled program, printed and fingerprinted row by
 row: at 1e6 runs and 200 record points 800 MB of program text and a 12.6 s compile on a CPU
 (38 s for the simulation program on an H200). The driver now strips those leaves at the program
-boundary (docs/architecture.md, "Compile time"). Segments of equal length run a loop of a fixed
-number of rounds; that gives the same bits as a loop over each segment's own rounds."""
+boundary (docs/architecture.md, "Compile time")."""
 import functools
 import importlib
 
@@ -78,49 +77,3 @@ def test_compiled_chunk_program_does_not_grow_with_runs():
         exe = jax.jit(functools.partial(DR._chunk_program, plan)).lower(carries, None, lo, lo).compile()
         sizes.append(len(exe.as_text()))
     assert sizes[1] < 1.05 * sizes[0], sizes
-
-
-def _outputs(o):
-    """Every array of a SimOutput (curves, statistics, final values), by name."""
-    out = {f: np.asarray(getattr(o, f)) for f in ("regret", "expected_regret", "reward", "pulls", "lost_to_W")}
-    st = o.stats
-    for k, (m, m2) in st.moments.items():
-        out[f"m/{k}"], out[f"m2/{k}"] = m, m2
-    for other, d in st.paired.items():
-        for k, (m, m2) in d.items():
-            out[f"p/{other}/{k}"], out[f"p2/{other}/{k}"] = m, m2
-    out.update({f"final/{k}": v for k, v in st.final.items()})
-    return out
-
-
-def test_fixed_inner_loop_gives_the_same_bits(monkeypatch):
-    """Segments of equal length run a loop of a fixed number of rounds (the trip count XLA knows;
-    rounds past a segment's end are discarded by a select); forcing the loop over each segment's
-    own rounds gives bitwise the same curves, statistics and final values, whole and chunked."""
-    from jaxbandits.simulate import simulate
-
-    env = E.bernoulli(MU, delay=LAW)
-    pols = {"ucb": P.ucb1(), "kl": P.kl_ucb()}
-    assert DR.inner_span(segment_plan(120, record_points(120, 6), 30), 120) == 6  # the fixed loop is taken
-    assert DR.inner_span(segment_plan(120, record_points(120, ("log", 12))), 120) is None
-    runs = {}
-    for slack in (DR.SPAN_SLACK, 0.0):
-        monkeypatch.setattr(DR, "SPAN_SLACK", slack)
-        DR.clear_cache()
-        for chunk in (None, 30):
-            o = simulate(env, C.attributed(), pols, 120, jax.random.key(5), 9, record=6, chunk=chunk, path="scan")
-            runs[(slack, chunk)] = {lab: _outputs(x) for lab, x in o.items()}
-    DR.clear_cache()
-    ref = runs[(0.0, None)]
-    for k, got in runs.items():
-        for lab in ref:
-            for name, a in ref[lab].items():
-                assert np.array_equal(a, got[lab][name]), (k, lab, name)
-
-
-def test_auto_chunk_takes_whole_record_strides():
-    """The reduced form's chunks are a multiple of the record stride, so its segments are equal
-    (at 1e6 runs, K=10, T=1e4, 200 records: 200 rounds, not 223)."""
-    assert DR.auto_chunk([10], 10**6, 10_000, 200, record_points(10_000)) == 200
-    assert DR.auto_chunk([10], 10**6, 10_000, 200) == 223
-    assert DR.auto_chunk([10], 10**6, 10_000, 30, record_points(10_000, ("log", 30))) == 1491

@@ -74,16 +74,9 @@ def _run_template(prob: R.Problem, params):
     return jax.eval_shape(lambda p: Carry(R.init(prob, jax.random.key(0), 0, p), M.init(prob)), p)
 
 
-def _run_segments(prob: R.Problem, params, carry: Carry, lo, hi, span: Optional[int] = None):
+def _run_segments(prob: R.Problem, params, carry: Carry, lo, hi):
     """One run: scan over segments ``[lo[i], hi[i])``; each emits its records at its end. ``carry``
-    and the records are stripped of their zero-size leaves (:func:`_strip`).
-
-    ``span=None``: a segment's loop runs from ``lo[i]`` to ``hi[i]`` (its trip count is data). An
-    int ``span >= max(hi - lo)``: every segment's loop runs ``span`` rounds, those at or past
-    ``hi[i]`` computed and discarded by a select (:func:`inner_span` picks it when the segments
-    are about equal): a loop whose trip count XLA knows, which on a GPU runs without copying its
-    predicate to the host and waiting for it every round. The kept rounds are the same
-    operations on the same values, so the same bits."""
+    and the records are stripped of their zero-size leaves (:func:`_strip`)."""
     world, _ = prob.components(params)
     whole = functools.partial(_fill, template=_run_template(prob, params))
 
@@ -92,15 +85,9 @@ def _run_segments(prob: R.Problem, params, carry: Carry, lo, hi, span: Optional[
         state, step = R.round(prob, c.state, t, params)
         return _strip(Carry(state, M.update(prob, world, c.metrics, step)))
 
-    def masked(i, abc):
-        a, b, c = abc
-        t = a + i
-        new = body(t, c)
-        return a, b, jax.tree.map(lambda x, y: lax.select(t < b, x, y), new, c)
-
     def segment(c, x):
         a, b = x
-        c = lax.fori_loop(a, b, body, c) if span is None else lax.fori_loop(0, span, masked, (a, b, c))[2]
+        c = lax.fori_loop(a, b, body, c)
         w = whole(c)
         return c, _strip(M.record(prob, world, w.metrics, b - 1, w.state.channel))
 
@@ -133,10 +120,10 @@ def _whole_carries(plan: Plan, carries, gp, n_pad):
     return out
 
 
-def _chunk_local(plan: Plan, carries, gp, lo, hi, span=None):
+def _chunk_local(plan: Plan, carries, gp, lo, hi):
     out, ys = {}, {}
     for lab, prob in plan.problems:
-        f = lambda p, c, prob=prob: _run_segments(prob, p, c, lo, hi, span)
+        f = lambda p, c, prob=prob: _run_segments(prob, p, c, lo, hi)
         f_runs = jax.vmap(f, in_axes=(None, 0), out_axes=(0, 1))  # records: [segments, runs, ...]
         if plan.gridded:
             out[lab], ys[lab] = jax.vmap(f_runs, in_axes=(0, 0), out_axes=(0, 1))(gp, carries[lab])
@@ -159,32 +146,17 @@ def _init_program(plan: Plan, key, run_ids, gp):
     return f(run_ids, gp)
 
 
-def _chunk_program(plan: Plan, carries, gp, lo, hi, span=None):
+def _chunk_program(plan: Plan, carries, gp, lo, hi):
     """Runs are independent, so each device runs its block with ``shard_map`` and no collective
     (automatic partitioning turned the Beta sampler's while-loop predicate into an all-reduce)."""
     if plan.n_dev <= 1:
-        return _chunk_local(plan, carries, gp, lo, hi, span)
+        return _chunk_local(plan, carries, gp, lo, hi)
     P = jax.sharding.PartitionSpec
     carry_spec = P(None, "runs") if plan.gridded else P("runs")
     rec_spec = P(None, None, "runs") if plan.gridded else P(None, "runs")
-    f = jax.shard_map(lambda c, g, a, b: _chunk_local(plan, c, g, a, b, span), mesh=_mesh(plan.n_dev),
+    f = jax.shard_map(lambda c, g, a, b: _chunk_local(plan, c, g, a, b), mesh=_mesh(plan.n_dev),
                       in_specs=(carry_spec, P(), P(), P()), out_specs=(carry_spec, rec_spec), check_vma=False)
     return f(carries, gp, lo, hi)
-
-
-#: the fixed inner loop is taken while its rounds (segments x the longest) are at most this many
-#: times the horizon
-SPAN_SLACK = 1.25
-
-
-def inner_span(seg, horizon: int) -> Optional[int]:
-    """The rounds of every segment's loop (:func:`_run_segments`' ``span``) for a segment plan: the
-    longest segment when all segments of all chunks, padding included, run at most
-    :data:`SPAN_SLACK` times the horizon that way (records at a stride, chunks a multiple of it),
-    else None (each segment its own rounds: log-spaced records, ragged chunks)."""
-    longest = max(int(np.max(hi - lo)) for lo, hi in seg.chunks)
-    n_seg = sum(len(lo) for lo, _ in seg.chunks)
-    return longest if 0 < longest and longest * n_seg <= SPAN_SLACK * horizon else None
 
 
 #: compiled programs, keyed by (program, plan, argument shapes): a second identical simulate
@@ -478,7 +450,6 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
     by_program = {"init": compile_s, "chunk": 0.0, "reduce": 0.0}  # seconds of lowering + compiling
     carries = init_exe(key, run_ids, grid_params)
     seg = segment_plan(T, record_at, chunk)
-    span = inner_span(seg, T)
     if checkpoint is not None:
         if not isinstance(checkpoint, Checkpoint):
             checkpoint = Checkpoint(checkpoint)
@@ -519,8 +490,7 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
                 bar.update(n_rounds)
             continue
         lo, hi = jnp.asarray(lo), jnp.asarray(hi)
-        exe, dt = _compiled(("chunk", span), functools.partial(_chunk_program, span=span), plan,
-                            (carries, grid_params, lo, hi), donate=(1,))
+        exe, dt = _compiled("chunk", _chunk_program, plan, (carries, grid_params, lo, hi), donate=(1,))
         compile_s += dt
         by_program["chunk"] += dt
         tr = time.perf_counter()
@@ -788,29 +758,14 @@ def check_memory(problems: Dict[str, R.Problem], n_runs: int, record_at, n_grid:
 CHUNK_RECORD_BYTES = 256 * 2**20
 
 
-def auto_chunk(n_arms, n_runs, horizon, n_rec, record_at=None) -> Optional[int]:
+def auto_chunk(n_arms, n_runs, horizon, n_rec) -> Optional[int]:
     """Rounds per chunk of a reduced-form simulation given no ``chunk``: its per-run records are
     reduced after every chunk, so chunks of about :data:`CHUNK_RECORD_BYTES` of records bound the
-    device memory (``None``: one chunk is small enough). Chunks do not change the bits. Records
-    at a stride ``k`` (``record_at``) get chunks of whole strides (a multiple of ``k`` when the
-    bound allows more than ``k``), so that every segment has ``k`` rounds (:func:`inner_span`)."""
+    device memory (``None``: one chunk is small enough). Chunks do not change the bits."""
     total = sum(4 * n_rec * (5 + int(k)) for k in n_arms) * n_runs
     if total <= CHUNK_RECORD_BYTES:
         return None
-    c = max(1, int(horizon * CHUNK_RECORD_BYTES // total))
-    k = _stride(record_at)
-    if k is not None and c > k:
-        c -= c % k
-    return c
-
-
-def _stride(record_at) -> Optional[int]:
-    """``k`` when the record points are ``k-1, 2k-1, ...`` (and the last round), else None."""
-    if record_at is None or len(record_at) < 2:
-        return None
-    gaps = np.diff(np.concatenate([[-1], np.asarray(record_at, np.int64)]))
-    k = int(gaps[0])
-    return k if np.all(gaps[:-1] == k) and gaps[-1] <= k else None
+    return max(1, int(horizon * CHUNK_RECORD_BYTES // total))
 
 
 #: the default rule (``keep=None``): every run's curves while they take at most this many bytes on
@@ -900,7 +855,7 @@ def simulate(env, channel, policies, horizon: int, key, n_runs: int = 1, *, reco
     keep_n = resolve_keep(keep, [p.spec.n_arms for p in problems.values()], n_runs, len(record_at),
                           any(p.world.adversarial for p in problems.values()))
     if chunk is None and keep_n < n_runs:  # the reduced form: a chunk's records bound the device memory
-        chunk = auto_chunk([p.spec.n_arms for p in problems.values()], n_runs, horizon, len(record_at), record_at)
+        chunk = auto_chunk([p.spec.n_arms for p in problems.values()], n_runs, horizon, len(record_at))
     if stats_block is not None:
         stats_block = V.integer("stats_block", stats_block, lo=1)
         if stats_block & (stats_block - 1):
