@@ -53,7 +53,7 @@ def _hlo_sizes():
     from jaxbandits.engine import driver as D
 
     out = {}
-    progs = [(k[0], e) for k, e in D._COMPILED.items()] + [("reduce", e) for e in D._REDUCERS.values()]
+    progs = [(str(k[0]), e) for k, e in D._COMPILED.items()] + [("reduce", e) for e in D._REDUCERS.values()]
     for name, exe in progs:
         try:
             text = exe.as_text()
@@ -199,9 +199,9 @@ def main(argv=None):
         with open(out, "w") as f:
             json.dump(res, f, indent=1)
         print(f"wrote {out}")
-    except OSError as e:
-        print(f"could not write {out}: {e}")
-        print(json.dumps(res))
+    except (OSError, TypeError, ValueError) as e:  # never fail hard: the numbers are printed above
+        print(f"could not write {out}: {e!r}")
+        print(json.dumps(res, default=str))
 
 
 if __name__ == "__main__":
