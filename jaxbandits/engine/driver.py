@@ -43,18 +43,53 @@ class Carry(NamedTuple):
 
 
 # ----------------------------------------------------------------------------- the programs
+# Zero-size leaves (a channel's empty reveal ring, an untracked L(t)'s ring, the records of a metric
+# a problem does not keep) hold nothing, yet as outputs of a program vmapped over runs they become
+# literal constants of shape [runs, 0] or [segments, runs, 0], which XLA prints, fingerprints and
+# copies element row by element row while compiling: at 1e6 runs and 200 record points the text of
+# the program reached 800 MB and its compile 12 s on a CPU (30 s on an H200). The programs
+# therefore carry and return the state and the records *stripped* of their zero-size leaves
+# (:func:`_strip`), and rebuild them as zeros where a component reads them (:func:`_fill`): the same
+# operations on the same values, so the same bits.
+def _empty(x) -> bool:
+    return 0 in np.shape(x)
+
+
+def _strip(tree):
+    """``tree`` with every zero-size leaf replaced by None (an empty subtree)."""
+    return jax.tree.map(lambda x: None if _empty(x) else x, tree)
+
+
+def _fill(stripped, template, zeros=jnp.zeros):
+    """The inverse of :func:`_strip`: ``template``'s structure, its zero-size leaves as ``zeros``
+    of their shape and dtype, the other leaves from ``stripped`` (in order)."""
+    got = iter(jax.tree.leaves(stripped))
+    leaves, tree = jax.tree.flatten(template)
+    return jax.tree.unflatten(tree, [zeros(t.shape, t.dtype) if _empty(t) else next(got) for t in leaves])
+
+
+def _run_template(prob: R.Problem, params):
+    """Shapes and dtypes of one run's carry (no work: an abstract evaluation)."""
+    p = None if params is None else jax.tree.map(lambda x: jax.ShapeDtypeStruct(np.shape(x), x.dtype), params)
+    return jax.eval_shape(lambda p: Carry(R.init(prob, jax.random.key(0), 0, p), M.init(prob)), p)
+
+
 def _run_segments(prob: R.Problem, params, carry: Carry, lo, hi):
-    """One run: scan over segments ``[lo[i], hi[i])``; each emits its records at its end."""
+    """One run: scan over segments ``[lo[i], hi[i])``; each emits its records at its end. ``carry``
+    and the records are stripped of their zero-size leaves (:func:`_strip`)."""
     world, _ = prob.components(params)
+    whole = functools.partial(_fill, template=_run_template(prob, params))
 
     def body(t, c):
+        c = whole(c)
         state, step = R.round(prob, c.state, t, params)
-        return Carry(state, M.update(prob, world, c.metrics, step))
+        return _strip(Carry(state, M.update(prob, world, c.metrics, step)))
 
     def segment(c, x):
         a, b = x
         c = lax.fori_loop(a, b, body, c)
-        return c, M.record(prob, world, c.metrics, b - 1, c.state.channel)
+        w = whole(c)
+        return c, _strip(M.record(prob, world, w.metrics, b - 1, w.state.channel))
 
     return lax.scan(segment, carry, (lo, hi))
 
@@ -63,10 +98,25 @@ def _init_local(plan: Plan, key, run_ids, gp):
     out = {}
     for lab, prob in plan.problems:
         def f(p, r, prob=prob):
-            return Carry(R.init(prob, key, r, p), M.init(prob))
+            return _strip(Carry(R.init(prob, key, r, p), M.init(prob)))
 
         f_runs = jax.vmap(f, in_axes=(None, 0))
         out[lab] = jax.vmap(f_runs, in_axes=(0, None))(gp, run_ids) if plan.gridded else f_runs(None, run_ids)
+    return out
+
+
+def _whole_carries(plan: Plan, carries, gp, n_pad):
+    """The carries of :func:`run_problems` (stripped) with their zero-size leaves back, as numpy
+    zeros: the state a checkpoint saves and ``run_problems`` returns."""
+    out = {}
+    for lab, prob in plan.problems:
+        lead = (n_pad,)
+        g1 = None
+        if plan.gridded:
+            lead = (int(np.shape(jax.tree.leaves(gp)[0])[0]), n_pad)
+            g1 = jax.tree.map(lambda x: jax.ShapeDtypeStruct(np.shape(x)[1:], x.dtype), gp)
+        t = jax.tree.map(lambda s: jax.ShapeDtypeStruct(lead + s.shape, s.dtype), _run_template(prob, g1))
+        out[lab] = _fill(carries[lab], t, np.zeros)
     return out
 
 
@@ -406,6 +456,7 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
     else:
         run_ids, valid = jnp.asarray(ids), jnp.asarray(valid_np)
     init_exe, compile_s = _compiled("init", _init_program, plan, (key, run_ids, grid_params))
+    by_program = {"init": compile_s, "chunk": 0.0, "reduce": 0.0}  # seconds of lowering + compiling
     carries = init_exe(key, run_ids, grid_params)
     seg = segment_plan(T, record_at, chunk)
     if checkpoint is not None:
@@ -424,7 +475,8 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
         if checkpoint is None or not checkpoint.exists():
             raise ValueError("resume=True needs the checkpoint folder of an interrupted run "
                              f"({'no checkpoint given' if checkpoint is None else 'none in ' + checkpoint.folder})")
-        start, state, saved = checkpoint.load(carries)
+        start, state, saved = checkpoint.load(_whole_carries(plan, carries, grid_params, n_pad))
+        state = _strip(state)
         carries = _place_global(state, carries) if global_devices else _place(state, carries)
         for flat in saved:  # each chunk's host arrays, as saved: their names first
             done.append(dict(zip(json.loads(str(flat[0])), flat[1:])))
@@ -450,6 +502,7 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
             lo, hi = jnp.asarray(lo), jnp.asarray(hi)
             exe, dt = _compiled("chunk", _chunk_program, plan, (carries, grid_params, lo, hi), donate=(1,))
             compile_s += dt
+            by_program["chunk"] += dt
             tr = time.perf_counter()
             carries, ys = exe(carries, grid_params, lo, hi)
             host = {}
@@ -458,11 +511,17 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
                 recs_dev = {lab: {k: getattr(ys[lab], _STAT_FIELD[k]) for k in mets[lab]} for lab in labels}
                 red, dt = reduce_on_device(recs_dev, valid, B, labels, pairs)
                 compile_s += dt
+                by_program["reduce"] += dt
                 host.update(host_block_stats(gather(red), sel, labels, -(-n_runs // B)))
                 if i == n_chunks - 1:  # each run's final values: the last record point is the last round
-                    last = int(sel[-1])
-                    fin = gather({lab: {k: getattr(ys[lab], f)[last] for k, f in _FINAL_FIELDS
-                                        if k != "delayed_regret" or problems[lab].dl_mode} for lab in labels})
+                    last = np.int32(sel[-1])
+                    fin = {lab: {k: getattr(ys[lab], f) for k, f in _FINAL_FIELDS
+                                 if k != "delayed_regret" or problems[lab].dl_mode} for lab in labels}
+                    # one compiled program (cached), not an eager slice per metric and dtype
+                    take, dt = _compiled("finals", _take_program, plan, (fin, last))
+                    compile_s += dt
+                    by_program["finals"] = dt
+                    fin = gather(take(fin, last))
                     for j, lab in enumerate(labels):
                         for k, v in fin[lab].items():
                             host[f"f/{j}/{k}"] = np.asarray(v)[:n_runs]
@@ -470,10 +529,16 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
                 if keep_n >= n_runs or gridded:
                     kept = gather(ys)
                 else:
-                    kept = gather(_first_runs(ys, keep_n))
+                    first, dt = _compiled(("first_runs", keep_n), _first_runs_program(keep_n), plan, (ys,))
+                    compile_s += dt
+                    by_program["first_runs"] = by_program.get("first_runs", 0.0) + dt
+                    kept = gather(first(ys))
                 for j, lab in enumerate(labels):
+                    rg = np.asarray(kept[lab].regret)
                     for f, a in zip(M.Records._fields, kept[lab]):
-                        host[f"r/{j}/{f}"] = np.asarray(a)[sel]
+                        # a field stripped for its zero size: metrics.record's f32[0] per run
+                        a = np.zeros(rg.shape + (0,), np.float32) if a is None else np.asarray(a)
+                        host[f"r/{j}/{f}"] = a[sel]
             run_s += time.perf_counter() - tr
             to_host += sum(a.nbytes for a in host.values())
             done.append(host)
@@ -483,9 +548,9 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
                 names = list(host)
                 flat = [np.asarray(json.dumps(names))] + [host[k] for k in names]
                 if not global_devices:
-                    checkpoint.save(i + 1, carries, flat)
+                    checkpoint.save(i + 1, _whole_carries(plan, carries, grid_params, n_pad), flat)
                 else:  # every process takes part in the gather; process 0 writes
-                    whole = _state_global(carries)
+                    whole = _whole_carries(plan, _state_global(carries), grid_params, n_pad)
                     if jax.process_index() == 0:
                         checkpoint.save(i + 1, whole, flat)
             if stop is not None and i + 1 < n_chunks and stop():
@@ -506,11 +571,12 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
         else:
             recs[lab] = None
     stats = host_stats(labels, mets, pairs, B, done, done[-1]) if with_stats else {lab: None for lab in labels}
-    timing = {"compile_s": compile_s, "run_s": run_s, "devices": n_dev, "policies_in_program": len(problems),
+    timing = {"compile_s": compile_s, "compile_s_by_program": by_program, "run_s": run_s, "devices": n_dev,
+              "policies_in_program": len(problems),
               "bytes_to_host": int(to_host)}
     if global_devices:
         timing["processes"] = jax.process_count()
-    return carries, Collected(recs, stats, keep_n), timing
+    return _whole_carries(plan, carries, grid_params, n_pad), Collected(recs, stats, keep_n), timing
 
 
 #: per-run values kept at the last record point: (name, field of Records)
@@ -609,14 +675,14 @@ def host_block_stats(red, sel, labels, n_blocks):
     return host
 
 
-@functools.lru_cache(maxsize=32)
-def _first_runs_fn(n):
-    return jax.jit(lambda t: jax.tree.map(lambda a: a[:, :n], t))
+def _first_runs_program(n):
+    """``(plan, records) ->`` the records of the first ``n`` runs (``[S, runs, ...]`` leaves)."""
+    return lambda plan, t: jax.tree.map(lambda a: a[:, :n], t)
 
 
-def _first_runs(ys, n):
-    """The records of the first ``n`` runs (``[S, runs, ...]`` leaves), on the device."""
-    return _first_runs_fn(n)(ys)
+def _take_program(plan, tree, i):
+    """Segment ``i`` of every ``[S, ...]`` leaf of ``tree`` (each run's final values)."""
+    return jax.tree.map(lambda a: a[i], tree)
 
 
 def program_memory(problems: Dict[str, R.Problem], n_runs: int, record_at, grid_params=None) -> dict:
