@@ -167,6 +167,7 @@ def clear_cache():
     """Forget every compiled fused program."""
     _CACHE.clear()
     _COMPILED.clear()
+    _WORDS.clear()
 
 
 def _program(ks, n_pad):
@@ -180,20 +181,37 @@ def _program(ks, n_pad):
         if ks.world[0] == "conversions":
             call = lanes.build_delayed(ks, n_pad)
 
-            def prog(mu, rec, tau, key, run_ids, *replay):
-                return call(mu, rec, tau, *run_keys_words(key, run_ids), *(jnp.swapaxes(x, 0, 1) for x in replay))[:5]
+            def prog(mu, rec, tau, words, *replay):
+                return call(mu, rec, tau, *words, *(jnp.swapaxes(x, 0, 1) for x in replay))[:5]
         else:  # records [R, runs]
             call = lanes.build(ks, n_pad)
 
-            def prog(mu, rec, tau, key, run_ids, *replay):
+            def prog(mu, rec, tau, words, *replay):
                 del tau
-                return call(mu, rec, *run_keys_words(key, run_ids), *(jnp.swapaxes(x, 0, 1) for x in replay))
+                return call(mu, rec, *words, *(jnp.swapaxes(x, 0, 1) for x in replay))
 
         _CACHE[k] = jax.jit(prog)
         while len(_CACHE) > 32:
             _CACHE.popitem(last=False)
     _CACHE.move_to_end(k)
     return _CACHE[k]
+
+
+_WORDS: "collections.OrderedDict" = collections.OrderedDict()  # run_keys_words, compiled by runs and key type
+
+
+def _key_words(key, run_ids):
+    """``(words, compile s)``: every run's key words, one compiled program per number of runs and
+    key type, shared by every kernel of a call and later calls."""
+    k = (run_ids.shape, str(jax.random.key_impl(key)))
+    dt = 0.0
+    if k not in _WORDS:
+        t0 = time.perf_counter()
+        _WORDS[k] = jax.jit(run_keys_words).lower(key, run_ids).compile()
+        dt = time.perf_counter() - t0
+        while len(_WORDS) > 8:
+            _WORDS.popitem(last=False)
+    return _WORDS[k](key, run_ids), dt
 
 
 def _scalar(v):
@@ -265,6 +283,7 @@ def simulate_fused(env, channel, policies, horizon, key, n_runs=1, *, record=Non
     n_pad = -(-n_runs // max(block, B)) * max(block, B)  # whole kernel blocks and whole statistics blocks
     run_ids = jnp.arange(n_pad, dtype=jnp.int32) + jnp.int32(first_run)
     outs, compile_s, run_s, kernel_s = {}, 0.0, 0.0, 0.0
+    words, compile_s = _key_words(key, run_ids)
     for lab, pol in pols.items():
         pb, pw = block, 4
         sp = spec_of(pol)
@@ -280,20 +299,20 @@ def simulate_fused(env, channel, policies, horizon, key, n_runs=1, *, record=Non
         mu[: ks.n_arms] = np.asarray(env.means_, np.float32)
         rec = np.full((ks.r_pad,), horizon - 1, np.int32)
         rec[:R] = record_at
-        ck = (ks, n_pad, tau.shape, str(jax.random.key_impl(key)))
+        ck = (ks, n_pad, tau.shape)
         if rep:
             ck = ck + (rep[0].shape,)
         exe = _COMPILED.get(ck)
         if exe is None:  # compile once per kernel and shape (a second call compiles nothing)
             t0 = time.perf_counter()
-            exe = _program(ks, n_pad).lower(mu, rec, tau, key, run_ids, *rep).compile()
+            exe = _program(ks, n_pad).lower(mu, rec, tau, words, *rep).compile()
             compile_s += time.perf_counter() - t0
             _COMPILED[ck] = exe
             while len(_COMPILED) > 32:
                 _COMPILED.popitem(last=False)
         _COMPILED.move_to_end(ck)
         t0 = time.perf_counter()
-        got = exe(mu, rec, tau, key, run_ids, *rep)
+        got = exe(mu, rec, tau, words, *rep)
         jax.block_until_ready(got)
         kernel_s += time.perf_counter() - t0
         o = dict(regret=got[0], reward=got[1], pulls=got[2], dl=None, lost=None, width=1, r_pad=ks.r_pad,
