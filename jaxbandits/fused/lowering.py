@@ -235,8 +235,8 @@ def loop_work(lowered_text: str) -> dict:
     leaves out the loops nested in it."""
     import collections
 
-    from jax._src.interpreters import mlir as jm
-    from jax._src.lib.mlir import ir
+    from jax.interpreters import mlir as jm
+    from jaxlib.mlir import ir
 
     ctx = jm.make_ir_context()
     ctx.allow_unregistered_dialects = True
