@@ -820,7 +820,7 @@ def build_panels(doc: dict, ctx: Optional[_Ctx] = None) -> list:
     from .channels import Channel
     from .envs.base import World
     from .experiments import Panel
-    from .types import Policy
+    from .types import is_policy
 
     ctx = ctx or _Ctx("<experiment file>", {})
     panels = []
@@ -850,7 +850,7 @@ def build_panels(doc: dict, ctx: Optional[_Ctx] = None) -> list:
         pols = {}
         for lab, e in p["policies"].items():
             pol = _call(e, path + ("policies", lab), ctx)
-            if not isinstance(pol, Policy):
+            if not is_policy(pol):
                 raise FileError(f"{ctx.where(path + ('policies', lab))}: {e['kind']} returned a "
                                 f"{type(pol).__name__}, not a policy (a jaxbandits.Policy)")
             pols[lab] = pol
