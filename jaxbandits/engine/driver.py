@@ -155,6 +155,11 @@ def _devices(shard, n_runs):
     return V.integer("shard", shard, lo=1, hi=jax.local_device_count())
 
 
+#: how a fingerprint names its policies: library policies by value (``v:`` and the digest of their
+#: fields). Checkpoints written before (no such key) named them by a digest of their code and closures.
+POLICY_IDS = "values"
+
+
 def _fingerprint(plan: Plan, key, n_runs, record_at, chunk, first_run, extra=None) -> dict:
     """What a checkpoint must match to be resumed: the components as far as they can be named,
     every size, the key, the record points and chunks, and the versions that change the bits."""
@@ -176,7 +181,7 @@ def _fingerprint(plan: Plan, key, n_runs, record_at, chunk, first_run, extra=Non
     return {"problems": probs, "key": digest(key), "n_runs": int(n_runs), "first_run": int(first_run),
             "record_at": digest(np.asarray(record_at)), "chunk": chunk, "devices": plan.n_dev,
             "gridded": plan.gridded, "jax": jax.__version__, "jaxbandits": jaxbandits.__version__,
-            "x64": bool(jax.config.jax_enable_x64), **(extra or {})}
+            "x64": bool(jax.config.jax_enable_x64), "policy_ids": POLICY_IDS, **(extra or {})}
 
 
 def _place(tree, like):
