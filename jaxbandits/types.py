@@ -197,9 +197,26 @@ class PolicyValue:
         """The :class:`Policy` NamedTuple of this value's pure functions."""
         return self._impl
 
+    @classmethod
+    def field_arguments(cls) -> Tuple[str, ...]:
+        """The constructor's argument of each field, in order (the field ``label`` is ``name``)."""
+        ren = dict(cls._renamed)
+        return tuple(ren.get(f.name, f.name) for f in dataclasses.fields(cls))
+
+    def _replace(self, **functions) -> Policy:
+        """A :class:`Policy` NamedTuple with some of this value's functions or declarations
+        replaced (a user's policy derived from a library one, e.g. to record more state)."""
+        return self._impl._replace(**functions)
+
     def values(self) -> Tuple[Tuple[str, Any], ...]:
         """``(field, value)`` pairs, in declaration order."""
         return tuple((f.name, getattr(self, f.name)) for f in dataclasses.fields(self))
+
+    def arguments(self) -> dict:
+        """The constructor's arguments that make this value: ``type(self).constructor(**arguments())``
+        equals it (the field ``label`` is the argument ``name``)."""
+        ren = dict(self._renamed)
+        return {ren.get(k, k): v for k, v in self.values()}
 
     def __eq__(self, other):
         if other is self:
@@ -209,7 +226,11 @@ class PolicyValue:
         return _frozen(self.values()) == _frozen(other.values())
 
     def __hash__(self):
-        return hash((type(self).__qualname__, _frozen(self.values())))
+        h = self.__dict__.get("_hash")
+        if h is None:  # computed once: the compile cache hashes its keys at every lookup
+            h = hash((type(self).__qualname__, _frozen(self.values())))
+            object.__setattr__(self, "_hash", h)
+        return h
 
     def __repr__(self):
         shown = []
