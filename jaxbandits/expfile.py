@@ -955,12 +955,19 @@ class _Recorder:
 
 
 def _policy_kind(pol) -> Optional[str]:
-    """The ``kind`` of the constructor in :data:`KINDS` that makes values of ``pol``'s type."""
+    """The ``kind`` of the constructor that makes values of ``pol``'s type: in :data:`KINDS`, else
+    in the user's module that defines it."""
     for prefix, modname in KINDS.items():
         mod = importlib.import_module(modname)
         for name, fn in vars(mod).items():
             if not name.startswith("_") and getattr(fn, "value_type", None) is type(pol):
                 return f"{prefix}.{name}"
+    modname = type(pol).__module__  # a value type of a user's package: package.module:function
+    mod = sys.modules.get(modname)
+    if mod is not None and not modname.startswith("jaxbandits") and modname != "__main__":
+        for name, fn in vars(mod).items():
+            if not name.startswith("_") and getattr(fn, "value_type", None) is type(pol):
+                return f"{modname}:{name}"
     return None
 
 

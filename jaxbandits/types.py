@@ -272,7 +272,7 @@ def policy_value(cls_name: str, fused: Optional[Tuple[str, Tuple[str, ...]]] = N
     The decorated constructor keeps its signature and checks; its parameters become the fields of a
     new frozen dataclass ``cls_name`` (a parameter ``name``, the display name, becomes the field
     ``label``: ``name`` is the interface's display name). ``fused``: the kernel kind and the fields
-    it takes. The class is ``constructor.value_type``."""
+    it takes. The class is ``constructor.value_type`` (``classic.ucb1.value_type`` is ``UCB1``)."""
 
     def wrap(fn):
         import inspect
@@ -290,7 +290,7 @@ def policy_value(cls_name: str, fused: Optional[Tuple[str, Tuple[str, ...]]] = N
                                                     "__doc__": f"{cls_name}: the value made by "
                                                                f":func:`{fn.__module__}.{fn.__name__}`."})
         cls.__module__ = fn.__module__
-        fn.__globals__.setdefault(cls_name, cls)  # a module attribute, as pickle finds classes
+        cls.__qualname__ = f"{fn.__qualname__}.value_type"  # where pickle finds it
 
         @functools.wraps(fn)
         def make(*args, **kwargs):
@@ -339,7 +339,7 @@ def _frozen(v):
         a = np.asarray(v)
         return ("array", a.dtype.str, a.shape, a.tobytes())
     if isinstance(v, PolicyValue):
-        return (type(v).__qualname__, _frozen(v.values()))
+        return (type(v), _frozen(v.values()))
     if isinstance(v, (tuple, list)) and not hasattr(v, "_fields"):
         return (type(v).__name__,) + tuple(_frozen(x) for x in v)
     if isinstance(v, dict):

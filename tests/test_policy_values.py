@@ -28,7 +28,7 @@ ENV = E.bernoulli([0.2, 0.5, 0.45, 0.3], delay=D.geometric(mean=5.0))
 
 def test_fields_repr_equality_hash():
     u = P.ucb1(alpha=0.5)
-    assert isinstance(u, PolicyValue) and isinstance(u, P.UCB1)
+    assert isinstance(u, PolicyValue) and isinstance(u, P.ucb1.value_type)
     assert [f.name for f in dataclasses.fields(u)] == ["alpha"] and u.alpha == 0.5
     assert repr(u) == "UCB1(alpha=0.5)" and repr(P.ucb1()) == "UCB1()"
     assert u == P.ucb1(alpha=0.5) and hash(u) == hash(P.ucb1(alpha=0.5))
@@ -55,7 +55,7 @@ def test_fields_repr_equality_hash():
     with pytest.raises(ValueError, match="alpha"):
         P.ucb1(alpha=-1.0)
     with pytest.raises(ValueError, match="alpha"):
-        P.UCB1(alpha=-1.0)
+        P.ucb1.value_type(alpha=-1.0)
     # picklable, and a digest that depends on the fields only
     assert pickle.loads(pickle.dumps(k)) == k
     assert policy_digest(P.ucb1()) == policy_digest(P.ucb1()) != policy_digest(u)

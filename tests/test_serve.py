@@ -383,7 +383,7 @@ def test_a_new_service_of_the_same_config_compiles_nothing(tmp_path):
 
     p1, c1, _ = _cfg().build()
     p2, c2, _ = _cfg().build()
-    assert p1 == p2 and p1 is not p2 and c1 == c2 and isinstance(p1, CV.DelayedKLUCB)
+    assert p1 == p2 and p1 is not p2 and c1 == c2 and isinstance(p1, CV.delayed_klucb.value_type)
     assert p1.window == 200 and p1.label is None
     a = serve.Service(_cfg(), tmp_path / "a.db")
     try:
