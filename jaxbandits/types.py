@@ -192,6 +192,8 @@ class PolicyValue:
         if isinstance(impl, PolicyValue):  # a constructor made from another (skipper_dew: a Skipper)
             impl = impl._impl
         object.__setattr__(self, "_impl", impl)
+        # the hash, once (the compile cache hashes its keys at every lookup)
+        object.__setattr__(self, "_hash", hash((type(self).__name__, _frozen(self.values()))))
 
     def as_tuple(self) -> Policy:
         """The :class:`Policy` NamedTuple of this value's pure functions."""
@@ -213,8 +215,8 @@ class PolicyValue:
         return tuple((f.name, getattr(self, f.name)) for f in dataclasses.fields(self))
 
     def arguments(self) -> dict:
-        """The constructor's arguments that make this value: ``type(self).constructor(**arguments())``
-        equals it (the field ``label`` is the argument ``name``)."""
+        """The constructor's arguments that make this value: the constructor called with them
+        makes an equal value (the field ``label`` is the argument ``name``)."""
         ren = dict(self._renamed)
         return {ren.get(k, k): v for k, v in self.values()}
 
@@ -226,11 +228,7 @@ class PolicyValue:
         return _frozen(self.values()) == _frozen(other.values())
 
     def __hash__(self):
-        h = self.__dict__.get("_hash")
-        if h is None:  # computed once: the compile cache hashes its keys at every lookup
-            h = hash((type(self).__qualname__, _frozen(self.values())))
-            object.__setattr__(self, "_hash", h)
-        return h
+        return self._hash
 
     def __repr__(self):
         shown = []

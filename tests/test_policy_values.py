@@ -90,15 +90,22 @@ def test_fresh_equal_policy_compiles_nothing():
     np.testing.assert_array_equal(a.regret, d.regret)  # same functions, same bits
 
 
-def test_grid_with_fresh_policies_compiles_nothing():
+def test_grid_builds_values_with_traced_fields_and_reuses_its_program():
+    """Inside the grid's program the constructor makes a value whose field is traced (no hash is
+    taken of it, no fused spec); the same build twice compiles once."""
+    seen = []
+
     def build(alpha):
-        return ENV, P.ucb1(alpha=alpha)
+        pol = P.ucb1(alpha=alpha)
+        seen.append(spec_of(pol))
+        return ENV, pol
 
     kw = dict(channel=C.attributed(), horizon=100, key=jax.random.key(1), n_runs=2)
     a = jb.simulate_grid(build, {"alpha": np.array([0.5, 2.0])}, **kw)
     b = jb.simulate_grid(build, {"alpha": np.array([0.5, 2.0])}, **kw)
     assert b.timing["compile_s"] == 0.0
     np.testing.assert_array_equal(a.regret, b.regret)
+    assert None in seen and FusedSpec("ucb1", (("alpha", 0.5),)) in seen  # traced inside, concrete on the host
 
 
 def test_checkpoint_from_before_values_is_refused_with_the_version(tmp_path):
