@@ -292,7 +292,10 @@ def policy_value(cls_name: str, fused: Optional[Tuple[str, Tuple[str, ...]]] = N
 
         @functools.wraps(fn)
         def make(*args, **kwargs):
-            b = sig.bind(*args, **kwargs)
+            try:
+                b = sig.bind(*args, **kwargs)
+            except TypeError as e:  # as Python says it of a plain call: "ucb1() got an unexpected ..."
+                raise TypeError(f"{fn.__name__}() {e}") from None
             return cls(**{ren.get(k, k): v for k, v in b.arguments.items()})
 
         make.value_type = cls
