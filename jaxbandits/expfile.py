@@ -820,7 +820,7 @@ def build_panels(doc: dict, ctx: Optional[_Ctx] = None) -> list:
     from .channels import Channel
     from .envs.base import World
     from .experiments import Panel
-    from .types import is_policy
+    from .values import is_policy
 
     ctx = ctx or _Ctx("<experiment file>", {})
     panels = []
@@ -974,7 +974,7 @@ def _policy_kind(pol) -> Optional[str]:
 def _encode(x, calls, path, seen=()):
     """A Python value as a file value: a library policy as the call its fields make, recorded
     results as their {kind = ...} call."""
-    from .types import PolicyValue
+    from .values import PolicyValue
 
     if isinstance(x, PolicyValue):
         kind = _policy_kind(x)
@@ -1089,7 +1089,7 @@ def _common_keys(exp, doc):
 
 
 def _describe_declarative(exp, cfg, head, overrides):
-    from .types import PolicyValue
+    from .values import PolicyValue
 
     calls, built = record_build(exp, cfg)
     panels = built if isinstance(built, list) else None

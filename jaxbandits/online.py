@@ -74,7 +74,8 @@ import numpy as np
 from . import _validate as V
 from . import mathlib as M
 from .policies.explore import chosen_probability
-from .types import NEVER, Arrivals, Context, Policy, ProblemSpec, is_policy
+from .types import NEVER, Arrivals, Context, Policy, ProblemSpec
+from .values import is_policy
 
 _F = jnp.float32
 _I = jnp.int32

@@ -21,7 +21,8 @@ from jaxbandits.policies import anonymous as AN
 from jaxbandits.policies import classic as P
 from jaxbandits.policies import conversions as CV
 from jaxbandits.policies import explore as X
-from jaxbandits.types import Policy, PolicyValue, policy_digest
+from jaxbandits.types import Policy
+from jaxbandits.values import PolicyValue, policy_digest
 
 ENV = E.bernoulli([0.2, 0.5, 0.45, 0.3], delay=D.geometric(mean=5.0))
 

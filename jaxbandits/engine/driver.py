@@ -20,7 +20,8 @@ import numpy as np
 from jax import lax
 
 from .. import _validate as V
-from ..types import Policy, is_policy, policy_digest
+from ..types import Policy
+from ..values import is_policy, policy_digest
 from . import metrics as M
 from . import round as R
 from . import stats as ST

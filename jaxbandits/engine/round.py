@@ -29,7 +29,8 @@ import jax.numpy as jnp
 from .. import _validate as V
 from ..channels import Channel, ChannelSpec
 from ..mathlib import fold_in, uniform
-from ..types import NEVER, Arrivals, Context, Play, Policy, PolicyValue, ProblemSpec, is_policy
+from ..types import NEVER, Arrivals, Context, Play, Policy, ProblemSpec
+from ..values import PolicyValue, is_policy
 
 _F = jnp.float32
 SETUP, REWARD, DELAY, CONTEXT, WORLD = range(5)
@@ -79,7 +80,7 @@ def _hashable(x):
 class Problem:
     """Everything static about one (world, channel, policy) simulation: the components and the
     sizes fixed before compiling. Equal (and hashed) by the identity of its world, policy and
-    builder (the policy by value when it is a library :class:`~jaxbandits.types.PolicyValue`), and
+    builder (the policy by value when it is a library :class:`~jaxbandits.values.PolicyValue`), and
     by value otherwise, so a second identical ``simulate`` call reuses the program."""
 
     __slots__ = ("world", "channel", "policy", "horizon", "spec", "cspec", "build", "dl_mode", "dl_len",

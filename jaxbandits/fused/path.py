@@ -17,7 +17,7 @@ import numpy as np
 from .. import channels as C
 from .. import delays as D
 from ..engine.recording import SimOutput, record_points
-from ..types import is_policy
+from ..values import is_policy
 from ._registry import spec_of
 
 __all__ = ["unsupported", "simulate_fused", "CLASSIC", "DELAYED", "run_keys_words", "scan_uniforms", "clear_cache"]

@@ -66,7 +66,7 @@ def parse_policy(spec: str, log: DecisionLog, delay=None) -> Target:
     evaluation's delay law)."""
     from .. import channels as C
     from ..expfile import resolve_kind
-    from ..types import is_policy
+    from ..values import is_policy
 
     s = spec.strip()
     K = log.n_arms

@@ -30,7 +30,8 @@ import numpy as np
 
 from .. import mathlib as M
 from .. import ring as R
-from ..types import NEVER, Arrivals, Context, Policy, ProblemSpec, is_policy
+from ..types import NEVER, Arrivals, Context, Policy, ProblemSpec
+from ..values import is_policy
 from .estimators import Estimate, old_enough, seen_probability
 from .log import DecisionLog
 

@@ -22,7 +22,8 @@ from jax import lax
 
 from .. import _validate as V
 from .. import mathlib as M
-from ..types import Needs, Policy, ProblemSpec, one_hot, policy_value
+from ..types import Needs, Policy, ProblemSpec, one_hot
+from ..values import policy_value
 
 __all__ = ["schedule", "odaaf", "odaaf_b", "odaaf_v", "odaaf_naive", "qpmd", "ODAAFState", "QPMDState",
            "phase_timeline"]

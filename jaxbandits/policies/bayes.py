@@ -34,7 +34,8 @@ from .. import _validate as V
 from .. import mathlib as M
 from ..bayes.families import family
 from ..bayes.model import RingStats, conversion_model
-from ..types import Needs, Policy, ProblemSpec, RatePosterior, one_hot, policy_value
+from ..types import Needs, Policy, ProblemSpec, RatePosterior, one_hot
+from ..values import policy_value
 
 __all__ = ["delay_model_ts", "beta_ts", "DelayTSState", "BetaTSState", "ring_update", "refresh_step",
            "unconstrained_init"]

@@ -38,7 +38,8 @@ from .. import delays as D
 from .. import mathlib as M
 from .. import ring as R
 from ..ring import discounted_value, discounted_window
-from ..types import Needs, Policy, ProblemSpec, one_hot, policy_value
+from ..types import Needs, Policy, ProblemSpec, one_hot
+from ..values import policy_value
 
 __all__ = ["delayed_ucb", "delayed_klucb", "discarding_ucb", "discarding_klucb", "DelayedState",
            "DiscardingState", "n_tilde_direct", "delayed_ucb_index", "delayed_klucb_index"]

@@ -27,7 +27,8 @@ import jax.numpy as jnp
 
 from .. import _validate as V
 from .. import mathlib as M
-from ..types import Policy, is_policy, policy_value
+from ..types import Policy
+from ..values import is_policy, policy_value
 
 __all__ = ["explore", "chosen_probability", "ExploreMemo", "ExploreState", "MC_SALT"]
 

@@ -25,7 +25,8 @@ import jax.numpy as jnp
 from .. import _validate as V
 from .. import mathlib as M
 from .. import ring as R
-from ..types import Needs, Policy, ProblemSpec, policy_value
+from ..types import Needs, Policy, ProblemSpec
+from ..values import policy_value
 
 
 def _conv(m):
