@@ -820,7 +820,7 @@ def build_panels(doc: dict, ctx: Optional[_Ctx] = None) -> list:
     from .channels import Channel
     from .envs.base import World
     from .experiments import Panel
-    from .types import Policy
+    from .values import is_policy
 
     ctx = ctx or _Ctx("<experiment file>", {})
     panels = []
@@ -850,7 +850,7 @@ def build_panels(doc: dict, ctx: Optional[_Ctx] = None) -> list:
         pols = {}
         for lab, e in p["policies"].items():
             pol = _call(e, path + ("policies", lab), ctx)
-            if not isinstance(pol, Policy):
+            if not is_policy(pol):
                 raise FileError(f"{ctx.where(path + ('policies', lab))}: {e['kind']} returned a "
                                 f"{type(pol).__name__}, not a policy (a jaxbandits.Policy)")
             pols[lab] = pol
@@ -954,8 +954,33 @@ class _Recorder:
         return {v: loc[v] for v in code.co_varnames[:n] if v in loc}
 
 
+def _policy_kind(pol) -> Optional[str]:
+    """The ``kind`` of the constructor that makes values of ``pol``'s type: in :data:`KINDS`, else
+    in the user's module that defines it."""
+    for prefix, modname in KINDS.items():
+        mod = importlib.import_module(modname)
+        for name, fn in vars(mod).items():
+            if not name.startswith("_") and getattr(fn, "value_type", None) is type(pol):
+                return f"{prefix}.{name}"
+    modname = type(pol).__module__  # a value type of a user's package: package.module:function
+    mod = sys.modules.get(modname)
+    if mod is not None and not modname.startswith("jaxbandits") and modname != "__main__":
+        for name, fn in vars(mod).items():
+            if not name.startswith("_") and getattr(fn, "value_type", None) is type(pol):
+                return f"{modname}:{name}"
+    return None
+
+
 def _encode(x, calls, path, seen=()):
-    """A Python value as a file value: recorded results as their {kind = ...} call."""
+    """A Python value as a file value: a library policy as the call its fields make, recorded
+    results as their {kind = ...} call."""
+    from .values import PolicyValue
+
+    if isinstance(x, PolicyValue):
+        kind = _policy_kind(x)
+        if kind is None:
+            raise NotExpressible(f"{dotted(path)}: {x!r} has no constructor in the library's table")
+        return _encode_call(kind, x.arguments(), calls, path, seen)
     if id(x) in calls and id(x) not in seen:
         kind, args, _ = calls[id(x)]
         return _encode_call(kind, args, calls, path, seen + (id(x),))
@@ -1064,6 +1089,8 @@ def _common_keys(exp, doc):
 
 
 def _describe_declarative(exp, cfg, head, overrides):
+    from .values import PolicyValue
+
     calls, built = record_build(exp, cfg)
     panels = built if isinstance(built, list) else None
     if panels is None:
@@ -1086,7 +1113,7 @@ def _describe_declarative(exp, cfg, head, overrides):
             e[slot] = _encode(obj, calls, where + (slot,))
         e["policies"] = {}
         for lab, pol in p.policies.items():
-            if id(pol) not in calls:
+            if not isinstance(pol, PolicyValue) and id(pol) not in calls:
                 raise NotExpressible(f"experiment {exp.name!r}: policy {lab!r} was not made by a constructor of the "
                                      "library's table or a function of your own package")
             e["policies"][lab] = _encode(pol, calls, where + ("policies", lab))

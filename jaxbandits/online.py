@@ -75,6 +75,7 @@ from . import _validate as V
 from . import mathlib as M
 from .policies.explore import chosen_probability
 from .types import NEVER, Arrivals, Context, Policy, ProblemSpec
+from .values import is_policy
 
 _F = jnp.float32
 _I = jnp.int32
@@ -159,7 +160,7 @@ def _config(policy, channel, n_arms, horizon, dim, max_pending) -> Config:
     if not isinstance(channel, Channel):
         raise TypeError(f"channel must be a jaxbandits.channels.Channel (e.g. channels.conversions(window=m)), "
                         f"got {type(channel).__name__}")
-    check_pair(channel, policy, policy.name if isinstance(policy, Policy) else "policy")
+    check_pair(channel, policy, policy.name if is_policy(policy) else "policy")
     n_arms = V.integer("n_arms", n_arms, lo=1)
     horizon = NEVER - 1 if horizon is None else V.integer("horizon", horizon, lo=1, hi=NEVER - 1)
     if dim is not None:
@@ -823,7 +824,7 @@ def load(path, policy: Policy, channel, *, return_extra: bool = False):
     if not _compatible(h["library_version"], _version()):
         raise ValueError(f"{name}: saved by jaxbandits {h['library_version']}, incompatible with this "
                          f"jaxbandits {_version()} (the major.minor versions differ)")
-    if not isinstance(policy, Policy):
+    if not is_policy(policy):
         raise TypeError(f"policy must be a jaxbandits Policy, got {type(policy).__name__}")
     if policy.name != h["policy"]:
         raise ValueError(f"{name}: saved for policy {h['policy']!r}, cannot load into {policy.name!r}")

@@ -376,7 +376,9 @@ def _merge_sweep(metas: List[dict], out, identity: dict, *, force: bool = False,
             try:
                 res = exp.runner(ref["config"], ref["runs"], ref["seed"], ref["horizon"])
             except MissingUnit as e:
-                raise MergeError(f"merge: {e}: the parts are not of this code (rerun them with this version)") from None
+                raise MergeError(f"merge: {e}: the parts are not of this code (written by jaxbandits "
+                                 f"{ref['versions'].get('jaxbandits')}; parts written before policies were values name "
+                                 "their units differently): rerun them with this version") from None
             if hasattr(res, "versions"):
                 res.versions = dict(ref["versions"])
             res.save(out, plot=plot)

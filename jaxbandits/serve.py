@@ -93,6 +93,12 @@ def _unknown(path: tuple, keys, allowed, what: str) -> ConfigKeyError:
                           + f"; allowed: {', '.join(sorted(allowed))}")
 
 
+def _policy_parameters(make) -> List[str]:
+    """The parameters of a policy: the fields of the value its constructor makes (``label``, the
+    display name, is the constructor's ``name``)."""
+    return list(make.value_type.field_arguments())
+
+
 def _parameters(fn) -> List[str]:
     return [n for n, p in inspect.signature(fn).parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD,
                                                                                    p.KEYWORD_ONLY)]
@@ -156,7 +162,7 @@ class ServeConfig:
         if not isinstance(self.policy, dict) or self.policy.get("name") not in POLICIES:
             raise ValueError(f"config key 'policy.name' must be one of {list(POLICIES)}, got "
                              f"{self.policy.get('name') if isinstance(self.policy, dict) else self.policy!r}")
-        allowed = _parameters(policy_table()[self.policy["name"]])
+        allowed = _policy_parameters(policy_table()[self.policy["name"]])
         extra = set(self.policy) - {"name"} - set(LOGGING_KEYS) - set(allowed)
         if extra:
             raise _unknown(("policy",), extra, ["name", *LOGGING_KEYS] + allowed, f"table 'policy' ({self.policy['name']})")
@@ -197,8 +203,8 @@ class ServeConfig:
         return Clock(self.clock.get("origin", 0), self.clock.get("round_length", 1))
 
     def build(self):
-        """(policy, channel, clock): the objects the config describes (the same objects for the
-        same config within a process, so a restarted service reuses the compiled programs)."""
+        """(policy, channel, clock): the objects the config describes. The policy and the channel
+        are values, equal for the same config, so a restarted service reuses the compiled programs."""
         pol, ch, _ = self._built()
         return pol, ch, self._clock()
 
@@ -209,10 +215,7 @@ class ServeConfig:
 
     def _built(self):
         self.check()
-        key = json.dumps([self.policy, self.channel], sort_keys=True)
-        if key not in _BUILT:
-            _BUILT[key] = self._build()
-        return _BUILT[key]
+        return self._build()
 
     def _build(self):
         from . import channels
@@ -239,9 +242,6 @@ class ServeConfig:
     def propensity_samples(self) -> int:
         """Monte Carlo draws of a logged propensity (``policy.propensity_samples``, default 256)."""
         return int(self.policy.get("propensity_samples", DEFAULT_PROPENSITY_SAMPLES))
-
-
-_BUILT: Dict[str, Any] = {}
 
 
 def load_config(path=None, **overrides) -> ServeConfig:

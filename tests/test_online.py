@@ -301,8 +301,7 @@ def test_load_refuses_another_policy_channel_or_version(tmp_path):
     with pytest.raises(ValueError, match="saved for channel"):
         online.load(path, pol, C.conversions(window=9))
     with pytest.raises(ValueError, match="layout"):
-        online.load(path, V.delayed_klucb(LAW, 8, eps=0.1, name="d-klucb").__class__(
-            *V.delayed_klucb(D.fixed(2), 8)), ch)
+        online.load(path, V.delayed_klucb(D.fixed(2), 8), ch)  # the same name "d-klucb", another state layout
     with np.load(path) as z:
         arrays = {k: z[k] for k in z.files}
     for field, value, msg in (("format_version", 99, "format version"), ("library_version", "9.0.0", "incompatible")):

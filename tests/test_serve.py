@@ -374,3 +374,27 @@ def test_estimate_nan_is_null_and_a_policy_without_estimate_gives_null():
     st = classic.IndexState(None, jnp.array([2.0, 0.0, 1.0, 0.0]))  # arm 0: 2 arrivals, sum 1; arm 1: none
     assert serve._estimates(pol, st) == [0.5, None]
     assert serve._estimates(pol._replace(estimate=None), st) is None
+
+
+def test_a_new_service_of_the_same_config_compiles_nothing(tmp_path):
+    """Policies are values: the same config builds an equal (not the same) policy, and a second
+    service (a restart, another database) reuses the first one's compiled programs."""
+    from jaxbandits.policies import conversions as CV
+
+    p1, c1, _ = _cfg().build()
+    p2, c2, _ = _cfg().build()
+    assert p1 == p2 and p1 is not p2 and c1 == c2 and isinstance(p1, CV.delayed_klucb.value_type)
+    assert p1.window == 200 and p1.label is None
+    a = serve.Service(_cfg(), tmp_path / "a.db")
+    try:
+        a.decide(2)
+        n = online._decide._cache_size() + online._decide_upto._cache_size()
+        assert n > 0
+    finally:
+        a.close()
+    b = serve.Service(_cfg(), tmp_path / "b.db")
+    try:
+        b.decide(2)
+        assert online._decide._cache_size() + online._decide_upto._cache_size() == n
+    finally:
+        b.close()

@@ -21,6 +21,7 @@ from jax import lax
 
 from .. import _validate as V
 from ..types import Policy
+from ..values import is_policy, policy_digest
 from . import metrics as M
 from . import round as R
 from . import stats as ST
@@ -214,99 +215,9 @@ def _devices(shard, n_runs):
     return V.integer("shard", shard, lo=1, hi=jax.local_device_count())
 
 
-def policy_digest(policy) -> str:
-    """A digest of what a policy computes: its functions' code, and, recursively, the values they
-    close over and their defaults (hyper-parameters live there: ``ucb1(alpha=0.5)`` and
-    ``ucb1(alpha=2.0)`` share a name and code, not a closure), and its declared fields. Stable
-    across processes of the same Python (nothing from ``id`` or addresses), so the parts of a
-    split sweep name their units alike (docs/cluster.md)."""
-    import dataclasses
-    import functools
-    import hashlib
-    import types
-
-    h = hashlib.sha256()
-    seen = set()
-
-    def put(*xs):
-        for x in xs:
-            h.update(repr(x).encode() if not isinstance(x, bytes) else x)
-            h.update(b"\x00")
-
-    def walk(v, depth):
-        if depth > 12:
-            put("<deep>")
-            return
-        if v is None or isinstance(v, (bool, int, float, complex, str, bytes)):
-            put(type(v).__name__, v)
-        elif isinstance(v, (np.ndarray, np.generic)) or (isinstance(v, jax.Array) and not isinstance(v, jax.core.Tracer)):
-            if isinstance(v, jax.Array) and jnp.issubdtype(v.dtype, jax.dtypes.prng_key):
-                v = jax.random.key_data(v)
-            a = np.asarray(v)
-            put("array", a.shape, a.dtype.str, hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest())
-        elif id(v) in seen:
-            put("<seen>")
-        elif isinstance(v, types.FunctionType):
-            seen.add(id(v))
-            code(v.__code__, depth)
-            walk(v.__defaults__, depth + 1)
-            walk(v.__kwdefaults__, depth + 1)
-            for c in v.__closure__ or ():
-                try:
-                    walk(c.cell_contents, depth + 1)
-                except ValueError:  # an empty cell
-                    put("<empty>")
-        elif isinstance(v, functools.partial):
-            seen.add(id(v))
-            put("partial")
-            walk(v.func, depth + 1), walk(v.args, depth + 1), walk(v.keywords, depth + 1)
-        elif isinstance(v, types.MethodType):
-            walk(v.__func__, depth + 1), walk(v.__self__, depth + 1)
-        elif isinstance(v, types.ModuleType):
-            put("module", v.__name__)
-        elif isinstance(v, type):
-            put("type", v.__module__, v.__qualname__)
-        elif isinstance(v, (tuple, list)):
-            seen.add(id(v))
-            put(type(v).__qualname__, len(v))
-            for x in v:
-                walk(x, depth + 1)
-        elif isinstance(v, (set, frozenset)):
-            put(type(v).__name__, sorted(map(repr, v)))
-        elif isinstance(v, dict):
-            seen.add(id(v))
-            put("dict", len(v))
-            for k in sorted(v, key=repr):
-                put(k)
-                walk(v[k], depth + 1)
-        elif hasattr(v, "__wrapped__"):  # jax.jit and functools.wraps wrappers
-            seen.add(id(v))
-            walk(v.__wrapped__, depth + 1)
-        elif dataclasses.is_dataclass(v):
-            seen.add(id(v))
-            put("dataclass", type(v).__qualname__)
-            for f in dataclasses.fields(v):
-                put(f.name)
-                walk(getattr(v, f.name), depth + 1)
-        elif hasattr(v, "__dict__"):
-            seen.add(id(v))
-            put("object", type(v).__module__, type(v).__qualname__)
-            walk(dict(vars(v)), depth + 1)
-        elif callable(v):  # a builtin or a compiled callable: its name
-            put("callable", getattr(v, "__module__", ""), getattr(v, "__qualname__", type(v).__qualname__))
-        else:
-            put("other", type(v).__qualname__)
-
-    def code(c, depth):
-        put("code", c.co_name, c.co_code, c.co_names, c.co_varnames)
-        for k in c.co_consts:
-            if isinstance(k, types.CodeType):
-                code(k, depth + 1)
-            else:
-                put(k)
-
-    walk(tuple(policy), 0)
-    return h.hexdigest()[:16]
+#: how a fingerprint names its policies: library policies by value (``v:`` and the digest of their
+#: fields). Checkpoints written before (no such key) named them by a digest of their code and closures.
+POLICY_IDS = "values"
 
 
 def _fingerprint(plan: Plan, key, n_runs, record_at, chunk, first_run, extra=None) -> dict:
@@ -330,7 +241,7 @@ def _fingerprint(plan: Plan, key, n_runs, record_at, chunk, first_run, extra=Non
     return {"problems": probs, "key": digest(key), "n_runs": int(n_runs), "first_run": int(first_run),
             "record_at": digest(np.asarray(record_at)), "chunk": chunk, "devices": plan.n_dev,
             "gridded": plan.gridded, "jax": jax.__version__, "jaxbandits": jaxbandits.__version__,
-            "x64": bool(jax.config.jax_enable_x64), **(extra or {})}
+            "x64": bool(jax.config.jax_enable_x64), "policy_ids": POLICY_IDS, **(extra or {})}
 
 
 def _place(tree, like):
@@ -910,7 +821,7 @@ def simulate(env, channel, policies, horizon: int, key, n_runs: int = 1, *, reco
 def policies_dict(policies):
     """``(single, {label: Policy})`` of one Policy (labelled by its name) or a non-empty
     ``{label: Policy}`` mapping; another type is a TypeError, an empty mapping a ValueError."""
-    if isinstance(policies, Policy):
+    if is_policy(policies):
         return True, {policies.name: policies}
     if not isinstance(policies, Mapping):
         raise TypeError("policies must be a Policy or a non-empty {label: Policy} dict, got "
@@ -919,7 +830,7 @@ def policies_dict(policies):
     if not policies:
         raise ValueError("policies must be a Policy or a non-empty {label: Policy} dict, got an empty one")
     for lab, pol in policies.items():
-        if not isinstance(pol, Policy):
+        if not is_policy(pol):
             raise TypeError(f"policies[{lab!r}] must be a Policy (a policy constructor's result), got "
                             f"{type(pol).__name__}")
     return False, dict(policies)

@@ -30,6 +30,7 @@ from .. import _validate as V
 from ..channels import Channel, ChannelSpec
 from ..mathlib import fold_in, uniform
 from ..types import NEVER, Arrivals, Context, Play, Policy, ProblemSpec
+from ..values import PolicyValue, is_policy
 
 _F = jnp.float32
 SETUP, REWARD, DELAY, CONTEXT, WORLD = range(5)
@@ -79,7 +80,8 @@ def _hashable(x):
 class Problem:
     """Everything static about one (world, channel, policy) simulation: the components and the
     sizes fixed before compiling. Equal (and hashed) by the identity of its world, policy and
-    builder, and by value otherwise, so a second identical ``simulate`` call reuses the program."""
+    builder (the policy by value when it is a library :class:`~jaxbandits.values.PolicyValue`), and
+    by value otherwise, so a second identical ``simulate`` call reuses the program."""
 
     __slots__ = ("world", "channel", "policy", "horizon", "spec", "cspec", "build", "dl_mode", "dl_len",
                  "_key")
@@ -89,8 +91,8 @@ class Problem:
         self.horizon, self.spec, self.cspec, self.build = horizon, spec, cspec, build
         self.dl_mode, self.dl_len = dl_mode, dl_len
         ch = channel if _hashable(channel) else _Id(channel)
-        if build is None:
-            comp = (_Id(world), _Id(policy))
+        if build is None:  # a library policy is a value: an equal one reuses the program
+            comp = (_Id(world), policy if isinstance(policy, PolicyValue) else _Id(policy))
         else:  # a grid: the program builds its components from build(params)
             comp = (build if _hashable(build) else _Id(build), type(world))
         self._key = (comp, ch, horizon, spec, cspec, dl_mode, dl_len)
@@ -154,7 +156,7 @@ def check_pair(channel, policy, label):
     """The policy's needs against the channel's feedback, before anything compiles."""
     if not isinstance(channel, Channel):
         raise TypeError(f"channel must be a jaxbandits.channels.Channel, got {type(channel).__name__}")
-    if not isinstance(policy, Policy):
+    if not is_policy(policy):
         raise TypeError(f"policy {label!r} must be a jaxbandits Policy, got {type(policy).__name__}")
     fb = channel.feedback
     missing = policy.needs.missing(fb)
@@ -228,7 +230,7 @@ def problem(world, channel, policy, horizon: int, *, n_runs: int = 1, delayed_re
     policy)`` (grids) rebuilds the components from traced parameters inside the program."""
     horizon = V.horizon("horizon", horizon)
     n_runs = V.integer("n_runs", n_runs, lo=1)
-    label = policy.name if label is None and isinstance(policy, Policy) else label
+    label = policy.name if label is None and is_policy(policy) else label
     check_pair(channel, policy, label)
     check_world(world)
     if world.max_horizon is not None and horizon > world.max_horizon:

@@ -10,9 +10,9 @@ Importing this package is light: Pallas is imported only when a kernel is built.
 """
 from __future__ import annotations
 
-from ._registry import FusedSpec, register, spec_of
+from ._registry import FusedSpec, spec_of
 
-__all__ = ["FusedSpec", "register", "spec_of", "unsupported", "simulate_fused", "SUPPORTED"]
+__all__ = ["FusedSpec", "spec_of", "unsupported", "simulate_fused", "SUPPORTED"]
 
 
 def unsupported(*args, **kwargs):

@@ -17,7 +17,7 @@ import numpy as np
 from .. import channels as C
 from .. import delays as D
 from ..engine.recording import SimOutput, record_points
-from ..types import Policy
+from ..values import is_policy
 from ._registry import spec_of
 
 __all__ = ["unsupported", "simulate_fused", "CLASSIC", "DELAYED", "run_keys_words", "scan_uniforms", "clear_cache"]
@@ -60,9 +60,9 @@ def unsupported(env, channel, policies, *, chunk=None, shard=None, resume=False,
     if law is None:
         why.append(f"the world {type(env).__name__} (the fused kernels cover the library's Bernoulli and "
                    "conversions worlds: envs.bernoulli, envs.conversions)")
-    pols = {policies.name: policies} if isinstance(policies, Policy) else dict(policies)
+    pols = {policies.name: policies} if is_policy(policies) else dict(policies)
     for lab, pol in pols.items():
-        sp = spec_of(pol) if isinstance(pol, Policy) else None
+        sp = spec_of(pol) if is_policy(pol) else None
         if sp is None:
             why.append(f"policy {lab!r} ({getattr(pol, 'name', type(pol).__name__)}) has no fused kernel "
                        "(covered: UCB1, KL-UCB, Thompson, Gaussian-TS, uniform random, DelayedUCB, DelayedKLUCB)")
@@ -269,7 +269,7 @@ def simulate_fused(env, channel, policies, horizon, key, n_runs=1, *, record=Non
     from ..engine import stats as ST
     from . import kernels as Kn
 
-    single = isinstance(policies, Policy)
+    single = is_policy(policies)
     pols = {policies.name: policies} if single else dict(policies)
     if interpret is None:
         interpret = jax.default_backend() != "gpu"

@@ -75,7 +75,7 @@ def parse_policy(spec: str, log: DecisionLog, delay=None) -> Target:
     evaluation's delay law)."""
     from .. import channels as C
     from ..expfile import resolve_kind
-    from ..types import Policy
+    from ..values import is_policy
 
     s = spec.strip()
     K = log.n_arms
@@ -118,7 +118,7 @@ def parse_policy(spec: str, log: DecisionLog, delay=None) -> Target:
         pol = fn(**kw)
     except TypeError as e:
         raise ValueError(f"--policy {spec!r}: {e}") from None
-    if not isinstance(pol, Policy):
+    if not is_policy(pol):
         raise ValueError(f"--policy {spec!r} names a {type(pol).__name__}, not a policy")
     ch = C.conversions() if pol.needs.zeros_observed is False else C.attributed()
     return Target(s, policy=pol, channel=ch)

@@ -31,6 +31,7 @@ import numpy as np
 from .. import mathlib as M
 from .. import ring as R
 from ..types import NEVER, Arrivals, Context, Policy, ProblemSpec
+from ..values import is_policy
 from .estimators import Estimate, old_enough, seen_probability
 from .log import DecisionLog
 
@@ -100,7 +101,7 @@ def replay(log: DecisionLog, policy: Policy, channel, key=0, *, window=None, del
 
     if not isinstance(channel, Channel):
         raise TypeError(f"channel must be a jaxbandits.channels.Channel, got {type(channel).__name__}")
-    check_pair(channel, policy, policy.name if isinstance(policy, Policy) else "policy")
+    check_pair(channel, policy, policy.name if is_policy(policy) else "policy")
     fb = channel.feedback
     if not fb.attributed or fb.spread or fb.delay_at_action:
         raise ValueError(f"replay runs policies of attributed or conversion channels, not {channel}")

@@ -20,6 +20,7 @@ import numpy as np
 from .. import _validate as V
 from .. import mathlib as M
 from ..types import Needs, Policy, ProblemSpec, one_hot
+from ..values import is_policy, policy_value
 
 __all__ = ["dew", "skipper", "skipper_dew", "doubling", "DEWState", "SkipperState", "DoublingState",
            "thm1_eta", "thm1_bound", "thm3_bound", "cor4_beta", "cor4_bound", "oracle_bound", "oracle_beta",
@@ -64,6 +65,7 @@ def _iw_loss(memo, reward):
     return memo.onehot * (1.0 - reward) * jnp.exp(-memo.log_p_a)
 
 
+@policy_value("DEW")
 def dew(eta: float, d_max: Optional[float] = None, name: str = "DEW") -> Policy:
     """DEW (Algorithm 1): exponential weights on importance-weighted losses, one update per arriving
     feedback, rate ``eta' = min(eta, 1/(4e d_max))``. Feedback with delay above ``d_max`` would void
@@ -98,13 +100,14 @@ class SkipperState(NamedTuple):
     skipped: Any  # f32 arrivals discarded because their delay was >= beta (OT: seen on arrival)
 
 
+@policy_value("Skipper")
 def skipper(beta: float, base: Policy, count_skipped: bool = True, name: Optional[str] = None) -> Policy:
     """Skipper(beta, base) (Algorithm 2), a wrapper as in optax: feedback whose delay is ``>= beta``
     is discarded (the inequality is not strict, Alg. 2), everything else goes to ``base`` unchanged.
     ``count_skipped`` adds one payload lane counting the discarded arrivals (they must fit in the
     calendar to be counted; with ``False`` a width of ``ceil(beta)`` is exact)."""
     V.real("beta", beta, allow_inf=True)
-    if not isinstance(base, Policy):
+    if not is_policy(base):
         raise TypeError(f"base must be a Policy, got {type(base).__name__}")
     if base.payload is None:
         raise ValueError("skipper needs a base policy with attributed feedback (a payload function)")
@@ -134,6 +137,7 @@ def skipper(beta: float, base: Policy, count_skipped: bool = True, name: Optiona
                   base.memo_hold, base.memo_probs)
 
 
+@policy_value("SkipperDEW")
 def skipper_dew(beta: float, eta: Optional[float] = None, count_skipped: bool = True,
                 name: Optional[str] = None) -> Policy:
     """``Skipper(beta, DEW(eta, beta))``: DEW with ``d_max = beta``; default ``eta = 1/(4e beta)``
@@ -170,6 +174,7 @@ def _beta_m(m, lnk):
     return jnp.exp2(m.astype(_F) / 2.0) / (4 * _E * lnk)  # eq. (5)
 
 
+@policy_value("Doubling")
 def doubling(m0: int = 0, lanes: int = 48, name: str = "Doubling") -> Policy:
     """The doubling scheme of Section 4 for delays revealed at action time: epochs ``m``,
     ``omega_m = 2^m``, ``beta_m = sqrt(omega_m)/(4e ln K)``, ``eta_m = ln K / sqrt(omega_m)``; stay

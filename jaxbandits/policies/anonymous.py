@@ -23,6 +23,7 @@ from jax import lax
 from .. import _validate as V
 from .. import mathlib as M
 from ..types import Needs, Policy, ProblemSpec, one_hot
+from ..values import policy_value
 
 __all__ = ["schedule", "odaaf", "odaaf_b", "odaaf_v", "odaaf_naive", "qpmd", "ODAAFState", "QPMDState",
            "phase_timeline"]
@@ -172,6 +173,7 @@ def _bridge_len(length):
     return "block" if length == "block" else V.integer("bridge_len", length, lo=1)
 
 
+@policy_value("ODAAF")
 def odaaf(mean_delay: float, use_bridge: bool = False, bridge_rule: str = "best", bridge_len="block",
           name: str = "ODAAF") -> Policy:
     """ODAAF: known expected delay, schedule eq. (2), no bridge (as in the paper's experiments;
@@ -181,6 +183,7 @@ def odaaf(mean_delay: float, use_bridge: bool = False, bridge_rule: str = "best"
     return _odaaf("odaaf", mean_delay, None, None, use_bridge, _bridge_rule(bridge_rule), name, _bridge_len(bridge_len))
 
 
+@policy_value("ODAAFB")
 def odaaf_b(mean_delay: float, bound: float, bridge_rule: str = "best", bridge_len="block",
             name: str = "ODAAF-B") -> Policy:
     """ODAAF-B: known expected delay and support bound ``d`` (eq. 4.2), with the bridge period."""
@@ -189,6 +192,7 @@ def odaaf_b(mean_delay: float, bound: float, bridge_rule: str = "best", bridge_l
     return _odaaf("odaaf_b", mean_delay, bound, None, True, _bridge_rule(bridge_rule), name, _bridge_len(bridge_len))
 
 
+@policy_value("ODAAFV")
 def odaaf_v(mean_delay: float, variance: float, bridge_rule: str = "best", bridge_len="block",
             name: str = "ODAAF-V") -> Policy:
     """ODAAF-V: known expected delay and variance (eq. 6), with the bridge period."""
@@ -197,6 +201,7 @@ def odaaf_v(mean_delay: float, variance: float, bridge_rule: str = "best", bridg
     return _odaaf("odaaf_v", mean_delay, None, variance, True, _bridge_rule(bridge_rule), name, _bridge_len(bridge_len))
 
 
+@policy_value("ODAAFNaive")
 def odaaf_naive(bound: float, use_bridge: bool = False, name: str = "ODAAF-naive") -> Policy:
     """Improved UCB with App. B's naive widths for delays bounded by ``d`` (not in the experiments)."""
     V.nonneg("bound", bound)
@@ -219,6 +224,7 @@ class QPMDMemo(NamedTuple):
     onehot: Any
 
 
+@policy_value("QPMD")
 def qpmd(base: str = "ucb1", name: Optional[str] = None) -> Policy:
     """QPM-D: per-arm queues of arrived rewards; the base (``"ucb1"``: Auer et al. with
     ``ln n``, n = rewards fed; ``"kl-ucb"``) is fed from the queue of the arm it recommends, as many

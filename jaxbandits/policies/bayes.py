@@ -35,6 +35,7 @@ from .. import mathlib as M
 from ..bayes.families import family
 from ..bayes.model import RingStats, conversion_model
 from ..types import Needs, Policy, ProblemSpec, RatePosterior, one_hot
+from ..values import policy_value
 
 __all__ = ["delay_model_ts", "beta_ts", "DelayTSState", "BetaTSState", "ring_update", "refresh_step",
            "unconstrained_init"]
@@ -207,6 +208,7 @@ class TSMemo(NamedTuple):
     arm: Any
 
 
+@policy_value("DelayModelTS")
 def delay_model_ts(window: int = 255, model: str = "exponential", engine: str = "hmc", refresh: int = 1,
                    per_arm_delay: bool = False, priors: Optional[dict] = None, prior_mean: Optional[float] = None,
                    fixed_delay: Optional[dict] = None, num_steps: int = 4, step_size: float = 0.6,
@@ -381,6 +383,7 @@ class BetaMemo(NamedTuple):
     onehot: Any
 
 
+@policy_value("BetaTS")
 def beta_ts(mode: str = "naive", window: int = 255, name: Optional[str] = None) -> Policy:
     """Beta-Bernoulli Thompson sampling that ignores the delay law (docs/bayes.md):
     ``"naive"``: ``Beta(1 + S_k, 1 + N_k - S_k)`` with every seen conversion and every play (pending

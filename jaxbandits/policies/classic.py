@@ -17,8 +17,8 @@ from jax.scipy.linalg import cho_solve, solve_triangular
 
 from .. import _validate as V
 from .. import mathlib as M
-from ..fused._registry import register as _fused
 from ..types import Needs, Policy, ProblemSpec, one_hot
+from ..values import policy_value
 
 __all__ = ["uniform_random", "ucb1", "kl_ucb", "thompson", "gaussian_thompson", "exp3", "linucb",
            "lints", "IndexState", "LinState", "ucb1_index", "kl_ucb_index", "beta_posterior",
@@ -36,6 +36,7 @@ class RandomMemo(NamedTuple):
     probs: Any  # f32[K]: the law A_t was drawn from (read by the expected-regret metric)
 
 
+@policy_value("UniformRandom", fused=("random", ()))
 def uniform_random() -> Policy:
     """Uniformly random among the available actions; ignores all feedback."""
 
@@ -48,8 +49,8 @@ def uniform_random() -> Policy:
         p = mask.astype(_F) / jnp.sum(mask)
         return M.sample_from_probs(p, M.uniform(key)), RandomMemo(p)
 
-    return _fused(Policy(init, act, lambda s, arr: s, lambda memo, r, d: jnp.zeros((1,), _F), Needs(),
-                         "random", memo_probs=True), "random")
+    return Policy(init, act, lambda s, arr: s, lambda memo, r, d: jnp.zeros((1,), _F), Needs(),
+                  "random", memo_probs=True)
 
 
 # ----------------------------------------------------------------------------- index policies
@@ -151,6 +152,7 @@ def gaussian_index(mean, prec, z):
     return mean + z / jnp.sqrt(prec)
 
 
+@policy_value("UCB1", fused=("ucb1", ("alpha",)))
 def ucb1(alpha: float = 2.0) -> Policy:
     """UCB1 (Auer et al. 2002): ``mean + sqrt(alpha log(t+1) / n)``; alpha = 2 is the paper's."""
     V.positive("alpha", alpha)
@@ -158,9 +160,10 @@ def ucb1(alpha: float = 2.0) -> Policy:
     def index(state, t, key):
         return ucb1_index(state.sums, counts(state), t + 1, alpha)
 
-    return _fused(_index_policy("UCB1", index), "ucb1", alpha=alpha)
+    return _index_policy("UCB1", index)
 
 
+@policy_value("KLUCB", fused=("kl_ucb", ("c", "iters")))
 def kl_ucb(c: float = 0.0, iters: int = 4) -> Policy:
     """KL-UCB (Garivier and Cappe 2011) for Bernoulli rewards: the largest ``q`` with
     ``n kl(mean, q) <= log(t+1) + c log log(t+1)``, by ``iters`` monotone Newton steps
@@ -171,9 +174,10 @@ def kl_ucb(c: float = 0.0, iters: int = 4) -> Policy:
     def index(state, t, key):
         return kl_ucb_index(state.sums, counts(state), t + 1, c, iters)
 
-    return _fused(_index_policy("KL-UCB", index), "kl_ucb", c=c, iters=iters)
+    return _index_policy("KL-UCB", index)
 
 
+@policy_value("Thompson", fused=("thompson", ("prior_a", "prior_b", "sampler")))
 def thompson(prior_a: float = 1.0, prior_b: float = 1.0, sampler: str = "mt") -> Policy:
     """Beta-Bernoulli Thompson sampling, prior Beta(prior_a, prior_b).
 
@@ -192,10 +196,10 @@ def thompson(prior_a: float = 1.0, prior_b: float = 1.0, sampler: str = "mt") ->
             return M.beta_sample(key, a, b)
         return jax.random.beta(key, a, b)
 
-    return _fused(_index_policy("Thompson", index), "thompson", prior_a=prior_a, prior_b=prior_b,
-                  sampler=sampler)
+    return _index_policy("Thompson", index)
 
 
+@policy_value("GaussianThompson", fused=("gaussian_ts", ("sigma", "prior_mean", "prior_var")))
 def gaussian_thompson(sigma: float = 1.0, prior_mean: float = 0.0, prior_var: float = 1e4) -> Policy:
     """Gaussian Thompson sampling with known noise ``sigma`` and prior N(prior_mean, prior_var);
     ``sigma`` in [1e-15, 1e15] and ``prior_var`` in [1e-30, 1e30] keep ``sigma^2`` and the precisions
@@ -208,8 +212,7 @@ def gaussian_thompson(sigma: float = 1.0, prior_mean: float = 0.0, prior_var: fl
         mean, prec = gaussian_posterior(state.sums, counts(state), sigma, prior_mean, prior_var)
         return gaussian_index(mean, prec, M.normals(key, mean.shape[0]))
 
-    return _fused(_index_policy("Gaussian-TS", index), "gaussian_ts", sigma=sigma,
-                  prior_mean=prior_mean, prior_var=prior_var)
+    return _index_policy("Gaussian-TS", index)
 
 
 # ----------------------------------------------------------------------------- Exp3
@@ -224,6 +227,7 @@ class Exp3Memo(NamedTuple):
     probs: Any  # f32[K] law of A_t
 
 
+@policy_value("Exp3")
 def exp3(eta: float | None = None, gamma: float = 0.0) -> Policy:
     """Exp3 on losses ``1 - r`` with importance weighting by the play-time probability:
     ``p ~ exp(-eta L_hat)``, mixed with ``gamma`` uniform exploration. Default
@@ -301,6 +305,7 @@ def _lin_solve(state: LinState):
     return theta, chol
 
 
+@policy_value("LinUCB")
 def linucb(lam: float = 1.0, delta: float = 0.05, sigma: float = 0.5, s_norm: float = 1.0,
            scale: float = 1.0) -> Policy:
     """LinUCB / OFUL (Abbasi-Yadkori et al. 2011): ``<theta_hat, x> + scale beta_t ||x||_{V^-1}``,
@@ -323,6 +328,7 @@ def linucb(lam: float = 1.0, delta: float = 0.05, sigma: float = 0.5, s_norm: fl
     return Policy(_lin_init(lam), act, _lin_update, _lin_payload, _STOCHASTIC, "LinUCB")
 
 
+@policy_value("LinTS")
 def lints(lam: float = 1.0, v: float = 0.5) -> Policy:
     """Linear Thompson sampling (Agrawal and Goyal 2013): ``theta ~ N(theta_hat, v^2 V^-1)``."""
     V.positive("lam", lam)

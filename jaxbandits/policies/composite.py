@@ -22,6 +22,7 @@ from .. import _validate as V
 from .. import mathlib as M
 from .. import ring as R
 from ..types import Needs, Policy, ProblemSpec, one_hot
+from ..values import policy_value
 from . import anonymous as _anon
 
 __all__ = ["BlockSize", "f_poly", "f_exp2", "f_const", "block_size", "ars_ucb", "ars_exp3", "ars_clw", "clw",
@@ -132,6 +133,7 @@ def _ars_ucb_decide(n, m, k, alpha, t_paper, f: BlockSize):
     return a, jnp.maximum(f(k[a]), 1), k.at[a].add(1)
 
 
+@policy_value("ARSUCB")
 def ars_ucb(alpha: float = 4.0, f="k^2", name: Optional[str] = None) -> Policy:
     """ARS-UCB (Algorithm 1): play the arm of largest clipped UCB for ``f(K_a)`` consecutive slots,
     ``K_a`` its own block count; ``M_a`` sums every ``y`` received meanwhile. Anytime, no knowledge of
@@ -230,6 +232,7 @@ def _draw_block(state_arm, state_p, new, probs, key):
     return DrawMemo(a, p_a, new, law)
 
 
+@policy_value("ARSEXP3")
 def ars_exp3(beta: float = 0.5, gamma: Optional[float] = None, name: Optional[str] = None) -> Policy:
     """ARS-EXP3 (Algorithm 2): block ``k`` lasts ``g(k) = ceil(k^beta)`` slots, its arm drawn from
     ``p = (1-gamma) softmax(w / g(K)) + gamma/N`` at its start; at its end
@@ -420,6 +423,7 @@ def _clw(d, first_end, h, round_rule, params, name) -> Policy:
     return Policy(init, act, update, None, _ANON, name, memo_probs=True)
 
 
+@policy_value("ARSCLW")
 def ars_clw(first_end: int = 1024, h=h_default, round_rule: str = "wang_forward", name: str = "ARS-CLW") -> Policy:
     """ARS-CLW (Algorithm 3, App. C): CLW restarted on doubling phases ``T^(k) = first_end
     2^(k-1)``, each with the guess ``d^(k) = h(T^(k))`` (default ``max(1, ceil(T^(1/3)))``, our choice)."""
@@ -429,6 +433,7 @@ def ars_clw(first_end: int = 1024, h=h_default, round_rule: str = "wang_forward"
     return _clw(None, first_end, h, round_rule, "wang", name)
 
 
+@policy_value("CLW")
 def clw(d: int, round_rule: str = "wang_forward", clw_params: str = "wang", name: Optional[str] = None) -> Policy:
     """CLW (Cesa-Bianchi, Gentile and Mansour 2018) with known ``d``, in Wang et al. 2021's form: one
     ARS-CLW phase over the whole horizon, ``q = 1/(2d)``, ``gamma = min(1, sqrt(2dN log N/(T+d)))``,
@@ -440,6 +445,7 @@ def clw(d: int, round_rule: str = "wang_forward", clw_params: str = "wang", name
 
 
 # ----------------------------------------------------------------------------- generalized ODAAF
+@policy_value("GeneralizedODAAF")
 def generalized_odaaf(d: int, mean_lag: Optional[float] = None, bridge_rule: str = "best",
                       name: Optional[str] = None) -> Policy:
     """Generalized ODAAF (Garg and Akash 2019) as built here (our choice: Wang et al. 2021 do not

@@ -36,10 +36,10 @@ import jax.numpy as jnp
 from .. import _validate as V
 from .. import delays as D
 from .. import mathlib as M
-from ..fused._registry import register as _fused
 from .. import ring as R
 from ..ring import discounted_value, discounted_window
 from ..types import Needs, Policy, ProblemSpec, one_hot
+from ..values import policy_value
 
 __all__ = ["delayed_ucb", "delayed_klucb", "discarding_ucb", "discarding_klucb", "DelayedState",
            "DiscardingState", "n_tilde_direct", "delayed_ucb_index", "delayed_klucb_index"]
@@ -224,16 +224,17 @@ def _check(delay, window, eps, online):
     return window
 
 
+@policy_value("DelayedUCB", fused=("delayed_ucb", ("delay", "window", "eps", "online")))
 def delayed_ucb(delay=None, window: Optional[int] = None, eps: float = 0.0, online: bool = False,
                 name: Optional[str] = None) -> Policy:
     """DelayedUCB (``d-ucb`` with a window, ``ud-ucb`` without). ``online=True``: the delay CDF is
     estimated from the revealed delays (App. D) and ``delay`` is not used."""
     window = _check(delay, window, eps, online)
     nm = name or ("ud-ucb" if window is None else "d-ucb") + ("-online" if online else "")
-    return _fused(_delayed("ucb", delay, window, eps, 1.0, 0, online, nm), "delayed_ucb", delay=delay, window=window,
-                  eps=eps, online=online)
+    return _delayed("ucb", delay, window, eps, 1.0, 0, online, nm)
 
 
+@policy_value("DelayedKLUCB", fused=("delayed_klucb", ("delay", "window", "eps", "cap", "iters", "online")))
 def delayed_klucb(delay=None, window: Optional[int] = None, eps: float = 0.0, cap: Optional[float] = 1.0,
                   iters: int = 8, online: bool = False, name: Optional[str] = None) -> Policy:
     """DelayedKLUCB with the Poisson KL (``d-klucb`` / ``ud-klucb``); ``cap=None`` is the uncapped
@@ -243,8 +244,7 @@ def delayed_klucb(delay=None, window: Optional[int] = None, eps: float = 0.0, ca
         V.positive("cap", cap)
     iters = V.integer("iters", iters, lo=1, hi=64)
     nm = name or ("ud-klucb" if window is None else "d-klucb") + ("-online" if online else "")
-    return _fused(_delayed("kl", delay, window, eps, cap, iters, online, nm), "delayed_klucb", delay=delay,
-                  window=window, eps=eps, cap=cap, iters=iters, online=online)
+    return _delayed("kl", delay, window, eps, cap, iters, online, nm)
 
 
 # ----------------------------------------------------------------------------- Discarding
@@ -304,6 +304,7 @@ def _discarding(index, delay, window, eps, bonus, cap, iters, name) -> Policy:
     return Policy(init, act, update, payload, _needs(m), name, max_hold=m, memo_hold=True, estimate=estimate)
 
 
+@policy_value("DiscardingUCB")
 def discarding_ucb(delay, window: int, eps: float = 0.0, bonus: str = "paper", name: Optional[str] = None) -> Policy:
     """Discarding-UCB (sec. 6): UCB on closed pulls only, bonus ``sqrt(beta / (2 tau_m N^c))`` as
     printed (``bonus="tau2"``: ``tau_m^2``, which is what DelayedUCB reduces to when every pull is closed)."""
@@ -313,6 +314,7 @@ def discarding_ucb(delay, window: int, eps: float = 0.0, bonus: str = "paper", n
     return _discarding("ucb", delay, window, eps, bonus, 1.0, 0, name or "Discarding-UCB")
 
 
+@policy_value("DiscardingKLUCB")
 def discarding_klucb(delay, window: int, eps: float = 0.0, cap: Optional[float] = 1.0, iters: int = 8,
                      name: Optional[str] = None) -> Policy:
     """Discarding-KLUCB: DelayedKLUCB restricted to closed pulls (``Ñ = tau_m N^c``)."""

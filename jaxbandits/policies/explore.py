@@ -28,6 +28,7 @@ import jax.numpy as jnp
 from .. import _validate as V
 from .. import mathlib as M
 from ..types import Policy
+from ..values import is_policy, policy_value
 
 __all__ = ["explore", "chosen_probability", "ExploreMemo", "ExploreState", "MC_SALT"]
 
@@ -64,11 +65,12 @@ def chosen_probability(policy: Policy, state, ctx, key, a, memo, samples: int, n
     return _mc_law(policy, state, ctx, key, a, samples, n_arms)[a]
 
 
+@policy_value("Explore")
 def explore(base: Policy, eps: float, samples: int = 256) -> Policy:
     """``base`` with an exploration floor: with probability ``eps`` a uniformly drawn arm (see
     the module). ``samples``: Monte Carlo draws of the base's law when it does not declare
     ``memo_probs`` (the logged probability is then exact in its ``eps`` part only)."""
-    if not isinstance(base, Policy):
+    if not is_policy(base):
         raise TypeError(f"base must be a jaxbandits Policy, got {type(base).__name__}")
     eps = float(V.real("eps", eps, lo=0.0, hi=1.0))
     samples = V.integer("samples", samples, lo=1, hi=2**16)

@@ -26,6 +26,7 @@ from .. import _validate as V
 from .. import mathlib as M
 from .. import ring as R
 from ..types import Needs, Policy, ProblemSpec
+from ..values import policy_value
 
 
 def _conv(m):
@@ -133,6 +134,7 @@ def _check(window, lam, delta, variant, bias_mode):
     return window
 
 
+@policy_value("OTFLinUCB")
 def otf_linucb(window: int, lam: float = 1.0, delta: float = 0.1, variant: str = "reference_code",
                bias_mode: str = "exact", width_scale: float = 1.0, bias: bool = True,
                include_sqrt_lam: bool = True, name: Optional[str] = None) -> Policy:
@@ -168,6 +170,7 @@ def otf_linucb(window: int, lam: float = 1.0, delta: float = 0.1, variant: str =
                   _conv(window), nm)
 
 
+@policy_value("OTFLinTS")
 def otf_lints(window: int, lam: float = 1.0, delta: float = 0.1, variant: str = "reference_code",
               bias_mode: str = "stored", scale: str = "paper", sigma0: float = 0.5,
               name: Optional[str] = None) -> Policy:
@@ -217,6 +220,7 @@ class HoldMemo(NamedTuple):
     hold: Any
 
 
+@policy_value("LinUCBWait")
 def linucb_wait(window: int, lam: float = 1.0, delta: float = 0.1, name: str = "LinUCB-wait") -> Policy:
     """LinUCB that waits for each action's window to close (not from Vernade et al. 2020): V and B
     over closed actions only (age >= m), unbiased for tau_m theta, width 2 f, no bias term. Each
@@ -252,6 +256,7 @@ def linucb_wait(window: int, lam: float = 1.0, delta: float = 0.1, name: str = "
     return Policy(init, act, update, _payload, _conv(window), name, max_hold=window, memo_hold=True)
 
 
+@policy_value("LinUCBIgnoreDelays")
 def linucb_ignore_delays(lam: float = 1.0, delta: float = 0.1, name: str = "LinUCB-ignore-delays") -> Policy:
     """LinUCB that ignores delays (not from Vernade et al. 2020): V over every played action, B over
     every conversion received so far (run it on the uncensored channel, ``conversions(window=None)``),

@@ -1,0 +1,357 @@
+"""Policies as values (docs/architecture.md): :class:`PolicyValue`, the frozen dataclass each library
+constructor returns (its fields are the hyper-parameters; equal and hashed by value), made by
+:func:`policy_value` from the constructor; :func:`is_policy`, which accepts it or a user's
+:class:`~jaxbandits.types.Policy` NamedTuple; and :func:`policy_digest`, what names a policy in
+checkpoints and split sweeps.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+from typing import Any, Callable, ClassVar, Optional, Tuple
+
+import jax.numpy as jnp
+import numpy as np
+
+from .types import Policy
+
+__all__ = ["PolicyValue", "policy_value", "is_policy", "policy_digest", "policy_code_digest"]
+
+
+class PolicyValue:
+    """A library policy as a value: a frozen dataclass whose fields are its hyper-parameters.
+
+    It provides the interface of :class:`~jaxbandits.types.Policy` (``init``, ``act``, ``update``, ``payload``,
+    ``needs``, ``name``, ``max_hold``, ...), so the engine runs it exactly as a user's ``Policy``
+    NamedTuple. Equality and hash are by value (the type and every field; arrays by their bytes),
+    so two equal policies share one compiled program; ``repr`` names the policy and the fields that
+    differ from their defaults (``UCB1(alpha=0.5)``). Subclasses are made with
+    :func:`policy_value`; their pure functions come from the constructor the class is made from,
+    called once with the fields when the value is created (which also checks the fields).
+    """
+
+    _build_fn: ClassVar[Callable[..., Any]]
+    _renamed: ClassVar[Tuple[Tuple[str, str], ...]] = ()  # (field, constructor argument)
+    #: ``(kind, field names)`` of the fused kernel that implements this policy, else ``None``
+    #: (read by ``jaxbandits.fused.spec_of``)
+    fused: ClassVar[Optional[Tuple[str, Tuple[str, ...]]]] = None
+
+    def __post_init__(self):
+        kw = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        for field, arg in self._renamed:
+            kw[arg] = kw.pop(field)
+        impl = type(self)._build_fn(**kw)
+        if isinstance(impl, PolicyValue):  # a constructor made from another (skipper_dew: a Skipper)
+            impl = impl._impl
+        object.__setattr__(self, "_impl", impl)
+        # the hash, once (the compile cache hashes its keys at every lookup)
+        object.__setattr__(self, "_hash", hash((type(self).__name__, _frozen(self.values()))))
+
+    def as_tuple(self) -> Policy:
+        """The :class:`~jaxbandits.types.Policy` NamedTuple of this value's pure functions."""
+        return self._impl
+
+    @classmethod
+    def field_arguments(cls) -> Tuple[str, ...]:
+        """The constructor's argument of each field, in order (the field ``label`` is ``name``)."""
+        ren = dict(cls._renamed)
+        return tuple(ren.get(f.name, f.name) for f in dataclasses.fields(cls))
+
+    def _replace(self, **functions) -> Policy:
+        """A :class:`~jaxbandits.types.Policy` NamedTuple with some of this value's functions or declarations
+        replaced (a user's policy derived from a library one, e.g. to record more state)."""
+        return self._impl._replace(**functions)
+
+    def values(self) -> Tuple[Tuple[str, Any], ...]:
+        """``(field, value)`` pairs, in declaration order."""
+        return tuple((f.name, getattr(self, f.name)) for f in dataclasses.fields(self))
+
+    def arguments(self) -> dict:
+        """The constructor's arguments that make this value: the constructor called with them
+        makes an equal value (the field ``label`` is the argument ``name``)."""
+        ren = dict(self._renamed)
+        return {ren.get(k, k): v for k, v in self.values()}
+
+    def __eq__(self, other):
+        if other is self:
+            return True
+        if type(other) is not type(self):
+            return NotImplemented
+        return _frozen(self.values()) == _frozen(other.values())
+
+    def __hash__(self):
+        return self._hash
+
+    def __repr__(self):
+        shown = []
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if f.default is not dataclasses.MISSING and _same(v, f.default):
+                continue
+            shown.append(f"{f.name}={_show(v)}")
+        return f"{type(self).__name__}({', '.join(shown)})"
+
+    def digest(self) -> str:
+        """A digest of the value, stable across processes and Python versions (names the units of
+        split sweeps and checkpoints): the type and the fields, never code or addresses."""
+        return hashlib.sha256(repr(_stable(self)).encode()).hexdigest()[:16]
+
+    def __getstate__(self):
+        return dict(self.values())
+
+    def __setstate__(self, state):
+        for k, v in state.items():
+            object.__setattr__(self, k, v)
+        self.__post_init__()
+
+
+def _forward(field):
+    return property(lambda self: getattr(self._impl, field),
+                    doc=f"The ``{field}`` of the :class:`~jaxbandits.types.Policy` interface.")
+
+
+for _f in Policy._fields:
+    setattr(PolicyValue, _f, _forward(_f))
+del _f
+
+
+def policy_value(cls_name: str, fused: Optional[Tuple[str, Tuple[str, ...]]] = None,
+                 renamed: Tuple[Tuple[str, str], ...] = (("label", "name"),)):
+    """Make the constructor ``fn(**params) -> Policy`` return a :class:`PolicyValue`.
+
+    The decorated constructor keeps its signature and checks; its parameters become the fields of a
+    new frozen dataclass ``cls_name`` (a parameter ``name``, the display name, becomes the field
+    ``label``: ``name`` is the interface's display name). ``fused``: the kernel kind and the fields
+    it takes. The class is ``constructor.value_type`` (``classic.ucb1.value_type`` is ``UCB1``)."""
+
+    def wrap(fn):
+        import inspect
+
+        sig = inspect.signature(fn)
+        ren = {arg: field for field, arg in renamed if arg in sig.parameters}
+        fields = []
+        for p in sig.parameters.values():
+            spec = (ren.get(p.name, p.name), p.annotation if p.annotation is not p.empty else Any)
+            fields.append(spec if p.default is p.empty else spec + (dataclasses.field(default=p.default),))
+        cls = dataclasses.make_dataclass(cls_name, fields, bases=(PolicyValue,), frozen=True, eq=False, repr=False,
+                                         namespace={"_build_fn": staticmethod(fn),
+                                                    "_renamed": tuple((f, a) for a, f in ren.items()),
+                                                    "fused": fused,
+                                                    "__doc__": f"{cls_name}: the value made by "
+                                                               f":func:`{fn.__module__}.{fn.__name__}`."})
+        cls.__module__ = fn.__module__
+        cls.__qualname__ = f"{fn.__qualname__}.value_type"  # where pickle finds it
+
+        @functools.wraps(fn)
+        def make(*args, **kwargs):
+            try:
+                b = sig.bind(*args, **kwargs)
+            except TypeError as e:  # as Python says it of a plain call: "ucb1() got an unexpected ..."
+                raise TypeError(f"{fn.__name__}() {e}") from None
+            return cls(**{ren.get(k, k): v for k, v in b.arguments.items()})
+
+        make.value_type = cls
+        return make
+
+    return wrap
+
+
+def is_policy(x) -> bool:
+    """A policy: a :class:`~jaxbandits.types.Policy` NamedTuple (a user's own) or a library :class:`PolicyValue`."""
+    return isinstance(x, (Policy, PolicyValue))
+
+
+class _ById:
+    """A value compared by identity (a traced or unhashable field)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __hash__(self):
+        return id(self.obj)
+
+    def __eq__(self, other):
+        return isinstance(other, _ById) and other.obj is self.obj
+
+
+def _frozen(v):
+    """A hashable stand-in of ``v`` equal for equal values: scalars with their type, arrays by
+    dtype, shape and bytes, containers and dataclasses field by field; a traced or otherwise
+    unhashable value by identity."""
+    import jax
+
+    if v is None or isinstance(v, (bool, int, float, complex, str, bytes)):
+        return (type(v).__name__, v)
+    if isinstance(v, jax.core.Tracer):
+        return _ById(v)
+    if isinstance(v, (np.ndarray, np.generic, jax.Array)):
+        if isinstance(v, jax.Array) and jnp.issubdtype(v.dtype, jax.dtypes.prng_key):
+            v = jax.random.key_data(v)
+        a = np.asarray(v)
+        return ("array", a.dtype.str, a.shape, a.tobytes())
+    if isinstance(v, PolicyValue):
+        return (type(v), _frozen(v.values()))
+    if isinstance(v, (tuple, list)) and not hasattr(v, "_fields"):
+        return (type(v).__name__,) + tuple(_frozen(x) for x in v)
+    if isinstance(v, dict):
+        return ("dict",) + tuple(sorted(((repr(k), _frozen(x)) for k, x in v.items()), key=lambda kv: kv[0]))
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return (type(v), tuple((f.name, _frozen(getattr(v, f.name))) for f in dataclasses.fields(v)))
+    try:
+        hash(v)
+        return v  # a function, a NamedTuple of functions (a user's Policy), ...: by its own equality
+    except TypeError:
+        return _ById(v)
+
+
+def _same(a, b) -> bool:
+    try:
+        return _frozen(a) == _frozen(b)
+    except Exception:  # noqa: BLE001 - a value that cannot be compared is shown
+        return False
+
+
+def _show(v) -> str:
+    """``repr`` of a field value, arrays as short lists."""
+    import jax
+
+    if isinstance(v, (np.ndarray, jax.Array)) and not isinstance(v, jax.core.Tracer):
+        a = np.asarray(v)
+        return repr(a.item()) if a.ndim == 0 and a.size == 1 else f"array({np.array2string(a, threshold=8)})"
+    if callable(v) and hasattr(v, "__qualname__") and not isinstance(v, (type, PolicyValue)):
+        return v.__qualname__
+    if dataclasses.is_dataclass(v) and not isinstance(v, (type, PolicyValue)):  # a delay law, a block size
+        return f"{type(v).__name__}({', '.join(f'{f.name}={_show(getattr(v, f.name))}' for f in dataclasses.fields(v))})"
+    return repr(v)
+
+
+def _stable(v):
+    """A nested form of ``v`` whose ``repr`` is the same in every process (no addresses): functions
+    by module and qualified name, arrays by a hash of their bytes."""
+    import jax
+
+    if v is None or isinstance(v, (bool, int, float, complex, str, bytes)):
+        return (type(v).__name__, v)
+    if isinstance(v, (np.ndarray, np.generic, jax.Array)) and not isinstance(v, jax.core.Tracer):
+        f = _frozen(v)
+        return ("array", f[1], f[2], hashlib.sha256(f[3]).hexdigest())
+    if isinstance(v, PolicyValue):
+        return (type(v).__module__, type(v).__qualname__, tuple((k, _stable(x)) for k, x in v.values()))
+    if isinstance(v, Policy):  # a user's policy held by a library wrapper: what it computes
+        return ("Policy", policy_code_digest(v))
+    if isinstance(v, (tuple, list)):
+        return (type(v).__qualname__,) + tuple(_stable(x) for x in v)
+    if isinstance(v, dict):
+        return ("dict",) + tuple(sorted((repr(k), _stable(x)) for k, x in v.items()))
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return (type(v).__module__, type(v).__qualname__,
+                tuple((f.name, _stable(getattr(v, f.name))) for f in dataclasses.fields(v)))
+    if callable(v) and hasattr(v, "__qualname__"):
+        return ("callable", getattr(v, "__module__", ""), v.__qualname__)
+    return ("object", type(v).__module__, type(v).__qualname__)
+
+
+def policy_code_digest(policy) -> str:
+    """A digest of what a user's :class:`~jaxbandits.types.Policy` NamedTuple computes: its functions' code, and,
+    recursively, the values they close over and their defaults (a user's hyper-parameters live
+    there), and its declared fields. Stable across processes of the same Python (nothing from
+    ``id`` or addresses). Library policies are values and use :meth:`PolicyValue.digest` instead:
+    this reading of code is kept only for policies written as closures."""
+    import types
+
+    import jax
+
+    h = hashlib.sha256()
+    seen = set()
+
+    def put(*xs):
+        for x in xs:
+            h.update(repr(x).encode() if not isinstance(x, bytes) else x)
+            h.update(b"\x00")
+
+    def walk(v, depth):
+        if depth > 12:
+            put("<deep>")
+            return
+        if v is None or isinstance(v, (bool, int, float, complex, str, bytes)):
+            put(type(v).__name__, v)
+        elif isinstance(v, (np.ndarray, np.generic)) or (isinstance(v, jax.Array) and not isinstance(v, jax.core.Tracer)):
+            if isinstance(v, jax.Array) and jnp.issubdtype(v.dtype, jax.dtypes.prng_key):
+                v = jax.random.key_data(v)
+            a = np.asarray(v)
+            put("array", a.shape, a.dtype.str, hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest())
+        elif id(v) in seen:
+            put("<seen>")
+        elif isinstance(v, types.FunctionType):
+            seen.add(id(v))
+            code(v.__code__, depth)
+            walk(v.__defaults__, depth + 1)
+            walk(v.__kwdefaults__, depth + 1)
+            for c in v.__closure__ or ():
+                try:
+                    walk(c.cell_contents, depth + 1)
+                except ValueError:  # an empty cell
+                    put("<empty>")
+        elif isinstance(v, functools.partial):
+            seen.add(id(v))
+            put("partial")
+            walk(v.func, depth + 1), walk(v.args, depth + 1), walk(v.keywords, depth + 1)
+        elif isinstance(v, types.MethodType):
+            walk(v.__func__, depth + 1), walk(v.__self__, depth + 1)
+        elif isinstance(v, types.ModuleType):
+            put("module", v.__name__)
+        elif isinstance(v, type):
+            put("type", v.__module__, v.__qualname__)
+        elif isinstance(v, (tuple, list)):
+            seen.add(id(v))
+            put(type(v).__qualname__, len(v))
+            for x in v:
+                walk(x, depth + 1)
+        elif isinstance(v, (set, frozenset)):
+            put(type(v).__name__, sorted(map(repr, v)))
+        elif isinstance(v, dict):
+            seen.add(id(v))
+            put("dict", len(v))
+            for k in sorted(v, key=repr):
+                put(k)
+                walk(v[k], depth + 1)
+        elif hasattr(v, "__wrapped__"):  # jax.jit and functools.wraps wrappers
+            seen.add(id(v))
+            walk(v.__wrapped__, depth + 1)
+        elif dataclasses.is_dataclass(v):
+            seen.add(id(v))
+            put("dataclass", type(v).__qualname__)
+            for f in dataclasses.fields(v):
+                put(f.name)
+                walk(getattr(v, f.name), depth + 1)
+        elif hasattr(v, "__dict__"):
+            seen.add(id(v))
+            put("object", type(v).__module__, type(v).__qualname__)
+            walk(dict(vars(v)), depth + 1)
+        elif callable(v):  # a builtin or a compiled callable: its name
+            put("callable", getattr(v, "__module__", ""), getattr(v, "__qualname__", type(v).__qualname__))
+        else:
+            put("other", type(v).__qualname__)
+
+    def code(c, depth):
+        put("code", c.co_name, c.co_code, c.co_names, c.co_varnames)
+        for k in c.co_consts:
+            if isinstance(k, types.CodeType):
+                code(k, depth + 1)
+            else:
+                put(k)
+
+    walk(tuple(policy), 0)
+    return h.hexdigest()[:16]
+
+
+def policy_digest(policy) -> str:
+    """What identifies a policy in checkpoints and split sweeps, the same in every process: a
+    library :class:`PolicyValue` by its type and fields (``v:`` and :meth:`PolicyValue.digest`), a
+    user's :class:`~jaxbandits.types.Policy` NamedTuple by :func:`policy_code_digest`."""
+    if isinstance(policy, PolicyValue):
+        return "v:" + policy.digest()
+    return policy_code_digest(policy)
