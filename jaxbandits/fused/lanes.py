@@ -262,12 +262,12 @@ def _lanes_delayed_kernel(ks, *refs):
         n, s, nt, o, w, nc, leave, reg, reg_c, rew, rew_c, lost = st
         u, v, tie = words(t)
         if kind in ("delayed_ucb", "delayed_klucb"):  # beta(t) = (1 + eps) log(t + 1): conventions §1
-            beta = _F(1.0 + eps) * jnp.log(t.astype(_F) + _F(1.0))
+            beta = CV.exploration(t, eps)
             if kind == "delayed_ucb":
                 idx = [CV.delayed_ucb_index(s[k], n[k], nt[k], beta) for k in range(K)]
             else:
                 idx = [CV.delayed_klucb_index(s[k], nt[k], beta, ks.p("cap"), ks.p("iters")) for k in range(K)]
-            a = jnp.where(t < K, lax.rem(t, jnp.int32(K)), argmax_lanes(idx, tie))  # rounds 1..K: each arm once
+            a = jnp.where(CV.round_robin(t, K), lax.rem(t, jnp.int32(K)), argmax_lanes(idx, tie))  # rounds 1..K: each arm once
         elif kind == "random":
             a = _uniform_action(K, tie)
         else:  # a classic policy: plays counted when made, conversions when they arrive

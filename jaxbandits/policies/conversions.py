@@ -42,7 +42,8 @@ from ..types import Needs, Policy, ProblemSpec, one_hot
 from ..values import policy_value
 
 __all__ = ["delayed_ucb", "delayed_klucb", "discarding_ucb", "discarding_klucb", "DelayedState",
-           "DiscardingState", "n_tilde_direct", "delayed_ucb_index", "delayed_klucb_index"]
+           "DiscardingState", "n_tilde_direct", "delayed_ucb_index", "delayed_klucb_index", "exploration",
+           "round_robin"]
 
 _F = jnp.float32
 
@@ -111,13 +112,13 @@ def delayed_klucb_index(s, n_tilde, beta, cap=1.0, iters: int = 8):
     return M.poisson_kl_ucb(theta, n_tilde, beta, cap, iters)
 
 
-def _round_robin(t, K, mask):
+def round_robin(t, K, mask=None):
     """The initial round robin plays arm ``t`` at ``t < K``, unless the context's mask rules it out."""
     rr = t < K
     return rr if mask is None else rr & jnp.asarray(mask, bool)[t % K]
 
 
-def _beta(t, eps):
+def exploration(t, eps: float = 0.0):
     """beta(t) = (1 + eps) log t at the 1-based round t + 1 being decided."""
     return (1.0 + eps) * jnp.log(jnp.maximum(jnp.asarray(t, _F) + 1.0, 1.0))
 
@@ -153,12 +154,12 @@ def _delayed(index: str, delay, window, eps, cap, iters, online, name) -> Policy
     def act(state: DelayedState, ctx, key):
         K = state.n.shape[0]
         t = ctx.t
-        beta = _beta(t, eps)
+        beta = exploration(t, eps)
         if index == "ucb":  # theta = S / Ñ (eq. 5), never clipped
             u = delayed_ucb_index(state.s, state.n, state.n_tilde, beta)
         else:
             u = delayed_klucb_index(state.s, state.n_tilde, beta, cap, iters)
-        a = jnp.where(_round_robin(t, K, ctx.mask), t % K, M.argmax_random_tie(u, M.uniform(key), ctx.mask))
+        a = jnp.where(round_robin(t, K, ctx.mask), t % K, M.argmax_random_tie(u, M.uniform(key), ctx.mask))
         return a.astype(jnp.int32), ConvMemo(one_hot(a, K))
 
     def payload(memo, reward, delay_):
@@ -273,7 +274,7 @@ def _discarding(index, delay, window, eps, bonus, cap, iters, name) -> Policy:
     def act(st: DiscardingState, ctx, key):
         K = st.nc.shape[0]
         t = ctx.t
-        beta = _beta(t, eps)
+        beta = exploration(t, eps)
         ok = st.nc > 0
         n_eff = st.tau_m * st.nc
         theta = st.sc / jnp.where(ok, n_eff, 1.0)  # S^c / (tau_m N^c): closed pulls' conversions only (sec. 6)
@@ -282,7 +283,7 @@ def _discarding(index, delay, window, eps, bonus, cap, iters, name) -> Policy:
             u = jnp.where(ok, theta + jnp.sqrt(beta / (2.0 * jnp.where(ok, denom, 1.0))), jnp.inf)
         else:
             u = M.poisson_kl_ucb(theta, n_eff, beta, cap, iters)
-        a = jnp.where(_round_robin(t, K, ctx.mask), t % K, M.argmax_random_tie(u, M.uniform(key), ctx.mask))
+        a = jnp.where(round_robin(t, K, ctx.mask), t % K, M.argmax_random_tie(u, M.uniform(key), ctx.mask))
         return a.astype(jnp.int32), HoldMemo(one_hot(a, K), jnp.asarray(m, jnp.int32))
 
     def payload(memo, reward, delay_):
