@@ -723,6 +723,13 @@ def test_a_shorter_horizon_says_which_reporting_rounds_and_record_points_it_leav
     assert "note" not in capsys.readouterr().err
     with xr.open_dataset(tmp_path / "o2" / "results.nc", engine="h5netcdf") as ds:
         assert ds["t"].values.tolist() == [5, 20, 40, 60]
+    # explicit record points all beyond the horizon: the last round alone (not the default stride)
+    g = tmp_path / "g.toml"
+    g.write_text("record = [39, 59]\n" + BASE)
+    assert main(["run", str(g), "--horizon", "30", "--out", str(tmp_path / "o3"), "--no-progress"]) == 0
+    assert "record points t = 40, 60" in capsys.readouterr().err
+    with xr.open_dataset(tmp_path / "o3" / "results.nc", engine="h5netcdf") as ds:
+        assert ds["t"].values.tolist() == [30]
 
 
 # ----------------------------------------------------------------------------- every file read back names itself
