@@ -270,50 +270,6 @@ def naive_gaussian_ts(K, T, stride, key):
     return run
 
 
-def naive_delayed_ucb(K, T, stride, key, delay_mean, window):
-    """limits.naive_delayed_klucb with the DelayedUCB index ``S/Ñ + sqrt(beta N / 2) / Ñ``."""
-    import jax
-    import jax.numpy as jnp
-
-    import limits as L
-    from jaxbandits import mathlib as M
-
-    mu = jnp.asarray(L.arm_means(K))
-    best = jnp.max(mu)
-    m, W = window, window + 1
-
-    def run(r):
-        law, rho, rho_m1, tau_m = L.geometric_constants(delay_mean, window)
-        k_rew, k_del, k_act = L.streams(key, r)
-
-        def step(c, t):
-            cal, n, s, o, w, nc, ring, reg = c
-            k = jax.random.fold_in(k_act, t)
-            nt = tau_m * nc + w - o
-            beta = jnp.log(t + 1.0)
-            safe = jnp.where(nt > 0, nt, 1.0)
-            idx = jnp.where(nt > 0, s / safe + jnp.sqrt(beta * n / 2.0) / safe, jnp.inf)
-            a = jnp.where(t < K, t % K, M.argmax_random_tie(idx, M.uniform(k)))
-            x = M.uniform(jax.random.fold_in(k_rew, t)) < mu[a]
-            d = law.ppf(M.uniform(jax.random.fold_in(k_del, t)))
-            e = (jnp.arange(K) == a).astype(jnp.float32)
-            cal = cal.at[(t + d) % W].add(e * (x & (d <= m)))
-            conv = cal[t % W]
-            cal = cal.at[t % W].set(0.0)
-            old = ring[t % m]
-            ring = ring.at[t % m].set(a)
-            e_old = (jnp.arange(K) == old).astype(jnp.float32)
-            o = rho * o - rho_m1 * e_old + rho * e
-            return (cal, n + e, s + conv, o, w - e_old + e, nc + e_old, ring, reg + (best - mu[a])), None
-
-        z = jnp.zeros((K,), jnp.float32)
-        c0 = (jnp.zeros((W, K), jnp.float32), z, z, z, z, z, jnp.full((m,), -1, jnp.int32), jnp.float32(0))
-        c, regret = L.recorded_scan(step, c0, T, stride, lambda c: c[-1])
-        return regret, c[1]
-
-    return run
-
-
 def plain(name, n, T, R, K=10, delay_mean=100.0, window=1000):
     import jax
 
@@ -326,7 +282,7 @@ def plain(name, n, T, R, K=10, delay_mean=100.0, window=1000):
     elif name == "DelayedKLUCB":
         run_one = L.naive_delayed_klucb(K, T, stride, key, delay_mean, window)
     elif name == "DelayedUCB":
-        run_one = naive_delayed_ucb(K, T, stride, key, delay_mean, window)
+        run_one = L.naive_delayed_klucb(K, T, stride, key, delay_mean, window, index="ucb")
     else:
         run_one = L.naive_classic(name, K, T, stride, key)
     ids = L.run_ids(n, 1)

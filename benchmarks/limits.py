@@ -168,10 +168,11 @@ def geometric_constants(delay_mean, window):
     return law, jnp.exp(lr), jnp.exp((window + 1) * lr), -jnp.expm1((window + 1) * lr)
 
 
-def naive_delayed_klucb(K, T, stride, key, delay_mean, window, fold=None):
+def naive_delayed_klucb(K, T, stride, key, delay_mean, window, fold=None, index="klucb"):
     """One run of the naive DelayedKLUCB (Vernade et al. 2017, censored, geometric delays):
     ``Ñ = tau_m N_closed + N_window - O`` by its O(K) recursion, a calendar of conversions, the
-    ring of the last m arms; natural order (reads before writes)."""
+    ring of the last m arms; natural order (reads before writes). ``index="ucb"``: DelayedUCB's
+    index ``S/Ñ + sqrt(beta N / 2) / Ñ`` instead."""
     import jax
     import jax.numpy as jnp
 
@@ -190,8 +191,11 @@ def naive_delayed_klucb(K, T, stride, key, delay_mean, window, fold=None):
             cal, n, s, o, w, nc, ring, reg = c
             k = fold(k_act, t)
             nt = tau_m * nc + w - o
-            theta = s / jnp.where(nt > 0, nt, 1.0)
-            idx = M.poisson_kl_ucb(theta, nt, jnp.log(t + 1.0), 1.0, 8)
+            safe = jnp.where(nt > 0, nt, 1.0)
+            if index == "ucb":
+                idx = jnp.where(nt > 0, s / safe + jnp.sqrt(jnp.log(t + 1.0) * n / 2.0) / safe, jnp.inf)
+            else:
+                idx = M.poisson_kl_ucb(s / safe, nt, jnp.log(t + 1.0), 1.0, 8)
             a = jnp.where(t < K, t % K, M.argmax_random_tie(idx, M.uniform(k)))
             x = M.uniform(fold(k_rew, t)) < mu[a]
             d = law.ppf(M.uniform(fold(k_del, t)))

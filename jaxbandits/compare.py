@@ -216,10 +216,10 @@ def compare(results, baseline: Optional[str] = None, level: float = 0.95, method
     experiment's metric: ``regret``, ``expected_regret``, ``delayed_regret``...). ``only`` /
     ``exclude`` (labels or labels within a panel) choose the policies compared with the baseline.
     Every argument is checked first, with an error naming it and what is allowed."""
-    from .plotting import _select  # no matplotlib import: label selection only
+    from .plotting import select_labels  # no matplotlib import: label selection only
 
     sh = short_labels(results)
-    chosen = set(_select(list(results.curves), only, exclude, short=sh))
+    chosen = set(select_labels(list(results.curves), only, exclude, short=sh))
     level = _check_level(level)
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}, got {method!r}")

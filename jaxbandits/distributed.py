@@ -122,7 +122,7 @@ def simulate_global(env, channel, policies, horizon: int, key, n_runs: int = 1, 
     DR.check_memory(problems, n_runs, record_at, keep=keep_n, runs_here=-(-n_runs // process_count()))
     recs, timing = run_problems_global(problems, key, n_runs, record_at, chunk, progress, first_run,
                                        checkpoint, resume, keep=keep_n, block=stats_block)
-    outs = DR._outputs(problems, recs, timing, n_runs, record_at)
+    outs = DR.collect_outputs(problems, recs, timing, n_runs, record_at)
     return outs[next(iter(outs))] if single else outs
 
 

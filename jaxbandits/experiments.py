@@ -499,9 +499,9 @@ def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizo
     base = out if out is not None else job.get("dist_out")  # the other processes of a distributed run read it
     ckpt_root = None if base is None else os.path.join(base, ".checkpoint")
     if dist:  # the checks below must come out alike on every process (one collective, then the same errors)
-        from .engine.driver import _agree
+        from .engine.driver import agree_across_processes
 
-        _agree([ckpt_root is not None, ckpt_root is not None and os.path.isdir(ckpt_root), bool(resume)],
+        agree_across_processes([ckpt_root is not None, ckpt_root is not None and os.path.isdir(ckpt_root), bool(resume)],
                "(checkpoint folder given, present, resume)")
     if resume and not os.path.isdir(ckpt_root):
         raise ValueError(f"resume: nothing to resume in {base} (no {ckpt_root}): the run finished or never "
@@ -516,9 +516,9 @@ def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizo
                 Checkpoint(os.path.join(ckpt_root, d)).remove()
                 CallCache(os.path.join(ckpt_root, d)).remove()
         if dist:  # ... while the others wait
-            from .engine.driver import _barrier
+            from .engine.driver import process_barrier
 
-            _barrier("jaxbandits: old checkpoint removed")
+            process_barrier("jaxbandits: old checkpoint removed")
     if exp.runner is not None:  # a sweep (regret against T, d, ...): its own loop over settings
         return _run_sweep(name, exp, runs, horizon, seed, cfg, out, chunk, sweep_horizon, job, ckpt_root)
     built = exp.build(cfg)
@@ -590,7 +590,7 @@ def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizo
     timing["run_steps_per_s"] = steps / max(timing["run_s"], 1e-12)
     full_cfg = {"channels": sorted({str(p.channel) for p in panels}), **cfg,
                 **describe_run(exp, panels, job["overrides"])}
-    res = _assemble(name, full_cfg, seed, n_here, horizon, outs, exp.metric, timing, panel_of, lines, checkpoints,
+    res = assemble_results(name, full_cfg, seed, n_here, horizon, outs, exp.metric, timing, panel_of, lines, checkpoints,
                     exp.layout, exp.ratio_to)
     try:
         if out is not None and part is not None:
@@ -714,7 +714,7 @@ def _saved_chunk(ckpt_root, default):
     return default
 
 
-def _assemble(name, full_cfg, seed, runs, horizon, outs, metric, timing, panel_of, lines, checkpoints, layout,
+def assemble_results(name, full_cfg, seed, runs, horizon, outs, metric, timing, panel_of, lines, checkpoints, layout,
               ratio_to) -> Results:
     """The results of an experiment from its outputs ``{label: SimOutput}``: one function for a run
     done whole and for merged parts (:mod:`jaxbandits.parts`), so both compute the same numbers."""

@@ -299,7 +299,7 @@ def merge(dirs: Sequence, out, *, force: bool = False, plot: bool = True):
     ``summary.json``, ...): bitwise those of the run done whole (timing aside). Refuses parts of
     different runs or versions, missing or duplicated parts, damaged files
     (:class:`MergeError`), and an ``out`` holding other results (as ``run``; ``force``)."""
-    from .experiments import _assemble
+    from .experiments import assemble_results
 
     if not dirs:
         raise MergeError("merge: give the part folders to merge (jaxbandits merge DIR... --out OUT)")
@@ -319,7 +319,7 @@ def merge(dirs: Sequence, out, *, force: bool = False, plot: bool = True):
         timing = merged_timing(metas)
         steps = ref["runs"] * ref["horizon"] * len(outs)
         timing["run_steps_per_s"] = steps / max(timing["run_s"], 1e-12)
-        res = _assemble(ref["experiment"], ref["full_config"], ref["seed"], ref["runs"], ref["horizon"], outs,
+        res = assemble_results(ref["experiment"], ref["full_config"], ref["seed"], ref["runs"], ref["horizon"], outs,
                         ref["metric"], timing, ref["panel_of"], ref["log_lines"], ref["checkpoints"],
                         None if ref["layout"] is None else tuple(ref["layout"]), ref["ratio_to"])
         res.versions = dict(ref["versions"])

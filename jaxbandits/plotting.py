@@ -72,7 +72,7 @@ def colors(short: Iterable[str]) -> Dict[str, object]:
     return {s: cmap(i % cmap.N) for i, s in enumerate(short)}
 
 
-def _select(labels: List[str], only, exclude, what="only", short: Optional[Dict[str, str]] = None) -> List[str]:
+def select_labels(labels: List[str], only, exclude, what="only", short: Optional[Dict[str, str]] = None) -> List[str]:
     """Labels kept by ``only`` / ``exclude`` (each a label or a label within its panel, ``short``);
     unknown names are an error naming the option and the labels there are."""
     sh = short or {l: l for l in labels}
@@ -257,10 +257,10 @@ def figure_regret(results, metric=None, logx=False, logy=False, title=None, band
     from .compare import check_metric, short_labels
 
     sh = short_labels(results)
-    labels = _select(list(results.curves), only, exclude, short=sh)
+    labels = select_labels(list(results.curves), only, exclude, short=sh)
     metric = check_metric(results, metric, labels)
     if references is not None:
-        _select(list(results.curves), references, None, "reference", short=sh)  # unknown names are an error
+        select_labels(list(results.curves), references, None, "reference", short=sh)  # unknown names are an error
     isref = lambda l: is_reference(l, references, sh[l])
     panel_of = (lambda l: results.panels.get(l, "")) if results.panels else (lambda l: "")
     panels = list(dict.fromkeys(panel_of(l) for l in labels))
@@ -394,7 +394,7 @@ def plot_ratio(results, path, reference: str, t0: int = 100, logx=False, logy=Fa
 def figure_compare(comparison, results=None, logx=False, logy=False, only=None, exclude=None, references=None):
     """The figure of :func:`plot_compare` (returned, not saved)."""
     sh = {l: comparison.short.get(l, l) for l in list(comparison.diffs) + list(comparison.baselines.values())}
-    labels = _select(list(comparison.diffs), only, exclude, short=sh)
+    labels = select_labels(list(comparison.diffs), only, exclude, short=sh)
     isref = lambda l: is_reference(l, references, sh[l])
     by_panel: Dict[str, List[str]] = {}
     for lab in labels:

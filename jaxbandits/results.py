@@ -181,11 +181,11 @@ class Results:
                 pol[lab]["checkpoints"] = {str(c): {"mean": float(m[i]), "se": float(se[i]),
                                                     "ci95": [_finite(lo[i]), _finite(hi[i])]}
                                            for c, i in zip(self.checkpoints, idx)}
-        return {"experiment": self.experiment, "config": _jsonable(self.config), "seed": self.seed,
+        return {"experiment": self.experiment, "config": jsonable(self.config), "seed": self.seed,
                 "runs": self.runs, "horizon": self.horizon, "metric": self.metric, "width": self.width,
                 "lost_to_W": int(sum(self.lost_to_W.values())), "policies": pol,
-                "timing": _jsonable(self.timing), "versions": self.versions,
-                **({"log_lines": _jsonable(self.log_lines)} if self.log_lines else {})}
+                "timing": jsonable(self.timing), "versions": self.versions,
+                **({"log_lines": jsonable(self.log_lines)} if self.log_lines else {})}
 
     def table(self) -> str:
         """Markdown table of the mean regret (+- s.e.) at the checkpoints, and L(T) where tracked."""
@@ -257,10 +257,10 @@ class Results:
             coords={"policy": labs, "run": np.arange(self.runs), "t": self.t.astype(np.int32),
                     "arm": np.arange(K), **({"kept_run": np.arange(kept)} if rd == "kept_run" else {}),
                     **({"other": labs} if self.stats else {})},
-            attrs={"experiment": self.experiment, "config": json.dumps(_jsonable(self.config)),
+            attrs={"experiment": self.experiment, "config": json.dumps(jsonable(self.config)),
                    "seed": self.seed, "horizon": self.horizon, "metric": self.metric, "width": self.width,
-                   "timing": json.dumps(_jsonable(self.timing)), "versions": json.dumps(self.versions),
-                   "panels": json.dumps(self.panels), "log_lines": json.dumps(_jsonable(self.log_lines)),
+                   "timing": json.dumps(jsonable(self.timing)), "versions": json.dumps(self.versions),
+                   "panels": json.dumps(self.panels), "log_lines": json.dumps(jsonable(self.log_lines)),
                    "checkpoints": json.dumps(list(self.checkpoints)), "layout": json.dumps(self.layout),
                    "description": "Cumulative regret at t rounds completed: per policy and run (the runs kept), "
                                   "and statistics over all runs: X_mean, X_m2 (second central moment), "
@@ -270,7 +270,7 @@ class Results:
     def identity(self) -> dict:
         """What the results are of (experiment and settings): an output folder holding results of
         another identity is not overwritten without ``force`` (see :mod:`jaxbandits._io`)."""
-        return {"experiment": self.experiment, "config": _jsonable(self.config)}
+        return {"experiment": self.experiment, "config": jsonable(self.config)}
 
     def save(self, out_dir, plot=True, force=False) -> dict:
         """Write ``results.nc``, ``summary.json``, ``table.md`` and (``plot``) ``regret.png`` (and the
@@ -372,11 +372,11 @@ def _finite(x):
     return x if np.isfinite(x) else None
 
 
-def _jsonable(x):
+def jsonable(x):
     if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
+        return {str(k): jsonable(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
+        return [jsonable(v) for v in x]
     if isinstance(x, np.ndarray):
         return x.tolist()
     if isinstance(x, (np.integer,)):

@@ -15,7 +15,7 @@ from typing import Dict, List
 
 import numpy as np
 
-from .results import _jsonable, versions
+from .results import jsonable, versions
 
 
 #: The axis label of a sweep's quantity, with its unit (the library's sweeps are over rounds).
@@ -75,10 +75,10 @@ class SweepResults:
                         "t": [float(v) for v in self.x], "regret_mean": m.tolist(), "regret_se": se.tolist(),
                         "final_regret_runs": self.finals[lab][-1].tolist(), "bound": self.bounds[lab],
                         "slope": self.slope(lab) if len(self.x) >= 2 and self.sweep == "T" else None}
-        return {"experiment": self.experiment, "config": _jsonable(self.config), "seed": self.seed,
+        return {"experiment": self.experiment, "config": jsonable(self.config), "seed": self.seed,
                 "runs": self.runs, "horizon": self.horizon, "metric": self.metric, "sweep": self.sweep,
                 "width": self.width, "lost_to_W": int(self.lost_to_W), "policies": pol,
-                "extra": _jsonable(self.extra), "timing": timing, "versions": self.versions}
+                "extra": jsonable(self.extra), "timing": timing, "versions": self.versions}
 
     def table(self) -> str:
         labs = list(self.finals)
@@ -105,13 +105,13 @@ class SweepResults:
             {"final_regret": (("policy", self.sweep, "run"), arr),
              "bound": (("policy", self.sweep), np.array([self.bounds[l] for l in labs]))},
             coords={"policy": labs, self.sweep: np.asarray(self.x), "run": np.arange(arr.shape[-1])},
-            attrs={"experiment": self.experiment, "config": json.dumps(_jsonable(self.config)), "seed": self.seed,
-                   "metric": self.metric, "extra": json.dumps(_jsonable(self.extra)),
-                   "timing": json.dumps(_jsonable(self.timing)), "versions": json.dumps(self.versions)})
+            attrs={"experiment": self.experiment, "config": json.dumps(jsonable(self.config)), "seed": self.seed,
+                   "metric": self.metric, "extra": json.dumps(jsonable(self.extra)),
+                   "timing": json.dumps(jsonable(self.timing)), "versions": json.dumps(self.versions)})
 
     def identity(self) -> dict:
         """What the results are of (see :meth:`jaxbandits.results.Results.identity`)."""
-        return {"experiment": self.experiment, "config": _jsonable(self.config)}
+        return {"experiment": self.experiment, "config": jsonable(self.config)}
 
     def save(self, out_dir, plot=True, force=False) -> dict:
         """Write ``results.nc``, ``summary.json``, ``table.md`` and (``plot``) ``regret.png`` into

@@ -16,7 +16,7 @@ import numpy as np
 
 from .types import Policy
 
-__all__ = ["PolicyValue", "policy_value", "is_policy", "policy_digest", "policy_code_digest"]
+__all__ = ["PolicyValue", "policy_value", "is_policy", "policy_digest", "policy_code_digest", "ById"]
 
 
 class PolicyValue:
@@ -162,8 +162,9 @@ def is_policy(x) -> bool:
     return isinstance(x, (Policy, PolicyValue))
 
 
-class _ById:
-    """A value compared by identity (a traced or unhashable field)."""
+class ById:
+    """A value hashed and compared by identity (a traced or unhashable field; the engine's cache key
+    of a world or a user's policy)."""
 
     __slots__ = ("obj",)
 
@@ -174,7 +175,7 @@ class _ById:
         return id(self.obj)
 
     def __eq__(self, other):
-        return isinstance(other, _ById) and other.obj is self.obj
+        return isinstance(other, ById) and other.obj is self.obj
 
 
 def _frozen(v):
@@ -186,7 +187,7 @@ def _frozen(v):
     if v is None or isinstance(v, (bool, int, float, complex, str, bytes)):
         return (type(v).__name__, v)
     if isinstance(v, jax.core.Tracer):
-        return _ById(v)
+        return ById(v)
     if isinstance(v, (np.ndarray, np.generic, jax.Array)):
         if isinstance(v, jax.Array) and jnp.issubdtype(v.dtype, jax.dtypes.prng_key):
             v = jax.random.key_data(v)
@@ -204,7 +205,7 @@ def _frozen(v):
         hash(v)
         return v  # a function, a NamedTuple of functions (a user's Policy), ...: by its own equality
     except TypeError:
-        return _ById(v)
+        return ById(v)
 
 
 def _same(a, b) -> bool:

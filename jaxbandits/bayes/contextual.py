@@ -109,7 +109,7 @@ def fit_contextual(log: ConversionLog, covariates, segment=None, model: str = "e
     chains), dims ``alpha[arm]``, ``beta[feature]``, delay parameters ``[segment]``."""
     from numpyro.infer import MCMC, NUTS
 
-    from .fit import _init_near, _to_idata
+    from .fit import init_near, to_idata
 
     if not isinstance(log, ConversionLog):
         raise TypeError(f"log must be a ConversionLog (see conversion_log / load_log), got {type(log).__name__}")
@@ -151,7 +151,7 @@ def fit_contextual(log: ConversionLog, covariates, segment=None, model: str = "e
     md = float(np.mean(delay[seen])) if seen.any() else float(prior_mean)
     init = {"alpha": np.log(rate / (1 - rate)).astype(np.float32), "beta": np.zeros(J, np.float32),
             **fam.init_values(max(md, 1.0), (S,))}
-    mcmc = MCMC(NUTS(model_fn, init_strategy=_init_near(init, real=("alpha", "beta"))), num_warmup=num_warmup,
+    mcmc = MCMC(NUTS(model_fn, init_strategy=init_near(init, real=("alpha", "beta"))), num_warmup=num_warmup,
                 num_samples=num_samples, num_chains=num_chains, chain_method="vectorized", progress_bar=progress_bar)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*There are not enough devices.*")
@@ -160,7 +160,7 @@ def fit_contextual(log: ConversionLog, covariates, segment=None, model: str = "e
     dims = {"alpha": ["arm"], "beta": ["feature"], "delay_mean_implied": ["segment"]}
     dims.update({k: ["segment"] + list(fam.event_dims.get(k, ())) for k in fam.params})
     coords = {"arm": list(log.arm_labels), "feature": feature_names, "segment": seg_labels, **fam.coords()}
-    idata = _to_idata(mcmc, coords, dims)
+    idata = to_idata(mcmc, coords, dims)
     idata.posterior.attrs.update({"model": fam.name, "method": "nuts", "contextual": 1, "n_rows": N, "n_arms": K,
                                   "n_features": J, "n_segments": S, "discrete": int(discrete), "prior_mean": prior_mean,
                                   "window": "none" if window is None else float(window),

@@ -29,7 +29,7 @@ def delay_law(fam, params: dict) -> D.DelayLaw:
     return fam.law({k: np.asarray(v, np.float64) for k, v in params.items()})
 
 
-def _family_of(idata) -> Family:
+def family_of(idata) -> Family:
     name = idata.posterior.attrs.get("model")  # where fit() writes its attributes
     if name is None and hasattr(idata, "attrs"):
         name = idata.attrs.get("model")
@@ -46,7 +46,7 @@ def delay_laws(idata, draws: Optional[int] = None, seed: int = 0):
     posterior. A model with one law per arm gives a tuple of laws (one per arm, for
     :func:`jaxbandits.envs.conversions_arm_delays`) in place of each law.
     """
-    fam = _family_of(idata)
+    fam = family_of(idata)
     post = idata.posterior
     vals = {k: post[k].values.reshape((-1,) + post[k].shape[2:]) for k in fam.params}
     n_all = next(iter(vals.values())).shape[0]

@@ -99,7 +99,7 @@ def _release_freed_memory():
 def _init_values(fam, wr, plays, K, per_arm_delay, prior_mean):
     """Starting values from the data (the seen rates, the seen delays' mean / median), not from
     prior draws: drawing Beta variates (what ``init_to_median`` does) costs a gamma-sampler compile
-    of about 2 s. Each chain jitters them (see :func:`_init_near`)."""
+    of about 2 s. Each chain jitters them (see :func:`init_near`)."""
     n_conv = np.asarray(wr.n_conv, np.float64)
     p0 = np.clip((n_conv + 1) / (np.asarray(plays, np.float64) + 2), 1e-3, 0.9)
     cnt, d = np.asarray(wr.delay_count, np.float64), np.asarray(wr.delay, np.float64)
@@ -109,7 +109,7 @@ def _init_values(fam, wr, plays, K, per_arm_delay, prior_mean):
     return {"p": p0.astype(np.float32), **fam.init_values(mean_d, shape)}
 
 
-def _init_near(values, radius=0.5, real=()):
+def init_near(values, radius=0.5, real=()):
     """A NumPyro init strategy: ``values`` jittered per chain in the unconstrained space (uniform
     within ``+-radius`` on the log / logit scale, or added for the unbounded sites ``real``;
     simplexes re-normalised)."""
@@ -148,7 +148,7 @@ def _hier_init_values(fam, wr, plays, K, prior_mean):
     return out, real
 
 
-def _to_idata(mcmc, coords, dims):
+def to_idata(mcmc, coords, dims):
     """InferenceData from the sampler's draws and extra fields, named as ArviZ expects (what
     ``az.from_numpyro`` does, without re-running the model on the data: for a big log that trace
     costs seconds). sample_stats: ``lp`` (log density = -potential energy), ``energy``,
@@ -250,16 +250,16 @@ def fit(log: ConversionLog, model: str = "exponential", method: str = "nuts", *,
     if method == "nuts":
         if hierarchical:
             values, real = _hier_init_values(fam, wr, log.plays_per_arm, K, prior_mean)
-            init = _init_near(values, real=real)
+            init = init_near(values, real=real)
         else:
-            init = _init_near(_init_values(fam, wr, log.plays_per_arm, K, per_arm_delay, prior_mean))
+            init = init_near(_init_values(fam, wr, log.plays_per_arm, K, per_arm_delay, prior_mean))
         mcmc = MCMC(NUTS(model_fn, init_strategy=init), num_warmup=num_warmup, num_samples=num_samples,
                     num_chains=num_chains, chain_method=chain_method, progress_bar=progress_bar, jit_model_args=True)
         with warnings.catch_warnings():  # "not enough devices for parallel chains" is numpyro's own fallback
             warnings.filterwarnings("ignore", message=".*There are not enough devices.*")
             mcmc.run(key, wr, extra_fields=("potential_energy", "energy", "num_steps", "accept_prob", "diverging",
                                             "adapt_state.step_size"))
-        idata = _to_idata(mcmc, coords, dims)
+        idata = to_idata(mcmc, coords, dims)
     else:
         guide = AutoMultivariateNormal(model_fn, init_loc_fn=init_to_median, init_scale=0.05)
         svi = SVI(model_fn, guide, Adam(svi_lr), Trace_ELBO())

@@ -26,7 +26,7 @@ import numpyro
 import numpyro.distributions as dist
 
 from .families import family
-from .model import WeightedRows, _loglik_weighted_jit
+from .model import WeightedRows, loglik_weighted_jit
 
 __all__ = ["hierarchical_model", "hierarchical_priors", "HIER_DEFAULTS"]
 
@@ -67,4 +67,4 @@ def hierarchical_model(data: WeightedRows, n_arms: int, fam="exponential", discr
         z = numpyro.sample(f"{q}_z", dist.Normal(0.0, 1.0).expand([n_arms]).to_event(1))
         th[q] = numpyro.deterministic(q, jnp.exp(mu + sd * z))
     numpyro.deterministic("delay_mean_implied", fam.mean(th))
-    numpyro.factor("obs", _loglik_weighted_jit(data, p, th, fam, bool(discrete), True))
+    numpyro.factor("obs", loglik_weighted_jit(data, p, th, fam, bool(discrete), True))

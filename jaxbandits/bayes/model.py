@@ -134,7 +134,7 @@ class CensoredConversion(dist.Distribution):
         return jnp.where(c > 0, seen, unseen_log_term(log_p, log1m_p, log_s))
 
 
-def _priors(fam: Family, priors: Optional[dict], prior_mean: float) -> dict:
+def resolve_priors(fam: Family, priors: Optional[dict], prior_mean: float) -> dict:
     out = {"p_a": 1.0, "p_b": 1.0, **fam.default_priors(prior_mean)}
     for k, v in (priors or {}).items():
         if k not in out:
@@ -157,7 +157,7 @@ def conversion_model(data, n_arms: int, fam="exponential", discrete: bool = Fals
     docs/bayes.md (or ``fixed_delay``: the oracle that knows the law), and the censored likelihood of
     ``data`` (:class:`Rows`, :class:`SuffStats` or :class:`RingStats`)."""
     fam = family(fam)
-    pr = _priors(fam, priors, prior_mean)
+    pr = resolve_priors(fam, priors, prior_mean)
     p = numpyro.sample("p", dist.Beta(pr["p_a"], pr["p_b"]).expand([n_arms]).to_event(1))
     if fixed_delay is not None:
         th = {k: jnp.asarray(v, _F) for k, v in fixed_delay.items()}
@@ -165,7 +165,7 @@ def conversion_model(data, n_arms: int, fam="exponential", discrete: bool = Fals
         th = fam.sample(pr, n_arms if per_arm_delay else None)
         numpyro.deterministic("delay_mean_implied", fam.mean(th))
     if isinstance(data, WeightedRows):  # one compiled call even when the model runs eagerly (initialisation)
-        numpyro.factor("obs", _loglik_weighted_jit(data, p, th, fam, bool(discrete), bool(per_arm_delay)))
+        numpyro.factor("obs", loglik_weighted_jit(data, p, th, fam, bool(discrete), bool(per_arm_delay)))
         return
     if isinstance(data, RingStats):
         numpyro.factor("obs", loglik_ring(data, p, th, fam, per_arm_delay))
@@ -301,4 +301,4 @@ def loglik_weighted(wr: WeightedRows, p, th, fam="exponential", discrete=False, 
     return jnp.sum(wr.n_conv * log_p) + jnp.sum(wr.delay_count * log_f) + jnp.sum(wr.age_count * unseen)
 
 
-_loglik_weighted_jit = jax.jit(loglik_weighted, static_argnums=(3, 4, 5))
+loglik_weighted_jit = jax.jit(loglik_weighted, static_argnums=(3, 4, 5))

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .convert import _family_of
+from .convert import family_of
 from .logs import ConversionLog
 
 __all__ = ["km_seen_curve", "ppc_curves", "plot_ppc"]
@@ -45,7 +45,7 @@ def ppc_curves(idata, log: ConversionLog, ages=None, n_draws: int = 100, max_pla
         raise TypeError(f"log must be a ConversionLog, got {type(log).__name__}")
     post = idata.posterior
     attrs = dict(post.attrs)
-    fam = _family_of(idata)
+    fam = family_of(idata)
     window = attrs.get("window")
     window = None if window in (None, "none") else float(window)
     discrete = bool(int(attrs.get("discrete", 0)))
@@ -82,10 +82,10 @@ def ppc_curves(idata, log: ConversionLog, ages=None, n_draws: int = 100, max_pla
 def plot_ppc(idata, log: ConversionLog, path, n_draws: int = 100, max_plays: int = 200_000, seed: int = 0, curves=None):
     """``ppc.png``: per arm, the data's Kaplan-Meier curve against the posterior predictive ones
     (every replicated curve thin and light, their 5-95% band shaded)."""
-    from .report import _plt
+    from .report import load_pyplot
 
     c = curves if curves is not None else ppc_curves(idata, log, n_draws=n_draws, max_plays=max_plays, seed=seed)
-    plt = _plt()
+    plt = load_pyplot()
     K = log.n_arms
     labels = [str(x) for x in log.arm_labels]
     ncol = min(K, 4)

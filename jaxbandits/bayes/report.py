@@ -100,7 +100,7 @@ def save_fit(idata, log: ConversionLog, out_dir: str, plot: bool = True, force: 
     return {keys[name]: written[name] for name in order if name in written}
 
 
-def _plt():
+def load_pyplot():
     import matplotlib
 
     matplotlib.use("Agg")
@@ -110,7 +110,7 @@ def _plt():
 
 
 def _plot_p(idata, log, labels, empty, path):
-    plt = _plt()
+    plt = load_pyplot()
     K = log.n_arms
     p = idata.posterior["p"].values.reshape(-1, K)
     fig, ax = plt.subplots(figsize=(5.5, 3.6), dpi=110)
@@ -124,7 +124,7 @@ def _plot_p(idata, log, labels, empty, path):
 
 def plot_delay(idata, log, labels, empty, attrs, path):
     """Fitted p F(a) (posterior mean and 90% band) against Kaplan-Meier, per arm."""
-    plt = _plt()
+    plt = load_pyplot()
     post = idata.posterior
     K = log.n_arms
     p = post["p"].values.reshape(-1, K)
@@ -159,7 +159,7 @@ def _plot_ppc(idata, log, path):
 def _plot_trace(idata, names, path):
     import arviz as az
 
-    plt = _plt()
+    plt = load_pyplot()
     axes = az.plot_trace(idata, var_names=[n for n in names if n != "delay_mean_implied"], compact=True)
     fig = np.asarray(axes).ravel()[0].figure
     fig.tight_layout()

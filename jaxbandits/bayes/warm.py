@@ -25,7 +25,7 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
-from .convert import _family_of
+from .convert import family_of
 
 __all__ = ["WarmStart", "policy_prior"]
 
@@ -54,7 +54,7 @@ def policy_prior(idata, strength: float = 1.0, new_arms: Optional[int] = None, s
     ``new_arms`` (hierarchical fits only): that many new arms, each with the population's law."""
     if not (isinstance(strength, (int, float)) and not isinstance(strength, bool) and 0 < strength <= 1):
         raise ValueError(f"strength must be a number in (0, 1], got {strength!r}")
-    fam = _family_of(idata)
+    fam = family_of(idata)
     if not fam.in_scan:
         raise ValueError(f"the {fam.name} family has no in-scan policy to warm-start")
     post = idata.posterior

@@ -283,7 +283,7 @@ def _state_global(tree):
     return jax.tree.unflatten(treedef, out)
 
 
-def _agree(values, what: str):
+def agree_across_processes(values, what: str):
     """Every process of a distributed run holds the same integers ``values`` (else the same clear
     error on each): one collective that every process reaches."""
     if jax.process_count() == 1:
@@ -297,7 +297,7 @@ def _agree(values, what: str):
                            "run the same command with the same --out, on a file system they share)")
 
 
-def _barrier(name: str):
+def process_barrier(name: str):
     """Every process of a distributed run waits here for the others."""
     if jax.process_count() > 1:
         from jax.experimental import multihost_utils
@@ -392,7 +392,7 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
         for flat in saved:  # each chunk's host arrays, as saved: their names first
             done.append(dict(zip(json.loads(str(flat[0])), flat[1:])))
     if global_devices:  # whether to checkpoint, and where to start, decided alike on every process
-        _agree([checkpoint is not None, bool(resume), start], "(checkpoint given, resume, chunk to start from)")
+        agree_across_processes([checkpoint is not None, bool(resume), start], "(checkpoint given, resume, chunk to start from)")
     bar = None
     if progress:
         try:
@@ -621,7 +621,7 @@ def program_memory(problems: Dict[str, R.Problem], n_runs: int, record_at, grid_
     return out
 
 
-def _outputs(problems, col, timing, n_runs, record_at, n_grid=1):
+def collect_outputs(problems, col, timing, n_runs, record_at, n_grid=1):
     outs = {}
     steps = n_runs * n_grid * next(iter(problems.values())).horizon * len(problems)
     timing = dict(timing, run_steps_per_s=steps / max(timing["run_s"], 1e-12))
@@ -811,7 +811,7 @@ def simulate(env, channel, policies, horizon: int, key, n_runs: int = 1, *, reco
         chunk = auto_chunk([p.spec.n_arms for p in problems.values()], n_runs, horizon, len(record_at))
     stats_block = check_stats_block(stats_block)
     check_memory(problems, n_runs, record_at, keep=keep_n)
-    outs = _sweep_call(problems, None, key, n_runs, record_at, chunk, shard, first_run, checkpoint, lambda: _outputs(
+    outs = _sweep_call(problems, None, key, n_runs, record_at, chunk, shard, first_run, checkpoint, lambda: collect_outputs(
         problems, *run_problems(problems, None, key, n_runs, record_at, chunk, progress, shard, first_run,
                                 checkpoint, resume, stop, keep=keep_n, block=stats_block)[1:], n_runs, record_at),
                        extra={"keep": keep_n, "block": stats_block})
@@ -920,7 +920,7 @@ def simulate_grid(build: Callable, grid: Mapping[str, Any], channel, horizon: in
     params = {k: jnp.asarray(a) for k, a in arrs.items()}
     prob = R.problem(env, channel, pol, horizon, n_runs=n_runs, build=_Splat(build))
     check_memory({pol.name: prob}, n_runs, record_at, n_grid=G, params=params)
-    outs = _sweep_call({pol.name: prob}, params, key, n_runs, record_at, chunk, shard, 0, None, lambda: _outputs(
+    outs = _sweep_call({pol.name: prob}, params, key, n_runs, record_at, chunk, shard, 0, None, lambda: collect_outputs(
         {pol.name: prob}, *run_problems({pol.name: prob}, params, key, n_runs, record_at, chunk, progress,
                                         shard)[1:], n_runs, record_at, n_grid=G))
     return outs[pol.name]

@@ -30,7 +30,7 @@ from .. import _validate as V
 from ..channels import Channel, ChannelSpec
 from ..mathlib import fold_in, uniform
 from ..types import NEVER, Arrivals, Context, Play, Policy, ProblemSpec
-from ..values import PolicyValue, is_policy
+from ..values import ById, PolicyValue, is_policy
 
 _F = jnp.float32
 SETUP, REWARD, DELAY, CONTEXT, WORLD = range(5)
@@ -90,11 +90,11 @@ class Problem:
         self.world, self.channel, self.policy = world, channel, policy
         self.horizon, self.spec, self.cspec, self.build = horizon, spec, cspec, build
         self.dl_mode, self.dl_len = dl_mode, dl_len
-        ch = channel if _hashable(channel) else _Id(channel)
+        ch = channel if _hashable(channel) else ById(channel)
         if build is None:  # a library policy is a value: an equal one reuses the program
-            comp = (_Id(world), policy if isinstance(policy, PolicyValue) else _Id(policy))
+            comp = (ById(world), policy if isinstance(policy, PolicyValue) else ById(policy))
         else:  # a grid: the program builds its components from build(params)
-            comp = (build if _hashable(build) else _Id(build), type(world))
+            comp = (build if _hashable(build) else ById(build), type(world))
         self._key = (comp, ch, horizon, spec, cspec, dl_mode, dl_len)
 
     @property
@@ -120,21 +120,6 @@ class Problem:
     def __repr__(self):
         return (f"Problem({type(self.world).__name__}, {self.channel}, {self.policy.name}, T={self.horizon}, "
                 f"W={self.width}, P={self.payload_size})")
-
-
-class _Id:
-    """Hash and compare by identity (worlds and policies hold arrays and closures)."""
-
-    __slots__ = ("obj",)
-
-    def __init__(self, obj):
-        self.obj = obj
-
-    def __hash__(self):
-        return id(self.obj)
-
-    def __eq__(self, other):
-        return isinstance(other, _Id) and other.obj is self.obj
 
 
 # ----------------------------------------------------------------------------- host-side checks

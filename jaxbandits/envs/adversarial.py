@@ -16,7 +16,7 @@ from .. import delays as D
 from ..mathlib import uniforms
 from ..types import Outcome
 from .base import World, pytree, static
-from .stochastic import _check_delay
+from .stochastic import check_delay
 
 _F = jnp.float32
 
@@ -67,7 +67,7 @@ def oblivious(losses, delays=None) -> ObliviousEnv:
         if np.ndim(delays) == 1 and np.shape(delays)[0] != l.shape[0]:
             raise ValueError(f"delays must have length T = {l.shape[0]}, got {np.shape(delays)[0]}")
         delays = D.sequence(delays)
-    return ObliviousEnv(jnp.asarray(1.0 - l, _F), _check_delay(delays), jnp.zeros((), jnp.int32),
+    return ObliviousEnv(jnp.asarray(1.0 - l, _F), check_delay(delays), jnp.zeros((), jnp.int32),
                         n_arms=l.shape[1], period=0)
 
 
@@ -86,7 +86,7 @@ def switching(loss_means, period: int, delays=None, independent: bool = False, s
         raise ValueError(f"loss_means must have at most 2**20 = {V.MAX_ARMS} arms, got {lm.shape[1]}")
     if delays is not None and not isinstance(delays, D.DelayLaw):
         delays = D.sequence(delays) if V.is_concrete(delays) else D.Sequence(jnp.asarray(delays, jnp.int32))
-    return ObliviousEnv(jnp.asarray(1.0 - lm, _F), _check_delay(delays), jnp.asarray(salt, jnp.int32),
+    return ObliviousEnv(jnp.asarray(1.0 - lm, _F), check_delay(delays), jnp.asarray(salt, jnp.int32),
                         n_arms=lm.shape[1], period=period, independent=bool(independent))
 
 
@@ -182,7 +182,7 @@ def label_stream(labels, n_arms: int | None = None, delay=None, adaptive_d: int 
             raise ValueError(f"streak_factor * adaptive_d must be <= 2**31 - 1, got {streak_factor} * {d}")
         law = D.fixed(1)
     else:
-        d, law = 0, _check_delay(delay)
+        d, law = 0, check_delay(delay)
     return LabelStreamEnv(jnp.asarray(lab, jnp.int32), law, jnp.asarray(best, jnp.int32), jnp.asarray(d, jnp.int32),
                           n_arms=K, d_bound=d, streak_factor=streak_factor, count_current=bool(count_current))
 

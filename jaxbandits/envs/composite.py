@@ -12,7 +12,7 @@ from .. import delays as D
 from .. import mathlib as M
 from ..types import Outcome
 from .base import World, pytree, static
-from .stochastic import _check_delay, _check_means, _means
+from .stochastic import check_delay, check_means, as_means
 
 _F = jnp.float32
 
@@ -69,7 +69,7 @@ def composite(means=None, profile=None, delay=None, table=None, total: str = "be
         if np.ndim(table) != 2 or np.shape(table)[1] < 2:
             raise ValueError(f"table must have shape [T, K] with K >= 2, got {tuple(np.shape(table))}")
     else:
-        _check_means("means", means, 0.0, 1.0)
+        check_means("means", means, 0.0, 1.0)
     if (profile is None) == (delay is None):
         raise ValueError("composite: give exactly one of profile (a split over lags) or delay (a law)")
     if profile is not None:
@@ -77,18 +77,18 @@ def composite(means=None, profile=None, delay=None, table=None, total: str = "be
         p = np.asarray(profile, np.float64)
         if p.ndim != 1 or p.size == 0 or p.sum() <= 0:
             raise ValueError(f"profile must be a non-empty 1-d array with positive mass, got {p!r}")
-    delay = _check_delay(delay) if profile is None else delay
+    delay = check_delay(delay) if profile is None else delay
     # every check passed: build the arrays
     if table is not None:
         tab = jnp.asarray(table, _F)
         m = jnp.zeros((tab.shape[1],), _F)
     else:
-        m = _means("means", means, 0.0, 1.0)
+        m = as_means("means", means, 0.0, 1.0)
         tab = jnp.zeros((0, m.shape[0]), _F)
     if profile is not None:
         prof = jnp.asarray(p / p.sum(), _F)
         delay = D.fixed(0)
     else:
         prof = jnp.zeros((0,), _F)
-    return CompositeEnv(m, tab, prof, _check_delay(delay), jnp.asarray(concentration, _F), n_arms=m.shape[0],
+    return CompositeEnv(m, tab, prof, check_delay(delay), jnp.asarray(concentration, _F), n_arms=m.shape[0],
                         total=total)

@@ -9,7 +9,7 @@ import numpy as np
 from .. import _validate as V
 from .. import delays as D
 from .base import World, pytree, static
-from .stochastic import _check_delay
+from .stochastic import check_delay
 
 _F = jnp.float32
 ACTION_SETS = ("fixed", "binary", "uniform", "gaussian", "sphere")
@@ -115,7 +115,7 @@ def linear(theta, n_actions=None, features=None, action_set=None, noise="bernoul
         n_valid = V.integer("n_valid", n_valid, lo=1, hi=K)
     if min_valid:
         min_valid = V.integer("min_valid", min_valid, lo=1, hi=n_valid or K)
-    delay = _check_delay(delay)
+    delay = check_delay(delay)
     th = jnp.asarray(theta, _F)
     f = jnp.asarray(features, _F) if features is not None else jnp.zeros((K, d), _F)
     return LinearEnv(th, f, delay, jnp.asarray(sigma, _F), n_arms=K, dim=d,

@@ -31,7 +31,7 @@ class BanditEnv(World):
         return self._outcome(self.means_[action], u, v, t, state)
 
 
-def _check_delay(delay):
+def check_delay(delay):
     if delay is None:
         return D.fixed(0)
     if not isinstance(delay, D.DelayLaw):
@@ -39,13 +39,13 @@ def _check_delay(delay):
     return delay
 
 
-def _means(name, means, lo=None, hi=None):
+def as_means(name, means, lo=None, hi=None):
     """Check ``means`` (a 1-d array of >= 2 arms in [lo, hi]) and return it as a float32 array."""
-    _check_means(name, means, lo, hi)
+    check_means(name, means, lo, hi)
     return jnp.asarray(means, _F)
 
 
-def _check_means(name, means, lo=None, hi=None):
+def check_means(name, means, lo=None, hi=None):
     if V.is_concrete(means):
         V.real(name, means, lo=lo, hi=hi)
         if np.ndim(means) != 1 or np.size(means) < 2:
@@ -56,19 +56,19 @@ def _check_means(name, means, lo=None, hi=None):
 
 def bernoulli(means, delay=None) -> BanditEnv:
     """Bernoulli arms with success probabilities ``means`` (each in [0, 1])."""
-    _check_means("means", means, 0.0, 1.0)
-    delay = _check_delay(delay)
-    m = _means("means", means, 0.0, 1.0)
+    check_means("means", means, 0.0, 1.0)
+    delay = check_delay(delay)
+    m = as_means("means", means, 0.0, 1.0)
     return BanditEnv(m, delay, jnp.asarray(0.0, _F), n_arms=m.shape[0], noise="bernoulli")
 
 
 def gaussian(means, sigma=1.0, delay=None) -> BanditEnv:
     """Gaussian arms ``N(means[a], sigma^2)``, ``|means| <= 1e30`` and ``sigma <= 1e30`` (rewards and
     their sums over any accepted horizon stay finite in float32)."""
-    _check_means("means", means, -V.MAX_GAUSSIAN, V.MAX_GAUSSIAN)
+    check_means("means", means, -V.MAX_GAUSSIAN, V.MAX_GAUSSIAN)
     V.positive("sigma", sigma, hi=V.MAX_GAUSSIAN)
-    delay = _check_delay(delay)
-    m = _means("means", means, -V.MAX_GAUSSIAN, V.MAX_GAUSSIAN)
+    delay = check_delay(delay)
+    m = as_means("means", means, -V.MAX_GAUSSIAN, V.MAX_GAUSSIAN)
     return BanditEnv(m, delay, jnp.asarray(sigma, _F), n_arms=m.shape[0], noise="gaussian")
 
 
@@ -78,7 +78,7 @@ def conversions(theta, delay) -> BanditEnv:
     ``theta[a]`` (conversions that arrive late or never still count: conventions §7)."""
     if delay is None:
         raise ValueError("delay must be given for a conversions world (a jaxbandits.delays law)")
-    _check_means("theta", theta, 0.0, 1.0)  # errors name theta, the parameter given here
+    check_means("theta", theta, 0.0, 1.0)  # errors name theta, the parameter given here
     return bernoulli(theta, delay)
 
 
@@ -107,9 +107,9 @@ class ArmDelayEnv(World):
 def conversions_arm_delays(theta, delays) -> ArmDelayEnv:
     """Delayed conversions with one delay law per arm (``delays[a]``): arms that convert equally
     often may convert at different speeds (the Bayesian per-arm delay models' world)."""
-    _check_means("theta", theta, 0.0, 1.0)
-    laws = tuple(_check_delay(l) for l in delays)
+    check_means("theta", theta, 0.0, 1.0)
+    laws = tuple(check_delay(l) for l in delays)
     if len(laws) != np.shape(theta)[0]:
         raise ValueError(f"delays must give one law per arm ({np.shape(theta)[0]}), got {len(laws)}")
-    m = _means("theta", theta, 0.0, 1.0)
+    m = as_means("theta", theta, 0.0, 1.0)
     return ArmDelayEnv(m, laws, n_arms=m.shape[0])

@@ -257,9 +257,9 @@ def delay_model_ts(window: int = 255, model: str = "exponential", engine: str = 
     kw = dict(fam=fam, discrete=True, per_arm_delay=per_arm_delay, priors=priors, prior_mean=pm,
               fixed_delay=fixed_delay)
     if priors is not None:
-        from ..bayes.model import _priors
+        from ..bayes.model import resolve_priors
 
-        _priors(fam, priors, pm)  # unknown keys and bad values named now, before anything compiles
+        resolve_priors(fam, priors, pm)  # unknown keys and bad values named now, before anything compiles
 
     def _unravel(K):
         z0 = unconstrained_init(fam, K, per_arm_delay, pm, fixed_delay)
