@@ -49,3 +49,26 @@ def reward_uniforms(T, key=0, run=0):
 
     keys = run_keys(jax.random.key(key), run)[0]
     return np.asarray(jax.vmap(lambda t: uniform(jax.random.fold_in(keys.reward, t)))(jnp.arange(T)), np.float64)
+
+
+# ----------------------------------------------------------------------------- coverage map
+# `tools/random_mutants.py --map` runs the default suite under coverage with one context per test.
+# Compiled programs are cached across tests (JAX's trace cache, the engine's and the fused path's
+# caches), so a test that reuses another's program would not record the lines it depends on; with
+# JAXBANDITS_FRESH_TRACES=1 every test starts with no program cached and traces what it runs.
+import os as _os
+
+if _os.environ.get("JAXBANDITS_FRESH_TRACES"):
+    import pytest as _pytest
+
+    @_pytest.fixture(autouse=True)
+    def _fresh_traces():
+        import jax
+
+        from jaxbandits import engine
+        from jaxbandits.fused import path
+
+        jax.clear_caches()
+        engine.clear_cache()
+        path.clear_cache()
+        yield

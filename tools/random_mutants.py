@@ -21,9 +21,21 @@ Operators (each applied at one site of one line, Python's ``ast`` finding the si
 * ``minmax``: ``maximum`` <-> ``minimum``, ``max`` <-> ``min``
 * ``ddof``: ``ddof=1`` <-> ``ddof=0``
 
+Which tests run for a mutant: the *default suite's tests that execute its line*. ``--map`` runs
+the default suite once under coverage with one context per test (``JAXBANDITS_FRESH_TRACES=1``:
+every test starts with no compiled program cached, so it traces, and covers, all it runs) and
+writes ``.mutants_map.json``: for each line of the package the tests that executed it, each
+test's duration and the tests that fail unmutated (never used). A mutant then runs its covering
+tests, those of its module's own test files first and the rest fastest first, with ``-x``, until
+one fails (killed) or all pass (survived) or ``--cap`` seconds pass (``capped``: counted as not
+killed). A line that no test executes in the test process (code run only at import, or only in a
+subprocess of the CLI tests) falls back to its module's test files (``tests_for``). A kill
+counts only when the failing test passes on the unmutated tree (``--verify``).
+
 Usage::
 
     python tools/random_mutants.py --list                        # counts per folder and operator
+    python tools/random_mutants.py --map                         # the coverage map (~40 min, 2 cores)
     python tools/random_mutants.py --sample 400 --seed 1 --jobs 2 --report report.json
 """
 from __future__ import annotations
@@ -223,16 +235,135 @@ def as_runnable(m, lines_cache, curated):
     return dict(m, old=old, new=new, tests=tests_for(path, curated))
 
 
+MAP = os.path.join(ROOT, ".mutants_map.json")
+CACHE = os.path.join(ROOT, ".mutants_cache")
+
+
+def build_map(out=MAP):
+    """Run the default suite once under coverage, one context per test, and write the map."""
+    import coverage
+
+    data_file = os.path.join(ROOT, ".mutants_coverage")
+    for f in os.listdir(ROOT):
+        if f.startswith(".mutants_coverage"):
+            os.remove(os.path.join(ROOT, f))
+    env = dict(os.environ, JAXBANDITS_FRESH_TRACES="1", COVERAGE_FILE=data_file, JAX_PLATFORMS="cpu",
+               JAX_COMPILATION_CACHE_DIR=CACHE, JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--cov=jaxbandits",
+           "--cov-context=test", "--cov-report=", "--durations=0", "--durations-min=0", "-rfE"]
+    r = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    durations, failed = collections.Counter(), set()
+    for ln in r.stdout.splitlines():
+        m = re.match(r"^([0-9.]+)s (setup|call|teardown)\s+(\S.*)$", ln)
+        if m:
+            durations[m.group(3).strip()] += float(m.group(1))
+        elif ln.startswith(("FAILED ", "ERROR ")):
+            failed.add(ln.split(" ")[1])
+    cov = coverage.Coverage(data_file=data_file)
+    data = cov.get_data()
+    lines = {}
+    for f in data.measured_files():
+        rel = os.path.relpath(f, ROOT)
+        if not rel.startswith("jaxbandits"):
+            continue
+        by = data.contexts_by_lineno(f)
+        lines[rel] = {str(n): sorted({c.rsplit("|", 1)[0] for c in cs if c}) for n, cs in by.items()}
+    json.dump({"durations": durations, "failed": sorted(failed), "lines": lines,
+               "tail": r.stdout[-3000:]}, open(out, "w"))
+    print(r.stdout[-1500:])
+    print(f"map: {len(lines)} files, {len(durations)} tests timed, {len(failed)} failing unmutated -> {out}")
+    return 0
+
+
+def covering_tests(m, cmap, own_files):
+    """The default suite's tests that execute the mutant's line, its module's own test files first,
+    then fastest first (``None``: no test executes it, in the test process)."""
+    tests = cmap["lines"].get(m["file"], {}).get(str(m["line"]), [])
+    bad = set(cmap["failed"])
+    tests = [t for t in tests if t and t not in bad]
+    if not tests:
+        return None
+    dur = cmap["durations"]
+    own = set(own_files)
+    return sorted(tests, key=lambda t: (t.split("::")[0] not in own, dur.get(t, 1.0), t))
+
+
+def run_covered(m, files, cap):
+    """One mutant against its covering tests (``m['tests']``): killed / survived / capped."""
+    import tempfile
+    import time
+
+    import mutants as T
+
+    t0 = time.time()
+    with tempfile.TemporaryDirectory(prefix="mutant_") as tmp:
+        T.copy_tree(tmp, files)
+        path = os.path.join(tmp, m["file"])
+        src = open(path).read()
+        if src.count(m["old"]) != 1:
+            return dict(m, status="invalid", seconds=0.0)
+        open(path, "w").write(src.replace(m["old"], m["new"]))
+        cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-n", "0", "-rfE",
+               *m["tests"]]
+        env = dict(os.environ, PYTHONPATH=tmp, JAX_PLATFORMS="cpu", JAX_COMPILATION_CACHE_DIR=CACHE,
+                   JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
+        try:
+            r = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True, timeout=cap)
+            rc, out = r.returncode, r.stdout + r.stderr
+        except subprocess.TimeoutExpired as e:
+            rc, out = None, (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+    failed = [ln.split(" ")[1] for ln in out.splitlines() if ln.startswith(("FAILED ", "ERROR "))]
+    status = "capped" if rc is None else ("survived" if rc in (0, 5) else "killed")
+    return dict(m, status=status, rc=rc, killer=failed[:1], seconds=round(time.time() - t0, 1),
+                tail="" if status == "killed" else out[-600:])
+
+
+def verify(res, files):
+    """Run each distinct killing test on the unmutated tree: a kill by a test that fails unmutated is
+    no kill (its mutants become ``survived``)."""
+    killers = sorted({r["killer"][0] for r in res if r["status"] == "killed" and r.get("killer")})
+    if not killers:
+        return set()
+    env = dict(os.environ, JAX_PLATFORMS="cpu", JAX_COMPILATION_CACHE_DIR=CACHE,
+               JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "-rfE",
+                        *killers], cwd=ROOT, env=env, capture_output=True, text=True)
+    bad = {ln.split(" ")[1] for ln in r.stdout.splitlines() if ln.startswith(("FAILED ", "ERROR "))}
+    for x in res:
+        if x["status"] == "killed" and x.get("killer") and x["killer"][0] in bad:
+            x["status"], x["why"] = "survived", f"its killer {x['killer'][0]} fails unmutated too"
+    return bad
+
+
+def summary(res):
+    by = collections.defaultdict(collections.Counter)
+    for r in res:
+        by[folder_of(r["file"])][r["status"]] += 1
+    rows = []
+    for f in sorted(by):
+        c = by[f]
+        n = c["killed"] + c["survived"] + c["capped"]
+        rows.append(f"{f:40s} {c['killed']}/{n} killed ({100.0 * c['killed'] / max(n, 1):.0f}%)"
+                    f"  survived {c['survived']}, capped {c['capped']}, invalid {c['invalid']}")
+    k = sum(c["killed"] for c in by.values())
+    n = sum(c["killed"] + c["survived"] + c["capped"] for c in by.values())
+    rows.append(f"{'all':40s} {k}/{n} killed ({100.0 * k / max(n, 1):.1f}%)")
+    return "\n".join(rows)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--list", action="store_true", help="count the mutants by folder and operator")
+    ap.add_argument("--map", action="store_true", help="build the coverage map (runs the default suite)")
     ap.add_argument("--sample", type=int, default=0, help="run a uniform random sample of this many")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--jobs", type=int, default=1)
-    ap.add_argument("--timeout", type=float, default=900.0)
+    ap.add_argument("--cap", type=float, default=240.0, help="seconds of tests per mutant")
     ap.add_argument("--report")
     ap.add_argument("--dry", action="store_true", help="print the sample, run nothing")
     a = ap.parse_args(argv)
+    if a.map:
+        return build_map()
     muts = all_mutants()
     if a.list or not a.sample:
         by = collections.Counter((folder_of(m["file"]), m["op"]) for m in muts)
@@ -243,9 +374,15 @@ def main(argv=None):
     sample = random.Random(a.seed).sample(muts, a.sample)
     cache, cur = {}, curated_tests()
     runnable = [as_runnable(m, cache, cur) for m in sample]
+    cmap = json.load(open(MAP))
+    for m in runnable:
+        cov = covering_tests(m, cmap, m["tests"])
+        m["selection"] = "covering" if cov else "module files"
+        if cov:
+            m["tests"] = cov
     if a.dry:
         for m in runnable:
-            print(m["id"], "|", m["from"], "->", m["to"], "|", " ".join(m["tests"]))
+            print(m["id"], "|", m["from"], "->", m["to"], "|", m["selection"], len(m["tests"]))
         return 0
     import concurrent.futures as cf
 
@@ -254,19 +391,18 @@ def main(argv=None):
     files = T.tracked_files()
     res = []
     with cf.ThreadPoolExecutor(max_workers=a.jobs) as ex:
-        for r in ex.map(lambda m: T.run_one(m, files, False, a.timeout, os.path.join(ROOT, ".mutants_cache")),
-                        runnable):
-            print(f"{r['status']:9s} {r['seconds']:7.1f}s  {r['id']}  {r['from']!r} -> {r['to']!r}", flush=True)
+        for r in ex.map(lambda m: run_covered(m, files, a.cap), runnable):
+            print(f"{r['status']:9s} {r['seconds']:7.1f}s  {r['id']}  {r['from']!r} -> {r['to']!r}"
+                  f"  [{r['selection']}: {len(r['tests'])}] {' '.join(r.get('killer', []))}", flush=True)
             res.append(r)
             if a.report:
                 json.dump(res, open(a.report, "w"), indent=1)
-    by = collections.defaultdict(lambda: [0, 0])
-    for r in res:
-        if r["status"] in ("killed", "survived"):
-            by[folder_of(r["file"])][0] += r["status"] == "killed"
-            by[folder_of(r["file"])][1] += 1
-    for f, (k, n) in sorted(by.items()):
-        print(f"{f:40s} {k}/{n} killed ({100.0 * k / max(n, 1):.0f}%)")
+    bad = verify(res, files)
+    if bad:
+        print("kills by tests failing unmutated (not counted):", sorted(bad))
+    if a.report:
+        json.dump(res, open(a.report, "w"), indent=1)
+    print(summary(res))
     return 0
 
 
