@@ -6,11 +6,20 @@ which declares what it reveals in a typed :class:`~jaxbandits.types.Feedback` re
     feedback                                   # Feedback: what the policy may see
     width(world, horizon, payload_size, n_runs, max_hold) -> int    # host, before compiling
     init(spec: ChannelSpec)        -> state
+    init_keyed(spec, key)          -> state # what the engine calls; default: init(spec)
     round(spec, state, play: Play) -> (state, Delivery)
     lost(state)                    -> i32   # records dropped because their lag was >= W
 
 The five channels of the papers are below. A user's channel is a class of their own with these
-methods (docs/composing.md has a complete one: conversions reported in batches).
+methods (docs/composing.md has complete ones: conversions reported in batches, and conversions
+reported for a random 70% of users).
+
+Randomness (conventions §8): a channel has a stream of its own, ``k_ch = fold_in(k_run, 2)``,
+from which no world or policy key is derived. ``init_keyed`` receives ``fold_in(k_ch, 0)``;
+``round`` receives the key of round ``t``, ``fold_in(fold_in(k_ch, 1), t)``, as ``play.key``. A
+deterministic channel ignores both (``init(spec)`` alone, as before); a random one overrides
+``init_keyed`` when its initial state is random and draws from ``play.key`` in ``round``. Drawing
+from it changes no world draw and no policy key: comparisons stay paired.
 
 The calendar: the record of the play of round ``s`` goes into a ring of shape ``[W, P]`` at slot
 ``(s + lag) mod W``; at round ``t`` slot ``t mod W`` is read and handed to the policy. Cost per
@@ -128,6 +137,12 @@ class Channel:
     # -- the component -----------------------------------------------------------------------
     def init(self, spec: ChannelSpec):
         raise NotImplementedError
+
+    def init_keyed(self, spec: ChannelSpec, key):
+        """The state before round 0, given the channel's init key ``fold_in(k_ch, 0)``
+        (conventions §8): what the engine calls. The default ignores the key and returns
+        ``init(spec)``; a channel whose initial state is random overrides this."""
+        return self.init(spec)
 
     def round(self, spec: ChannelSpec, state, play: Play):
         raise NotImplementedError

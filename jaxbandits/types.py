@@ -192,6 +192,7 @@ class Play(NamedTuple):
     outcome: Outcome
     payload: Optional[Callable[[Any, Any], Any]]  # (reward, delay) -> f32[P], the policy's payload of this play
     hold: Any = 0  # i32: deliver no earlier than t + hold (the memo's hold, else 0)
+    key: Any = None  # the channel's key of round t: fold_in(channel stream, t) (conventions §8)
 
 
 class Delivery(NamedTuple):

@@ -375,3 +375,161 @@ def test_resolve_width_budget():
     assert C.attributed(width=17).resolve_width(env, T_, P_, runs, budget_bytes=1) == 17
     small = E.bernoulli([0.2, 0.8], delay=D.uniform(0, 9))
     assert ch.resolve_width(small, T_, P_, runs, budget_bytes=10) == 10  # q + 1 = exact = 10
+
+
+# ----------------------------------------------------------------------------- a random channel
+# conventions §8: a channel's stream k_ch = fold_in(k_run, 2); init key fold_in(k_ch, 0); the key of
+# round t (Play.key) fold_in(fold_in(k_ch, 1), t). The user's channel (tests/user_components.py)
+# reports each conversion with probability 0.7, drawing uniform(play.key).
+def _reported(T, n_runs, key, rate=0.7):
+    """Which plays the user's channel reports, from the documented stream alone: bool[runs, T]."""
+    import jax.numpy as jnp
+
+    from jaxbandits.engine import channel_keys
+
+    def one(r):
+        stream = channel_keys(jax.random.key(key), r)[1]
+        return jax.vmap(lambda t: jax.random.uniform(jax.random.fold_in(stream, t)) < rate)(jnp.arange(T))
+
+    return np.asarray(jax.vmap(one)(jnp.arange(n_runs)))
+
+
+def _arrived(log):
+    """From the recorder's log [runs, T (arrival), T (origin)]: which plays arrived, and when."""
+    got = log > 0
+    return got.any(1), np.where(got.any(1), got.argmax(1), -1)
+
+
+def test_random_channel_reports_its_documented_draws_at_their_delays():
+    """Exact: with every outcome a conversion, the play of round s arrives at s + d_s exactly when
+    uniform(fold_in(channel stream, s)) < 0.7 (and s + d_s <= T - 1); nothing else arrives."""
+    from helpers import recorder
+    from user_components import SampledConversions
+
+    T, K, runs = 60, 2, 3
+    rng = np.random.default_rng(5)
+    d = rng.integers(0, 6, T)
+    log = final_state(E.oblivious(np.zeros((T, K)), d), SampledConversions(0.7), recorder(T, K), T, runs, key=4).log
+    arrived, when = _arrived(np.asarray(log))
+    want = _reported(T, runs, 4) & (np.arange(T) + d <= T - 1)
+    np.testing.assert_array_equal(arrived, want)
+    np.testing.assert_array_equal(when[want], np.broadcast_to(np.arange(T) + d, want.shape)[want])
+    assert 0 < want.sum() < want.size
+
+
+def test_random_channel_reports_seventy_percent_independently():
+    """Monte Carlo: the fraction of conversions reported is 0.7 within 4 standard errors, and
+    successive plays' reports are uncorrelated (within 4 / sqrt(n))."""
+    from helpers import recorder
+    from user_components import SampledConversions
+
+    T, K, runs = 100, 2, 40
+    log = final_state(E.oblivious(np.zeros((T, K)), np.zeros(T, int)), SampledConversions(0.7), recorder(T, K), T,
+                      runs, key=11).log
+    rep = _arrived(np.asarray(log))[0].astype(float)  # delay 0: every report arrives
+    n = rep.size
+    assert abs(rep.mean() - 0.7) < 4 * np.sqrt(0.7 * 0.3 / n), rep.mean()
+    x = rep - rep.mean()
+    corr = (x[:, 1:] * x[:, :-1]).mean() / x.var()
+    assert abs(corr) < 4 / np.sqrt(x[:, 1:].size), corr
+
+
+def test_random_channel_is_reproducible():
+    """Same key, same bits; another key, other reports."""
+    from user_components import SampledConversions
+
+    env = E.bernoulli([0.3, 0.5, 0.6], delay=D.geometric(mean=5.0))
+    run = lambda k: simulate(env, SampledConversions(0.7), P.thompson(), 300, jax.random.key(k), 6, record=1,
+                             path="scan")
+    a, b, c = run(2), run(2), run(3)
+    for f in ("regret", "pulls", "reward"):
+        np.testing.assert_array_equal(getattr(a, f), getattr(b, f))
+    assert not np.array_equal(a.pulls, c.pulls)
+
+
+def test_random_channel_keeps_common_random_numbers():
+    """The channel's stream changes no other stream: reporting every conversion (rate 1, drawing
+    all the same) is the library's conversions channel bit for bit, for adaptive policies; and at
+    rate 0.7 a policy that ignores its feedback sees the same world draws (rewards, regret)."""
+    from helpers import recorder
+    from user_components import SampledConversions
+
+    env = E.bernoulli([0.3, 0.5, 0.6], delay=D.geometric(mean=5.0))
+    pols = {"ucb": P.ucb1(), "kl": P.kl_ucb(), "ts": P.thompson()}
+    key = jax.random.key(7)
+    lib = simulate(env, C.conversions(), pols, 200, key, 4, path="scan")
+    own = simulate(env, SampledConversions(1.0), pols, 200, key, 4, path="scan")
+    for lab in pols:
+        for f in ("regret", "expected_regret", "pulls", "reward"):
+            np.testing.assert_array_equal(getattr(lib[lab], f), getattr(own[lab], f), err_msg=f"{lab} {f}")
+    rec = recorder(60, 3)
+    a = simulate(env, C.conversions(), rec, 60, key, 4, path="scan")
+    b = simulate(env, SampledConversions(0.7), rec, 60, key, 4, path="scan")
+    np.testing.assert_array_equal(a.reward, b.reward)
+    np.testing.assert_array_equal(a.regret, b.regret)
+
+
+def test_information_hiding_random_channel():
+    """Unreported conversions are hidden: make them non-conversions in the world (a loss table
+    thinned by the channel's own reports) and the actions of UCB1, KL-UCB and Thompson do not
+    change; through the library's conversions channel (which reports them all) they do."""
+    from user_components import SampledConversions
+
+    rng = np.random.default_rng(1)
+    Tn = 400
+    R = (rng.random((Tn, 3)) < np.array([0.3, 0.5, 0.45])).astype(float)
+    d = rng.integers(0, 30, Tn)
+    R_B = R * _reported(Tn, 1, 1)[0][:, None]  # the unreported plays' conversions removed
+    assert (R_B != R).any()
+    env_A, env_B = E.oblivious(1.0 - R, d), E.oblivious(1.0 - R_B, d)
+    pols = {"ucb": P.ucb1(), "kl": P.kl_ucb(), "ts": P.thompson()}
+    ch = SampledConversions(0.7)
+    k = jax.random.key(1)
+    for lab, pol in pols.items():
+        a_A = actions_of(simulate(env_A, ch, pol, Tn, k, record=1, path="scan"))[0]
+        a_B = actions_of(simulate(env_B, ch, pol, Tn, k, record=1, path="scan"))[0]
+        np.testing.assert_array_equal(a_A, a_B, err_msg=lab)
+        c_A = actions_of(simulate(env_A, C.conversions(), pol, Tn, k, record=1, path="scan"))[0]
+        c_B = actions_of(simulate(env_B, C.conversions(), pol, Tn, k, record=1, path="scan"))[0]
+        assert (c_A != c_B).any(), lab
+
+
+def test_channel_init_receives_its_documented_key():
+    """``init_keyed`` gets fold_in(fold_in(k_run, 2), 0), run by run; a channel that does not
+    override it is initialised by ``init(spec)`` as before."""
+    import dataclasses
+
+    from jaxbandits.engine import channel_keys
+
+    @dataclasses.dataclass(frozen=True)
+    class KeyedInit(C.Attributed):
+        def init_keyed(self, spec, key):
+            return (self.init(spec), jax.random.key_data(key))
+
+        def round(self, spec, state, play):
+            cal, got = super().round(spec, state[0], play)
+            return (cal, state[1]), got
+
+        def lost(self, state):
+            return super().lost(state[0])
+
+    carry = final_carry(E.bernoulli([0.2, 0.7]), KeyedInit(), P.ucb1(), 5, n_runs=3, key=9)
+    want = np.stack([np.asarray(jax.random.key_data(channel_keys(jax.random.key(9), r)[0])) for r in range(3)])
+    np.testing.assert_array_equal(np.asarray(carry.channel[1]), want)
+
+
+def test_random_channel_resumes_bitwise(tmp_path):
+    """A checkpoint saves no channel stream (it is the key's and the run's alone, so checkpoints
+    written before channels had one still load); a resumed run rebuilds it: the same bits as a
+    run never stopped."""
+    from jaxbandits.engine.checkpoint import Interrupted
+    from user_components import SampledConversions
+
+    env = E.bernoulli([0.3, 0.5, 0.6], delay=D.geometric(mean=5.0))
+    args = (env, SampledConversions(0.7), P.thompson(), 90, jax.random.key(5), 3)
+    with pytest.raises(Interrupted):
+        simulate(*args, chunk=30, checkpoint=str(tmp_path / "c"), stop=lambda: True, path="scan")
+    a = simulate(*args, chunk=30, checkpoint=str(tmp_path / "c"), resume=True, path="scan")
+    b = simulate(*args, chunk=30, path="scan")
+    np.testing.assert_array_equal(a.pulls, b.pulls)
+    np.testing.assert_array_equal(a.regret, b.regret)

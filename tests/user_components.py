@@ -1,12 +1,14 @@
 """Components "of one's own", referenced by import path from experiment files in the tests
 (``kind = "user_components:fixed_arm"``): a policy, a world and a channel written outside the
 library."""
-from typing import Any, NamedTuple
+import dataclasses
+from typing import Any, NamedTuple, Optional
 
+import jax
 import jax.numpy as jnp
 
 from jaxbandits import channels, envs
-from jaxbandits.types import Needs, Policy
+from jaxbandits.types import NEVER, Feedback, Needs, Policy
 
 
 class ArmMemo(NamedTuple):
@@ -49,3 +51,22 @@ def not_a_world(x: float = 1.0):
 def build(cfg):
     """A build of one's own: ``build = "user_components:build"`` with a [config] table."""
     return two_arms(cfg["low"]), plain_channel(), {"fixed-1": fixed_arm(1), "fixed-0": fixed_arm(0)}
+
+
+@dataclasses.dataclass(frozen=True)
+class SampledConversions(channels.CalendarChannel):
+    """A random channel of one's own: conversions reported for a random ``rate`` of users. Each
+    conversion (a positive outcome) is reported, after its delay, with probability ``rate``,
+    independently of everything else: the play of round ``t`` is reported when
+    ``uniform(play.key) < rate``, ``play.key`` the channel's key of round ``t`` (conventions §8).
+    The other conversions, and every zero outcome, are never delivered."""
+
+    rate: float = 0.7
+    width: Optional[int] = None
+    feedback = Feedback(attributed=True, zeros_observed=False)
+
+    def record(self, spec, play):
+        d = jnp.asarray(play.outcome.delay, jnp.int32)
+        reported = jax.random.uniform(play.key) < self.rate
+        ok = (d < NEVER) & (play.outcome.reward > 0) & reported
+        return play.payload(jnp.float32(1.0), d), jnp.maximum(d, play.hold), ok

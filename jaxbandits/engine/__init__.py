@@ -11,7 +11,7 @@
 from . import metrics, recording
 from .driver import clear_cache, simulate, simulate_grid
 from .recording import SimOutput, record_points
-from .round import Problem, RunKeys, RunState, Step, init, problem, round, run_keys  # noqa: A004
+from .round import Problem, RunKeys, RunState, Step, channel_keys, init, problem, round, run_keys  # noqa: A004
 
-__all__ = ["problem", "init", "round", "Problem", "RunState", "RunKeys", "Step", "run_keys", "simulate",
+__all__ = ["problem", "init", "round", "Problem", "RunState", "RunKeys", "Step", "run_keys", "channel_keys", "simulate",
            "simulate_grid", "record_points", "SimOutput", "metrics", "recording", "clear_cache"]

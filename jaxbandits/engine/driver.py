@@ -121,6 +121,21 @@ def _whole_carries(plan: Plan, carries, gp, n_pad):
     return out
 
 
+def _saved_state(carries):
+    """What a checkpoint saves of the carries: all but the channels' round streams
+    (``RunKeys.channel``), which are a function of the key and the run alone and never advance.
+    Checkpoints written before channels had a stream hold exactly this, so they still load."""
+    return {lab: c._replace(state=c.state._replace(keys=c.state.keys._replace(channel=None)))
+            for lab, c in carries.items()}
+
+
+def _with_channel_keys(saved, fresh):
+    """The inverse of :func:`_saved_state`: ``saved`` with the channels' streams of ``fresh`` (the
+    carries that the init program has just computed for the same key and runs)."""
+    return {lab: c._replace(state=c.state._replace(keys=c.state.keys._replace(
+        channel=fresh[lab].state.keys.channel))) for lab, c in saved.items()}
+
+
 def _chunk_local(plan: Plan, carries, gp, lo, hi):
     out, ys = {}, {}
     for lab, prob in plan.problems:
@@ -386,8 +401,9 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
         if checkpoint is None or not checkpoint.exists():
             raise ValueError("resume=True needs the checkpoint folder of an interrupted run "
                              f"({'no checkpoint given' if checkpoint is None else 'none in ' + checkpoint.folder})")
-        start, state, saved = checkpoint.load(_whole_carries(plan, carries, grid_params, n_pad))
-        state = _strip(state)
+        fresh = _whole_carries(plan, _state_global(carries) if global_devices else carries, grid_params, n_pad)
+        start, state, saved = checkpoint.load(_saved_state(fresh))
+        state = _strip(_with_channel_keys(state, fresh))
         carries = _place_global(state, carries) if global_devices else _place(state, carries)
         for flat in saved:  # each chunk's host arrays, as saved: their names first
             done.append(dict(zip(json.loads(str(flat[0])), flat[1:])))
@@ -459,9 +475,9 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
                 names = list(host)
                 flat = [np.asarray(json.dumps(names))] + [host[k] for k in names]
                 if not global_devices:
-                    checkpoint.save(i + 1, _whole_carries(plan, carries, grid_params, n_pad), flat)
+                    checkpoint.save(i + 1, _saved_state(_whole_carries(plan, carries, grid_params, n_pad)), flat)
                 else:  # every process takes part in the gather; process 0 writes
-                    whole = _whole_carries(plan, _state_global(carries), grid_params, n_pad)
+                    whole = _saved_state(_whole_carries(plan, _state_global(carries), grid_params, n_pad))
                     if jax.process_index() == 0:
                         checkpoint.save(i + 1, whole, flat)
             if stop is not None and i + 1 < n_chunks and stop():

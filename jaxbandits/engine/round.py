@@ -16,6 +16,8 @@ PRNG (conventions §8)::
     stream S of the world = fold_in(k_env, S): 0 SETUP, 1 REWARD, 2 DELAY, 3 CONTEXT, 4 WORLD
     round t draws from fold_in(stream, t); policy init key fold_in(k_pol, 0);
     act key fold_in(fold_in(k_pol, 1), t)
+    k_ch = fold_in(k_run, 2): channel init key fold_in(k_ch, 0); channel key of round t
+    fold_in(fold_in(k_ch, 1), t) (Play.key)
 
 so every policy, grid point and channel of one experiment faces the same world draws.
 """
@@ -35,7 +37,7 @@ from ..values import ById, PolicyValue, is_policy
 _F = jnp.float32
 SETUP, REWARD, DELAY, CONTEXT, WORLD = range(5)
 
-__all__ = ["Problem", "problem", "init", "round", "RunKeys", "RunState", "Step", "run_keys"]
+__all__ = ["Problem", "problem", "init", "round", "RunKeys", "RunState", "Step", "run_keys", "channel_keys"]
 
 
 class RunKeys(NamedTuple):
@@ -44,6 +46,7 @@ class RunKeys(NamedTuple):
     context: Any
     world: Any
     act: Any
+    channel: Any  # the channel's round stream (Play.key of round t: fold_in(channel, t))
 
 
 class RunState(NamedTuple):
@@ -265,12 +268,20 @@ def problem(world, channel, policy, horizon: int, *, n_runs: int = 1, delayed_re
 
 
 # ----------------------------------------------------------------------------- the round
+def channel_keys(key, run):
+    """The channel's keys of run ``run`` (conventions §8): ``(init key, round stream)``, from
+    ``k_ch = fold_in(k_run, 2)``, a key no other stream is derived from (the world's and the
+    policy's, ``fold_in(k_run, 0)`` and ``fold_in(k_run, 1)``, are untouched by it)."""
+    k_ch = jax.random.fold_in(jax.random.fold_in(key, run), 2)
+    return jax.random.fold_in(k_ch, 0), jax.random.fold_in(k_ch, 1)
+
+
 def run_keys(key, run):
     """The keys of run ``run`` (conventions §8): ``(RunKeys, setup key, policy init key)``."""
     k_run = jax.random.fold_in(key, run)
     k_env, k_pol = jax.random.fold_in(k_run, 0), jax.random.fold_in(k_run, 1)
     s = lambda i: jax.random.fold_in(k_env, i)
-    keys = RunKeys(s(REWARD), s(DELAY), s(CONTEXT), s(WORLD), jax.random.fold_in(k_pol, 1))
+    keys = RunKeys(s(REWARD), s(DELAY), s(CONTEXT), s(WORLD), jax.random.fold_in(k_pol, 1), channel_keys(key, run)[1])
     return keys, s(SETUP), jax.random.fold_in(k_pol, 0)
 
 
@@ -278,7 +289,9 @@ def init(prob: Problem, key, run=0, params=None) -> RunState:
     """The state of run ``run`` before round 0 (pure)."""
     world, policy = prob.components(params)
     keys, k_setup, k_init = run_keys(key, run)
-    return RunState(keys, world.setup(k_setup), policy.init(prob.spec, k_init), prob.channel.init(prob.cspec))
+    k_chan = channel_keys(key, run)[0]
+    return RunState(keys, world.setup(k_setup), policy.init(prob.spec, k_init),
+                    prob.channel.init_keyed(prob.cspec, k_chan))
 
 
 def round(prob: Problem, state: RunState, t, params=None):  # noqa: A001  (the round of the papers)
@@ -306,7 +319,7 @@ def round(prob: Problem, state: RunState, t, params=None):  # noqa: A001  (the r
     # 4-5. the channel: insert, then read slot t
     hold = jnp.asarray(memo.hold, jnp.int32) if policy.memo_hold else 0
     payload = None if policy.payload is None else (lambda r, d: policy.payload(memo, r, d))
-    cstate, got = channel.round(prob.cspec, state.channel, Play(t, out, payload, hold))
+    cstate, got = channel.round(prob.cspec, state.channel, Play(t, out, payload, hold, fold_in(keys.channel, t)))
     arr = Arrivals(t, action, memo, got.payload, got.rev_age)
     # 6. update
     pstate = policy.update(state.policy, arr)
