@@ -28,6 +28,23 @@ def test_composing_page_runs_and_matches_simulate():
     assert np.isfinite(res.regret).all()
 
 
+def test_composing_page_random_channel_is_the_users_channel():
+    """The page's random channel (conversions reported for a random 70%) runs as written and gives
+    bitwise the numbers of the same channel written as a user's (tests/user_components.py)."""
+    from user_components import SampledConversions
+
+    ns = {}
+    blocks = _blocks("composing.md")
+    exec(blocks[1], ns)  # world, key, imports
+    exec(blocks[3], ns)  # the random channel and its simulate
+    jb, key = ns["jb"], ns["key"]
+    from jaxbandits.policies import classic
+
+    mine = jb.simulate(ns["world"], SampledConversions(0.7), classic.thompson(), 2000, key, 64)
+    for f in ("regret", "pulls", "reward"):
+        np.testing.assert_array_equal(getattr(ns["out"], f), getattr(mine, f))
+
+
 def test_envs_page_world_runs():
     ns = {}
     exec(_blocks("envs.md")[-1], ns)
