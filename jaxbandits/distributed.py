@@ -145,11 +145,12 @@ def run_sweep_global(runner, cfg, runs: int, seed: int, horizon, folder: Optiona
     and every process replays the sweep over all of them. The results are those of one process,
     bit for bit: a unit's numbers do not depend on the process that computes it. ``folder`` (one
     every process sees) keeps each unit as its process completes it: a rerun replays them."""
-    from .engine.checkpoint import SweepShare, sweep_checkpoints
+    from .engine.checkpoint import SweepShare
+    from .sweeping import call_runner, sweep_checkpoints
 
     me, count = process_index(), process_count()
     with sweep_checkpoints(folder, share=SweepShare(me, count)) as ctx:  # this process's units
-        runner(cfg, runs, seed, horizon)
+        call_runner(runner, cfg, runs, seed, horizon, ctx)
     if count > 1:  # every process must have asked for the same units, or the exchange below would pair them wrongly
         import hashlib
         import json
@@ -165,7 +166,7 @@ def run_sweep_global(runner, cfg, runs: int, seed: int, horizon, folder: Optiona
         for uid, kind, owner in ctx.units:
             mine = ctx.cache.get_bytes(uid, kind) if owner == me else b""
             rep.cache.put_bytes(uid, kind, _bytes_all(mine or b"")[owner] if count > 1 else mine)
-        return runner(cfg, runs, seed, horizon)
+        return call_runner(runner, cfg, runs, seed, horizon, rep)
 
 
 # ----------------------------------------------------------------------------- the local launcher

@@ -35,7 +35,7 @@ from . import channels as C
 from . import delays as D
 from . import envs as E
 from .policies import classic as P
-from .engine.checkpoint import CallCache, Checkpoint, Interrupted, graceful_stop, sweep_checkpoints
+from .engine.checkpoint import CallCache, Checkpoint, Interrupted, graceful_stop
 from .results import Results, versions
 from .simulate import simulate
 
@@ -655,8 +655,10 @@ def _run_sweep(name, exp, runs, horizon, seed, cfg, out, chunk, sweep_horizon, j
             with contextlib.suppress(OSError):
                 os.rmdir(ckpt_root)
         return res
+    from .sweeping import call_runner, sweep_checkpoints
+
     if out is None:
-        return exp.runner(cfg, runs, seed, sweep_horizon)
+        return call_runner(exp.runner, cfg, runs, seed, sweep_horizon)
     share = None
     if part is not None:
         from .engine.checkpoint import SweepShare
@@ -667,7 +669,7 @@ def _run_sweep(name, exp, runs, horizon, seed, cfg, out, chunk, sweep_horizon, j
                        "at once)") as stop, sweep_checkpoints(os.path.join(ckpt_root, "sweep"), stop,
                                                               share=share) as ctx:
         try:
-            res = exp.runner(cfg, runs, seed, sweep_horizon)
+            res = call_runner(exp.runner, cfg, runs, seed, sweep_horizon, ctx)
         except Interrupted as e:
             e.resume_command = _resume_command(exp.source or name, job["given_runs"], sweep_horizon, seed,
                                                job["overrides"], out, chunk, part)

@@ -358,7 +358,8 @@ def _merge_sweep(metas: List[dict], out, identity: dict, *, force: bool = False,
     """The parts of a split sweep: every unit the sweep asks for, from the part that owns it; then
     the sweep's own code runs again over them (replaying, computing nothing), so its results are
     those of the sweep run whole, bit for bit."""
-    from .engine.checkpoint import MissingUnit, sweep_checkpoints
+    from .engine.checkpoint import MissingUnit
+    from .sweeping import call_runner, sweep_checkpoints
 
     ref = metas[0]
     exp = _sweep_experiment(ref)
@@ -374,7 +375,7 @@ def _merge_sweep(metas: List[dict], out, identity: dict, *, force: bool = False,
                 ctx.cache.put_bytes(uid, kind, held[uid].tobytes())
         with _io.output_folder(out, identity, force=force):
             try:
-                res = exp.runner(ref["config"], ref["runs"], ref["seed"], ref["horizon"])
+                res = call_runner(exp.runner, ref["config"], ref["runs"], ref["seed"], ref["horizon"], ctx)
             except MissingUnit as e:
                 raise MergeError(f"merge: {e}: the parts are not of this code (written by jaxbandits "
                                  f"{ref['versions'].get('jaxbandits')}; parts written before policies were values name "

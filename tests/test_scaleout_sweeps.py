@@ -220,14 +220,14 @@ def test_sweep_units_are_named_by_the_policy_s_parameters():
     import jax
 
     import jaxbandits as jb
-    from jaxbandits.engine.checkpoint import sweep_checkpoints
     from jaxbandits.policies import classic
+    from jaxbandits.sweeping import sweep_checkpoints
 
     env, ch = jb.envs.bernoulli([0.3, 0.5, 0.6]), jb.channels.attributed()
     direct = [jb.simulate(env, ch, {"p": classic.ucb1(alpha=a)}, 300, jax.random.key(1), 8)["p"] for a in (0.01, 2.0)]
     assert not np.array_equal(direct[0].pulls, direct[1].pulls)
     with sweep_checkpoints(None) as ctx:
-        got = [jb.simulate(env, ch, {"p": classic.ucb1(alpha=a)}, 300, jax.random.key(1), 8)["p"] for a in (0.01, 2.0)]
+        got = [ctx.simulate(env, ch, {"p": classic.ucb1(alpha=a)}, 300, jax.random.key(1), 8)["p"] for a in (0.01, 2.0)]
     assert len({u for u, _, _ in ctx.units}) == 2
     for d, g in zip(direct, got):
         np.testing.assert_array_equal(d.pulls, g.pulls)
@@ -268,3 +268,34 @@ def test_every_sweep_splits_into_parts_bitwise(name, sets, tmp_path):
         assert any(o == i for _, _, o in json.load(open(tmp_path / f"p{i}" / "part.json"))["units"])
     assert main(["merge", str(tmp_path / "p0"), str(tmp_path / "p1"), "--out", str(tmp_path / "m")]) == 0
     _same_results(tmp_path / "whole", tmp_path / "m", arrays=name != "bayes-fit-recovery")
+
+
+def test_the_fused_path_runs_inside_a_sweep(monkeypatch):
+    """A sweep calls the simulate it is handed: path='fused' runs there (no global refuses it),
+    is a unit of its own (another name than the scan's: other bits), and is replayed bitwise the
+    second time (simulate not called again). jaxbandits.simulate called directly inside the block
+    is not a unit (nothing is intercepted)."""
+    import jax
+
+    import jaxbandits as jb
+    from jaxbandits.engine import driver
+    from jaxbandits.policies import classic
+    from jaxbandits.sweeping import sweep_checkpoints
+
+    env, ch, pol = jb.envs.bernoulli([0.3, 0.5, 0.6]), jb.channels.attributed(), classic.ucb1()
+    args = (env, ch, pol, 64, jax.random.key(2), 4)
+    direct = jb.simulate(*args, path="fused")
+    calls = []
+    real = driver.simulate
+    monkeypatch.setattr(driver, "simulate", lambda *a, **k: calls.append(k["path"]) or real(*a, **k))
+    with sweep_checkpoints(None) as sw:
+        a = sw.simulate(*args, path="fused")
+        b = sw.simulate(*args, path="fused")
+        s = sw.simulate(*args, path="scan")
+        jb.simulate(*args, path="scan")
+    assert calls == ["fused", "scan"]  # the second fused call was replayed
+    assert [u[0] for u in sw.units][0] == sw.units[1][0] != sw.units[2][0] and len(sw.units) == 3
+    for f in ("regret", "pulls", "reward"):
+        np.testing.assert_array_equal(getattr(a, f), getattr(direct, f))
+        np.testing.assert_array_equal(getattr(b, f), getattr(direct, f))
+    np.testing.assert_array_equal(s.pulls, real(*args, path="scan").pulls)

@@ -31,8 +31,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["Checkpoint", "Interrupted", "graceful_stop", "sweep_checkpoints", "sweep_unit", "SweepShare",
-           "SweepContext", "CallCache", "MissingUnit"]
+__all__ = ["Checkpoint", "Interrupted", "graceful_stop", "SweepShare", "CallCache", "MissingUnit", "unit_bytes",
+           "unit_value", "reading_saved"]
 
 
 class Interrupted(Exception):
@@ -64,7 +64,7 @@ def _atomic(path: str, write: Callable[[Any], None]):
 
 
 @contextlib.contextmanager
-def _reading(path):
+def reading_saved(path):
     """Errors while reading a checkpoint file as one ValueError naming the file (and the missing
     key): a damaged or truncated checkpoint cannot be resumed, only started afresh."""
     try:
@@ -102,7 +102,7 @@ class Checkpoint:
     def check(self):
         """Raise a clear error when the saved checkpoint is of another simulation (or damaged)."""
         fp = os.path.join(self.folder, "fingerprint.json")
-        with _reading(fp):
+        with reading_saved(fp):
             with open(fp, encoding="utf-8") as f:
                 saved = json.load(f)
             if not isinstance(saved, dict):
@@ -123,7 +123,7 @@ class Checkpoint:
         structure (arrays or shape structs; keys where the state has keys)."""
         self.check()
         sp = os.path.join(self.folder, "state.npz")
-        with _reading(sp), np.load(sp, allow_pickle=False) as z:
+        with reading_saved(sp), np.load(sp, allow_pickle=False) as z:
             nxt = int(z["next_chunk"])
             flat = [z[f"a{i}"] for i in range(int(z["n"]))]
             impls = json.loads(str(z["impls"]))
@@ -138,7 +138,7 @@ class Checkpoint:
         parts = []
         for i in range(nxt):
             rp = os.path.join(self.folder, f"records-{i}.npz")
-            with _reading(rp), np.load(rp, allow_pickle=False) as z:
+            with reading_saved(rp), np.load(rp, allow_pickle=False) as z:
                 parts.append([z[f"a{j}"] for j in range(int(z["n"]))])
         return nxt, jax.tree.unflatten(tree, out), parts
 
@@ -204,7 +204,7 @@ class MissingUnit(LookupError):
     """A replay of a sweep (a merge of its parts) needed a unit that no part holds."""
 
 
-def _unit_bytes(kind: str, value) -> bytes:
+def unit_bytes(kind: str, value) -> bytes:
     """One unit's result as bytes: ``sim`` (``{label: SimOutput}``) as an ``.npz``, ``json`` as UTF-8."""
     import io
 
@@ -224,8 +224,8 @@ def _unit_bytes(kind: str, value) -> bytes:
     return buf.getvalue()
 
 
-def _unit_value(kind: str, data: bytes):
-    """Inverse of :func:`_unit_bytes`."""
+def unit_value(kind: str, data: bytes):
+    """Inverse of :func:`unit_bytes`."""
     import io
 
     from .recording import SimOutput
@@ -253,7 +253,7 @@ class CallCache:
     """Completed units of a sweep (an experiment that loops over settings: one ``simulate`` per
     setting, or one fit per replication), each saved whole under the hash of its fingerprint; a
     resumed sweep replays the saved ones (the same arrays, so the same bits) and runs the rest.
-    Active inside :func:`sweep_checkpoints`. ``folder=None`` keeps them in memory."""
+    What a :class:`jaxbandits.sweeping.Sweep` saves to. ``folder=None`` keeps them in memory."""
 
     def __init__(self, folder: Optional[str]):
         self.folder = None if folder is None else os.path.abspath(folder)
@@ -310,74 +310,3 @@ class SweepShare:
         j = min(range(self.count), key=lambda p: (self.loads[p], p))
         self.loads[j] += float(cost)
         return j
-
-
-class SweepContext:
-    """What :func:`sweep_checkpoints` makes active: the cache, the stop request, and, for a split
-    sweep, this part's share (units of other parts get a placeholder and are not computed) or
-    ``replay_only`` (a merge: every unit must come from the cache). ``units`` lists every unit
-    the sweep asked for, in order: ``(id, kind, owner)``."""
-
-    def __init__(self, cache: CallCache, stop: Callable[[], bool] = lambda: False,
-                 share: Optional[SweepShare] = None, replay_only: bool = False):
-        self.cache, self.stop, self.share, self.replay_only = cache, stop, share, replay_only
-        self.units: List[Tuple[str, str, Optional[int]]] = []
-
-
-_SWEEP: "contextvars.ContextVar[Optional[SweepContext]]"
-import contextvars  # noqa: E402
-
-_SWEEP = contextvars.ContextVar("jaxbandits_sweep_checkpoints", default=None)
-
-
-@contextlib.contextmanager
-def sweep_checkpoints(folder: Optional[str], stop: Callable[[], bool] = lambda: False, *,
-                      share: Optional[SweepShare] = None, replay_only: bool = False):
-    """Within the block, every unit of a sweep (each ``simulate`` / ``simulate_grid`` call, and
-    what a sweep wraps in :func:`sweep_unit`) is saved whole in ``folder`` (``None``: in memory)
-    when it completes and replayed from there when the same unit comes again (a resumed sweep);
-    ``stop()`` is asked before each unit is computed (:class:`Interrupted` when it says so).
-    ``share`` computes only this part's units (:class:`SweepShare`); ``replay_only`` computes
-    none (:class:`MissingUnit` for a unit the cache lacks). Yields the :class:`SweepContext`."""
-    ctx = SweepContext(CallCache(folder), stop, share, replay_only)
-    tok = _SWEEP.set(ctx)
-    try:
-        yield ctx
-    finally:
-        _SWEEP.reset(tok)
-
-
-def active_sweep() -> Optional[SweepContext]:
-    return _SWEEP.get()
-
-
-def sweep_unit(fingerprint: dict, compute: Callable[[], Any], *, cost: float = 1.0,
-               placeholder: Callable[[], Any] = lambda: None, kind: str = "sim", what: str = "unit"):
-    """One unit of a sweep: outside :func:`sweep_checkpoints`, ``compute()``. Inside, the saved
-    result if the cache holds ``fingerprint``; else, if this part does not own the unit,
-    ``placeholder()`` (a value of the same form that the sweep's code may read but whose numbers
-    are discarded); else ``compute()``, saved. ``kind``: ``"sim"`` for ``{label: SimOutput}``,
-    ``"json"`` for a JSON value. ``cost`` (run-steps) balances a split sweep's parts."""
-    ctx = active_sweep()
-    if ctx is None:
-        return compute()
-    uid = ctx.cache.unit_id(fingerprint)
-    owner = ctx.share.owner(cost) if ctx.share is not None else None
-    ctx.units.append((uid, kind, owner))
-    saved = ctx.cache.get_bytes(uid, kind)
-    if saved is not None:
-        where = ctx.cache.folder and os.path.join(ctx.cache.folder, ctx.cache.file_name(uid, kind))
-        with _reading(where or f"the saved {what} {uid}"):
-            return _unit_value(kind, saved)
-    if ctx.replay_only:
-        raise MissingUnit(f"the sweep needs {what} {uid} and no part holds it")
-    if owner is not None and owner != ctx.share.index:
-        return placeholder()
-    if ctx.stop():
-        raise Interrupted(0, 0, ctx.cache.folder, what=f"before the next {what} of the sweep (the completed ones "
-                                                       "are saved)")
-    data = _unit_bytes(kind, compute())
-    ctx.cache.put_bytes(uid, kind, data)
-    # the value as saved, not as computed: a whole run, a resumed one and a merge of parts then
-    # hand the sweep the same objects (arrays of the same layout, dicts of the same key order)
-    return _unit_value(kind, data)

@@ -12,7 +12,7 @@ import functools
 import json
 import math
 import time
-from typing import Any, Callable, Dict, Mapping, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -27,7 +27,8 @@ from . import round as R
 from . import stats as ST
 from .recording import SimOutput, record_points, segment_plan
 
-__all__ = ["simulate", "simulate_grid", "Plan", "run_problems", "program_memory", "clear_cache", "policy_digest"]
+__all__ = ["simulate", "simulate_grid", "choose_path", "PATHS", "prepare", "Prepared", "prepare_grid", "PreparedGrid",
+           "unit_fingerprint", "Plan", "run_problems", "program_memory", "clear_cache", "policy_digest"]
 
 
 class Plan(NamedTuple):
@@ -393,7 +394,7 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
                 _fingerprint(plan, key, n_runs, record_at, chunk, first_run,
                              dict(checkpoint.extra, stats_keep=keep_n, stats_block=B)))
     labels = list(problems)
-    mets = {lab: _stat_metrics(problems[lab]) for lab in labels}
+    mets = {lab: stat_metrics(problems[lab]) for lab in labels}
     pairs = stat_pairs(labels, mets)
     done = []  # per chunk: {name: host array} (what a checkpoint saves of the chunk)
     start = 0
@@ -442,7 +443,7 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
                 host.update(host_block_stats(gather(red), sel, labels, -(-n_runs // B)))
                 if i == n_chunks - 1:  # each run's final values: the last record point is the last round
                     last = np.int32(sel[-1])
-                    fin = {lab: {k: getattr(ys[lab], f) for k, f in _FINAL_FIELDS
+                    fin = {lab: {k: getattr(ys[lab], f) for k, f in FINAL_FIELDS
                                  if k != "delayed_regret" or problems[lab].dl_mode} for lab in labels}
                     # one compiled program (cached), not an eager slice per metric and dtype
                     take, dt = _compiled("finals", _take_program, plan, (fin, last))
@@ -507,7 +508,7 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
 
 
 #: per-run values kept at the last record point: (name, field of Records)
-_FINAL_FIELDS = (("regret", "regret"), ("expected_regret", "exp_regret"), ("reward", "reward"),
+FINAL_FIELDS = (("regret", "regret"), ("expected_regret", "exp_regret"), ("reward", "reward"),
                  ("delayed_regret", "delayed_regret"), ("lost_to_W", "lost"))
 
 
@@ -520,7 +521,7 @@ class Collected(NamedTuple):
     keep: int
 
 
-def _stat_metrics(prob) -> Tuple[str, ...]:
+def stat_metrics(prob) -> Tuple[str, ...]:
     """The metrics whose statistics a problem's records give."""
     return ("regret", "expected_regret", "reward") + (("delayed_regret",) if prob.dl_mode else ()) + ("pulls",)
 
@@ -576,7 +577,7 @@ def host_stats(labels, mets, pairs, B, chunks, final):
                 other, sign = (labels[b], 1.0) if j == a else (labels[a], -1.0)
                 # self - other: the pair's (a - b) moments, the mean negated for b (exactly)
                 paired[other] = {k: (sign * cat(f"p/{a}/{b}/{k}/mean"), cat(f"p/{a}/{b}/{k}/m2")) for k in ks}
-        fin = {k: final[f"f/{j}/{k}"] for k, _ in _FINAL_FIELDS if f"f/{j}/{k}" in final}
+        fin = {k: final[f"f/{j}/{k}"] for k, _ in FINAL_FIELDS if f"f/{j}/{k}" in final}
         stats[lab] = ST.Stats(B, chunks[-1]["count"], mom, paired, fin)
     return stats
 
@@ -789,10 +790,96 @@ def _validate_common(horizon, n_runs, key):
     return horizon, n_runs, key
 
 
+class Prepared(NamedTuple):
+    """A ``simulate`` call's arguments, checked and resolved on the host (nothing compiled): what
+    runs it, and what names it (:func:`unit_fingerprint`)."""
+
+    single: bool  # one policy given (not a dict): simulate returns its SimOutput alone
+    problems: Dict[str, R.Problem]
+    horizon: int
+    key: Any
+    n_runs: int
+    first_run: int
+    record_at: np.ndarray
+    chunk: Optional[int]  # the chunk given, or the reduced form's automatic one
+    keep: int  # runs whose curves are kept (resolve_keep)
+    stats_block: Optional[int]
+
+
+def prepare(env, channel, policies, horizon: int, key, n_runs: int = 1, *, record=None,
+            chunk: Optional[int] = None, first_run: int = 0, delayed_regret: Optional[bool] = None,
+            keep=None, stats_block: Optional[int] = None) -> Prepared:
+    """Every host check of :func:`simulate`'s arguments, in its order, and the sizes they fix:
+    a :class:`Prepared` (no compile, no device work)."""
+    horizon, n_runs, key = _validate_common(horizon, n_runs, key)
+    first_run = _validate_run_args(n_runs, first_run, chunk)
+    record_at = record_points(horizon, record)
+    single, pols = policies_dict(policies)
+    problems = {lab: R.problem(env, channel, pol, horizon, n_runs=n_runs, delayed_regret=delayed_regret, label=lab)
+                for lab, pol in pols.items()}
+    keep_n = resolve_keep(keep, [p.spec.n_arms for p in problems.values()], n_runs, len(record_at),
+                          any(p.world.adversarial for p in problems.values()))
+    if chunk is None and keep_n < n_runs:  # the reduced form: a chunk's records bound the device memory
+        chunk = auto_chunk([p.spec.n_arms for p in problems.values()], n_runs, horizon, len(record_at))
+    stats_block = check_stats_block(stats_block)
+    return Prepared(single, problems, horizon, key, n_runs, first_run, record_at, chunk, keep_n, stats_block)
+
+
+def _simulate_scan(env, channel, policies, horizon: int, key, n_runs: int = 1, *, record=None,
+                   chunk: Optional[int] = None, progress: bool = False, shard=None, first_run: int = 0,
+                   delayed_regret: Optional[bool] = None, checkpoint=None, resume: bool = False, stop=None,
+                   keep=None, stats_block: Optional[int] = None):
+    """The scan path of :func:`simulate` (its docstring documents every argument)."""
+    p = prepare(env, channel, policies, horizon, key, n_runs, record=record, chunk=chunk, first_run=first_run,
+                delayed_regret=delayed_regret, keep=keep, stats_block=stats_block)
+    check_memory(p.problems, p.n_runs, p.record_at, keep=p.keep)
+    outs = collect_outputs(p.problems, *run_problems(p.problems, None, p.key, p.n_runs, p.record_at, p.chunk, progress,
+                                                     shard, p.first_run, checkpoint, resume, stop, keep=p.keep,
+                                                     block=p.stats_block)[1:], p.n_runs, p.record_at)
+    return outs[next(iter(outs))] if p.single else outs
+
+
+PATHS = ("auto", "fused", "scan")
+
+
+def _fused_blockers(env, channel, policies, *, chunk, shard, resume) -> List[str]:
+    from .. import fused
+
+    return fused.unsupported(env, channel, policies, chunk=chunk, shard=shard, resume=resume)
+
+
+def choose_path(env, channel, policies, path: str = "auto", *, chunk=None, shard=None, resume=False,
+                backend: Optional[str] = None) -> str:
+    """``"fused"`` or ``"scan"``: the path ``simulate(..., path=path)`` takes for this combination.
+
+    ``"auto"`` gives ``"fused"`` when ``backend`` (default: JAX's default backend) is ``"gpu"`` and
+    the fused kernels cover the combination; ``"fused"`` on a combination they do not cover raises
+    a ``ValueError`` naming everything that is not covered."""
+    if path not in PATHS:
+        raise ValueError(f"path must be one of {', '.join(map(repr, PATHS))}, got {path!r}")
+    if path == "scan":
+        return "scan"
+    if path == "fused":
+        why = _fused_blockers(env, channel, policies, chunk=chunk, shard=shard, resume=resume)
+        if why:
+            raise ValueError("path='fused' cannot run this simulation: " + "; ".join(why)
+                             + " (docs/fused.md lists what the fused path covers; path='auto' falls back to the scan)")
+        return "fused"
+    if backend is None:
+        backend = jax.default_backend()
+    if backend != "gpu":
+        return "scan"
+    try:
+        why = _fused_blockers(env, channel, policies, chunk=chunk, shard=shard, resume=resume)
+    except Exception:  # malformed arguments: the scan path's checks name them
+        return "scan"
+    return "scan" if why else "fused"
+
+
 def simulate(env, channel, policies, horizon: int, key, n_runs: int = 1, *, record=None,
              chunk: Optional[int] = None, progress: bool = False, shard=None, first_run: int = 0,
              delayed_regret: Optional[bool] = None, checkpoint=None, resume: bool = False, stop=None,
-             keep=None, stats_block: Optional[int] = None):
+             path: str = "auto", keep=None, stats_block: Optional[int] = None):
     """Simulate ``n_runs`` paired runs of one policy or a ``{label: policy}`` dict.
 
     All policies are traced into one program (one compile, one call per chunk; a second call with
@@ -813,25 +900,59 @@ def simulate(env, channel, policies, horizon: int, key, n_runs: int = 1, *, reco
     computed, on the device, by blocks of ``stats_block`` runs (default
     :func:`jaxbandits.engine.stats.block_size` of ``n_runs``; the parts of one run pass the whole
     run's, docs/results.md).
-    Returns ``SimOutput`` (or a dict of them for a dict of policies).
+
+    ``path`` picks the execution path (docs/fused.md): ``"auto"`` (default) runs the fused GPU
+    kernels (:mod:`jaxbandits.fused`) when the default backend is a GPU and they cover the
+    combination, else the scan; ``"scan"`` always the engine's scan; ``"fused"`` the fused kernels
+    (on a CPU through Pallas' interpreter: slow, for tests), refusing with a ``ValueError`` a
+    combination they do not cover. Both paths return the same ``SimOutput``, with its statistics
+    reduced on the device and the per-run curves that ``keep`` asks for (docs/simulate.md). On the
+    fused path the whole horizon is one kernel call, so ``chunk``, ``progress``, ``checkpoint`` and
+    ``stop`` have no chunk boundary to act at (they are accepted and do nothing); ``resume=True``
+    and ``shard`` other than one device keep the scan.
+
+    A sweep that wants its calls saved, resumed or split into parts calls the ``simulate`` of the
+    :class:`jaxbandits.sweeping.Sweep` it is given (docs/cluster.md); this function never looks
+    for one. Returns ``SimOutput`` (or a dict of them for a dict of policies).
     """
-    horizon, n_runs, key = _validate_common(horizon, n_runs, key)
-    first_run = _validate_run_args(n_runs, first_run, chunk)
-    record_at = record_points(horizon, record)
-    single, pols = policies_dict(policies)
+    if path == "fused":  # the scan path's argument checks first: a malformed call gets the same error
+        _check_args(env, channel, policies, horizon, key, n_runs, record, chunk, first_run, delayed_regret)
+    stats_block = check_stats_block(stats_block)
+    which = choose_path(env, channel, policies, path, chunk=chunk, shard=shard, resume=resume)
+    if which == "scan":
+        return _simulate_scan(env, channel, policies, horizon, key, n_runs, record=record, chunk=chunk,
+                              progress=progress, shard=shard, first_run=first_run, delayed_regret=delayed_regret,
+                              checkpoint=checkpoint, resume=resume, stop=stop, keep=keep, stats_block=stats_block)
+    from ..fused import simulate_fused
+
+    horizon, n_runs, key, first_run = _check_args(env, channel, policies, horizon, key, n_runs, record, chunk,
+                                                  first_run, delayed_regret)
+    _check_memory_fused(env, channel, policies, horizon, n_runs, record, delayed_regret, keep)
+    return simulate_fused(env, channel, policies, horizon, key, n_runs, record=record, first_run=first_run,
+                          delayed_regret=delayed_regret, keep=keep, stats_block=stats_block)
+
+
+def _check_memory_fused(env, channel, policies, horizon, n_runs, record, delayed_regret, keep):
+    """The fused path's runs refused before anything is allocated when their state and records
+    cannot fit in memory (:func:`check_memory`, the scan path's rule)."""
+    _, pols = policies_dict(policies)
     problems = {lab: R.problem(env, channel, pol, horizon, n_runs=n_runs, delayed_regret=delayed_regret, label=lab)
                 for lab, pol in pols.items()}
+    record_at = record_points(horizon, record)
     keep_n = resolve_keep(keep, [p.spec.n_arms for p in problems.values()], n_runs, len(record_at),
                           any(p.world.adversarial for p in problems.values()))
-    if chunk is None and keep_n < n_runs:  # the reduced form: a chunk's records bound the device memory
-        chunk = auto_chunk([p.spec.n_arms for p in problems.values()], n_runs, horizon, len(record_at))
-    stats_block = check_stats_block(stats_block)
     check_memory(problems, n_runs, record_at, keep=keep_n)
-    outs = _sweep_call(problems, None, key, n_runs, record_at, chunk, shard, first_run, checkpoint, lambda: collect_outputs(
-        problems, *run_problems(problems, None, key, n_runs, record_at, chunk, progress, shard, first_run,
-                                checkpoint, resume, stop, keep=keep_n, block=stats_block)[1:], n_runs, record_at),
-                       extra={"keep": keep_n, "block": stats_block})
-    return outs[next(iter(outs))] if single else outs
+
+
+def _check_args(env, channel, policies, horizon, key, n_runs, record, chunk, first_run, delayed_regret):
+    """The scan path's host checks, in its order and with its messages, before anything compiles."""
+    horizon, n_runs, key = _validate_common(horizon, n_runs, key)
+    first_run = _validate_run_args(n_runs, first_run, chunk)
+    record_points(horizon, record)
+    _, pols = policies_dict(policies)
+    for lab, pol in pols.items():
+        R.problem(env, channel, pol, horizon, n_runs=n_runs, delayed_regret=delayed_regret, label=lab)
+    return horizon, n_runs, key, first_run
 
 
 def policies_dict(policies):
@@ -852,71 +973,36 @@ def policies_dict(policies):
     return False, dict(policies)
 
 
-def _sweep_call(problems, grid_params, key, n_runs, record_at, chunk, shard, first_run, checkpoint, compute,
-                extra=None):
-    """A unit of a sweep (:func:`jaxbandits.engine.checkpoint.sweep_unit`): inside
-    :func:`~jaxbandits.engine.checkpoint.sweep_checkpoints`, replay this call if the sweep saved it,
-    give a placeholder if another part of a split sweep computes it, else run it and save it."""
-    from .checkpoint import active_sweep, sweep_unit
-
-    if checkpoint is not None or active_sweep() is None:
-        return compute()
+def unit_fingerprint(problems: Dict[str, R.Problem], grid_params, key, n_runs, record_at, first_run=0, shard=None,
+                     extra: Optional[dict] = None) -> dict:
+    """What names a simulation as a unit of a sweep (:class:`jaxbandits.sweeping.Sweep`): the
+    checkpoint fingerprint of its program without the devices and the chunks (what a unit
+    computes depends on neither: tested), plus its grid and ``extra``."""
     plan = Plan(tuple(problems.items()), _devices(shard, n_runs), grid_params is not None)
-    n_grid = 1 if grid_params is None else int(np.asarray(next(iter(grid_params.values()))).shape[0])
-    fp = _fingerprint(plan, key, n_runs, record_at, chunk, first_run,
+    fp = _fingerprint(plan, key, n_runs, record_at, None, first_run,
                       {"grid": None if grid_params is None else {k: np.asarray(v).tolist() for k, v in grid_params.items()},
                        **(extra or {})})
-    # what a unit computes does not depend on the devices that run it nor on chunks (tested): the
-    # parts of a sweep, and its merge, may see other device counts than each other
     fp.pop("devices"), fp.pop("chunk")
-    horizon = plan.problems[0][1].horizon
-    return sweep_unit(fp, compute, cost=float(horizon) * n_runs * n_grid * len(problems), kind="sim",
-                      what="simulation", placeholder=lambda: _placeholder(problems, n_runs, record_at, grid_params,
-                                                                          (extra or {}).get("keep")))
+    return fp
 
 
-def _placeholder(problems, n_runs, record_at, grid_params, keep=None):
-    """Outputs of the form a call returns, all zeros: what a part of a split sweep gets for a call
-    another part computes (its numbers are discarded; docs/cluster.md)."""
-    lead = () if grid_params is None else (int(np.asarray(next(iter(grid_params.values()))).shape[0]),)
-    R = len(record_at)
-    n_keep = n_runs if keep is None else keep
-    outs = {}
-    labels = list(problems)
-    for lab, prob in problems.items():
-        K = int(prob.spec.n_arms)
-        z = np.zeros(lead + (n_keep, R), np.float32)
-        st = None
-        if grid_params is None:
-            zm = lambda *s: (np.zeros((1, R) + s), np.zeros((1, R) + s))
-            mets = _stat_metrics(prob)
-            st = ST.Stats(1, np.zeros(1), {k: zm(K) if k == "pulls" else zm() for k in mets},
-                          {o: {k: zm() for k in mets if k != "pulls" and k in _stat_metrics(problems[o])}
-                           for o in labels if o != lab},
-                          {k: np.zeros(n_runs, np.int32 if k == "lost_to_W" else np.float32) for k, _ in _FINAL_FIELDS
-                           if k != "delayed_regret" or prob.dl_mode})
-        kept = n_keep > 0
-        outs[lab] = SimOutput(t=np.asarray(record_at, np.int64) + 1, regret=z if kept else None,
-                              expected_regret=z if kept else None, reward=z if kept else None,
-                              pulls=np.zeros(lead + (n_keep, R, K), np.float32) if kept else None,
-                              lost_to_W=np.zeros(lead + (n_runs,), np.int32), width=prob.width,
-                              timing={"compile_s": 0.0, "run_s": 0.0, "devices": 1},
-                              delayed_regret=z if prob.dl_mode and kept else None,
-                              arm_totals=np.zeros(lead + (n_runs, R, K), np.float32) if prob.world.adversarial else None,
-                              stats=st, runs=int(n_runs))
-    return outs
+class PreparedGrid(NamedTuple):
+    """A ``simulate_grid`` call's arguments, checked and resolved on the host."""
+
+    label: str
+    problem: R.Problem
+    params: Dict[str, Any]  # name -> jnp array [G, ...]
+    n_grid: int
+    horizon: int
+    key: Any
+    n_runs: int
+    record_at: np.ndarray
 
 
-def simulate_grid(build: Callable, grid: Mapping[str, Any], channel, horizon: int, key,
-                  n_runs: int = 1, *, record=None, chunk=None, progress=False, shard=None):
-    """Simulate a grid of hyper-parameters in one compiled program.
-
-    ``build(**params)`` returns ``(env, policy)``; ``grid`` maps each parameter name to an array
-    whose leading axis has the common length ``G`` (a row may itself be an array, e.g. a delay
-    sequence per grid point). Every grid point is built once on the host first (which runs the
-    constructors' input checks on concrete values), then ``vmap`` runs all of them. Outputs have a
-    leading axis of size ``G``; every grid point faces the same world draws.
-    """
+def prepare_grid(build: Callable, grid: Mapping[str, Any], channel, horizon: int, key, n_runs: int = 1, *,
+                 record=None, chunk=None) -> PreparedGrid:
+    """Every host check of :func:`simulate_grid`'s arguments (every grid point built once on the
+    host) and the problem it runs: a :class:`PreparedGrid`."""
     horizon, n_runs, key = _validate_common(horizon, n_runs, key)
     _validate_run_args(n_runs, 0, chunk)
     record_at = record_points(horizon, record)
@@ -935,11 +1021,25 @@ def simulate_grid(build: Callable, grid: Mapping[str, Any], channel, horizon: in
     env, pol = first
     params = {k: jnp.asarray(a) for k, a in arrs.items()}
     prob = R.problem(env, channel, pol, horizon, n_runs=n_runs, build=_Splat(build))
-    check_memory({pol.name: prob}, n_runs, record_at, n_grid=G, params=params)
-    outs = _sweep_call({pol.name: prob}, params, key, n_runs, record_at, chunk, shard, 0, None, lambda: collect_outputs(
-        {pol.name: prob}, *run_problems({pol.name: prob}, params, key, n_runs, record_at, chunk, progress,
-                                        shard)[1:], n_runs, record_at, n_grid=G))
-    return outs[pol.name]
+    return PreparedGrid(pol.name, prob, params, G, horizon, key, n_runs, record_at)
+
+
+def simulate_grid(build: Callable, grid: Mapping[str, Any], channel, horizon: int, key,
+                  n_runs: int = 1, *, record=None, chunk=None, progress=False, shard=None):
+    """Simulate a grid of hyper-parameters in one compiled program.
+
+    ``build(**params)`` returns ``(env, policy)``; ``grid`` maps each parameter name to an array
+    whose leading axis has the common length ``G`` (a row may itself be an array, e.g. a delay
+    sequence per grid point). Every grid point is built once on the host first (which runs the
+    constructors' input checks on concrete values), then ``vmap`` runs all of them. Outputs have a
+    leading axis of size ``G``; every grid point faces the same world draws.
+    """
+    g = prepare_grid(build, grid, channel, horizon, key, n_runs, record=record, chunk=chunk)
+    probs = {g.label: g.problem}
+    check_memory(probs, g.n_runs, g.record_at, n_grid=g.n_grid, params=g.params)
+    outs = collect_outputs(probs, *run_problems(probs, g.params, g.key, g.n_runs, g.record_at, chunk, progress,
+                                                shard)[1:], g.n_runs, g.record_at, n_grid=g.n_grid)
+    return outs[g.label]
 
 
 class _Splat:

@@ -179,12 +179,14 @@ def _recover_one(B, cfg, seed, r, p, mean, shape):
             "r_hat_max": float(dg["r_hat_max"]), "divergences": int(dg.get("divergences", 0))}
 
 
-def _fit_recovery(cfg, runs, seed, horizon):
+def _fit_recovery(cfg, runs, seed, horizon, sweep=None):
     if horizon is not None:
         raise ValueError("horizon (--horizon) does not apply to bayes-fit-recovery: each replication fits a log of "
                          f"n_plays plays (now {cfg['n_plays']}; change it with --set n_plays=N); leave horizon unset")
     from .. import bayes as B
-    from ..engine.checkpoint import sweep_unit
+    from ..sweeping import DIRECT
+
+    sweep = DIRECT if sweep is None else sweep
 
     rng = np.random.default_rng(seed)
     rows = []
@@ -195,8 +197,8 @@ def _fit_recovery(cfg, runs, seed, horizon):
         shape = float(np.exp(0.5 * rng.standard_normal())) if cfg["model"] == "weibull" else 1.0
         fp = {"unit": "bayes-fit-recovery", "config": {k: cfg[k] for k in sorted(cfg)}, "seed": seed, "replication": r,
               "p": p.tolist(), "mean": mean, "shape": shape, "fit": _RECOVERY_FIT, "versions": _fit_versions()}
-        row = sweep_unit(fp, lambda: _recover_one(B, cfg, seed, r, p, mean, shape), cost=float(cfg["n_plays"]),
-                         kind="json", what="fit")
+        row = sweep.unit(fp, lambda: _recover_one(B, cfg, seed, r, p, mean, shape), cost=float(cfg["n_plays"]),
+                          kind="json", what="fit")
         if row is not None:  # None: a fit another part of a split study computes
             rows.append(row)
     return FitRecovery("bayes-fit-recovery", dict(cfg), seed, rows)

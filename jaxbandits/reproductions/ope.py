@@ -108,12 +108,14 @@ class BiasCoverage:
         plt.close(fig)
 
 
-def _bias_coverage(cfg, runs, seed, horizon):
+def _bias_coverage(cfg, runs, seed, horizon, sweep=None):
     if horizon is not None:
         raise ValueError("horizon (--horizon) does not apply to ope-bias-coverage: each log has n_decisions decisions "
                          f"(now {cfg['n_decisions']}; change it with --set n_decisions=N); leave horizon unset")
-    from ..engine.checkpoint import sweep_unit
     from ..results import versions
+    from ..sweeping import DIRECT
+
+    sweep = DIRECT if sweep is None else sweep
 
     laws = list(cfg["laws"])
     for name in laws:
@@ -122,8 +124,8 @@ def _bias_coverage(cfg, runs, seed, horizon):
     for name in laws:  # one unit of the study per law
         fp = {"unit": "ope-bias-coverage", "config": {k: cfg[k] for k in sorted(cfg)}, "seed": seed, "law": name,
               "runs": runs, "versions": {k: versions().get(k) for k in ("jaxbandits", "jax")}}
-        row = sweep_unit(fp, lambda: _one_law(cfg, seed, name, runs), cost=float(runs * cfg["n_decisions"]),
-                         kind="json", what="law")
+        row = sweep.unit(fp, lambda: _one_law(cfg, seed, name, runs), cost=float(runs * cfg["n_decisions"]),
+                          kind="json", what="law")
         if row is not None:
             out.append(row)
     return BiasCoverage(dict(cfg), seed, out)

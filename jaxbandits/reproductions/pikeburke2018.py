@@ -16,7 +16,7 @@ from .. import delays as D
 from .. import envs as E
 from ..experiments import Experiment, Panel
 from ..policies import anonymous as A
-from ..simulate import simulate
+from ..sweeping import DIRECT, Sweep
 from ..sweeps import SweepResults
 
 CFG = {"means": [0.5, 0.6], "mean_delays": [10, 20]}
@@ -52,7 +52,7 @@ def _fig3b(cfg):
     return panels
 
 
-def _appF(cfg, runs, seed, horizon):
+def _appF(cfg, runs, seed, horizon, sweep: Sweep = DIRECT):
     T = V.horizon("horizon", horizon or cfg["horizon"])
     es = list(cfg["delays"])
     res = SweepResults("pikeburke2018-appF", {**cfg, "horizon": T}, seed, runs, "E[tau]", [float(e) for e in es],
@@ -62,9 +62,9 @@ def _appF(cfg, runs, seed, horizon):
         for fam in cfg["families"]:
             law = D.uniform(0, 2 * int(e)) if fam == "unif" else D.fixed(int(e))
             env = E.bernoulli(cfg["means"], delay=law)
-            oa = simulate(env, C.anonymous(), {"ODAAF": A.odaaf(float(e)),
-                                               "ODAAF-B": A.odaaf_b(float(e), law.support_max)}, T, key, runs)
-            oq = simulate(env, C.attributed(), A.qpmd(), T, key, runs)
+            oa = sweep.simulate(env, C.anonymous(), {"ODAAF": A.odaaf(float(e)),
+                                                     "ODAAF-B": A.odaaf_b(float(e), law.support_max)}, T, key, runs)
+            oq = sweep.simulate(env, C.attributed(), A.qpmd(), T, key, runs)
             for lab, o in [*oa.items(), ("QPM-D", oq)]:
                 res.add(f"{fam}: {lab}", i, o.final("regret"))
                 res.lost_to_W += int(np.sum(o.lost_to_W))

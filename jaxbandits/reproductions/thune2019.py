@@ -23,7 +23,7 @@ from .. import channels as C
 from .. import envs as E
 from ..experiments import Experiment
 from ..policies import adversarial as A
-from ..simulate import simulate, simulate_grid
+from ..sweeping import DIRECT, Sweep
 from ..sweeps import SweepResults
 
 _E = math.e
@@ -55,7 +55,7 @@ def _horizons(cfg, horizon):
     return [2 ** V.integer("log2_T", k, lo=1, hi=24) for k in ks] if horizon is None else [V.horizon("horizon", horizon)]
 
 
-def _example8(cfg, runs, seed, horizon):
+def _example8(cfg, runs, seed, horizon, sweep: Sweep = DIRECT):
     K, gap = V.integer("n_arms", cfg["n_arms"], lo=2, hi=V.MAX_ARMS), float(V.real("gap", cfg["gap"], lo=0.0, hi=0.5))
     Ts = _horizons(cfg, horizon)
     res = SweepResults("thune2019-example8", dict(cfg), seed, runs, "T", Ts)
@@ -66,12 +66,12 @@ def _example8(cfg, runs, seed, horizon):
         env = E.bernoulli_losses(K, gap, delays=d)
         b4, bstar = A.cor4_beta(K, T, Dt), A.oracle_beta(d, K, T)
         eta1 = A.thm1_eta(K, T, Dt)
-        ot = simulate(env, C.attributed(), {
+        ot = sweep.simulate(env, C.attributed(), {
             "Skipper-Cor4 (OT)": A.skipper_dew(b4, count_skipped=False),
             "oracle Skipper": A.skipper_dew(bstar, count_skipped=False),
             "DEW-Thm1 (d_max=T-1)": A.dew(eta1, d_max=T - 1),
             "untruncated DEW (ref.)": A.dew(math.sqrt(math.log(K) / (_E * K * T / 2)))}, T, key, runs)
-        at = simulate(env, C.action_time(width=A.doubling_width(K, T)), A.doubling(), T, key, runs)
+        at = sweep.simulate(env, C.action_time(width=A.doubling_width(K, T)), A.doubling(), T, key, runs)
         bounds = {"Skipper-Cor4 (OT)": A.cor4_bound(K, T, Dt), "oracle Skipper": A.oracle_bound(d, K, T),
                   "DEW-Thm1 (d_max=T-1)": A.thm1_bound(K, T, Dt, T - 1, eta1), "untruncated DEW (ref.)": float("nan")}
         for lab, o in ot.items():
@@ -96,7 +96,7 @@ def _heavy_delays(model, T, runs, seed, alpha):
     return d.astype(np.int64)
 
 
-def _heavy_tail(cfg, runs, seed, horizon):
+def _heavy_tail(cfg, runs, seed, horizon, sweep: Sweep = DIRECT):
     K, gap = V.integer("n_arms", cfg["n_arms"], lo=2, hi=V.MAX_ARMS), float(V.real("gap", cfg["gap"], lo=0.0, hi=0.5))
     alpha = float(V.positive("alpha", cfg["alpha"]))
     Ts = _horizons(cfg, horizon)
@@ -133,7 +133,7 @@ def _heavy_tail(cfg, runs, seed, horizon):
                                            C.attributed(width=W), lambda r: float("nan")),
             }
             for name, (build, ch, bound) in algos.items():
-                o = simulate_grid(build, grid, ch, T, key, 1)
+                o = sweep.simulate_grid(build, grid, ch, T, key, 1)
                 b = np.array([bound(r) for r in range(runs)])
                 lab = f"{model}: {name}"
                 res.add(lab, i, o.final("expected_regret")[:, 0], float(np.max(b)))
@@ -147,7 +147,7 @@ def _heavy_tail(cfg, runs, seed, horizon):
     return res
 
 
-def _bounds(cfg, runs, seed, horizon):
+def _bounds(cfg, runs, seed, horizon, sweep: Sweep = DIRECT):
     K, gap = V.integer("n_arms", cfg["n_arms"], lo=2, hi=V.MAX_ARMS), float(V.real("gap", cfg["gap"], lo=0.0, hi=0.5))
     T = _horizons(cfg, horizon)[0]
     ds = [V.integer("delays", d, lo=0, hi=D_NEVER) for d in cfg["delays"]]
@@ -159,10 +159,10 @@ def _bounds(cfg, runs, seed, horizon):
         env = E.bernoulli_losses(K, gap, delays=dl)
         eta = A.thm1_eta(K, T, Dt)
         b4 = A.cor4_beta(K, T, Dt)
-        ot = simulate(env, C.attributed(width=int(d) + 1), {"DEW-Thm1": A.dew(eta, d_max=int(d)),
-                                                           "Skipper-Cor4": A.skipper_dew(b4, count_skipped=False)},
-                      T, key, runs)
-        at = simulate(env, C.action_time(width=max(A.doubling_width(K, T), int(d) + 1)), A.doubling(), T, key, runs)
+        ot = sweep.simulate(env, C.attributed(width=int(d) + 1), {"DEW-Thm1": A.dew(eta, d_max=int(d)),
+                                                                 "Skipper-Cor4": A.skipper_dew(b4, count_skipped=False)},
+                            T, key, runs)
+        at = sweep.simulate(env, C.action_time(width=max(A.doubling_width(K, T), int(d) + 1)), A.doubling(), T, key, runs)
         _record(res, i, "DEW-Thm1", ot["DEW-Thm1"], A.thm1_bound(K, T, Dt, int(d), eta))
         _record(res, i, "Skipper-Cor4", ot["Skipper-Cor4"], A.cor4_bound(K, T, Dt))
         _record(res, i, "Doubling", at, A.thm6_bound(dl, K, T))
