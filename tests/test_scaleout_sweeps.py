@@ -299,3 +299,24 @@ def test_the_fused_path_runs_inside_a_sweep(monkeypatch):
         np.testing.assert_array_equal(getattr(a, f), getattr(direct, f))
         np.testing.assert_array_equal(getattr(b, f), getattr(direct, f))
     np.testing.assert_array_equal(s.pulls, real(*args, path="scan").pulls)
+
+
+def test_a_runner_is_handed_its_sweep_and_an_old_runner_still_runs():
+    """call_runner gives a runner with a ``sweep`` parameter the Sweep (DIRECT when called plainly);
+    a runner of four parameters, written before, still runs: silently when nothing is cached, with
+    a DeprecationWarning naming it under a cache (its simulations are not saved nor split)."""
+    import warnings
+
+    from jaxbandits.sweeping import DIRECT, call_runner, sweep_checkpoints
+
+    got = []
+    new = lambda cfg, runs, seed, horizon, sweep: got.append(sweep) or (cfg, runs, seed, horizon)
+    old = lambda cfg, runs, seed, horizon: (cfg, runs, seed, horizon)
+    assert call_runner(new, {"a": 1}, 2, 3, None) == ({"a": 1}, 2, 3, None) and got == [DIRECT]
+    with sweep_checkpoints(None) as sw:
+        assert call_runner(new, {}, 1, 0, 8, sw) == ({}, 1, 0, 8) and got[-1] is sw
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert call_runner(old, {}, 1, 0, 8) == ({}, 1, 0, 8)  # DIRECT: nothing to warn about
+        with pytest.warns(DeprecationWarning, match="'<lambda>' takes no sweep= argument"):
+            assert call_runner(old, {}, 1, 0, 8, sw) == ({}, 1, 0, 8)
