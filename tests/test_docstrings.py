@@ -1,0 +1,185 @@
+"""The public API's docstrings (docs/contributing.md, "Docstrings"): every public function of the
+documented modules has ``Args:`` (when it takes arguments), ``Returns:`` and an ``Example:`` with a
+doctest; every public class has a docstring of its own (classes and NamedTuples are exempt from
+Args/Returns: their fields are their interface); and the examples of a cheap subset of modules
+run as written under doctest."""
+from __future__ import annotations
+
+import doctest
+import importlib
+import inspect
+import re
+import types
+
+import pytest
+
+#: the modules whose public names must all be documented in the Args / Returns / Example form
+#: (the others still use free prose; docs/contributing.md lists them)
+DOCUMENTED = [
+    "jaxbandits.policies.classic",
+]
+
+#: modules whose examples run here (cheap: constructors and small eager array calls, no compile of
+#: a whole simulation); examples that compile a simulation are marked ``# doctest: +SKIP``
+DOCTESTED = [
+    "jaxbandits.policies.classic",
+]
+
+SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Returns|Yields|Raises|Example|Examples)\s*:\s*$", re.M)
+
+
+def public_names(mod) -> list[str]:
+    """The names a module makes public: its ``__all__``, else the names defined in it (not
+    imported) without a leading underscore."""
+    names = getattr(mod, "__all__", None)
+    if names is not None:
+        return list(names)
+    out = []
+    for n, v in vars(mod).items():
+        if n.startswith("_") or isinstance(v, types.ModuleType):
+            continue
+        if getattr(v, "__module__", None) == mod.__name__ and (inspect.isfunction(v) or inspect.isclass(v)):
+            out.append(n)
+    return out
+
+
+def _takes_arguments(fn) -> bool:
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return True
+    return any(p.name not in ("self", "cls") for p in sig.parameters.values())
+
+
+def _own_doc(obj):
+    """The docstring written for ``obj`` (a NamedTuple's generated ``Name(a, b)`` does not count)."""
+    doc = obj.__dict__.get("__doc__") if inspect.isclass(obj) else obj.__doc__
+    if not doc:
+        return None
+    if inspect.isclass(obj) and re.fullmatch(rf"{re.escape(obj.__name__)}\(.*\)", doc.strip(), re.S):
+        return None
+    return doc
+
+
+def problems(mod) -> tuple[list[str], list[str], list[str]]:
+    """``(problems, documented, exempt)`` of a module's public names: a function must have a
+    docstring with ``Args:`` (if it takes arguments), ``Returns:`` and ``Example:`` sections, the
+    example a doctest (``>>>``); a class must have a docstring of its own (exempt from the
+    sections); other objects (constants) are exempt."""
+    bad, documented, exempt = [], [], []
+    for name in public_names(mod):
+        obj = getattr(mod, name)
+        where = f"{mod.__name__}.{name}"
+        if inspect.isclass(obj):
+            (exempt if _own_doc(obj) else bad).append(where if _own_doc(obj) else f"{where}: no docstring")
+            continue
+        if not callable(obj):
+            exempt.append(where)
+            continue
+        doc = inspect.getdoc(obj) or ""
+        found = set(SECTION.findall(doc))
+        missing = []
+        if not doc:
+            missing.append("docstring")
+        if _takes_arguments(obj) and not found & {"Args", "Arguments", "Parameters"}:
+            missing.append("Args")
+        if not found & {"Returns", "Yields"}:
+            missing.append("Returns")
+        if not found & {"Example", "Examples"} or ">>>" not in doc:
+            missing.append("Example")
+        if missing:
+            bad.append(f"{where}: no {', '.join(missing)}")
+        else:
+            documented.append(where)
+    return bad, documented, exempt
+
+
+@pytest.mark.parametrize("modname", DOCUMENTED)
+def test_public_names_have_args_returns_and_an_example(modname):
+    mod = importlib.import_module(modname)
+    bad, documented, exempt = problems(mod)
+    assert documented, modname  # the walk finds something (a broken walk would pass vacuously)
+    assert not bad, "\n".join(bad)
+
+
+def test_the_checker_catches_a_missing_section():
+    """A planted module: one function documented in full, one without Returns, one without an
+    example, one with no docstring, a class without one, a constant: the checker names exactly
+    the four defects and exempts the constant."""
+    mod = types.ModuleType("planted")
+    src = '''
+def good(x):
+    """Good.
+
+    Args:
+        x: a number.
+
+    Returns:
+        ``x``.
+
+    Example:
+        >>> good(1)
+        1
+    """
+    return x
+
+
+def no_returns(x):
+    """No returns.
+
+    Args:
+        x: a number.
+
+    Example:
+        >>> no_returns(1)
+    """
+
+
+def no_example(x):
+    """No example.
+
+    Args:
+        x: a number.
+
+    Returns:
+        ``x``.
+    """
+
+
+def bare(x):
+    return x
+
+
+class Bare:
+    pass
+
+
+LIMIT = 3
+__all__ = ["good", "no_returns", "no_example", "bare", "Bare", "LIMIT"]
+'''
+    exec(compile(src, "planted", "exec"), mod.__dict__)
+    for v in vars(mod).values():
+        if inspect.isfunction(v) or inspect.isclass(v):
+            v.__module__ = "planted"
+    bad, documented, exempt = problems(mod)
+    assert documented == ["planted.good"] and exempt == ["planted.LIMIT"]
+    assert bad == ["planted.no_returns: no Returns", "planted.no_example: no Example",
+                   "planted.bare: no docstring, Args, Returns, Example", "planted.Bare: no docstring"]
+
+
+@pytest.mark.parametrize("modname", DOCTESTED)
+def test_docstring_examples_run(modname):
+    mod = importlib.import_module(modname)
+    finder = doctest.DocTestFinder(exclude_empty=True)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    tests = []  # each public name's own (the library's constructors are wrapped: doctest's module
+    for name in public_names(mod):  # walk would skip them as defined elsewhere)
+        obj = getattr(mod, name)
+        if callable(obj):
+            tests += [t for t in finder.find(obj, f"{modname}.{name}", module=False, globs=dict(vars(mod)))
+                      if t.examples]
+    assert tests, modname
+    for t in tests:
+        runner.run(t)
+    res = runner.summarize(verbose=False)
+    assert res.failed == 0, f"{res.failed} of {res.attempted} examples failed in {modname}"
