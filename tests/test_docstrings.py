@@ -17,12 +17,14 @@ import pytest
 #: (the others still use free prose; docs/contributing.md lists them)
 DOCUMENTED = [
     "jaxbandits.policies.classic",
+    "jaxbandits.policies.conversions",
 ]
 
 #: modules whose examples run here (cheap: constructors and small eager array calls, no compile of
 #: a whole simulation); examples that compile a simulation are marked ``# doctest: +SKIP``
 DOCTESTED = [
     "jaxbandits.policies.classic",
+    "jaxbandits.policies.conversions",
 ]
 
 SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Returns|Yields|Raises|Example|Examples)\s*:\s*$", re.M)
