@@ -18,6 +18,8 @@ import pytest
 DOCUMENTED = [
     "jaxbandits.policies.classic",
     "jaxbandits.policies.conversions",
+    "jaxbandits.policies.adversarial",
+    "jaxbandits.policies.anonymous",
 ]
 
 #: modules whose examples run here (cheap: constructors and small eager array calls, no compile of
@@ -25,6 +27,8 @@ DOCUMENTED = [
 DOCTESTED = [
     "jaxbandits.policies.classic",
     "jaxbandits.policies.conversions",
+    "jaxbandits.policies.adversarial",
+    "jaxbandits.policies.anonymous",
 ]
 
 SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Returns|Yields|Raises|Example|Examples)\s*:\s*$", re.M)
