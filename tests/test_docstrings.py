@@ -20,6 +20,10 @@ DOCUMENTED = [
     "jaxbandits.policies.conversions",
     "jaxbandits.policies.adversarial",
     "jaxbandits.policies.anonymous",
+    "jaxbandits.policies.linear",
+    "jaxbandits.policies.composite",
+    "jaxbandits.policies.bayes",
+    "jaxbandits.policies.explore",
 ]
 
 #: modules whose examples run here (cheap: constructors and small eager array calls, no compile of
@@ -29,6 +33,10 @@ DOCTESTED = [
     "jaxbandits.policies.conversions",
     "jaxbandits.policies.adversarial",
     "jaxbandits.policies.anonymous",
+    "jaxbandits.policies.linear",
+    "jaxbandits.policies.composite",
+    "jaxbandits.policies.bayes",
+    "jaxbandits.policies.explore",
 ]
 
 SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Returns|Yields|Raises|Example|Examples)\s*:\s*$", re.M)

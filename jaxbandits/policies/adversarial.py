@@ -91,7 +91,7 @@ def dew(eta: float, d_max: Optional[float] = None, name: str = "DEW") -> Policy:
         ValueError: ``eta`` not positive or ``d_max`` negative (and, when the run starts, fewer
             than two arms).
 
-    Example:
+    Examples:
         >>> from jaxbandits.policies import adversarial
         >>> adversarial.dew(eta=0.05)
         DEW(eta=0.05)
@@ -153,7 +153,7 @@ def skipper(beta: float, base: Policy, count_skipped: bool = True, name: Optiona
         TypeError: ``base`` is not a policy.
         ValueError: ``beta`` not a number, or ``base`` without attributed feedback.
 
-    Example:
+    Examples:
         >>> from jaxbandits.policies import adversarial
         >>> pol = adversarial.skipper(10.0, adversarial.dew(0.05))
         >>> pol
@@ -211,7 +211,7 @@ def skipper_dew(beta: float, eta: Optional[float] = None, count_skipped: bool = 
     Raises:
         ValueError: ``beta`` not positive.
 
-    Example:
+    Examples:
         >>> from jaxbandits.policies import adversarial
         >>> adversarial.skipper_dew(10.0).name
         'Skipper-DEW(beta=10)'
@@ -282,7 +282,7 @@ def doubling(m0: int = 0, lanes: int = 48, name: str = "Doubling") -> Policy:
     Raises:
         ValueError: ``m0`` or ``lanes`` out of range (and, when the run starts, fewer than two arms).
 
-    Example:
+    Examples:
         >>> from jaxbandits.policies import adversarial
         >>> adversarial.doubling(m0=2)
         Doubling(m0=2)
@@ -354,7 +354,7 @@ def thm1_eta(K: int, T: int, D: float) -> float:
     Returns:
         The learning rate, a float.
 
-    Example:
+    Examples:
         >>> from jaxbandits.policies import adversarial
         >>> round(adversarial.thm1_eta(2, 1000, 500.0), 5)
         0.01468
@@ -375,7 +375,7 @@ def thm1_bound(K: int, T: int, D: float, d_max: float, eta: float) -> float:
     Returns:
         The bound, a float.
 
-    Example:
+    Examples:
         >>> from jaxbandits.policies import adversarial
         >>> round(adversarial.thm1_bound(2, 1000, 500.0, 10.0, 0.02), 3)
         139.732
@@ -398,7 +398,7 @@ def thm3_bound(K: int, T: int, n_skipped: float, D_beta: float, beta: float, eta
     Returns:
         The bound, a float.
 
-    Example:
+    Examples:
         >>> from jaxbandits.policies import adversarial
         >>> round(adversarial.thm3_bound(2, 1000, 3, 400.0, 10.0, 0.02), 3)
         140.732
@@ -421,7 +421,7 @@ def cor4_beta(K: int, T: int, D: float) -> float:
     Returns:
         The threshold ``beta``, a float.
 
-    Example:
+    Examples:
         >>> from jaxbandits.policies import adversarial
         >>> round(adversarial.cor4_beta(2, 1000, 500.0), 3)
         10.277
@@ -440,7 +440,7 @@ def cor4_bound(K: int, T: int, D: float) -> float:
     Returns:
         The bound, a float.
 
-    Example:
+    Examples:
         >>> from jaxbandits.policies import adversarial
         >>> round(adversarial.cor4_bound(2, 1000, 500.0), 3)
         154.907
@@ -459,7 +459,7 @@ def skipped_stats(delays, beta: float):
         ``(n_skipped, D_beta)``: the number of rounds with ``d >= beta``, and the total delay of
         the others (int64 arithmetic).
 
-    Example:
+    Examples:
         >>> from jaxbandits.policies import adversarial
         >>> [int(v) for v in adversarial.skipped_stats([0, 3, 1, 0, 7, 2, 0, 1], 3.0)]
         [2, 4]
@@ -504,7 +504,7 @@ def oracle_bound(delays, K: int, T: int, kterm: Optional[float] = None) -> float
     Returns:
         The minimum, a float.
 
-    Example:
+    Examples:
         >>> from jaxbandits.policies import adversarial
         >>> round(float(adversarial.oracle_bound([0, 3, 1, 0, 7, 2, 0, 1], 2, 8)), 3)
         12.721
@@ -523,7 +523,7 @@ def oracle_beta(delays, K: int, T: int) -> float:
     Returns:
         ``beta*``, a float.
 
-    Example:
+    Examples:
         >>> from jaxbandits.policies import adversarial
         >>> round(float(adversarial.oracle_beta([0, 3, 1, 0, 7, 2, 0, 1], 2, 8)), 3)
         1.0
@@ -545,7 +545,7 @@ def thm6_bound(delays, K: int, T: int, printed: bool = False) -> float:
     Returns:
         The bound, a float.
 
-    Example:
+    Examples:
         >>> from jaxbandits.policies import adversarial
         >>> round(float(adversarial.thm6_bound([0, 3, 1, 0, 7, 2, 0, 1], 2, 8)), 2)
         298.24
@@ -565,7 +565,7 @@ def cor7_bound(K: int, T: int, D: float) -> float:
     Returns:
         The bound, a float.
 
-    Example:
+    Examples:
         >>> from jaxbandits.policies import adversarial
         >>> round(adversarial.cor7_bound(2, 1000, 500.0), 2)
         2431.05
@@ -587,7 +587,7 @@ def doubling_epochs(delays, K: int, m0: int = 0):
         ``(epoch, jumps)``, int arrays ``[T]``: the epoch of each round and the number of epoch
         increments made at it.
 
-    Example:
+    Examples:
         >>> from jaxbandits.policies import adversarial
         >>> epoch, jumps = adversarial.doubling_epochs([0, 3, 1, 0, 7, 2, 0, 1], 2)
         >>> epoch.tolist(), jumps.tolist()
@@ -624,7 +624,7 @@ def doubling_width(K: int, T: int) -> int:
     Returns:
         The width, an int.
 
-    Example:
+    Examples:
         >>> from jaxbandits.policies import adversarial
         >>> adversarial.doubling_width(2, 1000)
         137

@@ -62,7 +62,7 @@ def schedule(kind: str, horizon: int, mean_delay: float = 0.0, bound: Optional[f
     Raises:
         ValueError: an unknown ``kind``, or ``horizon`` or ``mean_delay`` out of range.
 
-    Example:
+    Examples:
         >>> from jaxbandits.policies import anonymous
         >>> anonymous.schedule("odaaf", 1000, mean_delay=5.0)[:4].tolist()
         [0, 332, 1001, 1001]
@@ -107,7 +107,7 @@ def phase_timeline(n_table, K: int, use_bridge: bool, phases: int):
     Returns:
         A list of ints, one per phase.
 
-    Example:
+    Examples:
         >>> from jaxbandits.policies import anonymous
         >>> tab = anonymous.schedule("odaaf", 1000, mean_delay=5.0)
         >>> [int(r) for r in anonymous.phase_timeline(tab, 3, False, 3)]
@@ -232,7 +232,7 @@ def odaaf(mean_delay: float, use_bridge: bool = False, bridge_rule: str = "best"
     Raises:
         ValueError: a parameter out of its range.
 
-    Example:
+    Examples:
         >>> from jaxbandits.policies import anonymous
         >>> anonymous.odaaf(mean_delay=5.0)
         ODAAF(mean_delay=5.0)
@@ -259,7 +259,7 @@ def odaaf_b(mean_delay: float, bound: float, bridge_rule: str = "best", bridge_l
     Raises:
         ValueError: a parameter out of its range.
 
-    Example:
+    Examples:
         >>> from jaxbandits.policies import anonymous
         >>> anonymous.odaaf_b(5.0, bound=20.0)
         ODAAFB(mean_delay=5.0, bound=20.0)
@@ -287,7 +287,7 @@ def odaaf_v(mean_delay: float, variance: float, bridge_rule: str = "best", bridg
     Raises:
         ValueError: a parameter out of its range.
 
-    Example:
+    Examples:
         >>> from jaxbandits.policies import anonymous
         >>> anonymous.odaaf_v(5.0, variance=4.0)
         ODAAFV(mean_delay=5.0, variance=4.0)
@@ -312,7 +312,7 @@ def odaaf_naive(bound: float, use_bridge: bool = False, name: str = "ODAAF-naive
     Raises:
         ValueError: ``bound`` negative.
 
-    Example:
+    Examples:
         >>> from jaxbandits.policies import anonymous
         >>> anonymous.odaaf_naive(20.0)
         ODAAFNaive(bound=20.0)
@@ -360,7 +360,7 @@ def qpmd(base: str = "ucb1", name: Optional[str] = None) -> Policy:
     Raises:
         ValueError: an unknown ``base``.
 
-    Example:
+    Examples:
         >>> from jaxbandits.policies import anonymous
         >>> anonymous.qpmd().name, anonymous.qpmd("kl-ucb").name
         ('QPM-D', 'QPM-D(kl-ucb)')

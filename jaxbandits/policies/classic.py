@@ -46,7 +46,7 @@ def uniform_random() -> Policy:
     Returns:
         The policy, a frozen value (``UniformRandom()``).
 
-    Example:
+    Examples:
         >>> from jaxbandits.policies import classic
         >>> classic.uniform_random()
         UniformRandom()
@@ -145,7 +145,7 @@ def ucb1_index(sums, n, t, alpha: float = 2.0):
     Returns:
         f32[K], the indices (``inf`` where ``n = 0``).
 
-    Example:
+    Examples:
         >>> import numpy as np, jax.numpy as jnp
         >>> from jaxbandits.policies import classic
         >>> idx = classic.ucb1_index(jnp.array([3.0, 0.0]), jnp.array([4.0, 0.0]), 10)
@@ -171,7 +171,7 @@ def kl_ucb_index(sums, n, t, c: float = 0.0, iters: int = 4):
     Returns:
         f32[K], the indices in ``[mean, 1]`` (``inf`` where ``n = 0``).
 
-    Example:
+    Examples:
         >>> import numpy as np, jax.numpy as jnp
         >>> from jaxbandits.policies import classic
         >>> idx = classic.kl_ucb_index(jnp.array([5.0, 0.0]), jnp.array([10.0, 0.0]), 100)
@@ -195,7 +195,7 @@ def beta_posterior(sums, n, prior_a: float = 1.0, prior_b: float = 1.0):
     Returns:
         ``(a, b)``, each f32[K]: the posterior's two parameters.
 
-    Example:
+    Examples:
         >>> import jax.numpy as jnp
         >>> from jaxbandits.policies import classic
         >>> a, b = classic.beta_posterior(jnp.array([3.0]), jnp.array([5.0]))
@@ -218,7 +218,7 @@ def gaussian_posterior(sums, n, sigma: float = 1.0, prior_mean: float = 0.0, pri
     Returns:
         ``(mean, precision)``, each f32[K].
 
-    Example:
+    Examples:
         >>> import jax.numpy as jnp
         >>> from jaxbandits.policies import classic
         >>> mean, prec = classic.gaussian_posterior(jnp.array([2.0]), jnp.array([4.0]), prior_var=1.0)
@@ -240,7 +240,7 @@ def gaussian_index(mean, prec, z):
     Returns:
         f32[K], the sampled means.
 
-    Example:
+    Examples:
         >>> import jax.numpy as jnp
         >>> from jaxbandits.policies import classic
         >>> classic.gaussian_index(jnp.array([0.5]), jnp.array([4.0]), jnp.array([1.0])).tolist()
@@ -263,7 +263,7 @@ def ucb1(alpha: float = 2.0) -> Policy:
     Raises:
         ValueError: ``alpha`` is not a positive number.
 
-    Example:
+    Examples:
         >>> from jaxbandits.policies import classic
         >>> classic.ucb1(alpha=0.5)
         UCB1(alpha=0.5)
@@ -296,7 +296,7 @@ def kl_ucb(c: float = 0.0, iters: int = 4) -> Policy:
     Raises:
         ValueError: ``c`` is negative or ``iters`` out of range.
 
-    Example:
+    Examples:
         >>> from jaxbandits.policies import classic
         >>> classic.kl_ucb(c=3.0)
         KLUCB(c=3.0)
@@ -329,7 +329,7 @@ def thompson(prior_a: float = 1.0, prior_b: float = 1.0, sampler: str = "mt") ->
     Raises:
         ValueError: a prior parameter out of range, or an unknown ``sampler``.
 
-    Example:
+    Examples:
         >>> from jaxbandits.policies import classic
         >>> classic.thompson(prior_a=2.0)
         Thompson(prior_a=2.0)
@@ -365,7 +365,7 @@ def gaussian_thompson(sigma: float = 1.0, prior_mean: float = 0.0, prior_var: fl
     Raises:
         ValueError: a parameter out of its range.
 
-    Example:
+    Examples:
         >>> from jaxbandits.policies import classic
         >>> classic.gaussian_thompson(sigma=0.5)
         GaussianThompson(sigma=0.5)
@@ -411,7 +411,7 @@ def exp3(eta: float | None = None, gamma: float = 0.0) -> Policy:
     Raises:
         ValueError: ``eta`` not positive or ``gamma`` outside ``[0, 1]``.
 
-    Example:
+    Examples:
         >>> from jaxbandits.policies import classic
         >>> classic.exp3(eta=0.1)
         Exp3(eta=0.1)
@@ -521,7 +521,7 @@ def linucb(lam: float = 1.0, delta: float = 0.05, sigma: float = 0.5, s_norm: fl
     Raises:
         ValueError: a parameter out of its range.
 
-    Example:
+    Examples:
         >>> from jaxbandits.policies import classic
         >>> classic.linucb(scale=0.1)
         LinUCB(scale=0.1)
@@ -558,7 +558,7 @@ def lints(lam: float = 1.0, v: float = 0.5) -> Policy:
     Raises:
         ValueError: ``lam`` or ``v`` not positive.
 
-    Example:
+    Examples:
         >>> from jaxbandits.policies import classic
         >>> classic.lints(v=0.1)
         LinTS(v=0.1)

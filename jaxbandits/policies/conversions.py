@@ -89,7 +89,7 @@ def n_tilde_direct(actions, tau, t, window=None, n_arms=None):
     Returns:
         A numpy float64 array ``[K]``.
 
-    Example:
+    Examples:
         >>> from jaxbandits.policies import conversions
         >>> conversions.n_tilde_direct([0, 1, 0], [0.5, 1.0], 2, window=1, n_arms=2).tolist()
         [1.5, 1.0]
@@ -130,7 +130,7 @@ def delayed_ucb_index(s, n, n_tilde, beta):
     Returns:
         f32[K], the indices (``+inf`` where ``Ñ = 0``).
 
-    Example:
+    Examples:
         >>> import numpy as np, jax.numpy as jnp
         >>> from jaxbandits.policies import conversions
         >>> idx = conversions.delayed_ucb_index(jnp.array([2.0, 0.0]), jnp.array([8.0, 0.0]),
@@ -156,7 +156,7 @@ def delayed_klucb_index(s, n_tilde, beta, cap=1.0, iters: int = 8):
     Returns:
         f32[K], the indices.
 
-    Example:
+    Examples:
         >>> import numpy as np, jax.numpy as jnp
         >>> from jaxbandits.policies import conversions
         >>> idx = conversions.delayed_klucb_index(jnp.array([2.0, 2.0]), jnp.array([10.0, 4.0]), 2.0)
@@ -179,7 +179,7 @@ def round_robin(t, K, mask=None):
     Returns:
         A bool scalar: play arm ``t % K`` this round.
 
-    Example:
+    Examples:
         >>> from jaxbandits.policies import conversions
         >>> bool(conversions.round_robin(1, 3)), bool(conversions.round_robin(5, 3))
         (True, False)
@@ -198,7 +198,7 @@ def exploration(t, eps: float = 0.0):
     Returns:
         f32 scalar, ``(1 + eps) log(t + 1)``.
 
-    Example:
+    Examples:
         >>> from jaxbandits.policies import conversions
         >>> round(float(conversions.exploration(9)), 4)
         2.3026
@@ -335,7 +335,7 @@ def delayed_ucb(delay=None, window: Optional[int] = None, eps: float = 0.0, onli
         TypeError: ``delay`` is not a delay law (and ``online`` is False).
         ValueError: ``window`` or ``eps`` out of range, or ``online`` with ``window=0``.
 
-    Example:
+    Examples:
         >>> from jaxbandits import delays
         >>> from jaxbandits.policies import conversions
         >>> pol = conversions.delayed_ucb(delays.geometric(mean=20.0), window=200)
@@ -375,7 +375,7 @@ def delayed_klucb(delay=None, window: Optional[int] = None, eps: float = 0.0, ca
         TypeError: ``delay`` is not a delay law (and ``online`` is False).
         ValueError: a parameter out of its range.
 
-    Example:
+    Examples:
         >>> from jaxbandits import delays
         >>> from jaxbandits.policies import conversions
         >>> pol = conversions.delayed_klucb(delays.geometric(mean=20.0), window=200)
@@ -479,7 +479,7 @@ def discarding_ucb(delay, window: int, eps: float = 0.0, bonus: str = "paper", n
         TypeError: ``delay`` is not a delay law.
         ValueError: a parameter out of its range.
 
-    Example:
+    Examples:
         >>> from jaxbandits import delays
         >>> from jaxbandits.policies import conversions
         >>> pol = conversions.discarding_ucb(delays.geometric(mean=20.0), window=50)
@@ -512,7 +512,7 @@ def discarding_klucb(delay, window: int, eps: float = 0.0, cap: Optional[float] 
         TypeError: ``delay`` is not a delay law.
         ValueError: a parameter out of its range.
 
-    Example:
+    Examples:
         >>> from jaxbandits import delays
         >>> from jaxbandits.policies import conversions
         >>> conversions.discarding_klucb(delays.fixed(3), window=5).name
