@@ -24,6 +24,8 @@ DOCUMENTED = [
     "jaxbandits.policies.composite",
     "jaxbandits.policies.bayes",
     "jaxbandits.policies.explore",
+    "jaxbandits.mathlib",
+    "jaxbandits.ring",
 ]
 
 #: modules whose examples run here (cheap: constructors and small eager array calls, no compile of
@@ -37,6 +39,8 @@ DOCTESTED = [
     "jaxbandits.policies.composite",
     "jaxbandits.policies.bayes",
     "jaxbandits.policies.explore",
+    "jaxbandits.mathlib",
+    "jaxbandits.ring",
 ]
 
 SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Returns|Yields|Raises|Example|Examples)\s*:\s*$", re.M)

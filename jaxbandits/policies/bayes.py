@@ -234,13 +234,13 @@ def refresh_step(potential, eng: Engine, key, engine: str, num_steps: int = 4, s
         The new :class:`Engine`.
 
     Examples:
-        >>> import jax, jax.numpy as jnp
-        >>> from jaxbandits.policies.bayes import Engine, refresh_step
-        >>> pot = lambda z: 0.5 * jnp.sum((z - 1.0) ** 2)
-        >>> eng = Engine(jnp.zeros(2), jnp.zeros(2), jnp.ones(2), jnp.eye(2), jnp.zeros(()),
+        >>> import jax, jax.numpy as jnp  # doctest: +SKIP
+        >>> from jaxbandits.policies.bayes import Engine, refresh_step  # doctest: +SKIP
+        >>> pot = lambda z: 0.5 * jnp.sum((z - 1.0) ** 2)  # doctest: +SKIP
+        >>> eng = Engine(jnp.zeros(2), jnp.zeros(2), jnp.ones(2), jnp.eye(2), jnp.zeros(()),  # doctest: +SKIP
         ...              jnp.zeros((), jnp.int32))
-        >>> new = refresh_step(pot, eng, jax.random.key(0), "laplace")
-        >>> new.mode.tolist(), int(new.n_refresh)
+        >>> new = refresh_step(pot, eng, jax.random.key(0), "laplace")  # doctest: +SKIP
+        >>> new.mode.tolist(), int(new.n_refresh)  # doctest: +SKIP
         ([1.0, 1.0], 1)
     """
     g, Hm = jax.grad(potential)(eng.mode), jax.hessian(potential)(eng.mode)
