@@ -26,6 +26,11 @@ DOCUMENTED = [
     "jaxbandits.policies.explore",
     "jaxbandits.mathlib",
     "jaxbandits.ring",
+    "jaxbandits.ope.estimators",
+    "jaxbandits.ope.log",
+    "jaxbandits.ope.rejection",
+    "jaxbandits.ope.simulate",
+    "jaxbandits.ope.command",
 ]
 
 #: modules whose examples run here (cheap: constructors and small eager array calls, no compile of
@@ -41,6 +46,11 @@ DOCTESTED = [
     "jaxbandits.policies.explore",
     "jaxbandits.mathlib",
     "jaxbandits.ring",
+    "jaxbandits.ope.estimators",
+    "jaxbandits.ope.log",
+    "jaxbandits.ope.rejection",
+    "jaxbandits.ope.simulate",
+    "jaxbandits.ope.command",
 ]
 
 SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Returns|Yields|Raises|Example|Examples)\s*:\s*$", re.M)
