@@ -31,6 +31,7 @@ DOCUMENTED = [
     "jaxbandits.ope.rejection",
     "jaxbandits.ope.simulate",
     "jaxbandits.ope.command",
+    "jaxbandits.fused",
 ]
 
 #: modules whose examples run here (cheap: constructors and small eager array calls, no compile of
@@ -51,6 +52,7 @@ DOCTESTED = [
     "jaxbandits.ope.rejection",
     "jaxbandits.ope.simulate",
     "jaxbandits.ope.command",
+    "jaxbandits.fused",
 ]
 
 SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Returns|Yields|Raises|Example|Examples)\s*:\s*$", re.M)
