@@ -213,3 +213,52 @@ def test_docstring_examples_run(modname):
         runner.run(t)
     res = runner.summarize(verbose=False)
     assert res.failed == 0, f"{res.failed} of {res.attempted} examples failed in {modname}"
+
+
+#: modules that are not public API: each says so in its docstring's first line and is rendered
+#: only on docs/api/internal.md (docs/contributing.md, "Public and internal")
+INTERNAL = [
+    "jaxbandits._io",
+    "jaxbandits._validate",
+    "jaxbandits._pytree",
+    "jaxbandits.fused._registry",
+    "jaxbandits.fused.kernels",
+    "jaxbandits.fused.lanes",
+    "jaxbandits.fused.rng",
+    "jaxbandits.fused.lowering",
+]
+
+
+def _module_names():
+    import pkgutil
+
+    import jaxbandits
+
+    return [m.name for m in pkgutil.walk_packages(jaxbandits.__path__, "jaxbandits.")]
+
+
+def test_internal_modules_say_so_and_only_the_internals_page_renders_them():
+    from pathlib import Path
+
+    api = Path(__file__).resolve().parents[1] / "docs" / "api"
+    names = _module_names()
+    assert "jaxbandits.fused.lanes" in names and "jaxbandits.policies.classic" in names
+    underscored = {n for n in names if any(p.startswith("_") for p in n.split(".")[1:])}
+    assert underscored <= set(INTERNAL), f"modules named private but not listed as internal: {underscored - set(INTERNAL)}"
+    for name in INTERNAL:
+        # the docstring is read from the source: importing the fused kernels would pull in Pallas
+        import ast
+        import importlib.util
+
+        spec = importlib.util.find_spec(name)
+        doc = ast.get_docstring(ast.parse(Path(spec.origin).read_text())) or ""
+        assert doc.startswith("Internal: not public API"), name
+    rendered = {}
+    for page in api.glob("*.md"):
+        for m in re.findall(r"^::: (\S+)", page.read_text(), re.M):
+            rendered.setdefault(m, []).append(page.name)
+    for name in INTERNAL:
+        assert rendered.get(name) == ["internal.md"], (name, rendered.get(name))
+    for name, pages in rendered.items():
+        if "internal.md" in pages:
+            assert name in INTERNAL, f"{name} is on the internals page but not listed as internal"

@@ -1,4 +1,6 @@
-"""What the fused path needs to know about a policy: its algorithm and parameters.
+"""Internal: not public API (:class:`FusedSpec` and :func:`spec_of` are public as ``jaxbandits.fused.FusedSpec`` and ``jaxbandits.fused.spec_of``).
+
+What the fused path needs to know about a policy: its algorithm and parameters.
 
 A library policy is a value (:class:`~jaxbandits.values.PolicyValue`) whose class declares the
 fused kernel that implements it, if any (``fused = (kind, field names)``: UCB1, KL-UCB,
