@@ -14,7 +14,7 @@ import types
 import pytest
 
 #: the modules whose public names must all be documented in the Args / Returns / Example form
-#: (the others still use free prose; docs/contributing.md lists them)
+#: (modules not listed here still describe their functions in free prose)
 DOCUMENTED = [
     "jaxbandits.policies.classic",
     "jaxbandits.policies.conversions",
@@ -32,28 +32,25 @@ DOCUMENTED = [
     "jaxbandits.ope.simulate",
     "jaxbandits.ope.command",
     "jaxbandits.fused",
+    "jaxbandits.bayes.logs",
+    "jaxbandits.bayes.model",
+    "jaxbandits.bayes.synth",
+    "jaxbandits.bayes.warm",
+    "jaxbandits.bayes.ppc",
+    "jaxbandits.bayes.report",
+    "jaxbandits.bayes.calibration",
+    "jaxbandits.bayes.contextual",
+    "jaxbandits.bayes.fit",
+    "jaxbandits.bayes.hierarchical",
 ]
 
-#: modules whose examples run here (cheap: constructors and small eager array calls, no compile of
-#: a whole simulation); examples that compile a simulation are marked ``# doctest: +SKIP``
-DOCTESTED = [
-    "jaxbandits.policies.classic",
-    "jaxbandits.policies.conversions",
-    "jaxbandits.policies.adversarial",
-    "jaxbandits.policies.anonymous",
-    "jaxbandits.policies.linear",
-    "jaxbandits.policies.composite",
-    "jaxbandits.policies.bayes",
-    "jaxbandits.policies.explore",
-    "jaxbandits.mathlib",
-    "jaxbandits.ring",
-    "jaxbandits.ope.estimators",
-    "jaxbandits.ope.log",
-    "jaxbandits.ope.rejection",
-    "jaxbandits.ope.simulate",
-    "jaxbandits.ope.command",
-    "jaxbandits.fused",
-]
+#: modules whose examples run in the default suite (cheap: constructors, numpy, small eager array
+#: calls; about 15 s together on 2 cores); examples that compile a simulation, run MCMC or need a
+#: file are marked ``# doctest: +SKIP``
+DOCTESTED = [m for m in DOCUMENTED if m not in ("jaxbandits.mathlib", "jaxbandits.bayes.model")]
+
+#: modules whose examples are many small eager JAX calls (about 10 s each on 2 cores): ``-m slow``
+DOCTESTED_SLOW = ["jaxbandits.mathlib", "jaxbandits.bayes.model"]
 
 SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Returns|Yields|Raises|Example|Examples)\s*:\s*$", re.M)
 
@@ -197,7 +194,7 @@ __all__ = ["good", "no_returns", "no_example", "bare", "Bare", "LIMIT"]
                    "planted.bare: no docstring, Args, Returns, Example", "planted.Bare: no docstring"]
 
 
-@pytest.mark.parametrize("modname", DOCTESTED)
+@pytest.mark.parametrize("modname", DOCTESTED + [pytest.param(m, marks=pytest.mark.slow) for m in DOCTESTED_SLOW])
 def test_docstring_examples_run(modname):
     mod = importlib.import_module(modname)
     finder = doctest.DocTestFinder(exclude_empty=True)
