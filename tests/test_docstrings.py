@@ -42,6 +42,7 @@ DOCUMENTED = [
     "jaxbandits.bayes.contextual",
     "jaxbandits.bayes.fit",
     "jaxbandits.bayes.hierarchical",
+    "jaxbandits.profiles",
 ]
 
 #: modules whose examples run in the default suite (cheap: constructors, numpy, small eager array
