@@ -43,15 +43,16 @@ DOCUMENTED = [
     "jaxbandits.bayes.fit",
     "jaxbandits.bayes.hierarchical",
     "jaxbandits.profiles",
+    "jaxbandits.delays",
 ]
 
 #: modules whose examples run in the default suite (cheap: constructors, numpy, small eager array
 #: calls; about 15 s together on 2 cores); examples that compile a simulation, run MCMC or need a
 #: file are marked ``# doctest: +SKIP``
-DOCTESTED = [m for m in DOCUMENTED if m not in ("jaxbandits.mathlib", "jaxbandits.bayes.model")]
+DOCTESTED = [m for m in DOCUMENTED if m not in ("jaxbandits.mathlib", "jaxbandits.bayes.model", "jaxbandits.delays")]
 
 #: modules whose examples are many small eager JAX calls (about 10 s each on 2 cores): ``-m slow``
-DOCTESTED_SLOW = ["jaxbandits.mathlib", "jaxbandits.bayes.model"]
+DOCTESTED_SLOW = ["jaxbandits.mathlib", "jaxbandits.bayes.model", "jaxbandits.delays"]
 
 SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Returns|Yields|Raises|Example|Examples)\s*:\s*$", re.M)
 
