@@ -44,6 +44,11 @@ DOCUMENTED = [
     "jaxbandits.bayes.hierarchical",
     "jaxbandits.profiles",
     "jaxbandits.delays",
+    "jaxbandits.envs.stochastic",
+    "jaxbandits.envs.linear",
+    "jaxbandits.envs.adversarial",
+    "jaxbandits.envs.composite",
+    "jaxbandits.envs.base",
 ]
 
 #: modules whose examples run in the default suite (cheap: constructors, numpy, small eager array

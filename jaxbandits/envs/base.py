@@ -31,8 +31,23 @@ _F = jnp.float32
 
 
 def draw_reward(mean, u, noise: str, sigma):
-    """Realised reward from the round's uniform: Bernoulli ``1{u < mean}`` or Gaussian
-    ``mean + sigma Phi^-1(u)``."""
+    """The realised reward from the round's uniform: Bernoulli ``1{u < mean}`` or Gaussian ``mean + sigma Phi^-1(u)``.
+
+    Args:
+        mean: the expected reward (an array).
+        u: the round's REWARD uniform (conventions §8).
+        noise: ``"bernoulli"`` or ``"gaussian"``.
+        sigma: the Gaussian noise's scale.
+
+    Returns:
+        f32, the reward.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxbandits.envs import base
+        >>> float(base.draw_reward(jnp.float32(0.3), 0.2, "bernoulli", 0.0))
+        1.0
+    """
     if noise == "bernoulli":
         return (u < mean).astype(_F)
     return (mean + sigma * ndtri(u)).astype(_F)
