@@ -74,7 +74,7 @@ class World:
     """The world protocol, with defaults: no context, no state, delays from ``self.delay``.
 
     A subclass must set ``n_arms`` and define ``means`` and ``outcome``; everything else has a
-    default. Make it a pytree (``@jaxbandits.envs.pytree``) to ``vmap`` over its parameters."""
+    default. Make it a pytree (``@pytree``, from ``jaxbandits.envs.base``) to ``vmap`` over its parameters."""
 
     n_arms: int
     adversarial = False
