@@ -599,8 +599,14 @@ def read_log(path, cutoff=None, n_arms=None, **kw) -> ConversionLog:
         ValueError: a missing column or a bad row (named).
 
     Examples:
+        >>> import os, tempfile
         >>> from jaxbandits import bayes
-        >>> log = bayes.read_log("conversions.csv")  # doctest: +SKIP
+        >>> path = os.path.join(tempfile.mkdtemp(), "log.csv")
+        >>> bayes.write_log(path, bayes.conversion_log(arm=["a", "b"], play_time=[0.0, 1.0],
+        ...                                           conversion_time=[3.0, float("nan")], cutoff=10.0))
+        >>> log = bayes.read_log(path)
+        >>> log.arm_labels, log.conversion_time.tolist()
+        (('a', 'b'), [3.0, nan])
     """
     return load_log(path, cutoff=cutoff, n_arms=n_arms, **kw)
 
@@ -647,9 +653,14 @@ def write_log(path, log: ConversionLog):
         >>> from jaxbandits import bayes
         >>> log = bayes.conversion_log(arm=["a", "b", "a"], play_time=[0.0, 1.0, 2.0],
         ...                            conversion_time=[3.0, np.nan, np.nan], cutoff=10.0)
-        >>> bayes.write_log("log.csv", log)  # doctest: +SKIP
-        >>> bayes.read_log("log.csv").arm_labels  # doctest: +SKIP
-        ('a', 'b')
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "log.csv")
+        >>> bayes.write_log(path, log)
+        >>> print(open(path).read().strip())
+        arm,play_time,conversion_time,cutoff
+        a,0,3,10
+        b,1,,10
+        a,2,,10
     """
     from .._io import atomic_write
 
