@@ -104,8 +104,16 @@ def contextual_model(data: ContextRows, n_arms: int, n_features: int, n_segments
         None (a NumPyro model).
 
     Examples:
+        >>> import jax, jax.numpy as jnp
+        >>> from numpyro import handlers
         >>> from jaxbandits.bayes import contextual
-        >>> contextual.contextual_model  # run by fit_contextual  # doctest: +SKIP
+        >>> rows = contextual.ContextRows(arm=jnp.array([0, 1]), x=jnp.zeros((2, 1)), segment=jnp.array([0, 0]),
+        ...                               seen=jnp.array([1.0, 0.0]), delay=jnp.array([3.0, 1.0]),
+        ...                               age=jnp.array([10.0, 9.0]))
+        >>> model = handlers.seed(contextual.contextual_model, jax.random.key(0))
+        >>> tr = handlers.trace(model).get_trace(rows, 2, 1, 1)
+        >>> [name for name, site in tr.items() if site["type"] == "sample" and not site["is_observed"]]
+        ['alpha', 'beta', 'delay_mean']
     """
     fam = family(fam)
     pr = contextual_priors(fam, priors, prior_mean)

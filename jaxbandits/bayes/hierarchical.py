@@ -84,8 +84,14 @@ def hierarchical_model(data: WeightedRows, n_arms: int, fam="exponential", discr
         None (a NumPyro model).
 
     Examples:
-        >>> from jaxbandits import bayes
-        >>> idata = bayes.fit(bayes.synthetic_log([0.2, 0.4], 2000, 500.0, 600.0), hierarchical=True)  # doctest: +SKIP
+        >>> import jax, numpy as np
+        >>> from numpyro import handlers
+        >>> from jaxbandits.bayes import hierarchical, model
+        >>> wr, _ = model.compress_rows(np.array([0, 1, 0]), np.array([True, False, False]),
+        ...                             np.array([3.0, 0.0, 0.0]), np.array([10.0, 9.0, 8.0]), 2, per_arm_delay=True)
+        >>> tr = handlers.trace(handlers.seed(hierarchical.hierarchical_model, jax.random.key(0))).get_trace(wr, 2)
+        >>> [name for name, site in tr.items() if site["type"] == "sample" and not site["is_observed"]]
+        ['p_mu', 'p_sd', 'p_z', 'delay_mean_mu', 'delay_mean_sd', 'delay_mean_z']
     """
     fam = family(fam)
     pr = hierarchical_priors(fam, priors, prior_mean)

@@ -208,10 +208,12 @@ def conversion_model(data, n_arms: int, fam="exponential", discrete: bool = Fals
 
     Examples:
         >>> import jax, jax.numpy as jnp
-        >>> from numpyro.infer.util import initialize_model
+        >>> from numpyro import handlers
         >>> from jaxbandits.bayes import model
         >>> rows = model.Rows(jnp.array([0, 1]), jnp.array([1.0, 0.0]), jnp.array([3.0, 0.0]), jnp.array([10.0, 9.0]))
-        >>> init = initialize_model(jax.random.key(0), model.conversion_model, model_args=(rows, 2))  # doctest: +SKIP
+        >>> tr = handlers.trace(handlers.seed(model.conversion_model, jax.random.key(0))).get_trace(rows, 2)
+        >>> [name for name, site in tr.items() if site["type"] == "sample" and not site["is_observed"]]
+        ['p', 'delay_mean']
     """
     fam = family(fam)
     pr = resolve_priors(fam, priors, prior_mean)

@@ -107,8 +107,11 @@ def save_fit(idata, log: ConversionLog, out_dir: str, plot: bool = True, force: 
 
     Examples:
         >>> from jaxbandits import bayes
+        >>> from jaxbandits.bayes import report
         >>> log = bayes.synthetic_log([0.2, 0.4], 2000, 500.0, 600.0)
-        >>> summary = bayes.save_fit(bayes.fit(log, num_samples=200), log, "fit_out")  # doctest: +SKIP
+        >>> files = report.save_fit(bayes.fit(log, num_samples=200), log, "fit_out")  # doctest: +SKIP
+        >>> sorted(files)  # doctest: +SKIP
+        ['idata', 'plot_delay', 'plot_p', 'plot_ppc', 'plot_trace', 'summary']
     """
     import arviz as az
 

@@ -120,7 +120,9 @@ def replay(log: DecisionLog, policy: Policy, channel, key=0, *, window=None, del
         >>> from jaxbandits import channels, delays, ope
         >>> from jaxbandits.policies import classic
         >>> log = ope.simulate_log(0, 2000, [0.1, 0.3], delays.geometric(mean=5.0), [0.5, 0.5])  # doctest: +SKIP
-        >>> res = ope.replay(log, classic.ucb1(), channels.conversions(), key=0)  # doctest: +SKIP
+        >>> estimates, accepted = ope.replay(log, classic.ucb1(), channels.conversions(), key=0)  # doctest: +SKIP
+        >>> estimates[0].estimator, accepted.shape  # doctest: +SKIP
+        ('replay', (2000,))
     """
     from ..channels import Channel
     from ..engine.round import check_pair
