@@ -266,3 +266,13 @@ def test_internal_modules_say_so_and_only_the_internals_page_renders_them():
     for name, pages in rendered.items():
         if "internal.md" in pages:
             assert name in INTERNAL, f"{name} is on the internals page but not listed as internal"
+
+
+def test_the_package_docstring_names_the_internal_modules():
+    import jaxbandits
+
+    doc = " ".join(jaxbandits.__doc__.split())
+    assert "Internal, not public API" in doc
+    for name in INTERNAL:
+        short = name.rsplit(".", 1)[-1]
+        assert f"``{name}``" in doc or f"``.{short}``" in doc, name
