@@ -49,12 +49,19 @@ DOCUMENTED = [
     "jaxbandits.envs.adversarial",
     "jaxbandits.envs.composite",
     "jaxbandits.envs.base",
+    "jaxbandits.reproductions.vernade2017",
+    "jaxbandits.reproductions.thune2019",
+    "jaxbandits.reproductions.wang2021",
+    "jaxbandits.reproductions.bayes",
+    "jaxbandits.reproductions.ope",
 ]
 
 #: modules whose examples run in the default suite (cheap: constructors, numpy, small eager array
 #: calls; about 15 s together on 2 cores); examples that compile a simulation, run MCMC or need a
 #: file are marked ``# doctest: +SKIP``
-DOCTESTED = [m for m in DOCUMENTED if m not in ("jaxbandits.mathlib", "jaxbandits.bayes.model", "jaxbandits.delays")]
+DOCTESTED = [m for m in DOCUMENTED if m not in ("jaxbandits.mathlib", "jaxbandits.bayes.model", "jaxbandits.delays",
+                                                # classes only: exempt, no examples
+                                                "jaxbandits.reproductions.bayes", "jaxbandits.reproductions.ope")]
 
 #: modules whose examples are many small eager JAX calls (about 10 s each on 2 cores): ``-m slow``
 DOCTESTED_SLOW = ["jaxbandits.mathlib", "jaxbandits.bayes.model", "jaxbandits.delays"]
@@ -132,7 +139,7 @@ def problems(mod) -> tuple[list[str], list[str], list[str]]:
 def test_public_names_have_args_returns_and_an_example(modname):
     mod = importlib.import_module(modname)
     bad, documented, exempt = problems(mod)
-    assert documented, modname  # the walk finds something (a broken walk would pass vacuously)
+    assert documented or exempt, modname  # the walk finds something (a broken walk would pass vacuously)
     assert not bad, "\n".join(bad)
 
 
