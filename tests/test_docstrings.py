@@ -32,6 +32,7 @@ DOCUMENTED = [
     "jaxbandits.ope.simulate",
     "jaxbandits.ope.command",
     "jaxbandits.fused",
+    "jaxbandits.fused.path",
     "jaxbandits.bayes.logs",
     "jaxbandits.bayes.model",
     "jaxbandits.bayes.synth",

@@ -46,10 +46,13 @@ def unsupported(*args, **kwargs):
 
 
 def simulate_fused(*args, **kwargs):
-    """Run a covered simulation on the fused kernels (inputs checked as by :func:`jaxbandits.simulate`).
+    """Run a covered simulation on the fused kernels.
 
-    Most users call :func:`jaxbandits.simulate`, which picks this path on a GPU. Implemented in
-    :func:`jaxbandits.fused.path.simulate_fused` (Pallas is imported on first call).
+    Most users call :func:`jaxbandits.simulate`, which picks this path on a GPU. Nothing is
+    checked here: :func:`jaxbandits.simulate` (``path="fused"``) checks the inputs and refuses a
+    combination :func:`unsupported` names; call this directly only with one it accepts.
+    Implemented in :func:`jaxbandits.fused.path.simulate_fused` (Pallas is imported on first
+    call).
 
     Args:
         *args: ``(env, channel, policies, horizon, key, n_runs)`` as for :func:`jaxbandits.simulate`.
@@ -61,10 +64,6 @@ def simulate_fused(*args, **kwargs):
 
     Returns:
         A ``SimOutput``, or a dict of them by policy name when ``policies`` is a dict.
-
-    Raises:
-        ValueError: the combination is not covered (the sentences of :func:`unsupported`), or bad
-            inputs.
 
     Examples:
         >>> import jax
