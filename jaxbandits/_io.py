@@ -1,4 +1,5 @@
-"""Internal: not public API (the library's file writing; its errors, ``FolderInUseError``, ``ResultsExistError`` and ``OutputFolderError``, are what users catch: docs/results.md).
+"""Internal: not public API (the library's file writing; its errors, ``FolderInUseError``,
+``ResultsExistError`` and ``OutputFolderError``, are what users catch: docs/results.md).
 
 Output folders that lose nothing: atomic files, one writer at a time, no stale or foreign files.
 

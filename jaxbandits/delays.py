@@ -542,7 +542,9 @@ class Pareto(_SummedMoments, DelayLaw):
 
 
 def pareto(alpha: float, scale: float = 1.0) -> Pareto:
-    """Pareto (Lomax) heavy-tailed delays, floored; the mean is finite iff ``alpha > 1``, the variance iff ``alpha > 2``.
+    """Pareto (Lomax) heavy-tailed delays, floored.
+
+    The mean is finite iff ``alpha > 1``, the variance iff ``alpha > 2``.
 
     Args:
         alpha: the tail index, ``> 0``.

@@ -1,4 +1,5 @@
-"""Internal: not public API (:class:`FusedSpec` and :func:`spec_of` are public as ``jaxbandits.fused.FusedSpec`` and ``jaxbandits.fused.spec_of``).
+"""Internal: not public API (:class:`FusedSpec` and :func:`spec_of` are public as
+``jaxbandits.fused.FusedSpec`` and ``jaxbandits.fused.spec_of``).
 
 What the fused path needs to know about a policy: its algorithm and parameters.
 
