@@ -32,7 +32,16 @@ MAX_LEN = 1 << 14
 
 @dataclasses.dataclass(frozen=True)
 class Profile:
-    """A fixed split ``weights[l]`` over lags ``0..L-1`` (float64, sums to 1)."""
+    """A fixed split ``weights[l]`` over lags ``0..L-1`` (float64, sums to 1).
+
+    Attributes:
+        name: the profile's name (``discounted(gamma=0.9)``).
+        weights: f64[L], the split over lags ``0..L-1``.
+        tail_mass: mass of the untruncated law at lags >= L.
+        tail: "none" (finite support), "renormalise" or "drop".
+        tol: the tolerance the truncation was asked to meet.
+        infinite_mean: the untruncated law has no mean lag (polynomial gamma <= 2).
+    """
 
     name: str
     weights: np.ndarray

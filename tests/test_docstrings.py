@@ -103,17 +103,36 @@ def _own_doc(obj):
     return doc
 
 
+def _fields(cls) -> tuple:
+    """The fields of a NamedTuple or a dataclass (what its ``Attributes:`` section must list)."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(cls):
+        return tuple(f.name for f in dataclasses.fields(cls))
+    return tuple(getattr(cls, "_fields", ()))
+
+
 def problems(mod) -> tuple[list[str], list[str], list[str]]:
     """``(problems, documented, exempt)`` of a module's public names: a function must have a
     docstring with ``Args:`` (if it takes arguments), ``Returns:`` and ``Example:`` sections, the
-    example a doctest (``>>>``); a class must have a docstring of its own (exempt from the
-    sections); other objects (constants) are exempt."""
+    example a doctest (``>>>``); a class must have a docstring of its own that lists its fields (a
+    NamedTuple's or a dataclass's) under ``Attributes:`` (it is exempt from the other sections);
+    other objects (constants) are exempt."""
     bad, documented, exempt = [], [], []
     for name in public_names(mod):
         obj = getattr(mod, name)
         where = f"{mod.__name__}.{name}"
         if inspect.isclass(obj):
-            (exempt if _own_doc(obj) else bad).append(where if _own_doc(obj) else f"{where}: no docstring")
+            doc = _own_doc(obj)
+            if not doc:
+                bad.append(f"{where}: no docstring")
+                continue
+            fields = _fields(obj)
+            undocumented = [f for f in fields if not re.search(rf"^\s+{re.escape(f)}\s*(\(.*\))?:", doc, re.M)]
+            if fields and ("Attributes:" not in doc or undocumented):
+                bad.append(f"{where}: fields without an Attributes entry: {', '.join(undocumented)}")
+            else:
+                exempt.append(where)
             continue
         if not callable(obj):
             exempt.append(where)
@@ -146,8 +165,9 @@ def test_public_names_have_args_returns_and_an_example(modname):
 
 def test_the_checker_catches_a_missing_section():
     """A planted module: one function documented in full, one without Returns, one without an
-    example, one with no docstring, a class without one, a constant: the checker names exactly
-    the four defects and exempts the constant."""
+    example, one with no docstring, a class without one, a NamedTuple with a field missing from
+    its Attributes, one with both, a constant: the checker names exactly the five defects and
+    exempts the complete NamedTuple and the constant."""
     mod = types.ModuleType("planted")
     src = '''
 def good(x):
@@ -196,17 +216,42 @@ class Bare:
     pass
 
 
+class Pair(NamedTuple):
+    """Two fields, one documented.
+
+    Attributes:
+        a: the first.
+    """
+
+    a: int
+    b: int
+
+
+class Both(NamedTuple):
+    """Both documented.
+
+    Attributes:
+        a: the first.
+        b: the second.
+    """
+
+    a: int
+    b: int
+
+
 LIMIT = 3
-__all__ = ["good", "no_returns", "no_example", "bare", "Bare", "LIMIT"]
+__all__ = ["good", "no_returns", "no_example", "bare", "Bare", "Pair", "Both", "LIMIT"]
 '''
+    mod.__dict__["NamedTuple"] = __import__("typing").NamedTuple
     exec(compile(src, "planted", "exec"), mod.__dict__)
     for v in vars(mod).values():
         if inspect.isfunction(v) or inspect.isclass(v):
             v.__module__ = "planted"
     bad, documented, exempt = problems(mod)
-    assert documented == ["planted.good"] and exempt == ["planted.LIMIT"]
+    assert documented == ["planted.good"] and exempt == ["planted.Both", "planted.LIMIT"]
     assert bad == ["planted.no_returns: no Returns", "planted.no_example: no Example",
-                   "planted.bare: no docstring, Args, Returns, Example", "planted.Bare: no docstring"]
+                   "planted.bare: no docstring, Args, Returns, Example", "planted.Bare: no docstring",
+                   "planted.Pair: fields without an Attributes entry: b"]
 
 
 @pytest.mark.parametrize("modname", DOCTESTED + [pytest.param(m, marks=pytest.mark.slow) for m in DOCTESTED_SLOW])

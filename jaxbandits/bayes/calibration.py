@@ -36,7 +36,18 @@ __all__ = ["SBCResult", "sbc", "simulate_rows", "rank_uniformity"]
 
 @dataclasses.dataclass
 class SBCResult:
-    """Ranks of each scalar parameter (``ranks[name]``: int array ``[n_reps]`` in ``0..n_draws``)."""
+    """Ranks of each scalar parameter (``ranks[name]``: int array ``[n_reps]`` in ``0..n_draws``).
+
+    Attributes:
+        model: the delay family's name.
+        n_draws: the posterior draws each rank is out of.
+        ranks: ``{name: int[n_reps]}``, the rank of each scalar parameter's true value among its
+            draws, in ``0..n_draws``.
+        truth: ``{name: [n_reps]}``, the prior draws.
+        divergences: [n_reps], divergent transitions after warm-up.
+        accept: [n_reps], mean acceptance probability after warm-up.
+        config: the settings of the run.
+    """
 
     model: str
     n_draws: int

@@ -42,7 +42,16 @@ CONTEXT_DEFAULTS = {"alpha_loc": -2.0, "alpha_scale": 2.0, "coef_scale": 1.0}
 
 
 class ContextRows(NamedTuple):
-    """One row per play (arrays of length N; covariates ``[N, J]``)."""
+    """One row per play (arrays of length N; covariates ``[N, J]``).
+
+    Attributes:
+        arm: i32.
+        x: f32[N, J].
+        segment: i32.
+        seen: f32, 1 if the conversion was seen.
+        delay: f32, its delay (1 when not seen: a finite placeholder).
+        age: f32, how long the play has been watched.
+    """
 
     arm: jax.Array  # i32
     x: jax.Array  # f32[N, J]

@@ -31,7 +31,14 @@ _F = jnp.float32
 
 
 class Rows(NamedTuple):
-    """One row per play (arrays of length N)."""
+    """One row per play (arrays of length N).
+
+    Attributes:
+        arm: i32.
+        converted: f32, 1 if the conversion was seen (by the cutoff, within the window).
+        delay: f32, its delay (0 when not seen).
+        age: f32, min(cutoff - play_time, window): how long it has been watched.
+    """
 
     arm: jax.Array  # i32
     converted: jax.Array  # f32 1 if the conversion was seen (by the cutoff, within the window)
@@ -42,7 +49,17 @@ class Rows(NamedTuple):
 class WeightedRows(NamedTuple):
     """A log compressed to its distinct rows, each with the number of plays it stands for (exact
     for every family: a seen conversion's term ``log p + log f(d)`` does not depend on its age, so
-    seen rows merge by (arm, delay), or by delay alone with a shared law; unseen rows by (arm, age))."""
+    seen rows merge by (arm, delay), or by delay alone with a shared law; unseen rows by (arm, age)).
+
+    Attributes:
+        n_conv: f32[K], conversions seen per arm.
+        delay: f32[D], distinct seen delays.
+        delay_arm: i32[D], their arm (per-arm laws; 0 with a shared law).
+        delay_count: f32[D], how many seen conversions had that (arm,) delay.
+        age: f32[U], distinct ages of plays with nothing seen.
+        age_arm: i32[U], their arm.
+        age_count: f32[U], how many plays.
+    """
 
     n_conv: jax.Array  # f32[K] conversions seen per arm
     delay: jax.Array  # f32[D] distinct seen delays
@@ -54,7 +71,13 @@ class WeightedRows(NamedTuple):
 
 
 class SuffStats(NamedTuple):
-    """Exact compression of a discrete log with window ``M``."""
+    """Exact compression of a discrete log with window ``M``.
+
+    Attributes:
+        n_conv: f32[K], conversions seen per arm.
+        hist: f32[M+1], (shared law) or f32[K, M+1] (per-arm laws): seen delays.
+        pend: f32[K, M+1], unseen plays by arm and age min(a, M) (age M: closed plays).
+    """
 
     n_conv: jax.Array  # f32[K] conversions seen per arm
     hist: jax.Array  # f32[M+1] (shared law) or f32[K, M+1] (per-arm laws): seen delays
@@ -62,7 +85,16 @@ class SuffStats(NamedTuple):
 
 
 class RingStats(NamedTuple):
-    """The in-scan policy's statistics after round ``t`` (conventions §2): exact for window ``M = W - 1``."""
+    """The in-scan policy's statistics after round ``t`` (conventions §2): exact for window ``M = W - 1``.
+
+    Attributes:
+        n_conv: f32[K], conversions seen (delay <= M).
+        hist: f32[M+1], seen delays (shared law) or f32[K, M+1] (per-arm laws).
+        n_closed: f32[K], plays older than M never seen converting.
+        ring_arm: i32[W], arm of the play of round s in slot s mod W.
+        ring_pend: f32[W], 1 while that play has not converted (0: empty slot).
+        t: i32, the round just completed.
+    """
 
     n_conv: jax.Array  # f32[K] conversions seen (delay <= M)
     hist: jax.Array  # f32[M+1] seen delays (shared law) or f32[K, M+1] (per-arm laws)

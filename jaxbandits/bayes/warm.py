@@ -31,7 +31,17 @@ __all__ = ["WarmStart", "policy_prior"]
 
 
 class WarmStart(NamedTuple):
-    """A prior for :func:`jaxbandits.policies.bayes.delay_model_ts` (``warm_start=``)."""
+    """A prior for :func:`jaxbandits.policies.bayes.delay_model_ts` (``warm_start=``).
+
+    Attributes:
+        model: the delay family's name.
+        priors: the conversion model's priors: p_a, p_b ([K] arrays), {q}_loc, {q}_scale per delay
+            parameter.
+        z0: the starting point in the unconstrained space: {"p": logit [K], q: log value [(K,)]}.
+        per_arm_delay: one delay law per arm (as fitted).
+        n_arms: the number of arms.
+        strength: the weight of the past campaign's information, in (0, 1].
+    """
 
     model: str  # the delay family's name
     priors: dict  # the conversion model's priors: p_a, p_b ([K] arrays), {q}_loc, {q}_scale per delay parameter

@@ -189,7 +189,18 @@ class LabelStreamEnv(World):
     ``delay`` or, when ``adaptive_d > 0``, the non-oblivious rule of Fig. 5(a,b): ``adaptive_d`` if
     the chosen arm is ``best`` and has been played ``streak_factor * adaptive_d`` rounds in a row,
     else 1 (Wang et al. 2021, Sec. 4.2; the streak rule is our reading, ``count_current``: the streak
-    counts the current play)."""
+    counts the current play).
+
+    Attributes:
+        labels: i32[T].
+        delay: the oblivious delay law.
+        best: i32, i* = argmax_a G_a(T).
+        adaptive_d: i32, the adaptive rule's lag ``d`` (0: oblivious delays).
+        n_arms: ``K``.
+        d_bound: static bound of the adaptive delay (sizes the calendar).
+        streak_factor: the adaptive rule's streak length, in units of ``d``.
+        count_current: the streak counts this round's play.
+    """
 
     labels: jax.Array  # i32[T]
     delay: D.DelayLaw

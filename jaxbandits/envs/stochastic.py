@@ -15,7 +15,15 @@ _F = jnp.float32
 
 @pytree
 class BanditEnv(World):
-    """``K`` arms with means ``means``; each reward arrives after a delay drawn from ``delay``."""
+    """``K`` arms with means ``means``; each reward arrives after a delay drawn from ``delay``.
+
+    Attributes:
+        means_: f32[K], the arms' means.
+        delay: the delay law.
+        sigma: the Gaussian noise's scale.
+        n_arms: ``K``.
+        noise: ``"bernoulli"`` or ``"gaussian"``.
+    """
 
     means_: jax.Array
     delay: D.DelayLaw
@@ -199,7 +207,13 @@ def conversions(theta, delay) -> BanditEnv:
 @pytree
 class ArmDelayEnv(World):
     """Conversions whose delay law depends on the arm: ``laws[a]`` for arm ``a`` (all arms read the
-    round's one DELAY uniform ``v``, conventions §8)."""
+    round's one DELAY uniform ``v``, conventions §8).
+
+    Attributes:
+        means_: f32[K], the conversion probabilities.
+        laws: one delay law per arm.
+        n_arms: ``K``.
+    """
 
     means_: jax.Array
     laws: tuple

@@ -36,7 +36,19 @@ __all__ = ["Estimate", "Report", "Estimator", "target_probs", "seen_probability"
 
 @dataclasses.dataclass(frozen=True)
 class Estimate:
-    """One estimator's estimate of the target's value, with its ``level`` interval ``[lo, hi]``."""
+    """One estimator's estimate of the target's value, with its ``level`` interval ``[lo, hi]``.
+
+    Attributes:
+        estimator: the estimator's name: "ips", "snips", "dm", "dr" (Estimator.name), "replay".
+        aware: delay-aware (True) or delay-ignorant (False).
+        value: the estimate.
+        lo: the interval's lower end.
+        hi: the interval's upper end.
+        se: the interval's standard error (sampling and, with draws, the delay model's).
+        ess: effective sample size (sum w)^2 / sum w^2 of the importance weights (DM: rows used).
+        n: rows used.
+        se_delay: the part of se from the delay model's posterior (0 without draws).
+    """
 
     estimator: str  # the estimator's name: "ips", "snips", "dm", "dr" (Estimator.name), "replay"
     aware: bool  # delay-aware (True) or delay-ignorant (False)
@@ -58,7 +70,16 @@ class Estimate:
 
 @dataclasses.dataclass(frozen=True)
 class Report:
-    """The estimates of one evaluation, and what it was evaluated with."""
+    """The estimates of one evaluation, and what it was evaluated with.
+
+    Attributes:
+        estimates: the :class:`Estimate` of each estimator and form (delay-aware first).
+        window: the conversion window of the value (None: every conversion).
+        level: the intervals' confidence level.
+        n: the log's rows.
+        dropped: rows left out of the delay-aware estimators (min over arms of G < min_seen).
+        draws: delay-law draws (0: one law or none).
+    """
 
     estimates: tuple
     window: Optional[float]
@@ -307,7 +328,13 @@ class Estimator:
     """An estimator of the target's value: ``name`` (its label in reports and on the command line),
     ``compute(rows, fit)`` -> ``(value, se, ess)`` from the per-row quantities; ``fit`` is the per-arm
     rate fit ``(value, se, rows, rates)`` of the direct method when ``needs_rates``, else ``None``
-    (computed once for every estimator that needs it)."""
+    (computed once for every estimator that needs it).
+
+    Attributes:
+        name: its label in reports and on the command line.
+        compute: ``compute(rows, fit) -> (value, se, ess)`` from the per-row quantities.
+        needs_rates: it needs the per-arm conversion-rate fit (DM, DR).
+    """
 
     name: str
     compute: Callable = dataclasses.field(repr=False, compare=False)

@@ -23,7 +23,23 @@ PROPENSITY_COLUMN = "propensity"
 
 @dataclasses.dataclass(frozen=True)
 class DecisionLog:
-    """A log of decisions (numpy arrays, one row per decision)."""
+    """A log of decisions (numpy arrays, one row per decision).
+
+    Attributes:
+        arm: i64[N], arm index 0..K-1.
+        time: f64[N], decision time.
+        propensity: f64[N], the logging policy's probability of the chosen arm, in (0, 1].
+        conversion_time: f64[N], NaN: no conversion seen.
+        end: f64[N], when the row was read (the log's end): conversions after it are not seen.
+        n_arms: the number of arms ``K``.
+        arm_labels: the label of each arm index.
+        probs: f64[N, K], the logging policy's law of each decision, when known.
+        propensity_samples: Monte Carlo sample size of Monte Carlo propensities (0: exact; None: not
+            stated).
+        time_unit: the unit of the times when they came from timestamps.
+        context: f32[N, d], or f32[N, K, d]: what each decision saw, for targets that depend on it
+            (a callable target, or a contextual policy in replay).
+    """
 
     arm: np.ndarray  # i64[N] arm index 0..K-1
     time: np.ndarray  # f64[N] decision time

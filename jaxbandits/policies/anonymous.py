@@ -119,7 +119,19 @@ def phase_timeline(n_table, K: int, use_bridge: bool, phases: int):
 
 # ----------------------------------------------------------------------------- ODAAF family
 class ODAAFState(NamedTuple):
-    """Algorithm 1's machine (Pike-Burke et al. 2018, Alg. 1). Deterministic: the key is unused."""
+    """Algorithm 1's machine (Pike-Burke et al. 2018, Alg. 1). Deterministic: the key is unused.
+
+    Attributes:
+        arm: i32, arm to play next.
+        m: i32, current phase, 1-based.
+        bridge: bool, in the bridge period (Step 4).
+        left: i32, rounds left in the current block or bridge, the next one included.
+        active: bool[K], S_m.
+        obs_sum: f32[K], sum of X_t over T_j(m), all phases (never reset).
+        obs_cnt: f32[K], |T_j(m)|.
+        elim_phase: i32[K], phase at which j was eliminated (0: active).
+        n_table: i32[M+1], the schedule (computed on the host at init).
+    """
 
     arm: Any  # i32 arm to play next
     m: Any  # i32 current phase, 1-based
@@ -323,7 +335,17 @@ def odaaf_naive(bound: float, use_bridge: bool = False, name: str = "ODAAF-naive
 
 # ----------------------------------------------------------------------------- QPM-D
 class QPMDState(NamedTuple):
-    """QPM-D (Joulani et al. 2013, Alg. 2) around an index base (UCB1 by default)."""
+    """QPM-D (Joulani et al. 2013, Alg. 2) around an index base (UCB1 by default).
+
+    Attributes:
+        arm: i32, J: the base's recommendation, played until its queue has something.
+        fed_cnt: f32[K], base counts n_j (rewards fed).
+        fed_sum: f32[K], base sums.
+        q_cnt: f32[K], queued (arrived, not yet fed) rewards per arm.
+        q_sum: f32[K], their sum.
+        key: key for the draws without replacement from the queues (conventions §5.2: update has no
+            key).
+    """
 
     arm: Any  # i32 J: the base's recommendation, played until its queue has something
     fed_cnt: Any  # f32[K] base counts n_j (rewards fed)

@@ -73,7 +73,13 @@ class IndexState(NamedTuple):
     its plays when the channel hides zero outcomes (conversions: a play without an arrival may be
     a zero), its arrivals otherwise; ``n_played`` is kept only in the first case (None otherwise,
     fixed by the channel's feedback properties when the policy starts). Arrivals and reward sums
-    are one vector, the running sum of the payloads ``[e_A, e_A r]``, so an update is one add."""
+    are one vector, the running sum of the payloads ``[e_A, e_A r]``, so an update is one add.
+
+    Attributes:
+        n_played: f32[K], plays made (known at once: the action is echoed); None if zeros are
+            observed.
+        arrived: f32[2K], [:K] records arrived per arm, [K:] the sum of their rewards.
+    """
 
     n_played: Any  # f32[K] plays made (known at once: the action is echoed); None if zeros are observed
     arrived: Any  # f32[2K]: [:K] records arrived per arm, [K:] the sum of their rewards

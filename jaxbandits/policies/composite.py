@@ -40,7 +40,13 @@ _ANON = Needs(attributed=False)  # anonymous sums (the anonymous or the composit
 @dataclasses.dataclass(frozen=True)
 class BlockSize:
     """ARS-UCB's block-size function ``f(k)`` (k = 1, 2, ...; Algorithm 1): ``poly``
-    ``ceil(c k^p)``, ``exp2`` ``2^(k+c)`` with ``f(1) = 2^(2+c)``, ``const`` ``c`` (tests)."""
+    ``ceil(c k^p)``, ``exp2`` ``2^(k+c)`` with ``f(1) = 2^(2+c)``, ``const`` ``c`` (tests).
+
+    Attributes:
+        kind: ``"poly"``, ``"exp2"`` or ``"const"``.
+        c: the coefficient (poly), the shift (exp2) or the constant (const).
+        p: the power (poly).
+    """
 
     kind: str
     c: float = 1.0

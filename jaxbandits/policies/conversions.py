@@ -54,7 +54,23 @@ def _needs(m):
 
 
 class DelayedState(NamedTuple):
-    """State of DelayedUCB / DelayedKLUCB (every field is carried because ``update`` needs it)."""
+    """State of DelayedUCB / DelayedKLUCB (every field is carried because ``update`` needs it).
+
+    Attributes:
+        n: f32[K], N_k: pulls.
+        s: f32[K], S_k: revealed conversions.
+        n_tilde: f32[K], Ñ_k after the last update (read by act: the ring is never read there).
+        o: f32[K], geometric law: the sum over the window of ``1{A_s=k} rho^(t-s+1)`` (the
+            recursion's invariant).
+        w: f32[K], geometric censored: pulls in the window.
+        nc: f32[K], censored: closed pulls N_k(t-m) (weight tau_m).
+        ring: i32[H], the last H arms, slot s mod H, -1 = empty.
+        leave: i32, arm of the pull that closes at the next update (-1: none).
+        tau: f32[H+1], ``tau_0..tau_H`` (table paths).
+        hist: f32[m+1], online censored: histogram of revealed delays.
+        dsum: f32, online uncensored: sum of revealed delays.
+        dcnt: f32, number of revealed delays.
+    """
 
     n: Any  # f32[K] N_k: pulls
     s: Any  # f32[K] S_k: revealed conversions
