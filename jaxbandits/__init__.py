@@ -2,6 +2,10 @@
 
 Public API: ``delays``, ``envs``, ``channels``, ``policies``, ``simulate``, ``simulate_grid``,
 ``experiments``, ``Results``.
+
+Internal, not public API (each says so in its docstring; docs/api/internal.md): ``jaxbandits._io``,
+``jaxbandits._validate``, ``jaxbandits._pytree``, ``jaxbandits.fused._registry`` and the fused
+backend's ``jaxbandits.fused.kernels``, ``.lanes``, ``.rng`` and ``.lowering``.
 """
 __version__ = "0.1.0"
 

@@ -1,4 +1,7 @@
-"""Output folders that lose nothing: atomic files, one writer at a time, no stale or foreign files.
+"""Internal: not public API (the library's file writing; its errors, ``FolderInUseError``,
+``ResultsExistError`` and ``OutputFolderError``, are what users catch: docs/results.md).
+
+Output folders that lose nothing: atomic files, one writer at a time, no stale or foreign files.
 
 * :func:`atomic_write` writes one file: to a temporary name in the same folder, flushed to disk
   (``fsync``), then renamed into place (``os.replace``), so a reader or a crash sees the old file

@@ -1,4 +1,6 @@
-"""Frozen dataclasses registered as JAX pytrees: fields are data (``vmap``-able parameters)
+"""Internal: not public API.
+
+Frozen dataclasses registered as JAX pytrees: fields are data (``vmap``-able parameters)
 unless declared with :func:`static` (sizes, kinds: part of the compiled program)."""
 import dataclasses
 

@@ -1,4 +1,6 @@
-"""Input checks run on the host, before anything is traced or compiled.
+"""Internal: not public API (the checks every public constructor runs).
+
+Input checks run on the host, before anything is traced or compiled.
 
 Every public constructor calls these, so bad input fails with a ``ValueError`` or ``TypeError``
 that names the parameter and the allowed range. Values that are JAX tracers (a constructor called

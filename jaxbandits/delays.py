@@ -122,7 +122,23 @@ class Fixed(DelayLaw):
 
 
 def fixed(d: int) -> Fixed:
-    """Every delay equals ``d`` (``d = 0``: no delay)."""
+    """Every delay equals ``d`` (``d = 0``: no delay).
+
+    Args:
+        d: the delay, an integer in ``[0, NEVER]`` (``NEVER``: the feedback never arrives).
+
+    Returns:
+        The law (``support_max = d``).
+
+    Raises:
+        ValueError: ``d`` out of range.
+
+    Examples:
+        >>> from jaxbandits import delays
+        >>> law = delays.fixed(3)
+        >>> float(law.mean), float(law.cdf(2)), float(law.cdf(3))
+        (3.0, 0.0, 1.0)
+    """
     d = V.integer("d", d, lo=0, hi=NEVER)
     return Fixed(jnp.asarray(d, jnp.int32), support_max=d)
 
@@ -152,7 +168,24 @@ class Uniform(DelayLaw):
 
 
 def uniform(lo: int, hi: int) -> Uniform:
-    """Uniform on the integers ``{lo, ..., hi}`` (inclusive), ``0 <= lo <= hi <= NEVER``."""
+    """Uniform on the integers ``{lo, ..., hi}`` (inclusive).
+
+    Args:
+        lo: the smallest delay, an integer in ``[0, NEVER]``.
+        hi: the largest delay, an integer in ``[lo, NEVER]``.
+
+    Returns:
+        The law.
+
+    Raises:
+        ValueError: ``lo`` or ``hi`` out of range.
+
+    Examples:
+        >>> from jaxbandits import delays
+        >>> law = delays.uniform(2, 6)
+        >>> float(law.mean), round(float(law.cdf(3)), 4)
+        (4.0, 0.4)
+    """
     lo = V.integer("lo", lo, lo=0, hi=NEVER)
     hi = V.integer("hi", hi, lo=lo, hi=NEVER)
     return Uniform(jnp.asarray(lo, jnp.int32), jnp.asarray(hi, jnp.int32), support_max=hi)
@@ -192,10 +225,28 @@ class Geometric(DelayLaw):
 
 
 def geometric(rho=None, *, mean=None) -> Geometric:
-    """Geometric on {0,1,...} with survival ratio ``rho`` (success probability ``1 - rho``).
+    """Geometric on ``{0, 1, ...}`` with survival ratio ``rho`` (success probability ``1 - rho``).
 
     ``geometric(mean=mu)`` sets ``rho = mu / (1 + mu)`` so the mean is exactly ``mu``. Vernade
     2017's "parameter 1/mu" is ``geometric(1 - 1/mu)`` (mean ``mu - 1``).
+
+    Args:
+        rho: the survival ratio ``P(D > d + 1 | D > d)``, in ``[0, 1)``.
+        mean: the mean, in ``[0, MAX_SCALE]`` (give ``rho`` or ``mean``, not both).
+
+    Returns:
+        The law; ``P(D <= d) = 1 - rho^(d + 1)``.
+
+    Raises:
+        ValueError: neither or both of ``rho`` and ``mean``, or one out of range.
+
+    Examples:
+        >>> from jaxbandits import delays
+        >>> law = delays.geometric(0.5)
+        >>> round(float(law.mean), 4), float(law.cdf(3))
+        (1.0, 0.9375)
+        >>> round(float(delays.geometric(mean=5.0).mean), 4)
+        5.0
     """
     if (rho is None) == (mean is None):
         raise ValueError("geometric: give exactly one of rho (in [0, 1)) or mean (>= 0)")
@@ -234,9 +285,27 @@ class Poisson(DelayLaw):
 
 
 def poisson(lam: float) -> Poisson:
-    """Poisson(lam) delays, ``0 < lam <= MAX_POISSON_MEAN`` (1000). Sampled by inverse CDF over a
-    table up to ``lam + 12 sqrt(lam) + 16`` (the mass beyond it is below 1e-12 and is mapped to the
-    table's end); the float32 CDF loses accuracy for larger means (use another law there)."""
+    """Poisson(``lam``) delays.
+
+    Sampled by inverse CDF over a table up to ``lam + 12 sqrt(lam) + 16`` (the mass beyond it is
+    below 1e-12 and is mapped to the table's end); the float32 CDF loses accuracy for larger means
+    (use another law there).
+
+    Args:
+        lam: the mean, in ``(0, MAX_POISSON_MEAN]`` (1000).
+
+    Returns:
+        The law.
+
+    Raises:
+        ValueError: ``lam`` out of range.
+
+    Examples:
+        >>> from jaxbandits import delays
+        >>> law = delays.poisson(4.0)
+        >>> round(float(law.mean), 4), round(float(law.cdf(3)), 4)
+        (4.0, 0.4335)
+    """
     V.real("lam", lam, lo=0.0, lo_open=True, hi=MAX_POISSON_MEAN)
     # a traced mean (a grid) gets the table of the largest accepted mean (its points were checked)
     n = int(math.ceil(float(lam) + 12 * math.sqrt(float(lam)) + 16)) if V.is_concrete(lam) else _POISSON_TABLE_MAX
@@ -268,8 +337,23 @@ class Exponential(DelayLaw):
 
 
 def exponential(scale: float) -> Exponential:
-    """Exponential with mean ``scale`` (at most ``MAX_SCALE = 2**30``), discretised by floor (mean
-    ``~ scale - 1/2``)."""
+    """An exponential delay with mean ``scale``, discretised by floor (mean ``~ scale - 1/2``).
+
+    Args:
+        scale: the continuous law's mean, in ``(0, MAX_SCALE]`` (``2**30``).
+
+    Returns:
+        The law.
+
+    Raises:
+        ValueError: ``scale`` out of range.
+
+    Examples:
+        >>> from jaxbandits import delays
+        >>> law = delays.exponential(10.0)
+        >>> round(float(law.mean), 2)
+        9.51
+    """
     V.positive("scale", scale, hi=MAX_SCALE)
     return Exponential(jnp.asarray(scale, _F))
 
@@ -310,7 +394,22 @@ class HalfNormal(_SummedMoments, DelayLaw):
 
 
 def half_normal(sigma: float) -> HalfNormal:
-    """``floor(|N(0, sigma^2)|)``, ``sigma <= MAX_SCALE``."""
+    """``floor(|N(0, sigma^2)|)``.
+
+    Args:
+        sigma: the normal's scale, in ``(0, MAX_SCALE]``.
+
+    Returns:
+        The law.
+
+    Raises:
+        ValueError: ``sigma`` out of range.
+
+    Examples:
+        >>> from jaxbandits import delays
+        >>> round(float(delays.half_normal(3.0).mean), 4)
+        1.9159
+    """
     V.positive("sigma", sigma, hi=MAX_SCALE)
     return HalfNormal(jnp.asarray(sigma, _F))
 
@@ -335,8 +434,23 @@ class Weibull(_SummedMoments, DelayLaw):
 
 
 def weibull(shape: float, scale: float) -> Weibull:
-    """``floor(X)``, ``X ~ Weibull(shape k, scale lambda)``: ``P(X > x) = exp(-(x/lambda)^k)``;
-    ``k >= MIN_WEIBULL_SHAPE`` (0.01), ``lambda <= MAX_SCALE``."""
+    """``floor(X)``, ``X ~ Weibull(shape k, scale lambda)``: ``P(X > x) = exp(-(x/lambda)^k)``.
+
+    Args:
+        shape: ``k >= MIN_WEIBULL_SHAPE`` (0.01).
+        scale: ``lambda``, in ``(0, MAX_SCALE]``.
+
+    Returns:
+        The law.
+
+    Raises:
+        ValueError: ``shape`` or ``scale`` out of range.
+
+    Examples:
+        >>> from jaxbandits import delays
+        >>> round(float(delays.weibull(1.5, 10.0).mean), 4)
+        8.5283
+    """
     V.real("shape", shape, lo=MIN_WEIBULL_SHAPE)
     V.positive("scale", scale, hi=MAX_SCALE)
     return Weibull(jnp.asarray(shape, _F), jnp.asarray(scale, _F))
@@ -375,7 +489,23 @@ class LogNormal(_SummedMoments, DelayLaw):
 
 
 def log_normal(mu: float, sigma: float) -> LogNormal:
-    """``floor(exp(mu + sigma Z))``, ``Z ~ N(0, 1)``; ``|mu| <= 100``, ``sigma <= 15``."""
+    """``floor(exp(mu + sigma Z))``, ``Z ~ N(0, 1)``.
+
+    Args:
+        mu: the log-scale location, ``|mu| <= 100``.
+        sigma: the log-scale spread, in ``(0, 15]``.
+
+    Returns:
+        The law.
+
+    Raises:
+        ValueError: ``mu`` or ``sigma`` out of range.
+
+    Examples:
+        >>> from jaxbandits import delays
+        >>> round(float(delays.log_normal(2.0, 0.5).mean), 4)
+        7.8729
+    """
     V.real("mu", mu, lo=-MAX_LOG_NORMAL_MU, hi=MAX_LOG_NORMAL_MU)
     V.positive("sigma", sigma, hi=MAX_LOG_NORMAL_SIGMA)
     return LogNormal(jnp.asarray(mu, _F), jnp.asarray(sigma, _F))
@@ -412,8 +542,26 @@ class Pareto(_SummedMoments, DelayLaw):
 
 
 def pareto(alpha: float, scale: float = 1.0) -> Pareto:
-    """Pareto (Lomax) heavy-tailed delays; mean finite iff alpha > 1, variance iff alpha > 2;
-    ``scale <= MAX_SCALE``."""
+    """Pareto (Lomax) heavy-tailed delays, floored.
+
+    The mean is finite iff ``alpha > 1``, the variance iff ``alpha > 2``.
+
+    Args:
+        alpha: the tail index, ``> 0``.
+        scale: the scale, in ``(0, MAX_SCALE]``.
+
+    Returns:
+        The law.
+
+    Raises:
+        ValueError: ``alpha`` or ``scale`` out of range.
+
+    Examples:
+        >>> from jaxbandits import delays
+        >>> law = delays.pareto(3.0, 2.0)
+        >>> round(float(law.mean), 4), round(float(law.cdf(3)), 3)
+        (0.6165, 0.963)
+    """
     V.positive("alpha", alpha)
     V.positive("scale", scale, hi=MAX_SCALE)
     return Pareto(jnp.asarray(alpha, _F), jnp.asarray(scale, _F))
@@ -450,8 +598,25 @@ class Histogram(DelayLaw):
 
 
 def histogram(pmf) -> Histogram:
-    """A delay law given by its pmf on ``{0, ..., len(pmf)-1}`` (normalised here; at most
-    ``MAX_HISTOGRAM = 2**24`` entries)."""
+    """A delay law given by its pmf on ``{0, ..., len(pmf)-1}`` (normalised here).
+
+    Args:
+        pmf: non-negative weights, a 1-d array of at most ``MAX_HISTOGRAM = 2**24`` entries with
+            positive total mass.
+
+    Returns:
+        The law (``support_max``: the last positive entry).
+
+    Raises:
+        ValueError: a negative, empty, zero-mass or too long ``pmf``.
+
+    Examples:
+        >>> from jaxbandits import delays
+        >>> import jax.numpy as jnp
+        >>> law = delays.histogram([1, 1, 2])
+        >>> law.pmf(jnp.arange(3)).tolist(), float(law.mean)
+        ([0.25, 0.25, 0.5], 1.25)
+    """
     if np.ndim(pmf) == 1 and np.shape(pmf)[0] > MAX_HISTOGRAM:
         raise ValueError(f"pmf must have at most MAX_HISTOGRAM = 2**24 = {MAX_HISTOGRAM} entries, got {np.shape(pmf)[0]}")
     V.real("pmf", pmf, lo=0.0)
@@ -507,8 +672,28 @@ class LogNormalMixture(_SummedMoments, DelayLaw):
 
 
 def log_normal_mixture(p0: float, weights, mus, sigmas) -> LogNormalMixture:
-    """A point mass ``p0`` at 0 plus a mixture of floored log-normals (a heavy-tailed conversion-delay
-    law; :func:`criteo_like` is one fitted to published statistics)."""
+    """A point mass ``p0`` at 0 plus a mixture of floored log-normals.
+
+    A heavy-tailed conversion-delay law; :func:`criteo_like` is one fitted to published statistics.
+
+    Args:
+        p0: the mass at 0, in ``[0, 1]``.
+        weights: the components' weights, ``>= 0`` with positive total.
+        mus: the components' log-scale locations, ``|mu| <= 100``.
+        sigmas: their log-scale spreads, in ``(0, 15]``.
+
+    Returns:
+        The law.
+
+    Raises:
+        ValueError: a parameter out of range, or arrays of different lengths.
+
+    Examples:
+        >>> from jaxbandits import delays
+        >>> law = delays.log_normal_mixture(0.2, [1.0], [2.0], [0.5])
+        >>> round(float(law.cdf(0)), 4) >= 0.2
+        True
+    """
     V.prob("p0", p0)
     V.real("weights", weights, lo=0.0)
     V.real("mus", mus, lo=-MAX_LOG_NORMAL_MU, hi=MAX_LOG_NORMAL_MU)
@@ -529,17 +714,46 @@ CRITEO_FIT = {"p0": 0.073, "weights": [0.4521, 0.5479], "mus": [5.7037, 8.9672],
 
 
 def criteo_like() -> LogNormalMixture:
-    """A heavy-tailed stand-in for the rescaled Criteo conversion delays of Vernade et al. (2020):
-    the Criteo file is gated and under a non-commercial licence, so the project ships none of it;
+    """A heavy-tailed stand-in for the rescaled Criteo conversion delays of Vernade et al. (2020).
+
+    The Criteo file is gated and under a non-commercial licence, so the project ships none of it;
     this mixture is fitted to its published statistics (docs/reproductions/vernade2020.md shows how
-    closely). Users who own the data build the empirical law with :func:`from_samples`."""
+    closely). Users who own the data build the empirical law with :func:`from_samples`.
+
+    Returns:
+        The :class:`LogNormalMixture` law.
+
+    Examples:
+        >>> from jaxbandits import delays
+        >>> round(float(delays.criteo_like().mean))
+        5801
+    """
     return log_normal_mixture(**CRITEO_FIT)
 
 
 def from_samples(samples, max_delay: Optional[int] = None) -> Histogram:
-    """The empirical delay law of integer ``samples`` (e.g. logged conversion delays in rounds), as a
-    histogram on ``{0..max(samples)}`` (or ``max_delay``, larger samples clipped to it); the
-    histogram has at most ``MAX_HISTOGRAM = 2**24`` entries (larger samples need ``max_delay``)."""
+    """The empirical delay law of integer ``samples`` (e.g. logged conversion delays in rounds).
+
+    A histogram on ``{0..max(samples)}`` (or ``max_delay``, larger samples clipped to it) of at most
+    ``MAX_HISTOGRAM = 2**24`` entries (larger samples need ``max_delay``).
+
+    Args:
+        samples: int[N], the delays, ``>= 0``.
+        max_delay: the histogram's last delay, or None for the largest sample.
+
+    Returns:
+        The :class:`Histogram` law.
+
+    Raises:
+        ValueError: empty, negative or too large samples.
+
+    Examples:
+        >>> from jaxbandits import delays
+        >>> import jax.numpy as jnp
+        >>> law = delays.from_samples([0, 2, 2, 5])
+        >>> law.pmf(jnp.arange(6)).tolist(), law.support_max
+        ([0.25, 0.0, 0.5, 0.0, 0.0, 0.25], 5)
+    """
     V.int_array("samples", samples, lo=0, ndim=1)
     s = np.asarray(samples, np.float64)
     if s.size == 0:
@@ -581,8 +795,27 @@ class TwoPoint(DelayLaw):
 
 
 def two_point(p: float, d: int) -> TwoPoint:
-    """Delay ``d`` with probability ``p``, else 0: Pike-Burke et al.'s ``twopoint`` and Thune et
-    al.'s "contaminated" model (``d = NEVER``: a few rounds whose feedback never arrives)."""
+    """Delay ``d`` with probability ``p``, else 0.
+
+    Pike-Burke et al.'s ``twopoint`` and Thune et al.'s "contaminated" model (``d = NEVER``: a few
+    rounds whose feedback never arrives).
+
+    Args:
+        p: the probability of the delay ``d``, in ``[0, 1]``.
+        d: the delay, an integer in ``[0, NEVER]``.
+
+    Returns:
+        The law.
+
+    Raises:
+        ValueError: ``p`` or ``d`` out of range.
+
+    Examples:
+        >>> from jaxbandits import delays
+        >>> law = delays.two_point(0.25, 8)
+        >>> float(law.mean), float(law.cdf(3))
+        (2.0, 0.75)
+    """
     V.prob("p", p)
     d = V.integer("d", d, lo=0, hi=NEVER)
     return TwoPoint(jnp.asarray(p, _F), jnp.asarray(d, jnp.int32), support_max=d if float(p) > 0 else 0)
@@ -618,7 +851,23 @@ class Sequence(DelayLaw):
 
 
 def sequence(delays) -> Sequence:
-    """Delays given round by round (``NEVER`` or anything ``>= T - t`` means never)."""
+    """Delays given round by round (an oblivious adversary's delay sequence).
+
+    Args:
+        delays: int[T], the delay of each round, ``>= 0`` (``NEVER``, or anything ``>= T - t``,
+            means never).
+
+    Returns:
+        The law (``draw(u, t)`` returns ``delays[t]``); a simulation's horizon is at most ``T``.
+
+    Raises:
+        ValueError: an empty or negative sequence.
+
+    Examples:
+        >>> from jaxbandits import delays
+        >>> int(delays.sequence([0, 3, 1]).draw(0.5, 1))
+        3
+    """
     V.int_array("delays", delays, lo=0, ndim=1)
     a = np.asarray(delays)
     # saturate at NEVER before any cast: a huge value (1e30, 2**70) must not wrap around in int64
@@ -656,8 +905,27 @@ class Shifted(DelayLaw):
 
 
 def shift(law: DelayLaw, k: int = 1) -> Shifted:
-    """``D + k``: a law on ``{k, k+1, ...}`` (``shift(geometric(...), 1)`` lives on {1, 2, ...});
-    ``k <= NEVER - 1`` so ``D + k`` (saturated at NEVER) never overflows int32."""
+    """``D + k``: a law on ``{k, k+1, ...}`` (``shift(geometric(...), 1)`` lives on ``{1, 2, ...}``).
+
+    Saturated at ``NEVER``, so ``D + k`` never overflows int32.
+
+    Args:
+        law: the law shifted.
+        k: the shift, an integer in ``[0, NEVER - 1]``.
+
+    Returns:
+        The law.
+
+    Raises:
+        TypeError: ``law`` is not a delay law.
+        ValueError: ``k`` out of range.
+
+    Examples:
+        >>> from jaxbandits import delays
+        >>> law = delays.shift(delays.geometric(0.5), 1)
+        >>> round(float(law.mean), 4), float(law.cdf(0))
+        (2.0, 0.0)
+    """
     if not isinstance(law, DelayLaw):
         raise TypeError(f"law must be a DelayLaw, got {type(law).__name__}")
     k = V.integer("k", k, lo=0, hi=NEVER - 1)
@@ -698,8 +966,25 @@ _BY_NAME = {"fixed": fixed, "uniform": uniform, "geometric": geometric, "poisson
 
 
 def delay_law(table: dict, where: str = "config table 'policy.delay'") -> DelayLaw:
-    """The law of a config's ``delay`` table (``{"law": "geometric", "mean": 20.0}``): ``law`` one of
-    :data:`DELAY_LAWS`, the other keys its parameters; ``where`` names the table in errors."""
+    """The law of a config's ``delay`` table (experiment files, ``jaxbandits serve``).
+
+    Args:
+        table: ``{"law": NAME, ...}``: ``law`` one of :data:`DELAY_LAWS`, the other keys its
+            parameters (e.g. ``{"law": "geometric", "mean": 20.0}``).
+        where: names the table in errors.
+
+    Returns:
+        The law.
+
+    Raises:
+        ValueError: an unknown law or bad parameters, naming ``where``.
+
+    Examples:
+        >>> from jaxbandits import delays
+        >>> law = delays.delay_law({"law": "geometric", "mean": 20.0})
+        >>> type(law).__name__, round(float(law.mean), 4)
+        ('Geometric', 20.0)
+    """
     d = dict(table)
     law = d.pop("law", None)
     if law not in DELAY_LAWS:

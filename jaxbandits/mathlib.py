@@ -36,7 +36,20 @@ def _mix32(x):
 
 
 def key_words(key):
-    """The two 32-bit words of a (threefry) key."""
+    """The two 32-bit words of a (threefry) key.
+
+    Args:
+        key: a typed PRNG key (``jax.random.key``).
+
+    Returns:
+        ``(k0, k1)``, two uint32 scalars.
+
+    Examples:
+        >>> import jax
+        >>> from jaxbandits import mathlib
+        >>> [int(w) for w in mathlib.key_words(jax.random.key(42))]
+        [0, 42]
+    """
     kd = jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
     return kd[..., 0].astype(jnp.uint32), kd[..., 1].astype(jnp.uint32)
 
@@ -49,10 +62,30 @@ def _rotl(x, d):
 
 
 def threefry2x32(k0, k1, x0, x1):
-    """The Threefry-2x32 block (20 rounds), written out: the same function as JAX's
-    ``threefry2x32`` primitive, word for word. JAX lowers that primitive on CPU as a rolled
-    5-iteration ``while`` loop (several kernel launches per call); written out, XLA fuses it
-    into the surrounding round (conventions §8: the engine's per-round ``fold_in``)."""
+    """The Threefry-2x32 block (20 rounds), written out.
+
+    The same function as JAX's ``threefry2x32`` primitive, word for word. JAX lowers that primitive
+    on CPU as a rolled 5-iteration ``while`` loop (several kernel launches per call); written out,
+    XLA fuses it into the surrounding round (conventions §8: the engine's per-round ``fold_in``).
+
+    Args:
+        k0: uint32, the key's first word.
+        k1: uint32, the key's second word.
+        x0: uint32 (any shape), the counters' first words.
+        x1: uint32, the counters' second words.
+
+    Returns:
+        ``(y0, y1)``, the two uint32 output words.
+
+    Examples:
+        Random123's known answer for a zero key and counter:
+
+        >>> import jax.numpy as jnp
+        >>> from jaxbandits import mathlib
+        >>> z = jnp.uint32(0)
+        >>> [hex(int(y)) for y in mathlib.threefry2x32(z, z, z, z)]
+        ['0x6b200159', '0x99ba4efe']
+    """
     ks = (k0, k1, k0 ^ k1 ^ jnp.uint32(0x1BD11BDA))
     x0, x1 = x0 + ks[0], x1 + ks[1]
     for i in range(5):
@@ -65,9 +98,27 @@ def threefry2x32(k0, k1, x0, x1):
 
 
 def fold_in(key, data):
-    """``jax.random.fold_in(key, data)`` bit for bit (a 32-bit ``data``), computed by the
-    written-out :func:`threefry2x32` for threefry keys, the default (tests/test_mathlib.py checks
-    the equality); other key implementations go to ``jax.random.fold_in``."""
+    """``jax.random.fold_in(key, data)`` bit for bit (a 32-bit ``data``).
+
+    Computed by the written-out :func:`threefry2x32` for threefry keys, the default
+    (tests/test_mathlib.py checks the equality); other key implementations go to
+    ``jax.random.fold_in``.
+
+    Args:
+        key: a typed PRNG key.
+        data: an integer (32-bit) to fold in.
+
+    Returns:
+        A new key.
+
+    Examples:
+        >>> import jax
+        >>> from jaxbandits import mathlib
+        >>> key = jax.random.key(0)
+        >>> same = jax.random.key_data(mathlib.fold_in(key, 7)) == jax.random.key_data(jax.random.fold_in(key, 7))
+        >>> bool(same.all())
+        True
+    """
     if not (jnp.issubdtype(key.dtype, jax.dtypes.prng_key) and str(jax.random.key_impl(key)) == "threefry2x32"):
         return jax.random.fold_in(key, data)
     k0, k1 = key_words(key)
@@ -79,8 +130,24 @@ def fold_in(key, data):
 
 
 def words(key, n: int, offset: int = 0):
-    """``n`` pseudo-random uint32 words from ``key`` (counter hash; ``offset`` selects a disjoint
-    block of counters so that two draws from one key never share words)."""
+    """``n`` pseudo-random uint32 words from ``key`` (a counter hash).
+
+    Args:
+        key: a typed PRNG key.
+        n: the number of words.
+        offset: the first counter: two draws from one key with disjoint blocks
+            ``[offset, offset + n)`` never share words.
+
+    Returns:
+        uint32[n].
+
+    Examples:
+        >>> import jax
+        >>> from jaxbandits import mathlib
+        >>> w = mathlib.words(jax.random.key(42), 3)
+        >>> w.dtype, w.shape
+        (dtype('uint32'), (3,))
+    """
     k0, k1 = key_words(key)
     i = jnp.arange(n, dtype=jnp.uint32) + jnp.asarray(offset, jnp.uint32)
     return _mix32(_mix32(k0[..., None] ^ (i * jnp.uint32(_GOLDEN))) + k1[..., None])
@@ -92,18 +159,63 @@ def _to_open_unit(w):
 
 
 def uniform(key):
-    """One uniform on (0, 1) straight from the key's first word (23-bit resolution, never 0 or 1,
-    so inverse-CDF transforms are always finite). The round's reward and delay uniforms."""
+    """One uniform on (0, 1) straight from the key's first word: the round's reward and delay uniforms.
+
+    23-bit resolution, never 0 or 1, so inverse-CDF transforms are always finite.
+
+    Args:
+        key: a typed PRNG key.
+
+    Returns:
+        f32 scalar in (0, 1).
+
+    Examples:
+        >>> import jax
+        >>> from jaxbandits import mathlib
+        >>> 0.0 < float(mathlib.uniform(jax.random.key(3))) < 1.0
+        True
+    """
     return _to_open_unit(key_words(key)[0])
 
 
 def uniforms(key, n: int, offset: int = 0):
-    """``n`` uniforms on (0, 1) from :func:`words`."""
+    """``n`` uniforms on (0, 1) from :func:`words`.
+
+    Args:
+        key: a typed PRNG key.
+        n: the number of uniforms.
+        offset: the first counter (see :func:`words`).
+
+    Returns:
+        f32[n] in (0, 1).
+
+    Examples:
+        >>> import jax
+        >>> from jaxbandits import mathlib
+        >>> u = mathlib.uniforms(jax.random.key(42), 1000)
+        >>> bool((u > 0).all() & (u < 1).all())
+        True
+    """
     return _to_open_unit(words(key, n, offset))
 
 
 def normals(key, n: int, offset: int = 0):
-    """``n`` standard normals by Box-Muller from ``2 ceil(n/2)`` uniforms."""
+    """``n`` standard normals by Box-Muller from ``2 ceil(n/2)`` uniforms.
+
+    Args:
+        key: a typed PRNG key.
+        n: the number of normals.
+        offset: the first counter (see :func:`words`).
+
+    Returns:
+        f32[n].
+
+    Examples:
+        >>> import jax
+        >>> from jaxbandits import mathlib
+        >>> mathlib.normals(jax.random.key(42), 3).shape
+        (3,)
+    """
     h = (n + 1) // 2
     u = uniforms(key, 2 * h, offset)
     r = jnp.sqrt(-2.0 * jnp.log(u[..., :h]))
@@ -112,20 +224,68 @@ def normals(key, n: int, offset: int = 0):
 
 
 def open_uniform(key, shape=()):
-    """Uniforms on (0, 1) of any shape (used off the hot path, e.g. ``DelayLaw.sample``)."""
+    """Uniforms on (0, 1) of any shape (used off the hot path, e.g. ``DelayLaw.sample``).
+
+    Args:
+        key: a typed PRNG key.
+        shape: the output shape.
+
+    Returns:
+        f32 array of ``shape`` in (0, 1).
+
+    Examples:
+        >>> import jax
+        >>> from jaxbandits import mathlib
+        >>> mathlib.open_uniform(jax.random.key(42), (2, 3)).shape
+        (2, 3)
+    """
     n = int(np.prod(shape)) if shape else 1
     return uniforms(key, n).reshape(shape)
 
 
 def sample_from_probs(probs, u):
-    """Inverse-CDF draw: ``A = min(K-1, #{a : cumsum(p)_a < u})`` (conventions §8): policies
-    with equal distributions take equal actions from the same uniform."""
+    """Inverse-CDF draw: ``A = min(K-1, #{a : cumsum(p)_a < u})`` (conventions §8).
+
+    Policies with equal distributions take equal actions from the same uniform.
+
+    Args:
+        probs: f32[K], a probability vector.
+        u: a uniform on (0, 1).
+
+    Returns:
+        i32, the arm drawn.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxbandits import mathlib
+        >>> p = jnp.array([0.2, 0.5, 0.3])
+        >>> int(mathlib.sample_from_probs(p, 0.1)), int(mathlib.sample_from_probs(p, 0.6))
+        (0, 1)
+    """
     c = jnp.cumsum(probs)
     return jnp.minimum(jnp.sum(c < u * c[-1]), probs.shape[0] - 1).astype(jnp.int32)
 
 
 def argmax_random_tie(values, u, mask=None):
-    """Argmax with exact ties broken uniformly at random by the one uniform ``u``."""
+    """Argmax with exact ties broken uniformly at random by the one uniform ``u``.
+
+    Args:
+        values: f32[K].
+        u: a uniform on (0, 1).
+        mask: bool[K], the allowed arms, or ``None`` for all.
+
+    Returns:
+        i32, the arm.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxbandits import mathlib
+        >>> v = jnp.array([1.0, 3.0, 3.0])
+        >>> int(mathlib.argmax_random_tie(v, 0.1)), int(mathlib.argmax_random_tie(v, 0.9))
+        (1, 2)
+        >>> int(mathlib.argmax_random_tie(v, 0.9, mask=jnp.array([True, True, False])))
+        1
+    """
     if mask is not None:
         values = jnp.where(mask, values, -jnp.inf)
     ties = values >= jnp.max(values)
@@ -136,24 +296,65 @@ def argmax_random_tie(values, u, mask=None):
 
 # ----------------------------------------------------------------------------- KL
 def kl_bernoulli(p, q):
-    """``kl(p, q) = p log(p/q) + (1-p) log((1-p)/(1-q))``, clipped away from 0 and 1."""
+    """``kl(p, q) = p log(p/q) + (1-p) log((1-p)/(1-q))``, clipped away from 0 and 1.
+
+    Args:
+        p: Bernoulli means (arrays broadcast).
+        q: Bernoulli means.
+
+    Returns:
+        f32, the divergence.
+
+    Examples:
+        >>> from jaxbandits import mathlib
+        >>> round(float(mathlib.kl_bernoulli(0.5, 0.9)), 4)
+        0.5108
+    """
     p = jnp.clip(p, _EPS, 1 - _EPS)
     q = jnp.clip(q, _EPS, 1 - _EPS)
     return p * jnp.log(p / q) + (1 - p) * jnp.log((1 - p) / (1 - q))
 
 
 def kl_gaussian(p, q, sigma2=1.0):
+    """The Gaussian divergence ``(p - q)^2 / (2 sigma2)`` of two means under a common variance.
+
+    Args:
+        p: a mean.
+        q: a mean.
+        sigma2: the variance.
+
+    Returns:
+        The divergence.
+
+    Examples:
+        >>> from jaxbandits import mathlib
+        >>> float(mathlib.kl_gaussian(0.0, 1.0))
+        0.5
+    """
     return (p - q) ** 2 / (2.0 * sigma2)
 
 
 def kl_poisson(p, q):
-    """``q - p + p log(p/q)`` (Vernade et al. 2017's index uses it), ``0 log 0 = 0``."""
+    """The Poisson divergence ``q - p + p log(p/q)``, ``0 log 0 = 0`` (Vernade et al. 2017's index).
+
+    Args:
+        p: a rate ``>= 0``.
+        q: a rate ``> 0``.
+
+    Returns:
+        f32, the divergence.
+
+    Examples:
+        >>> from jaxbandits import mathlib
+        >>> round(float(mathlib.kl_poisson(0.2, 0.5)), 4)
+        0.1167
+    """
     q = jnp.maximum(q, _EPS)
     return q - p + jnp.where(p > 0, p * jnp.log(jnp.maximum(p, _EPS) / q), 0.0)
 
 
 def kl_ucb_bernoulli(p_hat, bound, iters: int = 4):
-    """``max {q in [p_hat, 1] : kl(p_hat, q) <= bound}`` (the KL-UCB index).
+    """The KL-UCB index ``max {q in [p_hat, 1] : kl(p_hat, q) <= bound}``.
 
     Fixed-iteration Newton on ``y = -log(1 - q)``, where ``kl(p, 1 - e^-y)`` is convex and
     increasing, started from an upper bound (the smaller of Pinsker's ``p + sqrt(bound/2)`` and
@@ -161,7 +362,19 @@ def kl_ucb_bernoulli(p_hat, bound, iters: int = 4):
     so every iterate is a valid (conservative) upper confidence bound. Four steps reach float32
     accuracy on ``p in [0, 1]``, ``bound in [1e-6, 30]`` (tests/test_mathlib.py checks it against
     :func:`kl_ucb_bernoulli_bisect`). No data-dependent loop: safe under ``vmap``.
-    ``bound = inf`` (no data) gives 1.
+
+    Args:
+        p_hat: empirical means in ``[0, 1]``.
+        bound: the divergence budget ``>= 0``; ``inf`` (no data) gives 1.
+        iters: Newton steps.
+
+    Returns:
+        f32, the index.
+
+    Examples:
+        >>> from jaxbandits import mathlib
+        >>> round(float(mathlib.kl_ucb_bernoulli(0.5, 0.2)), 4)
+        0.7871
     """
     # exp/log only: XLA:CPU fuses them well, expm1/log1p made this 8x slower (measured).
     p = jnp.clip(p_hat, 0.0, 1.0)
@@ -182,8 +395,21 @@ def kl_ucb_bernoulli(p_hat, bound, iters: int = 4):
 
 
 def kl_ucb_bernoulli_bisect(p_hat, bound, iters: int = 40):
-    """Reference solver for :func:`kl_ucb_bernoulli`: ``iters`` bisection steps (slow, exact to
-    ``2^-iters``). Used by tests."""
+    """Reference solver for :func:`kl_ucb_bernoulli` by bisection (slow, exact to ``2^-iters``; tests).
+
+    Args:
+        p_hat: empirical means in ``[0, 1]``.
+        bound: the divergence budget.
+        iters: bisection steps.
+
+    Returns:
+        f32, the index.
+
+    Examples:
+        >>> from jaxbandits import mathlib
+        >>> round(float(mathlib.kl_ucb_bernoulli_bisect(0.5, 0.2)), 4)
+        0.7871
+    """
     p_hat = jnp.clip(p_hat, 0.0, 1.0)
 
     def body(_, lh):
@@ -196,42 +422,133 @@ def kl_ucb_bernoulli_bisect(p_hat, bound, iters: int = 40):
 
 
 def kl_ucb_exploration(t, c: float = 0.0):
-    """``log(t) + c log(log(t))`` at 1-based round ``t`` (Garivier and Cappe 2011, c = 0 in
-    practice); non-negative."""
+    """KL-UCB's exploration ``log(t) + c log(log(t))`` at the 1-based round ``t``; non-negative.
+
+    Garivier and Cappe (2011); ``c = 0`` in practice.
+
+    Args:
+        t: the 1-based round.
+        c: the ``log log`` coefficient.
+
+    Returns:
+        f32, the exploration term.
+
+    Examples:
+        >>> from jaxbandits import mathlib
+        >>> round(float(mathlib.kl_ucb_exploration(100)), 4)
+        4.6052
+    """
     t = jnp.maximum(jnp.asarray(t, _F), 1.0)
     return jnp.log(t) + c * jnp.log(jnp.maximum(jnp.log(t), 1.0))
 
 
 # ----------------------------------------------------------------------------- widths
 def ucb1_width(n, t, alpha: float = 2.0):
-    """``sqrt(alpha log(t) / n)`` (UCB1: alpha = 2), ``inf`` for ``n = 0``."""
+    """The UCB1 width ``sqrt(alpha log(t) / n)`` (UCB1: ``alpha = 2``), ``inf`` for ``n = 0``.
+
+    Args:
+        n: counts.
+        t: the 1-based round.
+        alpha: the exploration constant.
+
+    Returns:
+        f32, the widths.
+
+    Examples:
+        >>> from jaxbandits import mathlib
+        >>> round(float(mathlib.ucb1_width(4.0, 10)), 4), float(mathlib.ucb1_width(0.0, 10))
+        (1.073, inf)
+    """
     t = jnp.maximum(jnp.asarray(t, _F), 1.0)
     return jnp.where(n > 0, jnp.sqrt(alpha * jnp.log(t) / jnp.maximum(n, 1.0)), jnp.inf)
 
 
 def linucb_beta(t, dim, lam: float, sigma: float, s_norm: float, delta: float):
-    """Abbasi-Yadkori et al. (2011) radius ``sigma sqrt(2 log(1/delta) + d log(1 + t/(lam d)))
-    + sqrt(lam) S``."""
+    """The Abbasi-Yadkori et al. (2011) radius ``sigma sqrt(2 log(1/delta) + d log(1 + t/(lam d))) + sqrt(lam) S``.
+
+    Args:
+        t: the number of rows in the design matrix.
+        dim: the dimension ``d``.
+        lam: the ridge regularisation.
+        sigma: the noise's sub-Gaussian scale.
+        s_norm: the bound ``S`` on ``||theta||``.
+        delta: the confidence level.
+
+    Returns:
+        f32, the radius.
+
+    Examples:
+        >>> from jaxbandits import mathlib
+        >>> round(float(mathlib.linucb_beta(100, 5, 1.0, 0.5, 1.0, 0.05)), 4)
+        3.3029
+    """
     t = jnp.asarray(t, _F)
     return sigma * jnp.sqrt(2 * math.log(1 / delta) + dim * jnp.log1p(t / (lam * dim))) + math.sqrt(lam) * s_norm
 
 
 # ----------------------------------------------------------------------------- exp weights
 def log_normalize(logw):
-    """Log-probabilities from log-weights (log-sum-exp, stable)."""
+    """Log-probabilities from log-weights (log-sum-exp, stable).
+
+    Args:
+        logw: f32[K], log-weights.
+
+    Returns:
+        f32[K], log-probabilities (``logsumexp = 0``).
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxbandits import mathlib
+        >>> jnp.exp(mathlib.log_normalize(jnp.log(jnp.array([1.0, 3.0])))).tolist()
+        [0.25, 0.75]
+    """
     return logw - jax.nn.logsumexp(logw)
 
 
 def kahan_add(s, c, x):
-    """Compensated summation ``s + x`` (float32 running sums stay exact to ~1 ulp of the total);
-    returns ``(sum, compensation)``."""
+    """Compensated summation ``s + x``: float32 running sums stay exact to about 1 ulp of the total.
+
+    Args:
+        s: the running sum.
+        c: its compensation (start at 0).
+        x: the term to add.
+
+    Returns:
+        ``(sum, compensation)``; ``sum - compensation`` is the total to float32's precision of the
+        low-order part.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxbandits import mathlib
+        >>> s, c = jnp.float32(1e8), jnp.float32(0.0)
+        >>> for _ in range(2):
+        ...     s, c = mathlib.kahan_add(s, c, jnp.float32(1.0))
+        >>> float(s), float(c)  # a plain float32 sum would have lost both ones
+        (100000000.0, -2.0)
+    """
     y = x - c
     t = s + y
     return t, (t - s) - y
 
 
 def exp_weights_probs(cum_loss, eta, gamma=0.0):
-    """Exponential weights ``p ~ exp(-eta L)`` mixed with ``gamma`` uniform exploration."""
+    """Exponential weights ``p ~ exp(-eta L)`` mixed with ``gamma`` uniform exploration.
+
+    Args:
+        cum_loss: f32[K], cumulative losses.
+        eta: the learning rate.
+        gamma: the uniform mixture weight, in ``[0, 1]``.
+
+    Returns:
+        f32[K], the probabilities.
+
+    Examples:
+        >>> import numpy as np, jax.numpy as jnp
+        >>> from jaxbandits import mathlib
+        >>> p = mathlib.exp_weights_probs(jnp.array([0.0, 1.0]), 1.0, gamma=0.5)
+        >>> print(np.asarray(p, float).round(4))
+        [0.6155 0.3845]
+    """
     p = jax.nn.softmax(-eta * cum_loss)
     k = cum_loss.shape[-1]
     return (1.0 - gamma) * p + gamma / k
@@ -239,25 +556,71 @@ def exp_weights_probs(cum_loss, eta, gamma=0.0):
 
 # ----------------------------------------------------------------------------- Beta draws
 def mt_proposal(d, c, x, u):
-    """Marsaglia and Tsang's (2000) test of one Gamma(a) proposal, ``d = a - 1/3``,
-    ``c = 1/sqrt(9 d)``, from a standard normal ``x`` and a uniform ``u``: ``(accepted, d v)`` with
-    ``v = (1 + c x)^3``."""
+    """Marsaglia and Tsang's (2000) test of one Gamma(a) proposal.
+
+    With ``d = a - 1/3`` and ``c = 1/sqrt(9 d)``, from a standard normal ``x`` and a uniform ``u``.
+
+    Args:
+        d: ``a - 1/3``.
+        c: ``1/sqrt(9 d)``.
+        x: a standard normal.
+        u: a uniform on (0, 1).
+
+    Returns:
+        ``(accepted, d v)`` with ``v = (1 + c x)^3``.
+
+    Examples:
+        >>> import math
+        >>> from jaxbandits import mathlib
+        >>> d = 2.0 - 1 / 3
+        >>> ok, g = mathlib.mt_proposal(d, 1 / math.sqrt(9 * d), 0.0, 0.5)
+        >>> bool(ok), round(float(g), 4)
+        (True, 1.6667)
+    """
     v = (1.0 + c * x) ** 3
     ok = (v > 0) & (jnp.log(u) < 0.5 * x * x + d - d * v + d * jnp.log(jnp.where(v > 0, v, 1.0)))
     return ok, d * v
 
 
 def beta_from_gammas(ga, gb):
-    """``G_a / (G_a + G_b)``: a Beta(a, b) variate from independent Gamma(a) and Gamma(b) ones."""
+    """``G_a / (G_a + G_b)``: a Beta(a, b) variate from independent Gamma(a) and Gamma(b) ones.
+
+    Args:
+        ga: Gamma(a) variates.
+        gb: Gamma(b) variates.
+
+    Returns:
+        The Beta(a, b) variates.
+
+    Examples:
+        >>> from jaxbandits import mathlib
+        >>> float(mathlib.beta_from_gammas(1.0, 3.0))
+        0.25
+    """
     return ga / (ga + gb)
 
 
 def gamma_mt(key, a, n_try: int = 4):
-    """Exact Gamma(a, 1) for ``a >= 1`` by Marsaglia and Tsang (2000).
+    """Exact Gamma(a, 1) variates for ``a >= 1`` by Marsaglia and Tsang (2000).
 
     ``n_try`` proposals per variate are drawn at once (each accepted with probability > 0.95 for
     ``a >= 1``); a variate that rejects all of them (probability < 1e-5) goes on through a
-    ``while_loop`` of further proposals, so the law is exact. ``a`` is a 1-d array.
+    ``while_loop`` of further proposals, so the law is exact.
+
+    Args:
+        key: a typed PRNG key.
+        a: f32[n], the shapes, each ``>= 1``.
+        n_try: proposals drawn at once per variate.
+
+    Returns:
+        f32[n], one Gamma(a_i) variate each.
+
+    Examples:
+        >>> import jax, jax.numpy as jnp  # doctest: +SKIP
+        >>> from jaxbandits import mathlib  # doctest: +SKIP
+        >>> g = mathlib.gamma_mt(jax.random.key(42), jnp.array([2.0, 5.0]))  # doctest: +SKIP
+        >>> g.shape, bool((g > 0).all())  # doctest: +SKIP
+        ((2,), True)
     """
     a = jnp.asarray(a, _F)
     n = a.shape[0]
@@ -284,9 +647,26 @@ def gamma_mt(key, a, n_try: int = 4):
 
 
 def beta_sample(key, a, b):
-    """Exact Beta(a, b), elementwise for arrays ``a, b >= 1``, as ``G_a / (G_a + G_b)`` with
-    :func:`gamma_mt`. Several times faster than ``jax.random.beta`` on CPU under ``vmap``
-    (benchmarks/beta_sampler.py); Beta-Bernoulli Thompson always has ``a, b >= 1``."""
+    """Exact Beta(a, b), elementwise for arrays ``a, b >= 1``, as ``G_a / (G_a + G_b)`` with :func:`gamma_mt`.
+
+    Several times faster than ``jax.random.beta`` on CPU under ``vmap``
+    (benchmarks/beta_sampler.py); Beta-Bernoulli Thompson always has ``a, b >= 1``.
+
+    Args:
+        key: a typed PRNG key.
+        a: f32[K], first parameters ``>= 1``.
+        b: f32[K], second parameters ``>= 1``.
+
+    Returns:
+        f32[K] in (0, 1).
+
+    Examples:
+        >>> import jax, jax.numpy as jnp  # doctest: +SKIP
+        >>> from jaxbandits import mathlib  # doctest: +SKIP
+        >>> x = mathlib.beta_sample(jax.random.key(42), jnp.array([2.0, 1.0]), jnp.array([3.0, 1.0]))  # doctest: +SKIP
+        >>> x.shape, bool(((x > 0) & (x < 1)).all())  # doctest: +SKIP
+        ((2,), True)
+    """
     a = jnp.asarray(a, _F)
     k = a.shape[0]
     g = gamma_mt(key, jnp.concatenate([a, jnp.asarray(b, _F)]))
@@ -295,14 +675,29 @@ def beta_sample(key, a, b):
 
 # ----------------------------------------------------------------------------- Poisson KL-UCB
 def poisson_kl_ucb(p_hat, n_eff, beta, cap=1.0, iters: int = 10):
-    """``max {q in [p_hat, cap] : n_eff d_Pois(p_hat, q) <= beta}`` (Vernade et al. 2017, sec. 5.3,
-    the DelayedKLUCB index), ``+inf`` when ``n_eff = 0``; ``cap=None`` gives the uncapped root.
+    """The DelayedKLUCB index ``max {q in [p_hat, cap] : n_eff d_Pois(p_hat, q) <= beta}``.
 
-    Newton on ``f(q) = d_Pois(p, q) - beta/n_eff`` (convex, increasing on ``[p, inf)``) from the
-    bracket ``p + c + sqrt(c^2 + 2pc)`` (valid because ``d_Pois(p, q) >= (q-p)^2/(2q)``): the iterates
-    decrease monotonically to the root, so each is a valid upper bound. When the cap binds the
-    index is exactly ``cap`` (exact ties, broken at random by the policy); ``p_hat >= cap`` returns
-    ``p_hat``. Tested against float64 ``brentq`` roots and a bisection.
+    Vernade et al. (2017), sec. 5.3. Newton on ``f(q) = d_Pois(p, q) - beta/n_eff`` (convex,
+    increasing on ``[p, inf)``) from the bracket ``p + c + sqrt(c^2 + 2pc)`` (valid because
+    ``d_Pois(p, q) >= (q-p)^2/(2q)``): the iterates decrease monotonically to the root, so each is a
+    valid upper bound. When the cap binds the index is exactly ``cap`` (exact ties, broken at
+    random by the policy); ``p_hat >= cap`` returns ``p_hat``. Tested against float64 ``brentq``
+    roots and a bisection.
+
+    Args:
+        p_hat: the estimates ``S / Ñ``.
+        n_eff: the effective counts ``Ñ``.
+        beta: the exploration term.
+        cap: the upper bound, or ``None`` for the uncapped root.
+        iters: Newton steps.
+
+    Returns:
+        f32, the index (``+inf`` where ``n_eff = 0``).
+
+    Examples:
+        >>> from jaxbandits import mathlib
+        >>> round(float(mathlib.poisson_kl_ucb(0.2, 10.0, 2.0)), 3), float(mathlib.poisson_kl_ucb(0.2, 0.0, 2.0))
+        (0.629, inf)
     """
     ok_n = n_eff > 0
     c = beta / jnp.where(ok_n, n_eff, 1.0)
@@ -320,7 +715,23 @@ def poisson_kl_ucb(p_hat, n_eff, beta, cap=1.0, iters: int = 10):
 
 
 def poisson_kl_ucb_bisect(p_hat, n_eff, beta, cap=1.0, iters: int = 60):
-    """Reference bisection for :func:`poisson_kl_ucb` (Vernade et al. 2017, Sec. 5.3), for tests."""
+    """Reference bisection for :func:`poisson_kl_ucb` (Vernade et al. 2017, Sec. 5.3), for tests.
+
+    Args:
+        p_hat: the estimates.
+        n_eff: the effective counts.
+        beta: the exploration term.
+        cap: the upper bound, or ``None``.
+        iters: bisection steps.
+
+    Returns:
+        f32, the index.
+
+    Examples:
+        >>> from jaxbandits import mathlib
+        >>> round(float(mathlib.poisson_kl_ucb_bisect(0.2, 10.0, 2.0)), 3)
+        0.629
+    """
     ok_n = n_eff > 0
     c = beta / jnp.where(ok_n, n_eff, 1.0)
     p = jnp.maximum(p_hat, 0.0)

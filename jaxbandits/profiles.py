@@ -32,7 +32,16 @@ MAX_LEN = 1 << 14
 
 @dataclasses.dataclass(frozen=True)
 class Profile:
-    """A fixed split ``weights[l]`` over lags ``0..L-1`` (float64, sums to 1)."""
+    """A fixed split ``weights[l]`` over lags ``0..L-1`` (float64, sums to 1).
+
+    Attributes:
+        name: the profile's name (``discounted(gamma=0.9)``).
+        weights: f64[L], the split over lags ``0..L-1``.
+        tail_mass: mass of the untruncated law at lags >= L.
+        tail: "none" (finite support), "renormalise" or "drop".
+        tol: the tolerance the truncation was asked to meet.
+        infinite_mean: the untruncated law has no mean lag (polynomial gamma <= 2).
+    """
 
     name: str
     weights: np.ndarray
@@ -43,14 +52,17 @@ class Profile:
 
     @property
     def length(self) -> int:
+        """The number of lags ``L``."""
         return int(self.weights.shape[0])
 
     @property
     def support_max(self) -> int:
+        """The largest lag with positive weight."""
         return int(np.flatnonzero(self.weights > 0)[-1])
 
     @property
     def mean_lag(self) -> float:
+        """The mean lag ``sum_l l w_l`` of the (truncated) split."""
         return float(np.dot(np.arange(self.length), self.weights))
 
     def d1(self, s_max: float) -> float:
@@ -70,8 +82,23 @@ class Profile:
 
 
 def d1_constant(profile, s_max: float) -> float:
-    """``d_1 = s_max * E[lag]`` for a shared split (infinite for a polynomial profile with gamma <= 2,
-    whose mean lag diverges; the truncated mean is then not reported as d_1)."""
+    """Wang et al. (2021)'s ``d_1 = s_max * E[lag]`` for a shared split.
+
+    Infinite for a polynomial profile with ``gamma <= 2``, whose mean lag diverges (the truncated
+    mean is then not reported as ``d_1``).
+
+    Args:
+        profile: the :class:`Profile`.
+        s_max: the largest mean reward.
+
+    Returns:
+        ``d_1``, a float.
+
+    Examples:
+        >>> from jaxbandits import profiles
+        >>> profiles.d1_constant(profiles.interval(2, 5), 0.5), profiles.d1_constant(profiles.polynomial(2.0), 1.0)
+        (1.5, inf)
+    """
     if isinstance(profile, Profile) and profile.infinite_mean:
         return math.inf
     mean = profile.mean_lag if isinstance(profile, Profile) else float(profile.mean)
@@ -84,7 +111,25 @@ def _finite(name, w):
 
 
 def interval(d_min: int, d_max: int) -> Profile:
-    """Bounded interval: ``X / (d_max - d_min)`` at each lag of ``{d_min, ..., d_max - 1}``."""
+    """The bounded-interval profile: an equal share at each lag of ``{d_min, ..., d_max - 1}``.
+
+    Args:
+        d_min: the first lag, an integer in ``[0, MAX_LEN - 2]``.
+        d_max: one past the last lag, an integer in ``[d_min + 1, MAX_LEN - 1]``.
+
+    Returns:
+        The :class:`Profile`.
+
+    Raises:
+        ValueError: a lag out of range.
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxbandits import profiles
+        >>> p = profiles.interval(2, 5)
+        >>> np.round(p.weights, 4).tolist(), p.mean_lag
+        ([0.0, 0.0, 0.3333, 0.3333, 0.3333], 3.0)
+    """
     d_min = V.integer("d_min", d_min, lo=0, hi=MAX_LEN - 2)
     d_max = V.integer("d_max", d_max, lo=d_min + 1, hi=MAX_LEN - 1)
     w = np.zeros(d_max)
@@ -93,14 +138,46 @@ def interval(d_min: int, d_max: int) -> Profile:
 
 
 def linear_decreasing(d: int) -> Profile:
-    """``w_l = (d + 1 - l) 2 / (d (d + 1))`` for ``l = 1..d`` (``d <= MAX_LEN - 1``)."""
+    """The linearly decreasing profile ``w_l = (d + 1 - l) 2 / (d (d + 1))`` for ``l = 1..d``.
+
+    Args:
+        d: the last lag, an integer in ``[1, MAX_LEN - 1]``.
+
+    Returns:
+        The :class:`Profile`.
+
+    Raises:
+        ValueError: ``d`` out of range.
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxbandits import profiles
+        >>> np.round(profiles.linear_decreasing(3).weights, 4).tolist()
+        [0.0, 0.5, 0.3333, 0.1667]
+    """
     d = V.integer("d", d, lo=1, hi=MAX_LEN - 1)
     l = np.arange(d + 1, dtype=np.float64)
     return _finite(f"lin-dec(d={d})", np.where(l >= 1, (d + 1 - l) * 2.0 / (d * (d + 1)), 0.0))
 
 
 def linear_increasing(d: int) -> Profile:
-    """``w_l = l 2 / (d (d + 1))`` for ``l = 1..d`` (``d <= MAX_LEN - 1``)."""
+    """The linearly increasing profile ``w_l = l 2 / (d (d + 1))`` for ``l = 1..d``.
+
+    Args:
+        d: the last lag, an integer in ``[1, MAX_LEN - 1]``.
+
+    Returns:
+        The :class:`Profile`.
+
+    Raises:
+        ValueError: ``d`` out of range.
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxbandits import profiles
+        >>> np.round(profiles.linear_increasing(3).weights, 4).tolist()
+        [0.0, 0.1667, 0.3333, 0.5]
+    """
     d = V.integer("d", d, lo=1, hi=MAX_LEN - 1)
     l = np.arange(d + 1, dtype=np.float64)
     return _finite(f"lin-inc(d={d})", l * 2.0 / (d * (d + 1)))
@@ -115,8 +192,28 @@ def _truncate(name, head, tail_mass, tol, tail, infinite_mean=False):
 
 
 def discounted(gamma: float, tol: float = 1e-9, tail: str = "renormalise") -> Profile:
-    """``w_l = (1 - gamma) gamma^(l - 1)`` for ``l >= 1``, cut at the first ``L`` with tail mass
-    ``gamma^(L-1) <= tol``."""
+    """The discounted profile ``w_l = (1 - gamma) gamma^(l - 1)`` for ``l >= 1``, truncated.
+
+    Cut at the first ``L`` with tail mass ``gamma^(L-1) <= tol``; the profile records the tail mass
+    cut off.
+
+    Args:
+        gamma: the discount, in ``(0, 1)``.
+        tol: the tail mass allowed, in ``(0, 1)``.
+        tail: ``"renormalise"`` (the kept lags are rescaled to sum to 1) or ``"drop"``.
+
+    Returns:
+        The :class:`Profile`.
+
+    Raises:
+        ValueError: a parameter out of range, or a ``tol`` that needs more than ``MAX_LEN`` lags.
+
+    Examples:
+        >>> from jaxbandits import profiles
+        >>> p = profiles.discounted(0.5, tol=1e-3)
+        >>> p.length, p.tail_mass
+        (11, 0.0009765625)
+    """
     V.real("gamma", gamma, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     V.real("tol", tol, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     n = int(math.ceil(math.log(tol) / math.log(gamma)))  # lags 1..n kept: tail gamma^n <= tol
@@ -135,9 +232,30 @@ def _zeta(g):
 
 
 def polynomial(gamma: float, tol: float = 1e-6, tail: str = "renormalise", max_len: int = 4096) -> Profile:
-    """``w_l = l^-gamma / zeta(gamma)`` for ``l >= 1`` (gamma > 1), cut at the first ``L`` with tail
-    mass ``<= tol``, but at most ``max_len`` lags: the tail of gamma = 2 decays like ``0.61 / L``
-    (1.5e-4 at L = 4096), so there the tolerance is not met and ``tail_mass`` says what was cut."""
+    """The polynomial profile ``w_l = l^-gamma / zeta(gamma)`` for ``l >= 1`` (``gamma > 1``), truncated.
+
+    Cut at the first ``L`` with tail mass ``<= tol``, but at most ``max_len`` lags: the tail of
+    ``gamma = 2`` decays like ``0.61 / L`` (1.5e-4 at L = 4096), so there the tolerance is not met
+    and ``tail_mass`` says what was cut.
+
+    Args:
+        gamma: the power, ``> 1``.
+        tol: the tail mass allowed, in ``(0, 1)``.
+        tail: ``"renormalise"`` or ``"drop"``.
+        max_len: the most lags, an integer in ``[2, MAX_LEN]``.
+
+    Returns:
+        The :class:`Profile`.
+
+    Raises:
+        ValueError: a parameter out of range.
+
+    Examples:
+        >>> from jaxbandits import profiles
+        >>> p = profiles.polynomial(2.0)
+        >>> p.length, round(p.tail_mass, 6)
+        (4096, 0.000148)
+    """
     V.real("gamma", gamma, lo=1.0, lo_open=True)
     V.real("tol", tol, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
     max_len = V.integer("max_len", max_len, lo=2, hi=MAX_LEN)
@@ -152,6 +270,24 @@ def polynomial(gamma: float, tol: float = 1e-6, tail: str = "renormalise", max_l
 
 
 def random_delay(lo: int, hi: int) -> D.Uniform:
-    """All of a pull's reward at one lag ``z ~ U{lo..hi}`` (inclusive), drawn per pull: the
-    delay law (mean ``(lo+hi)/2``, variance ``((hi-lo+1)^2 - 1)/12``)."""
+    """All of a pull's reward at one lag ``z ~ U{lo..hi}`` (inclusive), drawn per pull.
+
+    This is a delay law, not a split: mean ``(lo+hi)/2``, variance ``((hi-lo+1)^2 - 1)/12``.
+
+    Args:
+        lo: the smallest lag.
+        hi: the largest lag, ``>= lo``.
+
+    Returns:
+        The delay law (:func:`jaxbandits.delays.uniform`).
+
+    Raises:
+        ValueError: ``lo`` or ``hi`` out of range.
+
+    Examples:
+        >>> from jaxbandits import profiles
+        >>> law = profiles.random_delay(2, 6)
+        >>> float(law.mean), law.support_max
+        (4.0, 6)
+    """
     return D.uniform(lo, hi)

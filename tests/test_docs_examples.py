@@ -85,3 +85,30 @@ def test_own_policy_page_runs_and_is_exact():
             assert f"| `{f}` |" in page, (rec.__name__, f)
     with np.testing.assert_raises(ValueError):
         ns["eps_greedy"](1.5)
+
+
+def test_contributing_page_policy_runs_and_is_exact():
+    """docs/contributing.md's worked policy as written: a value (equal parameters, equal policies),
+    its docstring's example, its host-side check, and its exact regret: on means (0, 1) without
+    delay, explore-then-commit(m) plays arm 0 exactly m times, then arm 1 for ever (regret m)."""
+    import doctest
+
+    import jax
+
+    from jaxbandits import channels, envs
+
+    ns = {}
+    blocks = _blocks("contributing.md")
+    exec(blocks[0], ns)
+    exec(blocks[1], ns)
+    etc = ns["explore_then_commit"]
+    assert repr(etc(5)) == "ExploreThenCommit(m=5)" and etc(5) == etc(5) and hash(etc(5)) == hash(etc(5))
+    for name, o in ns["out"].items():
+        assert np.isfinite(np.asarray(o.regret)).all(), name
+    jb = ns["jb"]
+    res = jb.simulate(envs.bernoulli([0.0, 1.0]), channels.attributed(), etc(7), 60, jax.random.key(3), 3)
+    np.testing.assert_array_equal(np.asarray(res.regret)[:, -1], 7.0)
+    with np.testing.assert_raises_regex(ValueError, "m must"):
+        etc(0)
+    t = doctest.DocTestFinder().find(etc, "explore_then_commit", module=False, globs=ns)[0]
+    assert doctest.DocTestRunner().run(t).failed == 0

@@ -36,7 +36,18 @@ __all__ = ["SBCResult", "sbc", "simulate_rows", "rank_uniformity"]
 
 @dataclasses.dataclass
 class SBCResult:
-    """Ranks of each scalar parameter (``ranks[name]``: int array ``[n_reps]`` in ``0..n_draws``)."""
+    """Ranks of each scalar parameter (``ranks[name]``: int array ``[n_reps]`` in ``0..n_draws``).
+
+    Attributes:
+        model: the delay family's name.
+        n_draws: the posterior draws each rank is out of.
+        ranks: ``{name: int[n_reps]}``, the rank of each scalar parameter's true value among its
+            draws, in ``0..n_draws``.
+        truth: ``{name: [n_reps]}``, the prior draws.
+        divergences: [n_reps], divergent transitions after warm-up.
+        accept: [n_reps], mean acceptance probability after warm-up.
+        config: the settings of the run.
+    """
 
     model: str
     n_draws: int
@@ -102,7 +113,22 @@ def _bin_counts(ranks, n_draws, n_bins):
 
 
 def rank_uniformity(ranks, n_draws: int, n_bins: int = 10) -> float:
-    """The chi-square p-value of uniform ranks on ``{0..n_draws}`` binned in ``n_bins`` equal bins."""
+    """The chi-square p-value of uniform ranks on ``{0..n_draws}`` binned in ``n_bins`` equal bins.
+
+    Args:
+        ranks: int[n_reps], the ranks.
+        n_draws: the posterior draws each rank is out of.
+        n_bins: the bins.
+
+    Returns:
+        The p-value, a float.
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxbandits import bayes
+        >>> bayes.rank_uniformity(np.arange(100), 99)  # exactly uniform ranks
+        1.0
+    """
     from scipy import stats
 
     if (n_draws + 1) % n_bins:
@@ -111,11 +137,37 @@ def rank_uniformity(ranks, n_draws: int, n_bins: int = 10) -> float:
 
 
 def simulate_rows(rng, fam, p, th, n_arms, n_plays, span, discrete, delay_scale=1.0) -> WeightedRows:
-    """One log (one delay law ``th`` shared by the arms) of ``n_plays`` plays (arms uniform, play times uniform on ``[0, span)``, observed at
-    ``span``) as fixed-size :class:`WeightedRows`: seen row ``i`` has count 1 when play ``i``'s
-    conversion was seen, unseen row ``i`` count 1 when not (the other count 0; padding rows sit at
-    time 1, where every log density is finite). ``delay_scale`` multiplies the simulated delays
-    (1 = the model; anything else is a misspecified simulator, which SBC must detect)."""
+    """One simulated log, as fixed-size :class:`~jaxbandits.bayes.model.WeightedRows`.
+
+    One delay law ``th`` shared by the arms; ``n_plays`` plays (arms uniform, play times uniform on
+    ``[0, span)``, observed at ``span``). Seen row ``i`` has count 1 when play ``i``'s conversion
+    was seen, unseen row ``i`` count 1 when not (the other count 0; padding rows sit at time 1,
+    where every log density is finite).
+
+    Args:
+        rng: a ``numpy.random.Generator``.
+        fam: the delay family (:func:`jaxbandits.bayes.family`).
+        p: f[K], the conversion probabilities.
+        th: the delay parameters, a dict by name.
+        n_arms: the number of arms.
+        n_plays: the number of plays.
+        span: the time span.
+        discrete: integer times.
+        delay_scale: multiplies the simulated delays (1: the model; anything else is a
+            misspecified simulator, which SBC must detect).
+
+    Returns:
+        The :class:`~jaxbandits.bayes.model.WeightedRows` (``n_plays`` seen and unseen rows).
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxbandits import bayes
+        >>> from jaxbandits.bayes import calibration
+        >>> wr = calibration.simulate_rows(np.random.default_rng(0), bayes.family("exponential"),
+        ...                                np.array([0.3, 0.5]), {"delay_mean": 20.0}, 2, 50, 100.0, False)
+        >>> float(wr.delay_count.sum() + wr.age_count.sum())
+        50.0
+    """
     arm = rng.integers(0, n_arms, n_plays)
     play = rng.random(n_plays) * span
     if discrete:
@@ -150,12 +202,36 @@ def sbc(model="exponential", n_reps: int = 200, *, n_arms: int = 2, n_plays: int
         delay_scale: float = 1.0, seed: int = 0) -> SBCResult:
     """Simulation-based calibration of the joint model with delay family ``model`` (shared law).
 
-    ``n_reps`` prior draws, each a log of ``n_plays`` plays over ``[0, span)`` observed at ``span``;
-    NUTS with ``num_warmup`` adaptation steps then ``n_draws`` draws kept every ``thin`` steps;
-    ``discrete`` defaults to the family's own (``Family.integer_times``: True for geometric and
-    histogram, else False).
-    ``delay_scale != 1`` simulates with delays scaled by it (a misspecified simulator: a check that
-    the test has power). Returns an :class:`SBCResult`."""
+    ``n_reps`` prior draws, each a log of ``n_plays`` plays over ``[0, span)`` observed at
+    ``span``; NUTS with ``num_warmup`` adaptation steps then ``n_draws`` draws kept every ``thin``
+    steps.
+
+    Args:
+        model: the delay family's name.
+        n_reps: the replications.
+        n_arms: the arms of each simulated log.
+        n_plays: the plays of each simulated log.
+        span: their time span.
+        discrete: integer delays; default the family's own (True for geometric and histogram).
+        n_draws: the posterior draws ranked against each prior draw.
+        thin: the thinning of the chain.
+        num_warmup: NUTS adaptation steps.
+        max_tree_depth: NUTS's tree depth.
+        priors: overrides of the priors' entries.
+        prior_mean: the delay prior's mean.
+        edges: the histogram family's bin edges.
+        delay_scale: ``!= 1`` simulates with delays scaled by it (a misspecified simulator: a check
+            that the test has power).
+        seed: the seed.
+
+    Returns:
+        The :class:`SBCResult` (the ranks of each scalar parameter).
+
+    Examples:
+        >>> from jaxbandits import bayes
+        >>> res = bayes.sbc("exponential", n_reps=100)  # doctest: +SKIP
+        >>> {k: bayes.rank_uniformity(r, 99) for k, r in res.ranks.items()}  # doctest: +SKIP
+    """
     from numpyro.infer import Predictive
 
     fam = family(model, edges)

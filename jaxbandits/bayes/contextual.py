@@ -42,7 +42,16 @@ CONTEXT_DEFAULTS = {"alpha_loc": -2.0, "alpha_scale": 2.0, "coef_scale": 1.0}
 
 
 class ContextRows(NamedTuple):
-    """One row per play (arrays of length N; covariates ``[N, J]``)."""
+    """One row per play (arrays of length N; covariates ``[N, J]``).
+
+    Attributes:
+        arm: i32.
+        x: f32[N, J].
+        segment: i32.
+        seen: f32, 1 if the conversion was seen.
+        delay: f32, its delay (1 when not seen: a finite placeholder).
+        age: f32, how long the play has been watched.
+    """
 
     arm: jax.Array  # i32
     x: jax.Array  # f32[N, J]
@@ -53,6 +62,25 @@ class ContextRows(NamedTuple):
 
 
 def contextual_priors(fam, priors: Optional[dict], prior_mean: float) -> dict:
+    """The priors of the contextual model: :data:`CONTEXT_DEFAULTS` and the family's own defaults,
+    overridden by ``priors``.
+
+    Args:
+        fam: the delay family or its name.
+        priors: overrides (unknown keys, non-positive scales: ``ValueError``).
+        prior_mean: the delay prior's mean.
+
+    Returns:
+        A dict of the priors' entries.
+
+    Raises:
+        ValueError: an unknown key or a non-positive scale.
+
+    Examples:
+        >>> from jaxbandits.bayes import contextual
+        >>> sorted(contextual.contextual_priors("exponential", None, 30.0))[:3]
+        ['alpha_loc', 'alpha_scale', 'coef_scale']
+    """
     fam = family(fam)
     out = {**CONTEXT_DEFAULTS, **fam.default_priors(prior_mean)}
     for k, v in (priors or {}).items():
@@ -66,8 +94,36 @@ def contextual_priors(fam, priors: Optional[dict], prior_mean: float) -> dict:
 
 def contextual_model(data: ContextRows, n_arms: int, n_features: int, n_segments: int, fam="exponential",
                      discrete: bool = False, priors: Optional[dict] = None, prior_mean: float = 30.0):
-    """The NumPyro model (sites ``alpha[arm]``, ``beta[feature]``, the delay parameters
-    ``[segment]``)."""
+    """The NumPyro model of the contextual conversion model.
+
+    Sites ``alpha[arm]``, ``beta[feature]`` (the conversion probability
+    ``sigmoid(alpha[arm] + x . beta)``) and the delay parameters ``[segment]``.
+
+    Args:
+        data: the :class:`ContextRows`.
+        n_arms: the number of arms.
+        n_features: the covariates' dimension ``J``.
+        n_segments: the number of delay segments.
+        fam: the delay family or its name.
+        discrete: integer delays.
+        priors: overrides of the priors' entries (:func:`contextual_priors`).
+        prior_mean: the delay prior's mean.
+
+    Returns:
+        None (a NumPyro model).
+
+    Examples:
+        >>> import jax, jax.numpy as jnp
+        >>> from numpyro import handlers
+        >>> from jaxbandits.bayes import contextual
+        >>> rows = contextual.ContextRows(arm=jnp.array([0, 1]), x=jnp.zeros((2, 1)), segment=jnp.array([0, 0]),
+        ...                               seen=jnp.array([1.0, 0.0]), delay=jnp.array([3.0, 1.0]),
+        ...                               age=jnp.array([10.0, 9.0]))
+        >>> model = handlers.seed(contextual.contextual_model, jax.random.key(0))
+        >>> tr = handlers.trace(model).get_trace(rows, 2, 1, 1)
+        >>> [name for name, site in tr.items() if site["type"] == "sample" and not site["is_observed"]]
+        ['alpha', 'beta', 'delay_mean']
+    """
     fam = family(fam)
     pr = contextual_priors(fam, priors, prior_mean)
     alpha = numpyro.sample("alpha", dist.Normal(pr["alpha_loc"], pr["alpha_scale"]).expand([n_arms]).to_event(1))
@@ -103,10 +159,36 @@ def fit_contextual(log: ConversionLog, covariates, segment=None, model: str = "e
                    window=None, discrete: bool = False, priors: Optional[dict] = None, prior_mean=None,
                    num_warmup: int = 500, num_samples: int = 1000, num_chains: int = 4, seed: int = 0,
                    progress_bar: bool = False):
-    """Fit the contextual model to ``log`` with per-play ``covariates`` (``[N, J]`` array, or a
-    pandas DataFrame whose columns name the features) and ``segment`` (one label per play, any
-    hashable labels; None: one segment). Returns ``arviz.InferenceData`` (NUTS, vectorised
-    chains), dims ``alpha[arm]``, ``beta[feature]``, delay parameters ``[segment]``."""
+    """Fit the contextual model to a log with per-play covariates (NUTS, vectorised chains).
+
+    Args:
+        log: the :class:`~jaxbandits.bayes.logs.ConversionLog`.
+        covariates: ``[N, J]`` array, or a pandas DataFrame whose columns name the features.
+        segment: one label per play (any hashable labels), or None: one segment.
+        model: the delay family's name.
+        feature_names: the features' names (default the DataFrame's columns, else ``x0, x1, ...``).
+        window: the conversion window, or None.
+        discrete: integer delays.
+        priors: overrides of the priors' entries.
+        prior_mean: the delay prior's mean.
+        num_warmup: NUTS adaptation steps.
+        num_samples: draws per chain.
+        num_chains: chains.
+        seed: the seed.
+        progress_bar: NumPyro's progress bar.
+
+    Returns:
+        ``arviz.InferenceData`` with dims ``alpha[arm]``, ``beta[feature]``, delay parameters
+        ``[segment]``.
+
+    Raises:
+        ValueError: covariates or segments that do not match the log.
+
+    Examples:
+        >>> from jaxbandits import bayes
+        >>> log, X, seg = bayes.synthetic_contextual_log(2000, [0.0, -1.0], [0.5], [10.0, 30.0], 500.0, 600.0)
+        >>> idata = bayes.fit_contextual(log, X, seg, num_samples=200)  # doctest: +SKIP
+    """
     from numpyro.infer import MCMC, NUTS
 
     from .fit import init_near, to_idata
@@ -171,10 +253,33 @@ def fit_contextual(log: ConversionLog, covariates, segment=None, model: str = "e
 
 def synthetic_contextual_log(n_plays: int, alpha, beta, segment_means, span: float, cutoff: float,
                              delay: str = "exponential", shape: float = 1.5, seed: int = 0):
-    """A log for the contextual model: arms uniform, covariates standard normal, segments uniform;
-    play ``i`` converts with probability ``sigmoid(alpha[arm] + x_i . beta)`` after a delay of
-    mean ``segment_means[segment]`` (exponential, or Weibull of ``shape``). Returns ``(log, X,
-    segment)``."""
+    """A synthetic log for the contextual model.
+
+    Arms uniform, covariates standard normal, segments uniform; play ``i`` converts with
+    probability ``sigmoid(alpha[arm] + x_i . beta)`` after a delay of mean
+    ``segment_means[segment]`` (exponential, or Weibull of ``shape``).
+
+    Args:
+        n_plays: the number of plays.
+        alpha: f[K], the arms' intercepts.
+        beta: f[J], the covariates' coefficients.
+        segment_means: the delay mean of each segment.
+        span: the plays' time span.
+        cutoff: when the log is read.
+        delay: ``"exponential"`` or ``"weibull"``.
+        shape: the Weibull shape.
+        seed: the seed.
+
+    Returns:
+        ``(log, X, segment)``: the :class:`~jaxbandits.bayes.logs.ConversionLog`, the covariates
+        ``[N, J]`` and each play's segment.
+
+    Examples:
+        >>> from jaxbandits import bayes
+        >>> log, X, seg = bayes.synthetic_contextual_log(200, [0.0, -1.0], [0.5], [10.0, 30.0], 100.0, 120.0)
+        >>> X.shape, seg.shape
+        ((200, 1), (200,))
+    """
     rng = np.random.default_rng(V.seed("seed", seed))
     alpha, beta = np.atleast_1d(np.asarray(alpha, np.float64)), np.atleast_1d(np.asarray(beta, np.float64))
     means = np.atleast_1d(np.asarray(segment_means, np.float64))

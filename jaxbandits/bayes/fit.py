@@ -34,9 +34,27 @@ _LL_AUTO_BYTES = 64 * 2**20  # log_likelihood="auto": per-play log-likelihood wh
 
 def compress_log(log: ConversionLog, window=None, discrete=False, per_arm_delay=False, resolution="auto"):
     """The log's distinct rows with counts (see :func:`jaxbandits.bayes.model.compress_rows`).
-    ``resolution``: None (exact), a positive number (relative grid step for continuous times) or
-    ``"auto"`` (exact up to ``AUTO_DISTINCT`` distinct rows, else ``AUTO_RESOLUTION``). Returns
-    ``(WeightedRows, (seen_index, unseen_index), resolution_used)``."""
+
+    Args:
+        log: the :class:`~jaxbandits.bayes.logs.ConversionLog`.
+        window: the conversion window, or None.
+        discrete: integer delays.
+        per_arm_delay: keep seen delays apart by arm.
+        resolution: None (exact), a positive number (relative grid step for continuous times) or
+            ``"auto"`` (exact up to ``AUTO_DISTINCT`` distinct rows, else ``AUTO_RESOLUTION``).
+
+    Returns:
+        ``(WeightedRows, (seen_index, unseen_index), resolution_used)``.
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxbandits import bayes
+        >>> log = bayes.conversion_log(arm=["a", "b", "a"], play_time=[0.0, 1.0, 2.0],
+        ...                            conversion_time=[3.0, np.nan, np.nan], cutoff=10.0)
+        >>> wr, index, resolution = bayes.compress_log(log)
+        >>> wr.n_conv.tolist(), resolution
+        ([1.0, 0.0], None)
+    """
     arm, seen, delay, age = log.arrays(window, discrete)
     if resolution is not None and resolution != "auto":
         if discrete:
@@ -52,7 +70,25 @@ def compress_log(log: ConversionLog, window=None, discrete=False, per_arm_delay=
 
 
 def delay_cdf_grid(fam, theta, ages, discrete):
-    """``F(a)`` on a grid for every posterior draw (theta entries ``[S]`` or ``[S, K]``)."""
+    """The delay CDF ``F(a)`` on a grid of ages for every posterior draw.
+
+    Args:
+        fam: the delay family or its name.
+        theta: the delay parameters, a dict of arrays ``[S]`` (or ``[S, K]``: per arm).
+        ages: f[G], the ages.
+        discrete: integer delays.
+
+    Returns:
+        ``[S, G]`` (or ``[S, K, G]``).
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxbandits import bayes
+        >>> F = bayes.delay_cdf_grid("exponential", {"delay_mean": np.array([5.0, 10.0])},
+        ...                          np.array([0.0, 5.0]), False)
+        >>> np.asarray(F, float).round(3).tolist()
+        [[0.0, 0.632], [0.0, 0.393]]
+    """
     fam = family(fam)
     ages = jnp.asarray(ages, jnp.float32)
     th = fam.with_grid_axis({k: jnp.asarray(v) for k, v in theta.items()})
@@ -170,26 +206,55 @@ def fit(log: ConversionLog, model: str = "exponential", method: str = "nuts", *,
         per_arm_delay=False, priors=None, prior_mean=None, edges=None, num_warmup=500, num_samples=1000,
         num_chains=4, seed=0, svi_steps=5000, svi_lr=0.01, grid=None, resolution="auto", log_likelihood=False,
         chain_method="vectorized", progress_bar=False, hierarchical=False):
-    """Fit the joint model to ``log``; returns ``arviz.InferenceData``.
+    """Fit the joint conversion model to a log.
 
-    ``model``: the delay family; ``method``: ``"nuts"`` (reference; full sample_stats) or ``"svi"``
-    (full-rank Gaussian guide, Adam). The likelihood runs on the log's distinct rows with counts;
-    ``resolution`` (continuous times only): None = exact, a number = relative grid step (each delay
-    and age moves by a factor within ``exp(+-resolution/2)``), ``"auto"`` = exact up to
-    ``AUTO_DISTINCT`` distinct rows, else ``AUTO_RESOLUTION`` (recorded in the attributes).
-    ``log_likelihood``: the pointwise log-likelihood per play (float64, dim ``row``) for
-    ``az.loo``/``az.compare``: False (default), True, or ``"auto"`` (only while it takes <= 64 MiB).
-    ``chain_method``: ``"vectorized"`` (default), ``"sequential"`` or ``"parallel"`` (one device per
-    chain). ``progress_bar``: NumPyro's progress bar. Posterior extras: ``delay_cdf`` on an age
-    grid (per arm with ``per_arm_delay``) and ``pending_conversions`` per arm (expected conversions
-    still to come among unseen plays: ``sum p S(a) / (1 - p F(a))``). Arms with no rows are warned
-    about and listed in ``attrs["empty_arms"]`` (their posterior is the prior).
+    The likelihood runs on the log's distinct rows with counts. Posterior extras: ``delay_cdf`` on
+    an age grid (per arm with ``per_arm_delay``) and ``pending_conversions`` per arm (expected
+    conversions still to come among unseen plays: ``sum p S(a) / (1 - p F(a))``). Arms with no rows
+    are warned about and listed in ``attrs["empty_arms"]`` (their posterior is the prior).
 
-    ``hierarchical=True``: partial pooling across arms (:func:`~jaxbandits.bayes.hierarchical_model`;
-    per-arm rates and delay laws drawn from a population law that is inferred too; NUTS only;
-    implies ``per_arm_delay``; families with log-normal parameters: exponential, geometric,
-    Weibull, log-normal). Its priors (``priors=``) add ``p_mu_loc``, ``p_mu_scale``,
-    ``p_pool_scale`` and ``delay_pool_scale``."""
+    Args:
+        log: the :class:`~jaxbandits.bayes.logs.ConversionLog`.
+        model: the delay family's name.
+        method: ``"nuts"`` (reference; full sample_stats) or ``"svi"`` (full-rank Gaussian guide,
+            Adam).
+        window: the conversion window, or None.
+        discrete: integer delays.
+        per_arm_delay: one delay law per arm.
+        priors: overrides of the priors' entries (docs/bayes.md).
+        prior_mean: the delay prior's mean.
+        edges: the histogram family's bin edges.
+        num_warmup: NUTS adaptation steps.
+        num_samples: draws per chain.
+        num_chains: chains.
+        seed: the seed.
+        svi_steps: SVI steps.
+        svi_lr: SVI's Adam learning rate.
+        grid: the age grid of ``delay_cdf``.
+        resolution: (continuous times only) None = exact, a number = relative grid step (each delay
+            and age moves by a factor within ``exp(+-resolution/2)``), ``"auto"`` = exact up to
+            ``AUTO_DISTINCT`` distinct rows, else ``AUTO_RESOLUTION`` (recorded in the attributes).
+        log_likelihood: the pointwise log-likelihood per play (float64, dim ``row``) for
+            ``az.loo``/``az.compare``: False, True, or ``"auto"`` (only while it takes <= 64 MiB).
+        chain_method: ``"vectorized"``, ``"sequential"`` or ``"parallel"`` (one device per chain).
+        progress_bar: NumPyro's progress bar.
+        hierarchical: partial pooling across arms (:func:`~jaxbandits.bayes.hierarchical_model`;
+            NUTS only; implies ``per_arm_delay``; families with log-normal parameters). Its priors
+            add ``p_mu_loc``, ``p_mu_scale``, ``p_pool_scale`` and ``delay_pool_scale``.
+
+    Returns:
+        ``arviz.InferenceData``.
+
+    Raises:
+        ValueError: an unknown model or method, or options that exclude each other.
+
+    Examples:
+        >>> from jaxbandits import bayes
+        >>> log = bayes.synthetic_log([0.2, 0.4], 2000, 500.0, 600.0)
+        >>> idata = bayes.fit(log, "exponential", num_samples=200)  # doctest: +SKIP
+        >>> bayes.diagnostics(idata)["r_hat_max"] < 1.05  # doctest: +SKIP
+        True
+    """
     import arviz as az
     from numpyro.infer import MCMC, NUTS, SVI, Trace_ELBO, init_to_median
     from numpyro.infer.autoguide import AutoMultivariateNormal
@@ -327,7 +392,18 @@ def fit(log: ConversionLog, model: str = "exponential", method: str = "nuts", *,
 
 
 def diagnostics(idata) -> dict:
-    """Worst r_hat, smallest bulk/tail ESS over the model parameters, and the divergences."""
+    """The worst r_hat, the smallest bulk/tail ESS over the model parameters, and the divergences.
+
+    Args:
+        idata: the ``arviz.InferenceData`` of :func:`fit`.
+
+    Returns:
+        A dict: ``r_hat_max``, ``ess_bulk_min``, ``ess_tail_min`` and (NUTS) ``divergences``.
+
+    Examples:
+        >>> from jaxbandits import bayes
+        >>> bayes.diagnostics(idata)  # doctest: +SKIP
+    """
     import arviz as az
 
     names = [v for v in idata.posterior.data_vars if v not in ("delay_cdf", "pending_conversions", "delay_mean_implied")]

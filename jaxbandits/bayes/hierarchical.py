@@ -36,7 +36,24 @@ HIER_DEFAULTS = {"p_mu_loc": -2.0, "p_mu_scale": 1.5, "p_pool_scale": 1.0, "dela
 
 def hierarchical_priors(fam, priors: Optional[dict], prior_mean: float) -> dict:
     """The priors of the hierarchical model: :data:`HIER_DEFAULTS` and the family's own defaults,
-    overridden by ``priors`` (unknown keys, non-positive scales: ``ValueError``)."""
+    overridden by ``priors``.
+
+    Args:
+        fam: the delay family or its name.
+        priors: overrides (unknown keys, non-positive scales: ``ValueError``).
+        prior_mean: the delay prior's mean.
+
+    Returns:
+        A dict of the priors' entries.
+
+    Raises:
+        ValueError: an unknown key or a non-positive scale.
+
+    Examples:
+        >>> from jaxbandits.bayes import hierarchical
+        >>> sorted(hierarchical.hierarchical_priors("exponential", None, 30.0))[:3]
+        ['delay_mean_loc', 'delay_mean_scale', 'delay_pool_scale']
+    """
     fam = family(fam)
     out = {**HIER_DEFAULTS, **fam.default_priors(prior_mean)}
     for k, v in (priors or {}).items():
@@ -50,9 +67,32 @@ def hierarchical_priors(fam, priors: Optional[dict], prior_mean: float) -> dict:
 
 def hierarchical_model(data: WeightedRows, n_arms: int, fam="exponential", discrete: bool = False,
                        priors: Optional[dict] = None, prior_mean: float = 30.0):
-    """The NumPyro model (sites ``p_mu, p_sd, p_z`` and ``q_mu, q_sd, q_z`` per delay parameter
-    ``q``; deterministic ``p`` and ``q`` per arm) on :class:`WeightedRows` compressed with
-    ``per_arm_delay=True``."""
+    """The NumPyro model of the hierarchical conversion model (partial pooling across arms).
+
+    Sites ``p_mu, p_sd, p_z`` and ``q_mu, q_sd, q_z`` per delay parameter ``q``; deterministic
+    ``p`` and ``q`` per arm.
+
+    Args:
+        data: :class:`~jaxbandits.bayes.model.WeightedRows` compressed with ``per_arm_delay=True``.
+        n_arms: the number of arms.
+        fam: the delay family or its name (one with log-normal parameters).
+        discrete: integer delays.
+        priors: overrides of the priors' entries (:func:`hierarchical_priors`).
+        prior_mean: the delay prior's mean.
+
+    Returns:
+        None (a NumPyro model).
+
+    Examples:
+        >>> import jax, numpy as np
+        >>> from numpyro import handlers
+        >>> from jaxbandits.bayes import hierarchical, model
+        >>> wr, _ = model.compress_rows(np.array([0, 1, 0]), np.array([True, False, False]),
+        ...                             np.array([3.0, 0.0, 0.0]), np.array([10.0, 9.0, 8.0]), 2, per_arm_delay=True)
+        >>> tr = handlers.trace(handlers.seed(hierarchical.hierarchical_model, jax.random.key(0))).get_trace(wr, 2)
+        >>> [name for name, site in tr.items() if site["type"] == "sample" and not site["is_observed"]]
+        ['p_mu', 'p_sd', 'p_z', 'delay_mean_mu', 'delay_mean_sd', 'delay_mean_z']
+    """
     fam = family(fam)
     pr = hierarchical_priors(fam, priors, prior_mean)
     hyper = fam.log_normal_hyper(pr)

@@ -39,6 +39,20 @@ UNIT_WORDS = {"ms": "milliseconds", "s": "seconds", "min": "minutes", "h": "hour
 
 @dataclasses.dataclass(frozen=True)
 class ConversionLog:
+    """A conversion log: one row per play (decision), made by :func:`conversion_log` or :func:`load_log`.
+
+    Attributes:
+        arm: i64[N], each play's arm index ``0..K-1``.
+        play_time: f64[N], each play's time.
+        conversion_time: f64[N], when its conversion was seen (NaN: none seen).
+        cutoff: f64[N], when the row was observed.
+        n_arms: the number of arms ``K``.
+        arm_labels: the label of each arm index (default ``0..K-1``).
+        time_unit: the unit of the times when they came from timestamps.
+        origin: the timestamp of time 0 (ISO 8601) when they came from timestamps.
+        row_name: how errors name row ``i`` (not part of the log's value).
+        column_names: the source's name of each field's column, for errors.
+    """
     arm: np.ndarray  # i64[N] arm index 0..K-1
     play_time: np.ndarray  # f64[N]
     conversion_time: np.ndarray  # f64[N], NaN = none seen
@@ -70,6 +84,7 @@ class ConversionLog:
 
     @property
     def plays_per_arm(self) -> np.ndarray:
+        """The number of plays of each arm, i64[K]."""
         return np.bincount(self.arm, minlength=self.n_arms)
 
     @property
@@ -216,11 +231,36 @@ def _few_arms(labels, col):
 
 def conversion_log(arm, play_time, conversion_time, cutoff, n_arms: Optional[int] = None, arms=None, *,
                    _name_row=None, _cols=None, time_unit=None, origin=None) -> ConversionLog:
-    """Validate a log given as arrays (numbers). ``arm``: integer indices or any labels; ``n_arms``
-    declares integer indices ``0..n_arms-1``, ``arms`` the list of labels (in index order), so arms
-    with no rows exist (reported in :attr:`ConversionLog.empty_arms`). Without either, the labels
-    are the distinct values, sorted. Raises ``ValueError`` naming the row and column: negative or
-    non-finite times, a conversion before its play, an unknown arm, a cutoff before a play."""
+    """Validate a conversion log given as arrays (numbers).
+
+    Without ``n_arms`` or ``arms`` the labels are the distinct values of ``arm``, sorted.
+
+    Args:
+        arm: each play's arm: integer indices or any labels.
+        play_time: f[N], each play's (decision's) time.
+        conversion_time: f[N], when its conversion was seen (NaN: none seen).
+        cutoff: when each row was observed (one number, or one per row).
+        n_arms: declares integer indices ``0..n_arms-1`` (arms with no rows exist, reported in
+            :attr:`ConversionLog.empty_arms`).
+        arms: the list of labels, in index order.
+        time_unit: the unit the times are in (recorded; see :func:`load_log`).
+        origin: the time origin (recorded).
+
+    Returns:
+        The :class:`ConversionLog`.
+
+    Raises:
+        ValueError: naming the row and column: negative or non-finite times, a conversion before
+            its play, an unknown arm, a cutoff before a play.
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxbandits import bayes
+        >>> log = bayes.conversion_log(arm=["a", "b", "a"], play_time=[0.0, 1.0, 2.0],
+        ...                            conversion_time=[3.0, np.nan, np.nan], cutoff=10.0)
+        >>> log.n_arms, log.arm_labels, log.arm.tolist()
+        (2, ('a', 'b'), [0, 1, 0])
+    """
     name_row = _name_row or _row_namer(None)
     cols = {c: c for c in COLUMNS}
     cols.update(_cols or {})
@@ -441,18 +481,38 @@ def _not_utf8(path) -> str:
 
 def load_log(source, *, cutoff=None, time_unit: Optional[str] = None, origin=None, rounds: bool = False, arms=None,
              n_arms: Optional[int] = None, columns: Optional[dict] = None) -> ConversionLog:
-    """A conversion log from a CSV file, a Parquet file (``.parquet``/``.pq``; needs pyarrow), a
-    pandas DataFrame or a mapping of columns.
+    """A conversion log from a CSV file, a Parquet file, a pandas DataFrame or a mapping of columns.
 
-    Columns (rename with ``columns={"arm": "variant", "play_time": "decided_at", ...}``): ``arm``
-    (any labels), ``play_time`` (the decision), ``conversion_time`` (empty when none seen) and
-    ``cutoff`` (when the row was observed; or give ``cutoff=`` one number or timestamp). Times are
-    numbers (rounds, or durations) or timestamps; timestamps become durations in ``time_unit``
-    (``"ms" "s" "min" "h" "D" "W"``) since ``origin`` (default: the earliest decision; time-zone
-    aware stamps are converted to UTC). ``rounds=True`` floors them to integer rounds of one
-    ``time_unit`` (for the discrete models). ``arms``/``n_arms`` declare arms (see
-    :func:`conversion_log`). Errors name the file, the row (data rows from 1, the header is line 1)
-    and the column."""
+    Columns: ``arm`` (any labels), ``play_time`` (the decision), ``conversion_time`` (empty when none
+    seen) and ``cutoff`` (when the row was observed; or give ``cutoff=``). Times are numbers (rounds,
+    or durations) or timestamps; timestamps become durations in ``time_unit`` since ``origin``
+    (time-zone aware stamps are converted to UTC). Errors name the file, the row (data rows from 1,
+    the header is line 1) and the column.
+
+    Args:
+        source: a path (``.csv``, or ``.parquet``/``.pq``: needs pyarrow), a DataFrame or a mapping
+            of columns.
+        cutoff: one number or timestamp for every row, instead of a ``cutoff`` column.
+        time_unit: the unit of timestamps: ``"ms" "s" "min" "h" "D" "W"``.
+        origin: the time origin of timestamps (default: the earliest decision).
+        rounds: floor the times to integer rounds of one ``time_unit`` (the discrete models).
+        arms: the arm labels, in index order (see :func:`conversion_log`).
+        n_arms: declares integer arm indices.
+        columns: renames, e.g. ``{"arm": "variant", "play_time": "decided_at"}``.
+
+    Returns:
+        The :class:`ConversionLog`.
+
+    Raises:
+        ValueError: a missing column or a bad row (named).
+
+    Examples:
+        >>> from jaxbandits import bayes
+        >>> log = bayes.load_log({"arm": [0, 1], "play_time": [0.0, 1.0],
+        ...                       "conversion_time": [2.0, None], "cutoff": [5.0, 5.0]})
+        >>> log.arm_labels, log.n_arms
+        ((0, 1), 2)
+    """
     cols = _columns(columns)
     need = [cols[c] for c in COLUMNS if c != "cutoff" or cutoff is None]
     kw = dict(cutoff=cutoff, time_unit=time_unit, origin=origin, rounds=rounds, arms=arms, n_arms=n_arms, cols=cols)
@@ -524,19 +584,84 @@ def load_log(source, *, cutoff=None, time_unit: Optional[str] = None, origin=Non
 
 
 def read_log(path, cutoff=None, n_arms=None, **kw) -> ConversionLog:
-    """Read a CSV (or Parquet) log with columns ``arm, play_time, conversion_time`` (empty = none)
-    and ``cutoff`` (or give ``cutoff``); see :func:`load_log` for timestamps, labels and renames."""
+    """Read a CSV (or Parquet) conversion log; see :func:`load_log` for timestamps, labels and renames.
+
+    Args:
+        path: the file: columns ``arm, play_time, conversion_time`` (empty: none) and ``cutoff``.
+        cutoff: the cutoff of every row, instead of the column.
+        n_arms: declares integer arm indices.
+        **kw: the other arguments of :func:`load_log`.
+
+    Returns:
+        The :class:`ConversionLog`.
+
+    Raises:
+        ValueError: a missing column or a bad row (named).
+
+    Examples:
+        >>> import os, tempfile
+        >>> from jaxbandits import bayes
+        >>> path = os.path.join(tempfile.mkdtemp(), "log.csv")
+        >>> bayes.write_log(path, bayes.conversion_log(arm=["a", "b"], play_time=[0.0, 1.0],
+        ...                                           conversion_time=[3.0, float("nan")], cutoff=10.0))
+        >>> log = bayes.read_log(path)
+        >>> log.arm_labels, log.conversion_time.tolist()
+        (('a', 'b'), [3.0, nan])
+    """
     return load_log(path, cutoff=cutoff, n_arms=n_arms, **kw)
 
 
 def from_table(table, cutoff=None, n_arms=None, **kw) -> ConversionLog:
-    """A log from a pandas DataFrame (or any mapping of columns); see :func:`load_log`."""
+    """A conversion log from a pandas DataFrame (or any mapping of columns); see :func:`load_log`.
+
+    Args:
+        table: the DataFrame or mapping.
+        cutoff: the cutoff of every row, instead of a ``cutoff`` column.
+        n_arms: declares integer arm indices.
+        **kw: the other arguments of :func:`load_log`.
+
+    Returns:
+        The :class:`ConversionLog`.
+
+    Raises:
+        ValueError: a missing column or a bad row (named).
+
+    Examples:
+        >>> import pandas as pd
+        >>> from jaxbandits import bayes
+        >>> df = pd.DataFrame({"arm": ["a", "b"], "play_time": [0.0, 1.0], "conversion_time": [2.0, None]})
+        >>> bayes.from_table(df, cutoff=5.0).arm_labels
+        ('a', 'b')
+    """
     return load_log(table, cutoff=cutoff, n_arms=n_arms, **kw)
 
 
 def write_log(path, log: ConversionLog):
-    """Write ``log`` as a CSV (arm labels, times as numbers in the log's unit), atomically (a
-    temporary file renamed into place, removed on failure: :func:`jaxbandits._io.atomic_write`)."""
+    """Write a conversion log as a CSV (arm labels, times as numbers in the log's unit), atomically.
+
+    The file is written to a temporary name and renamed into place (removed on failure).
+
+    Args:
+        path: the CSV file.
+        log: the :class:`ConversionLog`.
+
+    Returns:
+        None.
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxbandits import bayes
+        >>> log = bayes.conversion_log(arm=["a", "b", "a"], play_time=[0.0, 1.0, 2.0],
+        ...                            conversion_time=[3.0, np.nan, np.nan], cutoff=10.0)
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "log.csv")
+        >>> bayes.write_log(path, log)
+        >>> print(open(path).read().strip())
+        arm,play_time,conversion_time,cutoff
+        a,0,3,10
+        b,1,,10
+        a,2,,10
+    """
     from .._io import atomic_write
 
     def write(p):

@@ -31,7 +31,14 @@ _F = jnp.float32
 
 
 class Rows(NamedTuple):
-    """One row per play (arrays of length N)."""
+    """One row per play (arrays of length N).
+
+    Attributes:
+        arm: i32.
+        converted: f32, 1 if the conversion was seen (by the cutoff, within the window).
+        delay: f32, its delay (0 when not seen).
+        age: f32, min(cutoff - play_time, window): how long it has been watched.
+    """
 
     arm: jax.Array  # i32
     converted: jax.Array  # f32 1 if the conversion was seen (by the cutoff, within the window)
@@ -42,7 +49,17 @@ class Rows(NamedTuple):
 class WeightedRows(NamedTuple):
     """A log compressed to its distinct rows, each with the number of plays it stands for (exact
     for every family: a seen conversion's term ``log p + log f(d)`` does not depend on its age, so
-    seen rows merge by (arm, delay), or by delay alone with a shared law; unseen rows by (arm, age))."""
+    seen rows merge by (arm, delay), or by delay alone with a shared law; unseen rows by (arm, age)).
+
+    Attributes:
+        n_conv: f32[K], conversions seen per arm.
+        delay: f32[D], distinct seen delays.
+        delay_arm: i32[D], their arm (per-arm laws; 0 with a shared law).
+        delay_count: f32[D], how many seen conversions had that (arm,) delay.
+        age: f32[U], distinct ages of plays with nothing seen.
+        age_arm: i32[U], their arm.
+        age_count: f32[U], how many plays.
+    """
 
     n_conv: jax.Array  # f32[K] conversions seen per arm
     delay: jax.Array  # f32[D] distinct seen delays
@@ -54,7 +71,13 @@ class WeightedRows(NamedTuple):
 
 
 class SuffStats(NamedTuple):
-    """Exact compression of a discrete log with window ``M``."""
+    """Exact compression of a discrete log with window ``M``.
+
+    Attributes:
+        n_conv: f32[K], conversions seen per arm.
+        hist: f32[M+1], (shared law) or f32[K, M+1] (per-arm laws): seen delays.
+        pend: f32[K, M+1], unseen plays by arm and age min(a, M) (age M: closed plays).
+    """
 
     n_conv: jax.Array  # f32[K] conversions seen per arm
     hist: jax.Array  # f32[M+1] (shared law) or f32[K, M+1] (per-arm laws): seen delays
@@ -62,7 +85,16 @@ class SuffStats(NamedTuple):
 
 
 class RingStats(NamedTuple):
-    """The in-scan policy's statistics after round ``t`` (conventions §2): exact for window ``M = W - 1``."""
+    """The in-scan policy's statistics after round ``t`` (conventions §2): exact for window ``M = W - 1``.
+
+    Attributes:
+        n_conv: f32[K], conversions seen (delay <= M).
+        hist: f32[M+1], seen delays (shared law) or f32[K, M+1] (per-arm laws).
+        n_closed: f32[K], plays older than M never seen converting.
+        ring_arm: i32[W], arm of the play of round s in slot s mod W.
+        ring_pend: f32[W], 1 while that play has not converted (0: empty slot).
+        t: i32, the round just completed.
+    """
 
     n_conv: jax.Array  # f32[K] conversions seen (delay <= M)
     hist: jax.Array  # f32[M+1] seen delays (shared law) or f32[K, M+1] (per-arm laws)
@@ -73,9 +105,29 @@ class RingStats(NamedTuple):
 
 
 def loglik_ring(rs: RingStats, p, th, fam="exponential", per_arm_delay=False):
-    """The sufficient statistics with the ring: ``sum n_conv log p + sum hist log f
-    + sum n_closed log(1 - p F(M)) + sum_ring pend log(1 - p_arm F(age))``,
-    ``age = (t - slot) mod W``. O(K + M + W)."""
+    """The log-likelihood of the in-scan policy's statistics with the ring, in O(K + M + W).
+
+    ``sum n_conv log p + sum hist log f + sum n_closed log(1 - p F(M)) + sum_ring pend log(1 - p_arm
+    F(age))``, ``age = (t - slot) mod W``.
+
+    Args:
+        rs: the :class:`RingStats`.
+        p: f32[K], the conversion probabilities.
+        th: the delay parameters, a dict by name.
+        fam: the delay family or its name (discrete).
+        per_arm_delay: one delay law per arm.
+
+    Returns:
+        f32, the log-likelihood.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxbandits.bayes import model
+        >>> rs = model.RingStats(n_conv=jnp.zeros(2), hist=jnp.zeros(3), n_closed=jnp.zeros(2),
+        ...                      ring_arm=jnp.zeros(3, jnp.int32), ring_pend=jnp.zeros(3), t=jnp.asarray(-1))
+        >>> float(model.loglik_ring(rs, jnp.array([0.5, 0.5]), {"delay_mean": 5.0}, fam="geometric"))
+        0.0
+    """
     fam = family(fam)
     W = rs.ring_arm.shape[0]
     M = W - 1
@@ -100,7 +152,22 @@ def loglik_ring(rs: RingStats, p, th, fam="exponential", per_arm_delay=False):
 
 
 def unseen_log_term(log_p, log1m_p, log_s):
-    """``log(1 - p F(a)) = logaddexp(log(1-p), log p + log S(a))`` (in log space: conventions §9)."""
+    """``log(1 - p F(a)) = logaddexp(log(1-p), log p + log S(a))``, in log space (conventions §9).
+
+    Args:
+        log_p: ``log p``.
+        log1m_p: ``log(1 - p)``.
+        log_s: ``log S(a)``, the delay law's log-survival at the age.
+
+    Returns:
+        The term.
+
+    Examples:
+        >>> import math
+        >>> from jaxbandits.bayes import model
+        >>> round(float(model.unseen_log_term(math.log(0.5), math.log(0.5), math.log(0.25))), 4)  # log(1 - 0.5 * 0.75)
+        -0.47
+    """
     return jnp.logaddexp(log1m_p, log_p + log_s)
 
 
@@ -153,9 +220,33 @@ def resolve_priors(fam: Family, priors: Optional[dict], prior_mean: float) -> di
 
 def conversion_model(data, n_arms: int, fam="exponential", discrete: bool = False, per_arm_delay: bool = False,
                      priors: Optional[dict] = None, prior_mean: float = 30.0, fixed_delay: Optional[dict] = None):
-    """The NumPyro model: ``p ~ Beta(p_a, p_b)`` per arm, delay parameters under the priors of
-    docs/bayes.md (or ``fixed_delay``: the oracle that knows the law), and the censored likelihood of
-    ``data`` (:class:`Rows`, :class:`SuffStats` or :class:`RingStats`)."""
+    """The NumPyro model of the conversion log.
+
+    ``p ~ Beta(p_a, p_b)`` per arm, delay parameters under the priors of docs/bayes.md (or
+    ``fixed_delay``: the oracle that knows the law), and the censored likelihood of ``data``.
+
+    Args:
+        data: :class:`Rows`, :class:`WeightedRows`, :class:`SuffStats` or :class:`RingStats`.
+        n_arms: the number of arms.
+        fam: the delay family or its name.
+        discrete: integer delays.
+        per_arm_delay: one delay law per arm.
+        priors: overrides of the priors' entries.
+        prior_mean: the delay prior's mean.
+        fixed_delay: the delay parameters, known, or None.
+
+    Returns:
+        None (a NumPyro model: its sites are ``p`` and the family's parameters).
+
+    Examples:
+        >>> import jax, jax.numpy as jnp
+        >>> from numpyro import handlers
+        >>> from jaxbandits.bayes import model
+        >>> rows = model.Rows(jnp.array([0, 1]), jnp.array([1.0, 0.0]), jnp.array([3.0, 0.0]), jnp.array([10.0, 9.0]))
+        >>> tr = handlers.trace(handlers.seed(model.conversion_model, jax.random.key(0))).get_trace(rows, 2)
+        >>> [name for name, site in tr.items() if site["type"] == "sample" and not site["is_observed"]]
+        ['p', 'delay_mean']
+    """
     fam = family(fam)
     pr = resolve_priors(fam, priors, prior_mean)
     p = numpyro.sample("p", dist.Beta(pr["p_a"], pr["p_b"]).expand([n_arms]).to_event(1))
@@ -179,15 +270,58 @@ def conversion_model(data, n_arms: int, fam="exponential", discrete: bool = Fals
 
 
 def loglik_rows(rows: Rows, p, th, fam="exponential", discrete=False, per_arm_delay=False):
-    """Sum of the per-row log-likelihoods (the hand-checkable reference)."""
+    """The sum of the per-row log-likelihoods (the hand-checkable reference).
+
+    Args:
+        rows: the :class:`Rows`.
+        p: f32[K], the conversion probabilities.
+        th: the delay parameters, a dict by name.
+        fam: the delay family or its name.
+        discrete: integer delays.
+        per_arm_delay: one delay law per arm.
+
+    Returns:
+        f32, the log-likelihood.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxbandits.bayes import model
+        >>> rows = model.Rows(arm=jnp.array([0, 1, 0]), converted=jnp.array([1.0, 0.0, 0.0]),
+        ...                   delay=jnp.array([3.0, 0.0, 0.0]), age=jnp.array([10.0, 9.0, 8.0]))
+        >>> round(float(model.loglik_rows(rows, jnp.array([0.5, 0.2]), {"delay_mean": 5.0})), 4)
+        -3.5945
+    """
     fam = family(fam)
     d = CensoredConversion(p[rows.arm], _take(th, rows.arm, per_arm_delay), rows.age, fam, discrete)
     return jnp.sum(d.log_prob(jnp.stack([rows.converted, rows.delay], -1)))
 
 
 def loglik_suffstats(ss: SuffStats, p, th, fam="exponential", per_arm_delay=False):
-    """The sufficient statistics: ``sum_k n_conv log p_k + sum_d hist[d] log f(d)
-    + sum_{k,a} pend[k,a] log(1 - p_k F(a))``."""
+    """The log-likelihood of the sufficient statistics of a discrete log.
+
+    ``sum_k n_conv log p_k + sum_d hist[d] log f(d) + sum_{k,a} pend[k,a] log(1 - p_k F(a))``.
+
+    Args:
+        ss: the :class:`SuffStats`.
+        p: f32[K], the conversion probabilities.
+        th: the delay parameters, a dict by name.
+        fam: the delay family or its name (discrete).
+        per_arm_delay: one delay law per arm.
+
+    Returns:
+        f32, the log-likelihood (equal to :func:`loglik_rows` on the same log, discrete).
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxbandits.bayes import model
+        >>> rows = model.Rows(jnp.array([0, 1, 0]), jnp.array([1.0, 0.0, 0.0]),
+        ...                   jnp.array([3.0, 0.0, 0.0]), jnp.array([10.0, 9.0, 8.0]))
+        >>> p, th = jnp.array([0.5, 0.2]), {"delay_mean": 5.0}
+        >>> a = model.loglik_suffstats(model.compress(rows, 2, 10), p, th, fam="geometric")
+        >>> b = model.loglik_rows(rows, p, th, fam="geometric", discrete=True)
+        >>> round(float(a), 4) == round(float(b), 4)
+        True
+    """
     fam = family(fam)
     M1 = ss.pend.shape[1]
     ages = jnp.arange(M1, dtype=_F)
@@ -207,7 +341,26 @@ def loglik_suffstats(ss: SuffStats, p, th, fam="exponential", per_arm_delay=Fals
 
 
 def compress(rows: Rows, n_arms: int, window: int, per_arm_delay: bool = False) -> SuffStats:
-    """Compress a discrete log (integer delays and ages, ages already capped at ``window``)."""
+    """Compress a discrete log (integer delays and ages, ages already capped at ``window``).
+
+    Args:
+        rows: the :class:`Rows`.
+        n_arms: the number of arms.
+        window: the window ``M``.
+        per_arm_delay: a delay histogram per arm.
+
+    Returns:
+        The :class:`SuffStats`.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxbandits.bayes import model
+        >>> rows = model.Rows(jnp.array([0, 1, 0]), jnp.array([1.0, 0.0, 0.0]),
+        ...                   jnp.array([3.0, 0.0, 0.0]), jnp.array([10.0, 9.0, 8.0]))
+        >>> ss = model.compress(rows, 2, 10)
+        >>> ss.n_conv.tolist(), ss.hist.shape, ss.pend.shape
+        ([1.0, 0.0], (11,), (2, 11))
+    """
     arm = np.asarray(rows.arm, np.int64)
     c = np.asarray(rows.converted) > 0
     d = np.asarray(rows.delay).astype(np.int64)
@@ -235,13 +388,33 @@ def _round_log_grid(x, resolution):
 
 
 def compress_rows(arm, seen, delay, age, n_arms: int, per_arm_delay: bool = False, resolution=None):
-    """Compress a log (numpy arrays, one entry per play: arm index, seen flag, delay, age) to its
-    distinct rows with counts (:class:`WeightedRows`). Exact when ``resolution`` is None. With a
-    ``resolution`` (> 0), seen delays and unseen ages are first rounded onto a geometric grid of
-    ratio ``exp(resolution)``: each moves by a factor within ``exp(+-resolution/2)``.
+    """Compress a log to its distinct rows with counts (:class:`WeightedRows`).
 
-    Returns ``(WeightedRows, (seen_index, unseen_index))``: for each seen (unseen) play, the
-    position of its distinct row, to expand per-unique quantities back to the plays."""
+    Exact when ``resolution`` is None. With a ``resolution`` (> 0), seen delays and unseen ages are
+    first rounded onto a geometric grid of ratio ``exp(resolution)``: each moves by a factor within
+    ``exp(+-resolution/2)``.
+
+    Args:
+        arm: i[N], each play's arm index.
+        seen: bool[N], its conversion was seen.
+        delay: f[N], the seen delay (ignored where not seen).
+        age: f[N], how long the play was watched.
+        n_arms: the number of arms.
+        per_arm_delay: keep seen delays apart by arm (one delay law per arm).
+        resolution: None (exact) or the relative grid step.
+
+    Returns:
+        ``(WeightedRows, (seen_index, unseen_index))``: for each seen (unseen) play, the position of
+        its distinct row, to expand per-unique quantities back to the plays.
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxbandits.bayes import model
+        >>> wr, (seen, unseen) = model.compress_rows(np.array([0, 1, 0]), np.array([True, False, False]),
+        ...                                          np.array([3.0, 0.0, 0.0]), np.array([10.0, 9.0, 8.0]), 2)
+        >>> wr.n_conv.tolist(), wr.delay.tolist(), wr.age.tolist()
+        ([1.0, 0.0], [3.0], [8.0, 9.0])
+    """
     arm = np.asarray(arm, np.int64)
     seen = np.asarray(seen, bool)
     delay = np.asarray(delay, np.float64)
@@ -278,9 +451,31 @@ def _unique_pairs(k, x):
 
 
 def pointwise_weighted(wr: WeightedRows, p, th, fam="exponential", discrete=False, per_arm_delay=False):
-    """Per distinct row: ``(log p + log f(d))`` of each distinct seen delay (``[D]``; with a shared
-    law the ``log p`` of its arm is added by the caller per play) and ``log(1 - p F(a))`` of each
-    distinct unseen (arm, age) (``[U]``). Returns ``(log_f [D], unseen [U])``."""
+    """The log-likelihood per distinct row.
+
+    ``log p + log f(d)`` of each distinct seen delay (with a shared law the ``log p`` of its arm is
+    added by the caller per play) and ``log(1 - p F(a))`` of each distinct unseen (arm, age).
+
+    Args:
+        wr: the :class:`WeightedRows`.
+        p: f32[K], the conversion probabilities.
+        th: the delay parameters, a dict by name.
+        fam: the delay family or its name.
+        discrete: integer delays.
+        per_arm_delay: one delay law per arm.
+
+    Returns:
+        ``(log_f [D], unseen [U])``.
+
+    Examples:
+        >>> import numpy as np, jax.numpy as jnp
+        >>> from jaxbandits.bayes import model
+        >>> wr, _ = model.compress_rows(np.array([0, 1, 0]), np.array([True, False, False]),
+        ...                             np.array([3.0, 0.0, 0.0]), np.array([10.0, 9.0, 8.0]), 2)
+        >>> log_f, unseen = model.pointwise_weighted(wr, jnp.array([0.5, 0.2]), {"delay_mean": 5.0})
+        >>> log_f.shape, unseen.shape
+        ((1,), (2,))
+    """
     fam = family(fam)
     p = jnp.clip(p, 1e-7, 1 - 1e-7)
     log_p, log1m_p = jnp.log(p), jnp.log1p(-p)
@@ -294,8 +489,29 @@ def pointwise_weighted(wr: WeightedRows, p, th, fam="exponential", discrete=Fals
 
 
 def loglik_weighted(wr: WeightedRows, p, th, fam="exponential", discrete=False, per_arm_delay=False):
-    """``sum_k n_conv[k] log p_k + sum_d count_d log f(d) + sum_(k,a) count log(1 - p_k F(a))``:
-    the per-row log-likelihood summed, in O(distinct rows)."""
+    """The log-likelihood of a compressed log, in O(distinct rows).
+
+    ``sum_k n_conv[k] log p_k + sum_d count_d log f(d) + sum_(k,a) count log(1 - p_k F(a))``.
+
+    Args:
+        wr: the :class:`WeightedRows`.
+        p: f32[K], the conversion probabilities.
+        th: the delay parameters, a dict by name (``[K]`` arrays with ``per_arm_delay``).
+        fam: the delay family or its name.
+        discrete: integer delays (pmf and CDF of the discrete family).
+        per_arm_delay: one delay law per arm.
+
+    Returns:
+        f32, the log-likelihood.
+
+    Examples:
+        >>> import numpy as np, jax.numpy as jnp
+        >>> from jaxbandits.bayes import model
+        >>> wr, _ = model.compress_rows(np.array([0, 1, 0]), np.array([True, False, False]),
+        ...                             np.array([3.0, 0.0, 0.0]), np.array([10.0, 9.0, 8.0]), 2)
+        >>> round(float(model.loglik_weighted(wr, jnp.array([0.5, 0.2]), {"delay_mean": 5.0})), 4)
+        -3.5945
+    """
     log_f, unseen = pointwise_weighted(wr, p, th, fam, discrete, per_arm_delay)
     log_p = jnp.log(jnp.clip(p, 1e-7, 1 - 1e-7))
     return jnp.sum(wr.n_conv * log_p) + jnp.sum(wr.delay_count * log_f) + jnp.sum(wr.age_count * unseen)

@@ -23,8 +23,24 @@ __all__ = ["km_seen_curve", "ppc_curves", "plot_ppc"]
 
 
 def km_seen_curve(seen, time, ages):
-    """Kaplan-Meier estimate of ``P(event by age a)`` on ``ages``: ``seen[i]`` an event at
-    ``time[i]``, else censored at ``time[i]`` (NaN at every age with no rows)."""
+    """The Kaplan-Meier estimate of ``P(event by age a)`` on ``ages``.
+
+    Args:
+        seen: bool[N], row ``i`` is an event at ``time[i]``, else censored at ``time[i]``.
+        time: f[N], the event or censoring times.
+        ages: f[G], the ages to evaluate at.
+
+    Returns:
+        f64[G] (NaN at every age with no rows).
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxbandits import bayes
+        >>> km = bayes.km_seen_curve(np.array([True, False, True]), np.array([1.0, 2.0, 3.0]),
+        ...                          np.array([0.0, 1.0, 3.0]))
+        >>> np.round(km, 4).tolist()
+        [0.0, 0.3333, 1.0]
+    """
     seen, time = np.asarray(seen, bool), np.asarray(time, np.float64)
     ages = np.asarray(ages, np.float64)
     if time.size == 0:
@@ -38,9 +54,26 @@ def km_seen_curve(seen, time, ages):
 
 
 def ppc_curves(idata, log: ConversionLog, ages=None, n_draws: int = 100, max_plays: int = 200_000, seed: int = 0):
-    """Posterior predictive Kaplan-Meier curves. Returns a dict: ``ages`` ``[G]``, ``observed``
-    ``[K, G]`` (the data; NaN for an arm with no rows), ``replicated`` ``[n_draws, K, G]``, the
-    ``plays`` used and the ``draws`` (indices into the flattened chains x draws)."""
+    """Posterior predictive Kaplan-Meier curves of a fit.
+
+    Args:
+        idata: the ``arviz.InferenceData`` of :func:`jaxbandits.bayes.fit`.
+        log: the :class:`~jaxbandits.bayes.logs.ConversionLog` fitted.
+        ages: the ages ``[G]`` (default: a grid over the log's ages).
+        n_draws: the posterior draws replicated.
+        max_plays: at most this many plays are replicated (a random subset).
+        seed: the seed.
+
+    Returns:
+        A dict: ``ages`` ``[G]``, ``observed`` ``[K, G]`` (the data; NaN for an arm with no rows),
+        ``replicated`` ``[n_draws, K, G]``, the ``plays`` used and the ``draws`` (indices into the
+        flattened chains x draws).
+
+    Examples:
+        >>> from jaxbandits import bayes
+        >>> log = bayes.synthetic_log([0.2, 0.4], 2000, 500.0, 600.0)
+        >>> curves = bayes.ppc_curves(bayes.fit(log, num_samples=200), log)  # doctest: +SKIP
+    """
     if not isinstance(log, ConversionLog):
         raise TypeError(f"log must be a ConversionLog, got {type(log).__name__}")
     post = idata.posterior
@@ -80,8 +113,28 @@ def ppc_curves(idata, log: ConversionLog, ages=None, n_draws: int = 100, max_pla
 
 
 def plot_ppc(idata, log: ConversionLog, path, n_draws: int = 100, max_plays: int = 200_000, seed: int = 0, curves=None):
-    """``ppc.png``: per arm, the data's Kaplan-Meier curve against the posterior predictive ones
-    (every replicated curve thin and light, their 5-95% band shaded)."""
+    """Plot the posterior predictive check (``ppc.png``).
+
+    Per arm, the data's Kaplan-Meier curve against the posterior predictive ones (every replicated
+    curve thin and light, their 5-95% band shaded).
+
+    Args:
+        idata: the ``arviz.InferenceData`` of :func:`jaxbandits.bayes.fit`.
+        log: the :class:`~jaxbandits.bayes.logs.ConversionLog` fitted.
+        path: the PNG file.
+        n_draws: the posterior draws replicated.
+        max_plays: at most this many plays are replicated.
+        seed: the seed.
+        curves: the result of :func:`ppc_curves`, if already computed.
+
+    Returns:
+        None (the figure is written to ``path``).
+
+    Examples:
+        >>> from jaxbandits import bayes
+        >>> log = bayes.synthetic_log([0.2, 0.4], 2000, 500.0, 600.0)
+        >>> bayes.plot_ppc(bayes.fit(log, num_samples=200), log, "ppc.png")  # doctest: +SKIP
+    """
     from .report import load_pyplot
 
     c = curves if curves is not None else ppc_curves(idata, log, n_draws=n_draws, max_plays=max_plays, seed=seed)

@@ -13,9 +13,28 @@ __all__ = ["kaplan_meier_conversion", "save_fit", "fit_identity"]
 
 
 def kaplan_meier_conversion(log: ConversionLog, arm: int, ages, window=None):
-    """Kaplan-Meier estimate of ``P(converted by age a) = p F(a)`` for the plays of ``arm``:
-    the event is a seen conversion at its delay, censoring is the play's age at the cutoff.
-    ``arm`` is an arm index. An arm with no rows has no estimate: NaN at every age."""
+    """The Kaplan-Meier estimate of ``P(converted by age a) = p F(a)`` for the plays of one arm.
+
+    The event is a seen conversion at its delay; censoring is the play's age at the cutoff.
+
+    Args:
+        log: the :class:`~jaxbandits.bayes.logs.ConversionLog`.
+        arm: the arm index.
+        ages: the ages to evaluate at.
+        window: the conversion window, or None.
+
+    Returns:
+        f64[G] (NaN at every age for an arm with no rows).
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxbandits import bayes
+        >>> log = bayes.conversion_log(arm=["a", "b", "a"], play_time=[0.0, 1.0, 2.0],
+        ...                            conversion_time=[3.0, np.nan, np.nan], cutoff=10.0)
+        >>> from jaxbandits.bayes import report
+        >>> report.kaplan_meier_conversion(log, 0, np.array([0.0, 5.0, 10.0])).tolist()
+        [0.0, 0.5, 0.5]
+    """
     sel = log.arm == arm
     if not sel.any():
         return np.full(np.shape(ages), np.nan)
@@ -35,8 +54,27 @@ def kaplan_meier_conversion(log: ConversionLog, arm: int, ages, window=None):
 
 
 def fit_identity(model, method, window=None, discrete=False, per_arm_delay=False, hierarchical=False) -> dict:
-    """What a fit's output folder holds (the model and its options): an output folder holding
-    another fit (or an experiment's results) is not overwritten without ``force``."""
+    """What a fit's output folder holds (the model and its options).
+
+    An output folder holding another fit (or an experiment's results) is not overwritten without
+    ``force``: this is what is compared.
+
+    Args:
+        model: the delay family's name.
+        method: ``"nuts"`` or ``"svi"``.
+        window: the conversion window, or None.
+        discrete: integer delays.
+        per_arm_delay: one delay law per arm.
+        hierarchical: the hierarchical model.
+
+    Returns:
+        A dict (``experiment``, ``config``).
+
+    Examples:
+        >>> from jaxbandits.bayes import report
+        >>> report.fit_identity("exponential", "nuts")["config"]["model"]
+        'exponential'
+    """
     window = "none" if window in (None, "none") else float(window)
     cfg = {"model": str(model), "method": str(method), "window": window, "discrete": int(discrete),
            "per_arm_delay": int(per_arm_delay)}
@@ -46,11 +84,35 @@ def fit_identity(model, method, window=None, discrete=False, per_arm_delay=False
 
 
 def save_fit(idata, log: ConversionLog, out_dir: str, plot: bool = True, force: bool = False) -> dict:
-    """Write ``posterior.nc``, ``summary.md``/``summary.json`` and the plots into ``out_dir``, as one
-    unit and atomically (each file under a temporary name, flushed, renamed into place; the files
-    of the folder's previous results that this set lacks are removed). A folder holding another
-    fit or an experiment's results is refused unless ``force=True`` (see
-    :meth:`jaxbandits.results.Results.save`)."""
+    """Write a fit's files into ``out_dir``, as one unit and atomically.
+
+    ``posterior.nc``, ``summary.md``/``summary.json`` and the plots; each file under a temporary
+    name, flushed, renamed into place; the files of the folder's previous results that this set
+    lacks are removed. A folder holding another fit or an experiment's results is refused unless
+    ``force=True`` (see :meth:`jaxbandits.results.Results.save`).
+
+    Args:
+        idata: the ``arviz.InferenceData`` of :func:`jaxbandits.bayes.fit`.
+        log: the :class:`~jaxbandits.bayes.logs.ConversionLog` fitted.
+        out_dir: the output folder.
+        plot: also write the plots.
+        force: overwrite a folder holding other results.
+
+    Returns:
+        The files written: a dict from ``idata``, ``summary``, ``plot_p``, ``plot_delay``,
+        ``plot_trace``, ``plot_ppc`` (those written) to their paths.
+
+    Raises:
+        FileExistsError: the folder holds other results and ``force`` is False.
+
+    Examples:
+        >>> from jaxbandits import bayes
+        >>> from jaxbandits.bayes import report
+        >>> log = bayes.synthetic_log([0.2, 0.4], 2000, 500.0, 600.0)
+        >>> files = report.save_fit(bayes.fit(log, num_samples=200), log, "fit_out")  # doctest: +SKIP
+        >>> sorted(files)  # doctest: +SKIP
+        ['idata', 'plot_delay', 'plot_p', 'plot_ppc', 'plot_trace', 'summary']
+    """
     import arviz as az
 
     from .._io import json_writer, save_files, text_writer

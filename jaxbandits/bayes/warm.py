@@ -31,7 +31,17 @@ __all__ = ["WarmStart", "policy_prior"]
 
 
 class WarmStart(NamedTuple):
-    """A prior for :func:`jaxbandits.policies.bayes.delay_model_ts` (``warm_start=``)."""
+    """A prior for :func:`jaxbandits.policies.bayes.delay_model_ts` (``warm_start=``).
+
+    Attributes:
+        model: the delay family's name.
+        priors: the conversion model's priors: p_a, p_b ([K] arrays), {q}_loc, {q}_scale per delay
+            parameter.
+        z0: the starting point in the unconstrained space: {"p": logit [K], q: log value [(K,)]}.
+        per_arm_delay: one delay law per arm (as fitted).
+        n_arms: the number of arms.
+        strength: the weight of the past campaign's information, in (0, 1].
+    """
 
     model: str  # the delay family's name
     priors: dict  # the conversion model's priors: p_a, p_b ([K] arrays), {q}_loc, {q}_scale per delay parameter
@@ -50,8 +60,27 @@ def _beta_match(draws, strength):
 
 
 def policy_prior(idata, strength: float = 1.0, new_arms: Optional[int] = None, seed: int = 0) -> WarmStart:
-    """The in-scan policy's prior from a fit (see the module's docstring). ``strength`` in (0, 1];
-    ``new_arms`` (hierarchical fits only): that many new arms, each with the population's law."""
+    """The in-scan policy's prior from a fit (see the module's docstring).
+
+    Args:
+        idata: the ``arviz.InferenceData`` of :func:`jaxbandits.bayes.fit`.
+        strength: the weight of the past campaign's information, in ``(0, 1]``.
+        new_arms: (hierarchical fits only) that many new arms, each with the population's law.
+        seed: the seed of the population draws.
+
+    Returns:
+        The :class:`WarmStart`, for ``delay_model_ts(..., warm_start=...)``.
+
+    Raises:
+        ValueError: ``strength`` out of range, a family the policy cannot run in-scan, or
+            ``new_arms`` without a hierarchical fit.
+
+    Examples:
+        >>> from jaxbandits import bayes
+        >>> from jaxbandits.policies import bayes as pb
+        >>> idata = bayes.fit(bayes.synthetic_log([0.2, 0.4], 2000, 500.0, 600.0), num_samples=200)  # doctest: +SKIP
+        >>> pol = pb.delay_model_ts(warm_start=bayes.policy_prior(idata, strength=0.5))  # doctest: +SKIP
+    """
     if not (isinstance(strength, (int, float)) and not isinstance(strength, bool) and 0 < strength <= 1):
         raise ValueError(f"strength must be a number in (0, 1], got {strength!r}")
     fam = family_of(idata)

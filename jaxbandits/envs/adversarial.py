@@ -23,6 +23,17 @@ _F = jnp.float32
 
 @pytree
 class ObliviousEnv(World):
+    """An oblivious adversarial world (made by :func:`oblivious`, :func:`switching` or
+    :func:`bernoulli_losses`).
+
+    Attributes:
+        rewards: ``[T, K]`` reward table, or ``[P, K]`` per-phase means when generated.
+        delay: the delay law (a sequence law for a delay sequence).
+        salt: i32, folded into the world key of independent draws (a seed axis on a grid).
+        n_arms: ``K``.
+        period: 0: ``rewards`` is a table; else phases of this length, Bernoulli draws.
+        independent: Bernoulli draws independent across arms (else one coupled uniform).
+    """
     rewards: jax.Array  # [T, K] table, or [P, K] per-phase means when generated
     delay: D.DelayLaw
     salt: jax.Array  # i32 folded into the world key of independent draws (a seed axis on a grid)
@@ -57,8 +68,25 @@ class ObliviousEnv(World):
 
 
 def oblivious(losses, delays=None) -> ObliviousEnv:
-    """An oblivious adversary given as arrays: ``losses[t, a]`` in [0, 1] (shape [T, K]) and an
-    optional delay sequence ``delays[t]`` (or any delay law)."""
+    """An oblivious adversary given as arrays.
+
+    Args:
+        losses: ``[T, K]`` losses in ``[0, 1]`` (the reward is ``1 - loss``).
+        delays: an optional delay sequence ``delays[t]`` (or any delay law).
+
+    Returns:
+        The world (:class:`ObliviousEnv`); its horizon is at most ``T``.
+
+    Raises:
+        ValueError: losses outside ``[0, 1]`` or of the wrong shape, or a bad delay sequence.
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxbandits import envs
+        >>> world = envs.oblivious(np.array([[0.0, 1.0], [1.0, 0.0], [0.5, 0.5]]), delays=[0, 1, 0])
+        >>> world.n_arms, world.max_horizon
+        (2, 3)
+    """
     V.real("losses", losses, lo=0.0, hi=1.0)
     l = np.asarray(losses, np.float64)
     if l.ndim != 2 or l.shape[1] < 2:
@@ -72,11 +100,31 @@ def oblivious(losses, delays=None) -> ObliviousEnv:
 
 
 def switching(loss_means, period: int, delays=None, independent: bool = False, salt=0) -> ObliviousEnv:
-    """An oblivious adversary generated from the key: Bernoulli losses whose means follow the rows
-    of ``loss_means`` ([P, K]), each row held for ``period`` rounds, cycling. Draws come from the
-    run's world streams, so they are fixed in advance whatever the learner does. ``independent``:
-    each arm's loss has its own uniform (Thune et al.'s i.i.d. ``Bern(K, Delta)`` losses); else
-    one uniform per round is shared by all arms (conventions §8's coupling)."""
+    """An oblivious adversary generated from the key: Bernoulli losses whose means switch.
+
+    The means follow the rows of ``loss_means``, each row held for ``period`` rounds, cycling. Draws
+    come from the run's world streams, so they are fixed in advance whatever the learner does.
+
+    Args:
+        loss_means: ``[P, K]`` loss means in ``[0, 1]``.
+        period: the rounds each row is held, ``>= 1``.
+        delays: an optional delay sequence (or any delay law).
+        independent: each arm's loss has its own uniform (Thune et al.'s i.i.d. ``Bern(K, Delta)``
+            losses); else one uniform per round is shared by all arms (conventions §8's coupling).
+        salt: another loss matrix from the same key (seeds as a grid axis).
+
+    Returns:
+        The world (:class:`ObliviousEnv`).
+
+    Raises:
+        ValueError: a parameter out of range.
+
+    Examples:
+        >>> from jaxbandits import envs
+        >>> world = envs.switching([[0.1, 0.9], [0.9, 0.1]], period=100)
+        >>> world.n_arms, world.period
+        (2, 100)
+    """
     V.real("loss_means", loss_means, lo=0.0, hi=1.0)
     lm = np.atleast_2d(np.asarray(loss_means, np.float64))
     if lm.shape[1] < 2:
@@ -91,9 +139,28 @@ def switching(loss_means, period: int, delays=None, independent: bool = False, s
 
 
 def bernoulli_losses(n_arms: int, gap: float, delays=None, horizon: int | None = None, salt=0) -> ObliviousEnv:
-    """Thune et al.'s ``Bern(K, Delta)``: i.i.d. Bernoulli losses, mean ``0.5 - gap`` for arm 0 and
-    0.5 for the others, drawn independently per arm and round before the game (oblivious). ``salt``
-    gives another loss matrix from the same key (seeds as a grid axis)."""
+    """Thune et al.'s ``Bern(K, Delta)``: i.i.d. Bernoulli losses drawn before the game (oblivious).
+
+    Mean ``0.5 - gap`` for arm 0 and 0.5 for the others, drawn independently per arm and round.
+
+    Args:
+        n_arms: ``K``.
+        gap: ``Delta``, in ``[0, 0.5]``.
+        delays: an optional delay sequence (or any delay law).
+        horizon: the horizon, when ``delays`` does not give it.
+        salt: another loss matrix from the same key (seeds as a grid axis).
+
+    Returns:
+        The world (:class:`ObliviousEnv`).
+
+    Raises:
+        ValueError: a parameter out of range.
+
+    Examples:
+        >>> from jaxbandits.envs import adversarial
+        >>> adversarial.bernoulli_losses(3, 0.1, horizon=1000).n_arms
+        3
+    """
     K = V.integer("n_arms", n_arms, lo=2, hi=V.MAX_ARMS)
     V.real("gap", gap, lo=0.0, hi=0.5)
     if horizon is not None:
@@ -105,6 +172,12 @@ def bernoulli_losses(n_arms: int, gap: float, delays=None, horizon: int | None =
 
 # ----------------------------------------------------------------------------- click streams (Wang et al. 2021, Sec. 4.2)
 class StreamState(NamedTuple):
+    """The state of a label stream with the adaptive delay rule.
+
+    Attributes:
+        streak: i32, the rounds the current arm has been played in a row (this round included).
+        prev_arm: i32, last round's arm (-1 before the first).
+    """
     streak: jax.Array  # i32 rounds the current arm has been played in a row (this round included)
     prev_arm: jax.Array  # i32 last round's arm (-1 before the first)
 
@@ -116,7 +189,18 @@ class LabelStreamEnv(World):
     ``delay`` or, when ``adaptive_d > 0``, the non-oblivious rule of Fig. 5(a,b): ``adaptive_d`` if
     the chosen arm is ``best`` and has been played ``streak_factor * adaptive_d`` rounds in a row,
     else 1 (Wang et al. 2021, Sec. 4.2; the streak rule is our reading, ``count_current``: the streak
-    counts the current play)."""
+    counts the current play).
+
+    Attributes:
+        labels: i32[T].
+        delay: the oblivious delay law.
+        best: i32, i* = argmax_a G_a(T).
+        adaptive_d: i32, the adaptive rule's lag ``d`` (0: oblivious delays).
+        n_arms: ``K``.
+        d_bound: static bound of the adaptive delay (sizes the calendar).
+        streak_factor: the adaptive rule's streak length, in units of ``d``.
+        count_current: the streak counts this round's play.
+    """
 
     labels: jax.Array  # i32[T]
     delay: D.DelayLaw
@@ -160,10 +244,34 @@ class LabelStreamEnv(World):
 
 def label_stream(labels, n_arms: int | None = None, delay=None, adaptive_d: int | None = None,
                  streak_factor: int = 3, count_current: bool = True) -> LabelStreamEnv:
-    """A click stream ``labels[t]`` in ``{0..K-1}`` as an adversarial world (Wang et al. 2021,
-    Sec. 4.2). Give either an oblivious ``delay`` law (Coupon: ``uniform(5, 10)``) or
-    ``adaptive_d`` for the non-oblivious rule (Outbrain: ``z = d`` once the best arm has been held
-    ``3d`` rounds, else 1). ``best`` is the stream's best fixed arm, ``argmax_a G_a(T)``."""
+    """A click stream ``labels[t]`` in ``{0..K-1}`` as an adversarial world (Wang et al. 2021, Sec. 4.2).
+
+    Arm ``a`` earns ``1{a = labels[t]}``, all of it at one lag: an oblivious ``delay`` law (Coupon:
+    ``uniform(5, 10)``) or, with ``adaptive_d``, the non-oblivious rule (Outbrain: ``z = d`` once the
+    best arm has been held ``streak_factor * d`` rounds, else 1). ``best`` is the stream's best fixed
+    arm, ``argmax_a G_a(T)``.
+
+    Args:
+        labels: int[T], the correct option of each round.
+        n_arms: ``K`` (default: the largest label plus one).
+        delay: the oblivious delay law.
+        adaptive_d: the non-oblivious rule's lag ``d`` (at most ``NEVER``).
+        streak_factor: the rule's streak length in units of ``d``.
+        count_current: the streak counts this round's play.
+
+    Returns:
+        The world (:class:`LabelStreamEnv`).
+
+    Raises:
+        ValueError: labels out of range, both or neither of ``delay`` and ``adaptive_d``, or
+            ``streak_factor * adaptive_d >= 2**31``.
+
+    Examples:
+        >>> from jaxbandits import delays, envs
+        >>> world = envs.label_stream([0, 1, 1, 2], n_arms=3, delay=delays.fixed(1))
+        >>> world.n_arms, int(world.best)
+        (3, 1)
+    """
     lab = np.asarray(labels)
     if lab.ndim != 1 or lab.size == 0 or not np.issubdtype(lab.dtype, np.integer):
         raise ValueError(f"labels must be a non-empty 1-d integer array, got dtype {lab.dtype} shape {lab.shape}")
@@ -188,11 +296,30 @@ def label_stream(labels, n_arms: int | None = None, delay=None, adaptive_d: int 
 
 
 def synthetic_labels(probs, horizon: int, seed: int = 0, drift: float = 0.0) -> np.ndarray:
-    """A synthetic click stream (a stand-in for logged data): ``labels[t] ~ Categorical(p_t)``
-    i.i.d. with ``p_t = probs``, or, with ``drift > 0``, popularity that moves slowly:
-    ``log p_t = log probs + drift * sin(2 pi (t / T + a / K))`` (the best arm may change on
-    prefixes; the stream stays oblivious). Drawn with numpy from ``seed`` on the host: one fixed
-    "dataset" shared by every run and policy."""
+    """A synthetic click stream (a stand-in for logged data), drawn with numpy on the host.
+
+    ``labels[t] ~ Categorical(p_t)`` i.i.d. with ``p_t = probs``, or, with ``drift > 0``, popularity
+    that moves slowly: ``log p_t = log probs + drift * sin(2 pi (t / T + a / K))`` (the best arm may
+    change on prefixes; the stream stays oblivious). One fixed "dataset" shared by every run and
+    policy.
+
+    Args:
+        probs: the arms' popularity, a probability vector.
+        horizon: ``T``, at most ``2**24``.
+        seed: the seed, in ``0 .. 2**64 - 1``.
+        drift: the amplitude of the popularity's drift, ``>= 0``.
+
+    Returns:
+        int[T], the labels.
+
+    Raises:
+        ValueError: a parameter out of range.
+
+    Examples:
+        >>> from jaxbandits.envs import adversarial
+        >>> adversarial.synthetic_labels([0.5, 0.3, 0.2], 10, seed=0).tolist()
+        [1, 0, 0, 0, 2, 2, 1, 1, 1, 2]
+    """
     V.real("probs", probs, lo=0.0)
     p = np.asarray(probs, np.float64)
     if p.ndim != 1 or p.size < 2 or np.any(p < 0) or p.sum() <= 0:
@@ -211,7 +338,21 @@ def synthetic_labels(probs, horizon: int, seed: int = 0, drift: float = 0.0) -> 
 
 
 def zipf_probs(n: int, s: float = 1.0) -> np.ndarray:
-    """``p_k ~ k^-s``, ``k = 1..n`` (our Zipf(1.0) stand-in for the Outbrain categories)."""
+    """``p_k ~ k^-s``, ``k = 1..n`` (our Zipf(1.0) stand-in for the Outbrain categories).
+
+    Args:
+        n: the number of categories, at most ``2**20``.
+        s: the exponent.
+
+    Returns:
+        f64[n], a probability vector.
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxbandits.envs import adversarial
+        >>> np.round(adversarial.zipf_probs(3), 4).tolist()
+        [0.5455, 0.2727, 0.1818]
+    """
     k = np.arange(1, V.integer("n", n, lo=2, hi=V.MAX_ARMS) + 1, dtype=np.float64)
     V.real("s", s)
     w = k ** -float(s)

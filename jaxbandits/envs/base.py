@@ -31,8 +31,23 @@ _F = jnp.float32
 
 
 def draw_reward(mean, u, noise: str, sigma):
-    """Realised reward from the round's uniform: Bernoulli ``1{u < mean}`` or Gaussian
-    ``mean + sigma Phi^-1(u)``."""
+    """The realised reward from the round's uniform: Bernoulli ``1{u < mean}`` or Gaussian ``mean + sigma Phi^-1(u)``.
+
+    Args:
+        mean: the expected reward (an array).
+        u: the round's REWARD uniform (conventions §8).
+        noise: ``"bernoulli"`` or ``"gaussian"``.
+        sigma: the Gaussian noise's scale.
+
+    Returns:
+        f32, the reward.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxbandits.envs import base
+        >>> float(base.draw_reward(jnp.float32(0.3), 0.2, "bernoulli", 0.0))
+        1.0
+    """
     if noise == "bernoulli":
         return (u < mean).astype(_F)
     return (mean + sigma * ndtri(u)).astype(_F)
@@ -59,7 +74,7 @@ class World:
     """The world protocol, with defaults: no context, no state, delays from ``self.delay``.
 
     A subclass must set ``n_arms`` and define ``means`` and ``outcome``; everything else has a
-    default. Make it a pytree (``@jaxbandits.envs.pytree``) to ``vmap`` over its parameters."""
+    default. Make it a pytree (``@pytree``, from ``jaxbandits.envs.base``) to ``vmap`` over its parameters."""
 
     n_arms: int
     adversarial = False

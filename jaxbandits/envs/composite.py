@@ -19,6 +19,17 @@ _F = jnp.float32
 
 @pytree
 class CompositeEnv(World):
+    """A composite world (made by :func:`composite`).
+
+    Attributes:
+        means_: f32[K], the totals' means.
+        table: ``[T, K]`` oblivious totals (or ``[0, K]``: Bernoulli ``means_``).
+        profile: f32[L], the fixed split over lags, or ``[0]`` when the split is a one-point delay.
+        delay: the delay law.
+        concentration: f32, ``kappa`` of Beta totals (``total="beta"``).
+        n_arms: ``K``.
+        total: the distribution of a pull's total: ``"bernoulli"`` or ``"beta"``.
+    """
     means_: jax.Array
     table: jax.Array  # [T, K] oblivious totals X_t[a] (or [0, K]: Bernoulli(means_))
     profile: jax.Array  # [L] fixed split, or [0] when the split is a one-point delay law
@@ -54,12 +65,35 @@ class CompositeEnv(World):
 
 def composite(means=None, profile=None, delay=None, table=None, total: str = "bernoulli",
               concentration: float = 2.0) -> CompositeEnv:
-    """Bernoulli totals ``s_a = means[a]`` (or an oblivious table ``table[t, a]`` of totals in
-    [0, 1]) spread by ``profile`` (a fixed split over lags ``0..L-1``, normalised here; a
-    :class:`jaxbandits.profiles.Profile` is accepted) or, with ``delay``, landing whole after a
-    delay drawn from that law (a sequence law: given per round). ``total="beta"`` draws the total
-    from ``Beta(s_a k, (1 - s_a) k)`` (``k = concentration``) instead: same mean (Wang et al. 2021
-    give only the means)."""
+    """A composite world (Wang et al. 2021): a pull's total reward is spread over the following rounds.
+
+    Bernoulli totals ``s_a = means[a]`` (or an oblivious ``table``) spread by ``profile`` or, with
+    ``delay``, landing whole after a delay drawn from that law. ``total="beta"`` draws the total from
+    ``Beta(s_a k, (1 - s_a) k)`` (``k = concentration``) instead: same mean (Wang et al. 2021 give
+    only the means).
+
+    Args:
+        means: f[K], the totals' means in ``[0, 1]``.
+        profile: a fixed split over lags ``0..L-1`` (normalised here), or a
+            :class:`jaxbandits.profiles.Profile`.
+        delay: a delay law (a sequence law: given per round), instead of ``profile``.
+        table: ``[T, K]`` oblivious totals in ``[0, 1]``, instead of ``means``.
+        total: ``"bernoulli"`` or ``"beta"``.
+        concentration: the Beta totals' ``k``, ``> 0``.
+
+    Returns:
+        The world (:class:`CompositeEnv`).
+
+    Raises:
+        ValueError: both or neither of ``means`` and ``table``, or of ``profile`` and ``delay``;
+            values out of range.
+
+    Examples:
+        >>> from jaxbandits import envs
+        >>> world = envs.composite(means=[0.3, 0.6], profile=[1, 1, 2])
+        >>> world.profile.tolist(), world.max_delay
+        ([0.25, 0.25, 0.5], 2)
+    """
     V.choice("total", total, ("bernoulli", "beta"))
     V.positive("concentration", concentration)
     if (means is None) == (table is None):

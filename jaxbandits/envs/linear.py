@@ -17,6 +17,21 @@ ACTION_SETS = ("fixed", "binary", "uniform", "gaussian", "sphere")
 
 @pytree
 class LinearEnv(World):
+    """A linear world (made by :func:`linear`).
+
+    Attributes:
+        theta: f32[d], the parameter.
+        features: f32[K, d], the fixed action set (unused with fresh actions).
+        delay: the delay law.
+        sigma: the Gaussian noise's scale.
+        n_arms: ``K``, the actions per round.
+        dim: ``d``.
+        action_set: ``"fixed"``, ``"binary"``, ``"uniform"``, ``"gaussian"`` or ``"sphere"``.
+        noise: ``"bernoulli"`` or ``"gaussian"``.
+        normalize: every action scaled to unit L2 norm.
+        n_valid: ``> 0``: only the first ``n_valid`` rows exist (the rest is padding, masked).
+        min_valid: ``> 0``: ``K_t`` is drawn uniformly from ``{min_valid..n_valid}`` each round.
+    """
     theta: jax.Array
     features: jax.Array  # [K, d] for a fixed set (unused otherwise)
     delay: D.DelayLaw
@@ -72,15 +87,40 @@ class LinearEnv(World):
 
 def linear(theta, n_actions=None, features=None, action_set=None, noise="bernoulli", sigma=1.0, delay=None,
            normalize: bool = False, n_valid: int = 0, min_valid: int = 0):
-    """A linear bandit with parameter ``theta`` (shape [d]).
+    """A linear bandit with parameter ``theta``: the mean reward of action ``x`` is ``<theta, x>``.
 
-    Either a fixed action set ``features`` ([K, d]) or ``n_actions`` fresh actions each round drawn
-    from ``action_set`` in {"binary" ({0,1}^d), "uniform" ([0,1]^d), "gaussian", "sphere"}.
-    Bernoulli rewards use the probability ``clip(<theta, x>, 0, 1)``. ``normalize`` scales every
-    action to unit L2 norm (Vernade et al. 2020's "from {0,1}^d, normalised"; all-zero binary
-    draws are redrawn). ``n_valid``: only the first ``n_valid`` actions exist each round; the rest are
-    padding, masked out of the policy's choice and of the regret's comparator; with ``min_valid``
-    the number of actions K_t is drawn uniformly from ``{min_valid..n_valid}`` every round.
+    Either a fixed action set ``features`` or ``n_actions`` fresh actions each round drawn from
+    ``action_set``. Bernoulli rewards use the probability ``clip(<theta, x>, 0, 1)``.
+
+    Args:
+        theta: f[d], the parameter.
+        n_actions: the number of fresh actions per round (with ``action_set``).
+        features: f[K, d], a fixed action set.
+        action_set: ``"binary"`` (``{0,1}^d``), ``"uniform"`` (``[0,1]^d``), ``"gaussian"`` or
+            ``"sphere"``.
+        noise: ``"bernoulli"`` or ``"gaussian"``.
+        sigma: the Gaussian noise's scale.
+        delay: a :mod:`jaxbandits.delays` law, or None.
+        normalize: scale every action to unit L2 norm (Vernade et al. 2020's "from {0,1}^d,
+            normalised"; all-zero binary draws are redrawn).
+        n_valid: only the first ``n_valid`` actions exist each round; the rest are padding, masked
+            out of the policy's choice and of the regret's comparator.
+        min_valid: with ``n_valid``, the number of actions ``K_t`` is drawn uniformly from
+            ``{min_valid..n_valid}`` every round.
+
+    Returns:
+        The world (:class:`LinearEnv`).
+
+    Raises:
+        ValueError: neither ``features`` nor ``n_actions`` with an ``action_set``, an unknown
+            ``action_set`` or ``noise``, or values out of range.
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxbandits import envs
+        >>> world = envs.linear(np.ones(5) / 5, n_actions=10, action_set="binary", normalize=True)
+        >>> world.n_arms, world.dim
+        (10, 5)
     """
     V.real("theta", theta)
     if np.ndim(theta) != 1:

@@ -16,14 +16,62 @@ __all__ = ["FusedSpec", "spec_of", "unsupported", "simulate_fused", "SUPPORTED"]
 
 
 def unsupported(*args, **kwargs):
-    """Reasons the combination cannot run fused (empty: it can); see :mod:`jaxbandits.fused.path`."""
+    """Everything that keeps a simulation off the fused path, as sentences (empty: it can run fused).
+
+    :func:`jaxbandits.simulate` with ``path="auto"`` runs fused on a GPU exactly when this list is
+    empty; ``path="fused"`` raises with these sentences. Implemented in
+    :func:`jaxbandits.fused.path.unsupported` (imported on first call).
+
+    Args:
+        *args: ``(env, channel, policies)``: the world, the channel, and one policy or a dict of
+            named policies, as given to :func:`jaxbandits.simulate`.
+        **kwargs: ``chunk``, ``shard``, ``resume``, ``grid``: the other settings of the run that
+            the fused path does not cover.
+
+    Returns:
+        A list of strings, one reason each.
+
+    Examples:
+        >>> from jaxbandits import channels, envs, fused
+        >>> from jaxbandits.policies import adversarial, classic
+        >>> world = envs.bernoulli([0.1, 0.5])
+        >>> fused.unsupported(world, channels.attributed(), classic.ucb1())
+        []
+        >>> fused.unsupported(world, channels.attributed(), {"dew": adversarial.dew(0.1)})
+        ["policy 'dew' (DEW) has no fused kernel (covered: ...)"]
+    """
     from .path import unsupported as f
 
     return f(*args, **kwargs)
 
 
 def simulate_fused(*args, **kwargs):
-    """Run a supported combination on the fused path; see :mod:`jaxbandits.fused.path`."""
+    """Run a covered simulation on the fused kernels.
+
+    Most users call :func:`jaxbandits.simulate`, which picks this path on a GPU. Nothing is
+    checked here: :func:`jaxbandits.simulate` (``path="fused"``) checks the inputs and refuses a
+    combination :func:`unsupported` names; call this directly only with one it accepts.
+    Implemented in :func:`jaxbandits.fused.path.simulate_fused` (Pallas is imported on first
+    call).
+
+    Args:
+        *args: ``(env, channel, policies, horizon, key, n_runs)`` as for :func:`jaxbandits.simulate`.
+        **kwargs: ``record``, ``first_run``, ``delayed_regret``, ``keep``, ``stats_block`` as for
+            :func:`jaxbandits.simulate`; ``interpret`` (default: not on a GPU) runs the kernels
+            through Pallas' interpreter; ``block``, the runs per program (default 128 on a GPU, 32
+            interpreted); ``replay`` (tests), three ``[n_runs, horizon]`` arrays of uniforms to use
+            instead of the kernels' own generator.
+
+    Returns:
+        A ``SimOutput``, or a dict of them by policy name when ``policies`` is a dict.
+
+    Examples:
+        >>> import jax
+        >>> from jaxbandits import channels, envs, fused
+        >>> from jaxbandits.policies import classic
+        >>> out = fused.simulate_fused(envs.bernoulli([0.1, 0.5]), channels.attributed(), classic.ucb1(),
+        ...                            1000, jax.random.key(0), 64)  # doctest: +SKIP
+    """
     from .path import simulate_fused as f
 
     return f(*args, **kwargs)

@@ -1,4 +1,7 @@
-"""What the fused path needs to know about a policy: its algorithm and parameters.
+"""Internal: not public API (:class:`FusedSpec` and :func:`spec_of` are public as
+``jaxbandits.fused.FusedSpec`` and ``jaxbandits.fused.spec_of``).
+
+What the fused path needs to know about a policy: its algorithm and parameters.
 
 A library policy is a value (:class:`~jaxbandits.values.PolicyValue`) whose class declares the
 fused kernel that implements it, if any (``fused = (kind, field names)``: UCB1, KL-UCB,
@@ -19,16 +22,47 @@ _INTEGER = ("iters", "window")
 
 
 class FusedSpec(NamedTuple):
+    """What the fused path needs to know about a policy: its kernel and parameters.
+
+    Attributes:
+        kind: the kernel (``"ucb1"``, ``"kl_ucb"``, ``"thompson"``, ``"gaussian_ts"``,
+            ``"random"``, ``"delayed_ucb"``, ``"delayed_klucb"``).
+        params: sorted ``(name, value)`` pairs of the constructor's arguments.
+    """
     kind: str  # "ucb1", "kl_ucb", "thompson", "gaussian_ts", "random", "delayed_ucb", "delayed_klucb"
     params: tuple  # sorted (name, value) pairs of the constructor's arguments
 
     def get(self, name, default=None):
+        """A parameter's value.
+
+        Args:
+            name: the parameter.
+            default: the value when it is absent.
+
+        Returns:
+            The value.
+        """
         return dict(self.params).get(name, default)
 
 
 def spec_of(policy) -> Optional[FusedSpec]:
-    """The fused description of ``policy``, or ``None`` when it has no fused kernel (or when its
-    fields are traced: a policy built inside a grid's program runs on the scan path)."""
+    """The fused description of ``policy``.
+
+    Args:
+        policy: any policy.
+
+    Returns:
+        The :class:`FusedSpec`, or ``None`` when the policy has no fused kernel (or when its fields
+        are traced: a policy built inside a grid's program runs on the scan path).
+
+    Examples:
+        >>> from jaxbandits import fused
+        >>> from jaxbandits.policies import adversarial, classic
+        >>> fused.spec_of(classic.ucb1(alpha=0.5))
+        FusedSpec(kind='ucb1', params=(('alpha', 0.5),))
+        >>> fused.spec_of(adversarial.dew(0.1)) is None
+        True
+    """
     from jax.core import Tracer
 
     if not isinstance(policy, PolicyValue) or policy.fused is None:

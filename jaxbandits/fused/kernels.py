@@ -1,4 +1,6 @@
-"""What every fused kernel shares: the static description of a kernel (:class:`KernelSpec`, the
+"""Internal: not public API (the fused backend's implementation; use :func:`jaxbandits.simulate`).
+
+What every fused kernel shares: the static description of a kernel (:class:`KernelSpec`, the
 compile cache's key), the tie word's counter, and the delay laws' inverse CDFs in float32.
 
 The kernels themselves are in :mod:`jaxbandits.fused.lanes` (runs on lanes, arms unrolled). The

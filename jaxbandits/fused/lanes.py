@@ -1,4 +1,6 @@
-"""The lanes-layout kernels: runs on lanes, arms unrolled (docs/fused.md, "The layout").
+"""Internal: not public API (the fused backend's implementation; use :func:`jaxbandits.simulate`).
+
+The lanes-layout kernels: runs on lanes, arms unrolled (docs/fused.md, "The layout").
 
 One program owns ``block`` runs; each run is one lane of every vector. An arm's statistics are a
 separate ``[block]`` vector (``K`` Python-unrolled vectors per statistic), so a round is pure

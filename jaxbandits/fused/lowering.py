@@ -1,4 +1,6 @@
-"""Lower every fused kernel for CUDA without a GPU (docs/fused.md, "How it is tested").
+"""Internal: not public API (a contributor's tool, run as ``python -m jaxbandits.fused.lowering``).
+
+Lower every fused kernel for CUDA without a GPU (docs/fused.md, "How it is tested").
 
     JAX_PLATFORMS=cpu PYTHONPATH=<dir with jax-cuda12-plugin> python -m jaxbandits.fused.lowering [--all]
 

@@ -46,7 +46,27 @@ def _no_delay(law):
 
 
 def unsupported(env, channel, policies, *, chunk=None, shard=None, resume=False, grid=False) -> List[str]:
-    """Everything that keeps this simulation off the fused path, as sentences (empty: covered)."""
+    """Everything that keeps this simulation off the fused path, as sentences (empty: covered).
+
+    Args:
+        env: the world.
+        channel: the channel.
+        policies: one policy or a dict of named policies.
+        chunk: the run's ``chunk`` setting.
+        shard: the run's ``shard`` setting (the fused path runs on one device).
+        resume: a resumed run (a scan-path checkpoint).
+        grid: a grid of hyper-parameters (``simulate_grid``).
+
+    Returns:
+        A list of strings, one reason each.
+
+    Examples:
+        >>> from jaxbandits import channels, envs
+        >>> from jaxbandits.fused import path
+        >>> from jaxbandits.policies import classic
+        >>> path.unsupported(envs.bernoulli([0.1, 0.5]), channels.attributed(), classic.ucb1(), grid=True)
+        ['grids of hyper-parameters (simulate_grid) run on the scan path']
+    """
     why = []
     if jax.config.jax_enable_x64:
         why.append("x64 mode (jax_enable_x64): the kernels are written for 32-bit types")
@@ -132,9 +152,27 @@ def _delayed_unsupported(lab, pol, sp, env, law, channel):
 
 
 def scan_uniforms(key, n_runs, horizon, first_run=0):
-    """The scan path's reward, delay and act-key (tie) uniforms of every run and round,
-    ``[n_runs, horizon]`` each (conventions §8; ``jaxbandits.engine.round``): for replaying the scan's
-    world draws through a kernel in tests."""
+    """The scan path's reward, delay and act-key (tie) uniforms of every run and round.
+
+    Conventions §8 (``jaxbandits.engine.round``): for replaying the scan's world draws through a
+    kernel in tests.
+
+    Args:
+        key: the PRNG key of the simulation.
+        n_runs: the runs.
+        horizon: the rounds.
+        first_run: the index of the first run.
+
+    Returns:
+        ``(reward, delay, tie)``, each f32 ``[n_runs, horizon]``.
+
+    Examples:
+        >>> import jax
+        >>> from jaxbandits.fused import path
+        >>> reward, delay, tie = path.scan_uniforms(jax.random.key(0), 2, 5)
+        >>> reward.shape
+        (2, 5)
+    """
     from ..engine.round import run_keys
     from ..mathlib import uniform
 
@@ -147,9 +185,24 @@ def scan_uniforms(key, n_runs, horizon, first_run=0):
 
 
 def run_keys_words(key, run_ids):
-    """Per-run words of the world key ``k_env`` and the policy key ``k_pol`` (conventions §8:
-    ``k_run = fold_in(key, r)``, ``k_env = fold_in(k_run, 0)``, ``k_pol = fold_in(k_run, 1)``):
-    four ``uint32[n]`` arrays ``(env0, env1, pol0, pol1)``."""
+    """The per-run words of the world key and the policy key (conventions §8).
+
+    ``k_run = fold_in(key, r)``, ``k_env = fold_in(k_run, 0)``, ``k_pol = fold_in(k_run, 1)``.
+
+    Args:
+        key: the PRNG key of the simulation.
+        run_ids: i32[n], the runs.
+
+    Returns:
+        ``(env0, env1, pol0, pol1)``, four ``uint32[n]`` arrays.
+
+    Examples:
+        >>> import jax, jax.numpy as jnp
+        >>> from jaxbandits.fused import path
+        >>> words = path.run_keys_words(jax.random.key(0), jnp.arange(3))
+        >>> len(words), words[0].dtype, words[0].shape
+        (4, dtype('uint32'), (3,))
+    """
     def one(r):
         k_run = jax.random.fold_in(key, r)
         ke = jax.random.key_data(jax.random.fold_in(k_run, 0)).astype(jnp.uint32)
@@ -164,7 +217,15 @@ _COMPILED: "collections.OrderedDict" = collections.OrderedDict()  # their execut
 
 
 def clear_cache():
-    """Forget every compiled fused program."""
+    """Forget every compiled fused program.
+
+    Returns:
+        None.
+
+    Examples:
+        >>> from jaxbandits.fused import path
+        >>> path.clear_cache()
+    """
     _CACHE.clear()
     _COMPILED.clear()
     _WORDS.clear()
@@ -255,16 +316,43 @@ def kernel_spec(env, channel, pol, horizon, n_rec, *, block, interpret, num_warp
 def simulate_fused(env, channel, policies, horizon, key, n_runs=1, *, record=None, first_run=0,
                    delayed_regret=None, interpret=None, block=None, replay=None, keep=None,
                    stats_block=None) -> Dict[str, SimOutput] | SimOutput:
-    """Run a covered simulation on the fused kernels (checked inputs: see ``jaxbandits.simulate``).
+    """Run a covered simulation on the fused kernels (inputs checked by ``jaxbandits.simulate``).
 
-    ``interpret`` (default: not on a GPU) runs the kernels through Pallas' interpreter;
-    ``block`` runs per program (default 128 on a GPU, 32 interpreted). ``replay`` (tests): three
-    ``[n_runs, horizon]`` arrays of the rounds' reward, delay and tie uniforms to use instead of the
-    kernels' own generator (e.g. :func:`scan_uniforms`, the scan path's: then the fused and scan
-    paths take the same actions, policies without other draws). ``keep`` and ``stats_block`` as
-    for the scan path: the statistics are reduced on the device right after the kernels (every
-    policy's records are there then, so the paired differences too), and only the per-run curves
-    ``keep`` asks for are copied to the host."""
+    ``replay`` (tests): three ``[n_runs, horizon]`` arrays of the rounds' reward, delay and tie
+    uniforms to use instead of the kernels' own generator (e.g. :func:`scan_uniforms`, the scan
+    path's: then the fused and scan paths take the same actions, policies without other draws).
+    ``keep`` and ``stats_block`` as for the scan path: the statistics are reduced on the device
+    right after the kernels (every policy's records are there then, so the paired differences
+    too), and only the per-run curves ``keep`` asks for are copied to the host.
+
+    Args:
+        env: the world (a Bernoulli or conversions world of the library).
+        channel: the channel.
+        policies: one policy or a dict of named policies, each with a fused kernel.
+        horizon: the rounds.
+        key: the PRNG key.
+        n_runs: the runs.
+        record: the record points (as for :func:`jaxbandits.simulate`).
+        first_run: the index of the first run (a part of a larger run).
+        delayed_regret: track the delayed regret ``L(t)`` (None: on a channel that attributes
+            feedback and hides zero outcomes, the conversions channel).
+        interpret: run the kernels through Pallas' interpreter (default: not on a GPU).
+        block: the runs per program (default 128 on a GPU, 32 interpreted).
+        replay: the uniforms to use instead of the kernels' own (tests).
+        keep: the per-run curves copied to the host.
+        stats_block: the runs per block of the on-device statistics.
+
+    Returns:
+        A ``SimOutput``, or a dict of them by policy name when ``policies`` is a dict.
+
+    Examples:
+        >>> import jax
+        >>> from jaxbandits import channels, envs
+        >>> from jaxbandits.fused import path
+        >>> from jaxbandits.policies import classic
+        >>> out = path.simulate_fused(envs.bernoulli([0.1, 0.5]), channels.attributed(), classic.ucb1(),
+        ...                           100, jax.random.key(0), 8)  # doctest: +SKIP
+    """
     from ..engine import driver as DR
     from ..engine import stats as ST
     from . import kernels as Kn

@@ -1,4 +1,6 @@
-"""Counter-based random numbers inside a kernel, from uint32 adds, rotations and xors only (they
+"""Internal: not public API (the fused backend's implementation).
+
+Counter-based random numbers inside a kernel, from uint32 adds, rotations and xors only (they
 lower to Triton and run in Pallas' interpret mode alike).
 
 ``threefry2x32(k0, k1, c0, c1)`` is Threefry-2x32 with 20 rounds (Salmon et al. 2011, the

@@ -19,8 +19,23 @@ STATIC_FORMS = "arm:LABEL (always that arm), uniform, probs:P1,P2,... (a fixed l
 
 
 def parse_delay(text: str):
-    """``LAW`` or ``LAW:key=value,key=value`` (a :mod:`jaxbandits.delays` law, e.g.
-    ``geometric:mean=20`` or ``log_normal:mu=3,sigma=1``)."""
+    """A delay law from its command-line text: ``LAW`` or ``LAW:key=value,key=value``.
+
+    Args:
+        text: e.g. ``geometric:mean=20`` or ``log_normal:mu=3,sigma=1`` (a :mod:`jaxbandits.delays`
+            law and its parameters).
+
+    Returns:
+        The delay law.
+
+    Raises:
+        ValueError: an unknown law or bad parameters.
+
+    Examples:
+        >>> from jaxbandits.ope import command
+        >>> command.parse_delay("fixed:d=3").mean
+        3.0
+    """
     from .. import delays as D
     DELAY_LAWS = D.DELAY_LAWS
 
@@ -38,8 +53,24 @@ def parse_delay(text: str):
 
 
 def delay_from_fit(path: str, draws: int, seed: int = 0):
-    """``(law at the posterior mean, [draws laws])`` of a ``jaxbandits fit`` folder (or its
-    ``posterior.nc``)."""
+    """The delay laws of a ``jaxbandits fit`` output.
+
+    Args:
+        path: a ``jaxbandits fit`` folder, or its ``posterior.nc``.
+        draws: the number of posterior draws.
+        seed: the draws' seed.
+
+    Returns:
+        ``(law at the posterior mean, [draws laws])``.
+
+    Raises:
+        FileNotFoundError: no ``posterior.nc``.
+        ValueError: an unreadable file, or one without a fitted delay law.
+
+    Examples:
+        >>> from jaxbandits.ope import command
+        >>> law, draws = command.delay_from_fit("fit_out", draws=200)  # doctest: +SKIP
+    """
     import arviz as az
 
     from ..bayes.convert import delay_laws
@@ -69,10 +100,32 @@ class Target:
 
 
 def parse_policy(spec: str, log: DecisionLog, delay=None) -> Target:
-    """A target: ``arm:LABEL``, ``uniform``, ``probs:P1,...`` (fixed laws), or a policy named as in
-    experiment files (``classic.ucb1``, ``conversions.delayed_klucb``, ``package.module:function``)
-    with parameters ``KIND key=value ...`` (values as JSON; a ``delay`` parameter left out is the
-    evaluation's delay law)."""
+    """A target of ``jaxbandits evaluate`` from its command-line text.
+
+    ``arm:LABEL``, ``uniform``, ``probs:P1,...`` (fixed laws), or a policy named as in experiment
+    files (``classic.ucb1``, ``conversions.delayed_klucb``, ``package.module:function``) with
+    parameters ``KIND key=value ...`` (values as JSON; a ``delay`` parameter left out is the
+    evaluation's delay law).
+
+    Args:
+        spec: the text.
+        log: the :class:`~jaxbandits.ope.log.DecisionLog` (its arms).
+        delay: the evaluation's delay law.
+
+    Returns:
+        The ``Target``: a fixed law (``probs``) or a policy (``policy``, replayed).
+
+    Raises:
+        ValueError: an unknown form, arm or policy, or bad parameters.
+
+    Examples:
+        >>> from jaxbandits import ope
+        >>> from jaxbandits.ope import command
+        >>> log = ope.decision_log(arm=[0, 1], time=[0, 1], propensity=[0.5, 0.5],
+        ...                        conversion_time=[float("nan")] * 2, end=3)
+        >>> command.parse_policy("uniform", log).probs.tolist()
+        [0.5, 0.5]
+    """
     from .. import channels as C
     from ..expfile import resolve_kind
     from ..values import is_policy
@@ -126,9 +179,31 @@ def parse_policy(spec: str, log: DecisionLog, delay=None) -> Target:
 
 def run_evaluate(log: DecisionLog, specs: List[str], *, window=None, delay=None, delay_draws=None, level=0.95,
                  min_seen=0.05, seed=0) -> dict:
-    """Evaluate every target of ``specs``: ``{label: {"estimates": [Estimate, ...], ...}}``.
-    ``delay``: the law (replay, a policy's ``delay`` parameter, and the estimators unless
-    ``delay_draws`` are given: then the estimators run over the draws)."""
+    """Evaluate every target of ``specs`` (what ``jaxbandits evaluate`` prints).
+
+    Args:
+        log: the :class:`~jaxbandits.ope.log.DecisionLog`.
+        specs: the targets' texts (:func:`parse_policy`).
+        window: the conversion window.
+        delay: the delay law (replay, a policy's ``delay`` parameter, and the estimators unless
+            ``delay_draws`` are given: then the estimators run over the draws).
+        delay_draws: posterior draws of the delay law.
+        level: the intervals' confidence level.
+        min_seen: see :func:`jaxbandits.ope.evaluate`.
+        seed: replay's seed.
+
+    Returns:
+        ``{label: {"kind": ..., "target": ..., "report": ..., "estimates": [Estimate, ...]}}``.
+
+    Examples:
+        >>> from jaxbandits import ope
+        >>> from jaxbandits.ope import command
+        >>> log = ope.decision_log(arm=[0, 1], time=[0, 1], propensity=[0.5, 0.5],
+        ...                        conversion_time=[float("nan"), 2.0], end=3)
+        >>> out = command.run_evaluate(log, ["uniform", "arm:1"])
+        >>> list(out), out["arm:1"]["estimates"][0].estimator
+        (['uniform', 'arm:1'], 'ips')
+    """
     from .rejection import replay
 
     if not specs:

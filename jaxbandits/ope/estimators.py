@@ -36,7 +36,19 @@ __all__ = ["Estimate", "Report", "Estimator", "target_probs", "seen_probability"
 
 @dataclasses.dataclass(frozen=True)
 class Estimate:
-    """One estimator's estimate of the target's value, with its ``level`` interval ``[lo, hi]``."""
+    """One estimator's estimate of the target's value, with its ``level`` interval ``[lo, hi]``.
+
+    Attributes:
+        estimator: the estimator's name: "ips", "snips", "dm", "dr" (Estimator.name), "replay".
+        aware: delay-aware (True) or delay-ignorant (False).
+        value: the estimate.
+        lo: the interval's lower end.
+        hi: the interval's upper end.
+        se: the interval's standard error (sampling and, with draws, the delay model's).
+        ess: effective sample size (sum w)^2 / sum w^2 of the importance weights (DM: rows used).
+        n: rows used.
+        se_delay: the part of se from the delay model's posterior (0 without draws).
+    """
 
     estimator: str  # the estimator's name: "ips", "snips", "dm", "dr" (Estimator.name), "replay"
     aware: bool  # delay-aware (True) or delay-ignorant (False)
@@ -58,7 +70,16 @@ class Estimate:
 
 @dataclasses.dataclass(frozen=True)
 class Report:
-    """The estimates of one evaluation, and what it was evaluated with."""
+    """The estimates of one evaluation, and what it was evaluated with.
+
+    Attributes:
+        estimates: the :class:`Estimate` of each estimator and form (delay-aware first).
+        window: the conversion window of the value (None: every conversion).
+        level: the intervals' confidence level.
+        n: the log's rows.
+        dropped: rows left out of the delay-aware estimators (min over arms of G < min_seen).
+        draws: delay-law draws (0: one law or none).
+    """
 
     estimates: tuple
     window: Optional[float]
@@ -89,9 +110,28 @@ class Report:
 
 # ----------------------------------------------------------------------------- inputs
 def target_probs(target, log: DecisionLog) -> np.ndarray:
-    """The target policy's law as ``f64[K]`` (the same for every decision) or ``f64[N, K]`` (one row
-    per decision), or a function of the log's contexts returning ``[N, K]`` (``target(log.context)``).
-    Checked: finite, >= 0, rows sum to 1."""
+    """The target policy's law, checked: finite, ``>= 0``, rows summing to 1.
+
+    Args:
+        target: ``f64[K]`` (the same law for every decision), ``f64[N, K]`` (one row per
+            decision), or a function of the log's contexts returning ``[N, K]``
+            (``target(log.context)``).
+        log: the :class:`~jaxbandits.ope.log.DecisionLog`.
+
+    Returns:
+        ``f64[K]`` or ``f64[N, K]``.
+
+    Raises:
+        ValueError: a law of the wrong shape, negative, non-finite or not summing to 1.
+
+    Examples:
+        >>> from jaxbandits import ope
+        >>> nan = float("nan")
+        >>> log = ope.decision_log(arm=[0, 1, 1, 0], time=[0, 1, 2, 3], propensity=[0.5] * 4,
+        ...                        conversion_time=[nan, 3, nan, nan], end=10)
+        >>> ope.target_probs([0.25, 0.75], log).tolist()
+        [0.25, 0.75]
+    """
     K, N = log.n_arms, len(log)
     if callable(target):
         if log.context is None:
@@ -159,17 +199,57 @@ def _seen_table(log: DecisionLog, delay, window):
 
 
 def seen_probability(log: DecisionLog, delay, window=None) -> np.ndarray:
-    """``G[i] = P(decision i's conversion is seen by the log's end | it converts within the window)``
-    under the delay law ``delay`` (one law, or one per arm; delays are integers, conventions §3):
-    ``F(floor(min(window, end - t))) / F(window)``."""
+    """The probability that each decision's conversion is seen by the log's end.
+
+    ``G[i] = P(seen by the end | it converts within the window)`` under the delay law (delays are
+    integers, conventions §3): ``F(floor(min(window, end - t))) / F(window)``.
+
+    Args:
+        log: the :class:`~jaxbandits.ope.log.DecisionLog`.
+        delay: a :mod:`jaxbandits.delays` law, or one per arm.
+        window: the conversion window, or ``None``.
+
+    Returns:
+        ``f64[N]``.
+
+    Examples:
+        >>> from jaxbandits import ope
+        >>> nan = float("nan")
+        >>> log = ope.decision_log(arm=[0, 1, 1, 0], time=[0, 1, 2, 3], propensity=[0.5] * 4,
+        ...                        conversion_time=[nan, 3, nan, nan], end=10)
+        >>> from jaxbandits import delays
+        >>> ope.seen_probability(log, delays.fixed(8)).tolist()
+        [1.0, 1.0, 1.0, 0.0]
+    """
     table, c = _seen_table(log, delay, window)
     return table[log.arm, c]
 
 
 def old_enough(log: DecisionLog, delay, window=None, min_seen: float = 0.05) -> np.ndarray:
-    """``bool[N]``: the rows the delay-aware estimators keep, ``min_a G_a(c_i) >= min_seen``: decided
-    by the row's age alone, never by its arm (with one law per arm, dropping by the row's own arm's
-    ``G`` would leave out more of the slow arms' recent rows than of the fast ones', a bias)."""
+    """The rows the delay-aware estimators keep: ``min_a G_a(c_i) >= min_seen``.
+
+    Decided by the row's age alone, never by its arm (with one law per arm, dropping by the row's
+    own arm's ``G`` would leave out more of the slow arms' recent rows than of the fast ones', a
+    bias).
+
+    Args:
+        log: the :class:`~jaxbandits.ope.log.DecisionLog`.
+        delay: a :mod:`jaxbandits.delays` law, or one per arm.
+        window: the conversion window, or ``None``.
+        min_seen: the smallest probability of being seen kept.
+
+    Returns:
+        ``bool[N]``.
+
+    Examples:
+        >>> from jaxbandits import ope
+        >>> nan = float("nan")
+        >>> log = ope.decision_log(arm=[0, 1, 1, 0], time=[0, 1, 2, 3], propensity=[0.5] * 4,
+        ...                        conversion_time=[nan, 3, nan, nan], end=10)
+        >>> from jaxbandits import delays
+        >>> ope.old_enough(log, delays.fixed(8)).tolist()
+        [True, True, True, False]
+    """
     table, c = _seen_table(log, delay, window)
     return table[:, c].min(0) >= min_seen
 
@@ -248,7 +328,13 @@ class Estimator:
     """An estimator of the target's value: ``name`` (its label in reports and on the command line),
     ``compute(rows, fit)`` -> ``(value, se, ess)`` from the per-row quantities; ``fit`` is the per-arm
     rate fit ``(value, se, rows, rates)`` of the direct method when ``needs_rates``, else ``None``
-    (computed once for every estimator that needs it)."""
+    (computed once for every estimator that needs it).
+
+    Attributes:
+        name: its label in reports and on the command line.
+        compute: ``compute(rows, fit) -> (value, se, ess)`` from the per-row quantities.
+        needs_rates: it needs the per-arm conversion-rate fit (DM, DR).
+    """
 
     name: str
     compute: Callable = dataclasses.field(repr=False, compare=False)
@@ -281,13 +367,43 @@ def _one(log, pi, y, G, keep, which):
 
 def evaluate(log: DecisionLog, target, *, window=None, delay=None, delay_draws=None, level: float = 0.95,
              min_seen: float = 0.05, estimators: Sequence[Estimator] = ESTIMATORS, ignorant: bool = True) -> Report:
-    """Every estimator of ``estimators`` on ``log`` for the target ``target`` (see
-    :func:`target_probs`): delay-aware with ``delay`` (a :mod:`jaxbandits.delays` law, or a sequence of
-    one law per arm) or ``delay_draws`` (a list of such: posterior draws of a fitted delay model,
-    e.g. ``jaxbandits.bayes.delay_laws(idata, draws=200)``; the interval then carries their spread)
-    and (``ignorant=True``) delay-ignorant. ``window``: the conversion window ``m`` the value is
-    defined by (``None``: every conversion counts). ``min_seen``: decisions whose conversion would
-    be seen with probability below it are left out of the delay-aware forms."""
+    """Every estimator of ``estimators`` on ``log`` for the target ``target``.
+
+    Delay-aware with ``delay`` (a :mod:`jaxbandits.delays` law, or a sequence of one law per arm)
+    or ``delay_draws`` (a list of such: posterior draws of a fitted delay model, e.g.
+    ``jaxbandits.bayes.delay_laws(idata, draws=200)``; the interval then carries their spread) and
+    (``ignorant=True``) delay-ignorant.
+
+    Args:
+        log: the :class:`~jaxbandits.ope.log.DecisionLog`.
+        target: the target's law (see :func:`target_probs`).
+        window: the conversion window ``m`` the value is defined by (``None``: every conversion
+            counts).
+        delay: a :mod:`jaxbandits.delays` law, or one per arm: the delay-aware form; ``None``:
+            the delay-ignorant one.
+        delay_draws: a list of such laws (posterior draws): the interval carries their spread.
+        level: the interval's confidence level.
+        min_seen: rows whose conversion would be seen with probability below it are left out of
+            the delay-aware form (:func:`old_enough`).
+        estimators: the :class:`Estimator` objects to run (default :data:`ESTIMATORS`).
+        ignorant: also give the delay-ignorant forms.
+
+    Returns:
+        The :class:`Report`: one :class:`Estimate` per estimator and form (delay-aware first).
+
+    Raises:
+        ValueError: a bad target, delay law or level.
+
+    Examples:
+        >>> from jaxbandits import ope
+        >>> nan = float("nan")
+        >>> log = ope.decision_log(arm=[0, 1, 1, 0], time=[0, 1, 2, 3], propensity=[0.5] * 4,
+        ...                        conversion_time=[nan, 3, nan, nan], end=10)
+        >>> from jaxbandits import delays
+        >>> r = ope.evaluate(log, [0.0, 1.0], delay=delays.geometric(mean=5.0))
+        >>> [(e.estimator, e.aware) for e in r.estimates][:2]
+        [('ips', True), ('snips', True)]
+    """
     which = tuple(estimators)
     if not which or not all(isinstance(e, Estimator) for e in which):
         raise ValueError(f"estimators must be a non-empty sequence of jaxbandits.ope estimators "
@@ -352,6 +468,40 @@ def _aware_given(delay, delay_draws) -> bool:
     return delay is not None or delay_draws is not None
 
 
+#: the docstring of :func:`ips`, :func:`snips`, :func:`dm` and :func:`dr` (made by ``_single``)
+_SINGLE_DOC = """The {up} estimate of the target's value (delay-aware with ``delay``, else delay-ignorant).
+
+One estimator of :func:`evaluate`.
+
+Args:
+    log: the :class:`~jaxbandits.ope.log.DecisionLog`.
+    target: the target's law (see :func:`target_probs`).
+    window: the conversion window ``m`` the value is defined by (``None``: every conversion
+        counts).
+    delay: a :mod:`jaxbandits.delays` law, or one per arm: the delay-aware form; ``None``:
+        the delay-ignorant one.
+    delay_draws: a list of such laws (posterior draws): the interval carries their spread.
+    level: the interval's confidence level.
+    min_seen: rows whose conversion would be seen with probability below it are left out of
+        the delay-aware form (:func:`old_enough`).
+
+Returns:
+    The :class:`Estimate` (value, interval, standard error, effective sample size).
+
+Raises:
+    ValueError: a bad target or delay law (see :func:`evaluate`).
+
+Examples:
+    >>> from jaxbandits import ope
+    >>> nan = float("nan")
+    >>> log = ope.decision_log(arm=[0, 1, 1, 0], time=[0, 1, 2, 3], propensity=[0.5] * 4,
+    ...                        conversion_time=[nan, 3, nan, nan], end=10)
+    >>> e = ope.{name}(log, [0.0, 1.0])  # always play arm 1
+    >>> e.estimator, e.aware, e.value
+    ('{name}', False, 0.5)
+"""
+
+
 def _single(est: Estimator):
     def f(log, target, *, window=None, delay=None, delay_draws=None, level=0.95, min_seen=0.05) -> Estimate:
         rep = evaluate(log, target, window=window, delay=delay, delay_draws=delay_draws, level=level,
@@ -359,8 +509,7 @@ def _single(est: Estimator):
         return rep.estimates[0]
 
     f.__name__ = est.name
-    f.__doc__ = (f"The {est.name.upper()} estimate (delay-aware with ``delay``, else delay-ignorant); see "
-                 ":func:`evaluate`.")
+    f.__doc__ = _SINGLE_DOC.format(name=est.name, up=est.name.upper())
     return f
 
 

@@ -23,7 +23,23 @@ PROPENSITY_COLUMN = "propensity"
 
 @dataclasses.dataclass(frozen=True)
 class DecisionLog:
-    """A log of decisions (numpy arrays, one row per decision)."""
+    """A log of decisions (numpy arrays, one row per decision).
+
+    Attributes:
+        arm: i64[N], arm index 0..K-1.
+        time: f64[N], decision time.
+        propensity: f64[N], the logging policy's probability of the chosen arm, in (0, 1].
+        conversion_time: f64[N], NaN: no conversion seen.
+        end: f64[N], when the row was read (the log's end): conversions after it are not seen.
+        n_arms: the number of arms ``K``.
+        arm_labels: the label of each arm index.
+        probs: f64[N, K], the logging policy's law of each decision, when known.
+        propensity_samples: Monte Carlo sample size of Monte Carlo propensities (0: exact; None: not
+            stated).
+        time_unit: the unit of the times when they came from timestamps.
+        context: f32[N, d], or f32[N, K, d]: what each decision saw, for targets that depend on it
+            (a callable target, or a contextual policy in replay).
+    """
 
     arm: np.ndarray  # i64[N] arm index 0..K-1
     time: np.ndarray  # f64[N] decision time
@@ -61,11 +77,39 @@ class DecisionLog:
 
 def decision_log(arm, time, propensity, conversion_time, end, *, n_arms=None, arms=None, probs=None,
                  propensity_samples=None, context=None) -> DecisionLog:
-    """Validate a log given as arrays. ``arm``/``time``/``conversion_time``/``end`` (and ``n_arms``,
-    ``arms``) as in :func:`jaxbandits.bayes.conversion_log` (whose checks and errors they get);
-    ``propensity``: f[N], each in (0, 1]; ``probs``: f[N, K] (optional) the logging law of each
-    decision (rows summing to 1, ``probs[i, arm[i]] == propensity[i]``); ``context``: f[N, d] or
-    f[N, K, d], what each decision saw."""
+    """Validate a decision log given as arrays.
+
+    ``arm``/``time``/``conversion_time``/``end`` (and ``n_arms``, ``arms``) are as in
+    :func:`jaxbandits.bayes.conversion_log`, whose checks and errors they get.
+
+    Args:
+        arm: the arm of each decision (integer indices or labels).
+        time: f[N], each decision's time.
+        propensity: f[N], the logging policy's probability of the chosen arm, each in ``(0, 1]``.
+        conversion_time: f[N], when the conversion was seen (NaN: none seen).
+        end: when the log was read (a number, or one per row).
+        n_arms: declares integer arm indices ``0..n_arms-1``.
+        arms: the list of arm labels, in index order.
+        probs: f[N, K] (optional), the logging law of each decision (rows summing to 1,
+            ``probs[i, arm[i]] == propensity[i]``).
+        propensity_samples: the Monte Carlo sample size behind the propensities (0: exact).
+        context: f[N, d] or f[N, K, d], what each decision saw.
+
+    Returns:
+        The :class:`DecisionLog`.
+
+    Raises:
+        ValueError: naming the row and column: a propensity outside ``(0, 1]``, a shape mismatch,
+            a conversion before its decision, a non-finite time or context.
+
+    Examples:
+        >>> from jaxbandits import ope
+        >>> nan = float("nan")
+        >>> log = ope.decision_log(arm=[0, 1, 1, 0], time=[0, 1, 2, 3], propensity=[0.5] * 4,
+        ...                        conversion_time=[nan, 3, nan, nan], end=10)
+        >>> len(log), log.n_arms, log.age().tolist()
+        (4, 2, [10.0, 9.0, 8.0, 7.0])
+    """
     from ..bayes.logs import conversion_log
 
     log = conversion_log(arm, time, conversion_time, end, n_arms=n_arms, arms=arms)
@@ -110,11 +154,37 @@ def _with_propensity(log, propensity, probs, samples, name_row, col) -> Decision
 
 
 def load(source, *, end=None, time_unit=None, origin=None, arms=None, n_arms=None, columns=None) -> DecisionLog:
-    """A decision log from a CSV/Parquet file or a DataFrame with the columns of
-    :func:`jaxbandits.bayes.load_log` (``arm``, ``play_time``, ``conversion_time``, ``cutoff``; or
-    ``end=`` for the cutoff) and ``propensity``; or from the SQLite database of ``jaxbandits serve``
-    (a path ending ``.db``, ``.sqlite`` or ``.sqlite3``). ``columns`` renames as in ``load_log``
-    (``propensity`` may be renamed too)."""
+    """A decision log from a file, a DataFrame, or the database of ``jaxbandits serve``.
+
+    A CSV/Parquet file or a DataFrame with the columns of :func:`jaxbandits.bayes.load_log`
+    (``arm``, ``play_time``, ``conversion_time``, ``cutoff``; or ``end=`` for the cutoff) and
+    ``propensity``; or the SQLite database of ``jaxbandits serve`` (a path ending ``.db``,
+    ``.sqlite`` or ``.sqlite3``, read by :func:`read_serve_db`).
+
+    Args:
+        source: a path or a pandas DataFrame.
+        end: the cutoff for every row, instead of a ``cutoff`` column.
+        time_unit: the unit of date-time columns (see :func:`jaxbandits.bayes.load_log`).
+        origin: the time origin of date-time columns.
+        arms: the arm labels, in index order.
+        n_arms: declares integer arm indices.
+        columns: renames, as in ``load_log`` (``propensity`` may be renamed too).
+
+    Returns:
+        The :class:`DecisionLog`.
+
+    Raises:
+        ValueError: a missing column or a bad row (named).
+
+    Examples:
+        >>> import pandas as pd
+        >>> from jaxbandits import ope
+        >>> df = pd.DataFrame({"arm": ["a", "b"], "play_time": [0.0, 1.0], "conversion_time": [2.0, None],
+        ...                    "propensity": [0.5, 0.5]})
+        >>> log = ope.load(df, end=5.0)
+        >>> log.arm_labels, log.arm.tolist()
+        (('a', 'b'), [0, 1])
+    """
     if isinstance(source, (str, os.PathLike)) and os.fspath(source).lower().endswith((".db", ".sqlite", ".sqlite3")):
         return read_serve_db(source)
     from ..bayes.logs import load_log
@@ -147,11 +217,26 @@ def load(source, *, end=None, time_unit=None, origin=None, arms=None, n_arms=Non
 
 
 def read_serve_db(path) -> DecisionLog:
-    """The decisions and conversions recorded by ``jaxbandits serve`` (database format version 2
-    and later: each ``decide`` event holds its decisions' ids, arms and propensities; each
-    ``feedback`` event the round it arrived in). Times are rounds (decision ids). The log's end is
-    the last round the database reached. A database of format version 1 holds no propensities:
-    the error says so."""
+    """The decisions and conversions recorded by ``jaxbandits serve``.
+
+    Database format version 2 and later: each ``decide`` event holds its decisions' ids, arms and
+    propensities; each ``feedback`` event the round it arrived in. Times are rounds (decision ids).
+    The log's end is the last round the database reached. A database of format version 1 holds no
+    propensities: the error says so.
+
+    Args:
+        path: the SQLite database.
+
+    Returns:
+        The :class:`DecisionLog`.
+
+    Raises:
+        ValueError: a database without propensities (format version 1) or not of ``serve``.
+
+    Examples:
+        >>> from jaxbandits import ope
+        >>> log = ope.read_serve_db("serve.db")  # doctest: +SKIP
+    """
     import sqlite3
 
     path = os.fspath(path)

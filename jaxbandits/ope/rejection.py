@@ -93,9 +93,37 @@ def _scan(policy, spec, W, key, arm, u_ok, deliv, reward, feats):
 
 def replay(log: DecisionLog, policy: Policy, channel, key=0, *, window=None, delay=None, level: float = 0.95,
            min_seen: float = 0.05) -> ReplayResult:
-    """Replay ``policy`` (on ``channel``: what it is told, e.g. ``channels.conversions()``) over
-    ``log``: ``ReplayResult((estimates...), accepted)``. ``window``: the conversion window of the
-    value (log time units); ``delay``: a delay law (or one per arm) for the delay-aware estimate."""
+    """Replay ``policy`` over ``log`` by rejection sampling: an unbiased value for adaptive policies.
+
+    The policy runs on ``channel`` (what it is told, e.g. ``channels.conversions()``); a row is
+    accepted when the policy's choice equals the logged arm, weighted by the logged propensity.
+
+    Args:
+        log: the :class:`~jaxbandits.ope.log.DecisionLog` (every arm must be played in it).
+        policy: the policy to evaluate.
+        channel: the channel the policy is told through (attributed or conversions).
+        key: a JAX key or an int seed.
+        window: the conversion window of the value (log time units).
+        delay: a delay law (or one per arm) for the delay-aware estimate.
+        level: the interval's confidence level.
+        min_seen: rows seen with probability below it are left out of the delay-aware form.
+
+    Returns:
+        The :class:`ReplayResult` ``(estimates, accepted)``.
+
+    Raises:
+        TypeError: ``channel`` is not a channel.
+        ValueError: a channel replay cannot serve, a policy that reads reveal ages, or an arm
+            never played in the log.
+
+    Examples:
+        >>> from jaxbandits import channels, delays, ope
+        >>> from jaxbandits.policies import classic
+        >>> log = ope.simulate_log(0, 2000, [0.1, 0.3], delays.geometric(mean=5.0), [0.5, 0.5])  # doctest: +SKIP
+        >>> estimates, accepted = ope.replay(log, classic.ucb1(), channels.conversions(), key=0)  # doctest: +SKIP
+        >>> estimates[0].estimator, accepted.shape  # doctest: +SKIP
+        ('replay', (2000,))
+    """
     from ..channels import Channel
     from ..engine.round import check_pair
 

@@ -24,11 +24,34 @@ def _laws(delay, K):
 
 def simulate_log(key, n: int, rates, delay, logging, *, span: Optional[float] = None,
                  end: Optional[float] = None) -> DecisionLog:
-    """``n`` decisions at times ``floor(i * span / n)`` (``span`` default ``n``: one a round), arm
-    ``a`` drawn from ``logging`` (f[K], the logging law, logged as the propensity), converting with
-    probability ``rates[a]`` after a delay drawn from ``delay`` (one law or one per arm); the log is
-    read at ``end`` (default: the last decision's time, so the latest conversions are all pending).
-    ``key``: a JAX key or an int seed."""
+    """A decision log with a known truth.
+
+    ``n`` decisions at times ``floor(i * span / n)``, arm ``a`` drawn from ``logging`` (logged as
+    the propensity), converting with probability ``rates[a]`` after a delay drawn from ``delay``;
+    the log is read at ``end`` (default: the last decision's time, so the latest conversions are
+    all pending).
+
+    Args:
+        key: a JAX key or an int seed.
+        n: the number of decisions.
+        rates: f[K], each arm's conversion probability.
+        delay: a :mod:`jaxbandits.delays` law, or one per arm.
+        logging: f[K], the logging law.
+        span: the time the decisions span (default ``n``: one a round).
+        end: when the log is read.
+
+    Returns:
+        The :class:`~jaxbandits.ope.log.DecisionLog`.
+
+    Raises:
+        ValueError: ``logging`` is not a probability vector over the arms.
+
+    Examples:
+        >>> from jaxbandits import delays, ope
+        >>> log = ope.simulate_log(0, 2000, [0.1, 0.3], delays.geometric(mean=5.0), [0.5, 0.5])  # doctest: +SKIP
+        >>> len(log)  # doctest: +SKIP
+        2000
+    """
     import jax
     import jax.numpy as jnp
 
@@ -56,7 +79,22 @@ def simulate_log(key, n: int, rates, delay, logging, *, span: Optional[float] = 
 
 
 def true_value(target, rates, delay, window=None) -> float:
-    """The target law's conversion rate within ``window``: ``sum_a target[a] rates[a] F_a(window)``."""
+    """The target law's conversion rate within ``window``: ``sum_a target[a] rates[a] F_a(window)``.
+
+    Args:
+        target: f[K], the target law.
+        rates: f[K], each arm's conversion probability.
+        delay: a :mod:`jaxbandits.delays` law, or one per arm.
+        window: the conversion window, or ``None`` (every conversion counts).
+
+    Returns:
+        The value, a float.
+
+    Examples:
+        >>> from jaxbandits import delays, ope
+        >>> ope.true_value([0.0, 1.0], [0.1, 0.3], delays.fixed(3), window=5)
+        0.3
+    """
     import jax.numpy as jnp
 
     rates = np.asarray(rates, np.float64)

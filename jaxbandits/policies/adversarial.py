@@ -33,6 +33,12 @@ _ATTR = Needs(attributed=True, zeros_observed=True)  # every loss, attributed to
 
 
 class DEWState(NamedTuple):
+    """The state of DEW.
+
+    Attributes:
+        logp: f32[K], normalised log-probabilities (``logsumexp = 0``).
+        eta: f32, the rate ``eta' = min(eta, 1/(4e d_max))`` (Theorem 1's truncation).
+    """
     logp: Any  # f32[K] normalised log-probabilities (logsumexp = 0)
     eta: Any  # f32 eta' = min(eta, 1/(4e d_max)) (Thm 1 truncation)
 
@@ -67,9 +73,29 @@ def _iw_loss(memo, reward):
 
 @policy_value("DEW")
 def dew(eta: float, d_max: Optional[float] = None, name: str = "DEW") -> Policy:
-    """DEW (Algorithm 1): exponential weights on importance-weighted losses, one update per arriving
-    feedback, rate ``eta' = min(eta, 1/(4e d_max))``. Feedback with delay above ``d_max`` would void
-    the guarantee of Theorem 1: it is dropped, i.e. bare DEW behaves as Skipper(d_max + 1)."""
+    """DEW (Thune et al. 2019, Algorithm 1): exponential weights on importance-weighted losses.
+
+    One update per arriving feedback, at the rate ``eta' = min(eta, 1/(4e d_max))``. Feedback with
+    delay above ``d_max`` would void the guarantee of Theorem 1: it is dropped, i.e. bare DEW
+    behaves as Skipper(d_max + 1). Needs ``K >= 2`` arms.
+
+    Args:
+        eta: the learning rate, ``> 0`` (Theorem 1's tuning: :func:`thm1_eta`).
+        d_max: the largest delay used, ``>= 0``, or ``None`` for no truncation.
+        name: the display name.
+
+    Returns:
+        The policy, a frozen value (``DEW(...)``).
+
+    Raises:
+        ValueError: ``eta`` not positive or ``d_max`` negative (and, when the run starts, fewer
+            than two arms).
+
+    Examples:
+        >>> from jaxbandits.policies import adversarial
+        >>> adversarial.dew(eta=0.05)
+        DEW(eta=0.05)
+    """
     V.positive("eta", eta)
     if d_max is not None:
         V.nonneg("d_max", d_max)
@@ -96,16 +122,45 @@ def dew(eta: float, d_max: Optional[float] = None, name: str = "DEW") -> Policy:
 
 # ----------------------------------------------------------------------------- Skipper
 class SkipperState(NamedTuple):
+    """The state of Skipper.
+
+    Attributes:
+        base: the wrapped policy's state.
+        skipped: f32, arrivals discarded because their delay was ``>= beta``.
+    """
     base: Any  # the wrapped policy's state
     skipped: Any  # f32 arrivals discarded because their delay was >= beta (OT: seen on arrival)
 
 
 @policy_value("Skipper")
 def skipper(beta: float, base: Policy, count_skipped: bool = True, name: Optional[str] = None) -> Policy:
-    """Skipper(beta, base) (Algorithm 2), a wrapper as in optax: feedback whose delay is ``>= beta``
-    is discarded (the inequality is not strict, Alg. 2), everything else goes to ``base`` unchanged.
-    ``count_skipped`` adds one payload lane counting the discarded arrivals (they must fit in the
-    calendar to be counted; with ``False`` a width of ``ceil(beta)`` is exact)."""
+    """Skipper(beta, base) (Thune et al. 2019, Algorithm 2), a wrapper as in optax.
+
+    Feedback whose delay is ``>= beta`` is discarded (the inequality is not strict, Alg. 2),
+    everything else goes to ``base`` unchanged.
+
+    Args:
+        beta: the skipping threshold (``inf`` skips nothing).
+        base: the wrapped policy; it must use attributed feedback (a payload function).
+        count_skipped: add one payload lane counting the discarded arrivals (they must fit in the
+            calendar to be counted; with ``False`` a width of ``ceil(beta)`` is exact).
+        name: the display name (default ``"Skipper(beta, base)"``).
+
+    Returns:
+        The policy, a frozen value that holds ``base`` as a field.
+
+    Raises:
+        TypeError: ``base`` is not a policy.
+        ValueError: ``beta`` not a number, or ``base`` without attributed feedback.
+
+    Examples:
+        >>> from jaxbandits.policies import adversarial
+        >>> pol = adversarial.skipper(10.0, adversarial.dew(0.05))
+        >>> pol
+        Skipper(beta=10.0, base=DEW(eta=0.05))
+        >>> pol.name
+        'Skipper(10, DEW)'
+    """
     V.real("beta", beta, allow_inf=True)
     if not is_policy(base):
         raise TypeError(f"base must be a Policy, got {type(base).__name__}")
@@ -140,8 +195,27 @@ def skipper(beta: float, base: Policy, count_skipped: bool = True, name: Optiona
 @policy_value("SkipperDEW")
 def skipper_dew(beta: float, eta: Optional[float] = None, count_skipped: bool = True,
                 name: Optional[str] = None) -> Policy:
-    """``Skipper(beta, DEW(eta, beta))``: DEW with ``d_max = beta``; default ``eta = 1/(4e beta)``
-    (Corollary 4's choice: the truncation is then inactive)."""
+    """``Skipper(beta, DEW(eta, beta))``: DEW with ``d_max = beta``.
+
+    The default ``eta = 1/(4e beta)`` is Corollary 4's choice: the truncation is then inactive.
+
+    Args:
+        beta: the skipping threshold, ``> 0`` (Corollary 4's tuning: :func:`cor4_beta`).
+        eta: DEW's learning rate, or ``None`` for ``1/(4e beta)``.
+        count_skipped: add one payload lane counting the discarded arrivals.
+        name: the display name (default ``"Skipper-DEW(beta=...)"``).
+
+    Returns:
+        The policy, a frozen value (``SkipperDEW(...)``).
+
+    Raises:
+        ValueError: ``beta`` not positive.
+
+    Examples:
+        >>> from jaxbandits.policies import adversarial
+        >>> adversarial.skipper_dew(10.0).name
+        'Skipper-DEW(beta=10)'
+    """
     V.positive("beta", beta)
     eta = 1.0 / (4 * _E * beta) if eta is None else eta
     label = f"Skipper-DEW(beta={float(beta):.3g})" if V.is_concrete(beta) else "Skipper-DEW"
@@ -150,6 +224,16 @@ def skipper_dew(beta: float, eta: Optional[float] = None, count_skipped: bool = 
 
 # ----------------------------------------------------------------------------- Doubling
 class DoublingState(NamedTuple):
+    """The state of the doubling scheme.
+
+    Attributes:
+        logp: f32[K], the current epoch's DEW log-probabilities.
+        m: i32, the epoch index (``omega_m = 2^m``).
+        sigma: f32, the rounds of the epoch so far (skipped ones included).
+        n_skip: f32, ``|S^m_{beta_m}|``: rounds of the epoch with ``d_t >= beta_m``.
+        dsum: f32, ``D^m_{beta_m}``: the sum of ``d_t`` over the epoch's rounds that are not skipped.
+        restarts: i32, the number of epoch switches (several may happen in one round).
+    """
     logp: Any  # f32[K] the current epoch's DEW
     m: Any  # i32 epoch index (omega_m = 2^m)
     sigma: Any  # f32 rounds of the epoch so far (skipped ones included)
@@ -176,13 +260,33 @@ def _beta_m(m, lnk):
 
 @policy_value("Doubling")
 def doubling(m0: int = 0, lanes: int = 48, name: str = "Doubling") -> Policy:
-    """The doubling scheme of Section 4 for delays revealed at action time: epochs ``m``,
-    ``omega_m = 2^m``, ``beta_m = sqrt(omega_m)/(4e ln K)``, ``eta_m = ln K / sqrt(omega_m)``; stay
-    while ``max(|S^m|^2, (e K sigma(m)/2 + D^m) ln K) <= omega_m`` (eq. 6), tested with round t
+    """The doubling scheme of Thune et al. (2019, Section 4) for delays revealed at action time.
+
+    Epochs ``m``, ``omega_m = 2^m``, ``beta_m = sqrt(omega_m)/(4e ln K)``,
+    ``eta_m = ln K / sqrt(omega_m)``; stay while
+    ``max(|S^m|^2, (e K sigma(m)/2 + D^m) ln K) <= omega_m`` (eq. 6), tested with round t
     included; the round that breaks it opens the next epoch and is tested again (several empty
     epochs in one round are possible). A restart resets the weights and drops every pending
     feedback of earlier epochs: payloads are lane-structured by epoch (``one_hot(m mod lanes)``)
-    and ``update`` reads the current epoch's lane only (conventions §5.3). Knows neither T nor D."""
+    and ``update`` reads the current epoch's lane only (conventions §5.3). Knows neither T nor D.
+
+    Args:
+        m0: the first epoch, an integer in ``[0, 40]``.
+        lanes: the payload lanes (epochs told apart), an integer in ``[2, 256]``.
+        name: the display name.
+
+    Returns:
+        The policy, a frozen value (``Doubling(...)``); it needs the delay at action time
+        (:func:`doubling_width` gives a calendar width that holds its feedback).
+
+    Raises:
+        ValueError: ``m0`` or ``lanes`` out of range (and, when the run starts, fewer than two arms).
+
+    Examples:
+        >>> from jaxbandits.policies import adversarial
+        >>> adversarial.doubling(m0=2)
+        Doubling(m0=2)
+    """
     m0 = V.integer("m0", m0, lo=0, hi=40)
     lanes = V.integer("lanes", lanes, lo=2, hi=256)
 
@@ -240,37 +344,126 @@ def doubling(m0: int = 0, lanes: int = 48, name: str = "Doubling") -> Policy:
 
 # ----------------------------------------------------------------------------- tunings and bounds (host, float64)
 def thm1_eta(K: int, T: int, D: float) -> float:
-    """Theorem 1's rate ``sqrt(ln K / (e K T / 2 + D))``."""
+    """Theorem 1's rate ``sqrt(ln K / (e K T / 2 + D))`` (Thune et al. 2019).
+
+    Args:
+        K: the number of arms.
+        T: the horizon.
+        D: the total delay.
+
+    Returns:
+        The learning rate, a float.
+
+    Examples:
+        >>> from jaxbandits.policies import adversarial
+        >>> round(adversarial.thm1_eta(2, 1000, 500.0), 5)
+        0.01468
+    """
     return math.sqrt(math.log(K) / (_E * K * T / 2 + D))
 
 
 def thm1_bound(K: int, T: int, D: float, d_max: float, eta: float) -> float:
-    """Theorem 1 (max form): ``max(ln K / eta, 4e d_max ln K) + eta (e K T / 2 + D)``."""
+    """Theorem 1's regret bound (max form): ``max(ln K / eta, 4e d_max ln K) + eta (e K T / 2 + D)``.
+
+    Args:
+        K: the number of arms.
+        T: the horizon.
+        D: the total delay.
+        d_max: the largest delay.
+        eta: the learning rate.
+
+    Returns:
+        The bound, a float.
+
+    Examples:
+        >>> from jaxbandits.policies import adversarial
+        >>> round(adversarial.thm1_bound(2, 1000, 500.0, 10.0, 0.02), 3)
+        139.732
+    """
     lnk = math.log(K)
     return max(lnk / eta, 4 * _E * d_max * lnk) + eta * (_E * K * T / 2 + D)
 
 
 def thm3_bound(K: int, T: int, n_skipped: float, D_beta: float, beta: float, eta: float) -> float:
-    """Theorem 3: ``|S_beta| + max(ln K / eta, 4e beta ln K) + eta (e K T / 2 + D_beta)``."""
+    """Theorem 3's bound: ``|S_beta| + max(ln K / eta, 4e beta ln K) + eta (e K T / 2 + D_beta)``.
+
+    Args:
+        K: the number of arms.
+        T: the horizon.
+        n_skipped: ``|S_beta|``, the rounds skipped (:func:`skipped_stats`).
+        D_beta: the total delay of the rounds kept.
+        beta: the skipping threshold.
+        eta: the learning rate.
+
+    Returns:
+        The bound, a float.
+
+    Examples:
+        >>> from jaxbandits.policies import adversarial
+        >>> round(adversarial.thm3_bound(2, 1000, 3, 400.0, 10.0, 0.02), 3)
+        140.732
+    """
     lnk = math.log(K)
     return n_skipped + max(lnk / eta, 4 * _E * beta * lnk) + eta * (_E * K * T / 2 + D_beta)
 
 
 def cor4_beta(K: int, T: int, D: float) -> float:
-    """Corollary 4's threshold ``sqrt((e K T / 2 + (1 + 4e) D) / (16 e^2 ln K))``: the exact
-    minimiser of Theorem 3's bound at ``eta = 1/(4e beta)`` with ``|S_beta| <= D/beta`` and
-    ``D_beta <= D``, which gives Corollary 4's bound."""
+    """Corollary 4's threshold ``sqrt((e K T / 2 + (1 + 4e) D) / (16 e^2 ln K))``.
+
+    The exact minimiser of Theorem 3's bound at ``eta = 1/(4e beta)`` with ``|S_beta| <= D/beta``
+    and ``D_beta <= D``, which gives Corollary 4's bound.
+
+    Args:
+        K: the number of arms.
+        T: the horizon.
+        D: the total delay.
+
+    Returns:
+        The threshold ``beta``, a float.
+
+    Examples:
+        >>> from jaxbandits.policies import adversarial
+        >>> round(adversarial.cor4_beta(2, 1000, 500.0), 3)
+        10.277
+    """
     return math.sqrt((_E * K * T / 2 + (1 + 4 * _E) * D) / (16 * _E**2 * math.log(K)))
 
 
 def cor4_bound(K: int, T: int, D: float) -> float:
-    """Corollary 4: ``2 sqrt((e K T / 2 + (1 + 4e) D) ln K)``."""
+    """Corollary 4's bound ``2 sqrt((e K T / 2 + (1 + 4e) D) ln K)``.
+
+    Args:
+        K: the number of arms.
+        T: the horizon.
+        D: the total delay.
+
+    Returns:
+        The bound, a float.
+
+    Examples:
+        >>> from jaxbandits.policies import adversarial
+        >>> round(adversarial.cor4_bound(2, 1000, 500.0), 3)
+        154.907
+    """
     return 2 * math.sqrt((_E * K * T / 2 + (1 + 4 * _E) * D) * math.log(K))
 
 
 def skipped_stats(delays, beta: float):
-    """``(|S_beta|, D_beta)`` of a delay sequence: rounds with ``d >= beta``, and the total delay of
-    the others (int64)."""
+    """``(|S_beta|, D_beta)`` of a delay sequence.
+
+    Args:
+        delays: int[T], the delay sequence.
+        beta: the skipping threshold.
+
+    Returns:
+        ``(n_skipped, D_beta)``: the number of rounds with ``d >= beta``, and the total delay of
+        the others (int64 arithmetic).
+
+    Examples:
+        >>> from jaxbandits.policies import adversarial
+        >>> [int(v) for v in adversarial.skipped_stats([0, 3, 1, 0, 7, 2, 0, 1], 3.0)]
+        [2, 4]
+    """
     d = np.asarray(delays, np.int64)
     skip = d >= beta
     return int(skip.sum()), int(d[~skip].sum())
@@ -297,31 +490,109 @@ def _oracle(delays, K, T, kterm):
 
 
 def oracle_bound(delays, K: int, T: int, kterm: Optional[float] = None) -> float:
-    """``min_beta |S_beta| + 4e beta ln K + (kterm + D_beta)/(4e beta)``, exactly (piecewise convex
-    in beta between consecutive delay values). ``kterm`` defaults to ``e K T / 2``."""
+    """``min_beta |S_beta| + 4e beta ln K + (kterm + D_beta)/(4e beta)``, exactly.
+
+    The bound is piecewise convex in beta between consecutive delay values, and minimised on each
+    piece.
+
+    Args:
+        delays: int[T], the delay sequence.
+        K: the number of arms.
+        T: the horizon.
+        kterm: the constant term, default ``e K T / 2``.
+
+    Returns:
+        The minimum, a float.
+
+    Examples:
+        >>> from jaxbandits.policies import adversarial
+        >>> round(float(adversarial.oracle_bound([0, 3, 1, 0, 7, 2, 0, 1], 2, 8)), 3)
+        12.721
+    """
     return _oracle(delays, K, T, _E * K * T / 2 if kterm is None else kterm)[0]
 
 
 def oracle_beta(delays, K: int, T: int) -> float:
-    """The minimising ``beta*`` of :func:`oracle_bound` (hindsight tuning; not an algorithm)."""
+    """The minimising ``beta*`` of :func:`oracle_bound` (hindsight tuning; not an algorithm).
+
+    Args:
+        delays: int[T], the delay sequence.
+        K: the number of arms.
+        T: the horizon.
+
+    Returns:
+        ``beta*``, a float.
+
+    Examples:
+        >>> from jaxbandits.policies import adversarial
+        >>> round(float(adversarial.oracle_beta([0, 3, 1, 0, 7, 2, 0, 1], 2, 8)), 3)
+        1.0
+    """
     return _oracle(delays, K, T, _E * K * T / 2)[1]
 
 
 def thm6_bound(delays, K: int, T: int, printed: bool = False) -> float:
-    """Theorem 6 (Doubling): ``15 min_beta {...} + 10 e^2 K ln K + 5``, with ``e K T / 2`` in the
-    minimised term (the derivation's, conservative; ``printed=True``: the paper's ``K T``)."""
+    """Theorem 6's bound for Doubling: ``15 min_beta {...} + 10 e^2 K ln K + 5``.
+
+    With ``e K T / 2`` in the minimised term (the derivation's, conservative).
+
+    Args:
+        delays: int[T], the delay sequence.
+        K: the number of arms.
+        T: the horizon.
+        printed: use the paper's printed ``K T`` instead of ``e K T / 2``.
+
+    Returns:
+        The bound, a float.
+
+    Examples:
+        >>> from jaxbandits.policies import adversarial
+        >>> round(float(adversarial.thm6_bound([0, 3, 1, 0, 7, 2, 0, 1], 2, 8)), 2)
+        298.24
+    """
     kterm = K * T if printed else _E * K * T / 2
     return 15 * oracle_bound(delays, K, T, kterm) + 10 * _E**2 * K * math.log(K) + 5
 
 
 def cor7_bound(K: int, T: int, D: float) -> float:
-    """Corollary 7 (Doubling): ``30 sqrt((e K T / 2 + (1 + 4e) D) ln K) + 10 e^2 K ln K + 5``."""
+    """Corollary 7's bound for Doubling: ``30 sqrt((e K T / 2 + (1 + 4e) D) ln K) + 10 e^2 K ln K + 5``.
+
+    Args:
+        K: the number of arms.
+        T: the horizon.
+        D: the total delay.
+
+    Returns:
+        The bound, a float.
+
+    Examples:
+        >>> from jaxbandits.policies import adversarial
+        >>> round(adversarial.cor7_bound(2, 1000, 500.0), 2)
+        2431.05
+    """
     return 30 * math.sqrt((_E * K * T / 2 + (1 + 4 * _E) * D) * math.log(K)) + 10 * _E**2 * K * math.log(K) + 5
 
 
 def doubling_epochs(delays, K: int, m0: int = 0):
-    """The epoch of every round of the doubling scheme on a delay sequence (host reference of the
-    in-scan loop, float64): returns ``(epoch[t], number of increments at t)``."""
+    """The epoch of every round of the doubling scheme on a delay sequence.
+
+    The host reference (float64) of the in-scan loop of :func:`doubling`.
+
+    Args:
+        delays: int[T], the delays, known at action time.
+        K: the number of arms.
+        m0: the first epoch.
+
+    Returns:
+        ``(epoch, jumps)``, int arrays ``[T]``: the epoch of each round and the number of epoch
+        increments made at it.
+
+    Examples:
+        >>> from jaxbandits.policies import adversarial
+        >>> epoch, jumps = adversarial.doubling_epochs([0, 3, 1, 0, 7, 2, 0, 1], 2)
+        >>> epoch.tolist(), jumps.tolist()
+        ([1, 2, 2, 3, 3, 3, 3, 4], [1, 1, 0, 1, 0, 0, 0, 1])
+    """
     lnk = math.log(K)
     m, sigma, n_skip, dsum = m0, 0.0, 0.0, 0.0
     ep, jumps = [], []
@@ -341,9 +612,23 @@ def doubling_epochs(delays, K: int, m0: int = 0):
 
 
 def doubling_width(K: int, T: int) -> int:
-    """A calendar width that holds every feedback Doubling can process within ``T`` rounds:
+    """A calendar width that holds every feedback Doubling can process within ``T`` rounds.
+
     ``ceil(beta_M) + 1`` for the largest epoch ``M`` reachable (processed delays are ``< beta_m``,
-    and ``omega`` never needs to exceed ``max(T^2, (e K T / 2 + T beta) ln K)``)."""
+    and ``omega`` never needs to exceed ``max(T^2, (e K T / 2 + T beta) ln K)``).
+
+    Args:
+        K: the number of arms.
+        T: the horizon.
+
+    Returns:
+        The width, an int.
+
+    Examples:
+        >>> from jaxbandits.policies import adversarial
+        >>> adversarial.doubling_width(2, 1000)
+        137
+    """
     lnk = math.log(K)
     m = 0
     while True:

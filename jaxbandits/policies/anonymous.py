@@ -42,11 +42,31 @@ def _n_exact(T, m, c):
 
 def schedule(kind: str, horizon: int, mean_delay: float = 0.0, bound: Optional[float] = None,
              variance: Optional[float] = None, n_phases: Optional[int] = None) -> np.ndarray:
-    """``n_table[m]`` for ``m = 0..M`` (``n_table[0] = 0``), integerised by ``ceil``, clipped at
+    """The phase lengths ``n_table[m]`` of the ODAAF family (Pike-Burke et al. 2018).
+
+    ``n_table[m]`` for ``m = 0..M`` (``n_table[0] = 0``), integerised by ``ceil``, clipped at
     ``T + 1`` (the sentinel of a phase that never completes, also used once ``T D_m^2 <= 1``).
 
-    ``kind``: ``"odaaf"`` (eq. 2), ``"odaaf_b"`` (eq. 4.2, needs ``bound``), ``"odaaf_v"``
-    (eq. 6, needs ``variance``), ``"naive"`` (App. B, needs ``bound``)."""
+    Args:
+        kind: ``"odaaf"`` (eq. 2), ``"odaaf_b"`` (eq. 4.2, needs ``bound``), ``"odaaf_v"``
+            (eq. 6, needs ``variance``) or ``"naive"`` (App. B, needs ``bound``).
+        horizon: the horizon ``T``.
+        mean_delay: the expected delay, ``>= 0``.
+        bound: the delays' support bound ``d``.
+        variance: the delays' variance.
+        n_phases: the number of phases ``M`` (default ``ceil(log2(T) / 2) + 2``).
+
+    Returns:
+        An int64 numpy array ``[M + 1]``, non-decreasing.
+
+    Raises:
+        ValueError: an unknown ``kind``, or ``horizon`` or ``mean_delay`` out of range.
+
+    Examples:
+        >>> from jaxbandits.policies import anonymous
+        >>> anonymous.schedule("odaaf", 1000, mean_delay=5.0)[:4].tolist()
+        [0, 332, 1001, 1001]
+    """
     V.choice("kind", kind, ("odaaf", "odaaf_b", "odaaf_v", "naive"))
     T = V.horizon("horizon", horizon)
     V.nonneg("mean_delay", mean_delay)
@@ -73,15 +93,45 @@ def schedule(kind: str, horizon: int, mean_delay: float = 0.0, bound: Optional[f
 
 
 def phase_timeline(n_table, K: int, use_bridge: bool, phases: int):
-    """Rounds (1-based counts) at which Step 1 of each phase ends, with all K arms active:
-    ``K n_m`` (+ ``n_{m-1}`` with bridges: the bridges of phases 1..m-1 have total length n_{m-1})."""
+    """The rounds (1-based counts) at which Step 1 of each phase ends, with all K arms active.
+
+    ``K n_m``, plus ``n_{m-1}`` with bridges (the bridges of phases 1..m-1 have total length
+    ``n_{m-1}``).
+
+    Args:
+        n_table: the phase lengths (:func:`schedule`).
+        K: the number of arms.
+        use_bridge: whether the policy has bridge periods.
+        phases: the number of phases to list.
+
+    Returns:
+        A list of ints, one per phase.
+
+    Examples:
+        >>> from jaxbandits.policies import anonymous
+        >>> tab = anonymous.schedule("odaaf", 1000, mean_delay=5.0)
+        >>> [int(r) for r in anonymous.phase_timeline(tab, 3, False, 3)]
+        [996, 3003, 3003]
+    """
     n = np.asarray(n_table, np.int64)
     return [int(K * n[m] + (n[m - 1] if use_bridge else 0)) for m in range(1, phases + 1)]
 
 
 # ----------------------------------------------------------------------------- ODAAF family
 class ODAAFState(NamedTuple):
-    """Algorithm 1's machine (Pike-Burke et al. 2018, Alg. 1). Deterministic: the key is unused."""
+    """Algorithm 1's machine (Pike-Burke et al. 2018, Alg. 1). Deterministic: the key is unused.
+
+    Attributes:
+        arm: i32, arm to play next.
+        m: i32, current phase, 1-based.
+        bridge: bool, in the bridge period (Step 4).
+        left: i32, rounds left in the current block or bridge, the next one included.
+        active: bool[K], S_m.
+        obs_sum: f32[K], sum of X_t over T_j(m), all phases (never reset).
+        obs_cnt: f32[K], |T_j(m)|.
+        elim_phase: i32[K], phase at which j was eliminated (0: active).
+        n_table: i32[M+1], the schedule (computed on the host at init).
+    """
 
     arm: Any  # i32 arm to play next
     m: Any  # i32 current phase, 1-based
@@ -176,9 +226,29 @@ def _bridge_len(length):
 @policy_value("ODAAF")
 def odaaf(mean_delay: float, use_bridge: bool = False, bridge_rule: str = "best", bridge_len="block",
           name: str = "ODAAF") -> Policy:
-    """ODAAF: known expected delay, schedule eq. (2), no bridge (as in the paper's experiments;
-    ``use_bridge=True`` is an ablation). ``bridge_len``: ``"block"`` (nu_m, the default) or a
-    number of rounds; ``bridge_rule``: ``"best"`` (the empirical leader) or ``"first_next"``."""
+    """ODAAF (Pike-Burke et al. 2018): known expected delay, schedule eq. (2), no bridge.
+
+    As in the paper's experiments; ``use_bridge=True`` is an ablation. It uses the anonymous
+    aggregate feedback (no attribution).
+
+    Args:
+        mean_delay: the expected delay, ``>= 0``.
+        use_bridge: add the bridge period between phases.
+        bridge_rule: ``"best"`` (the empirical leader) or ``"first_next"``.
+        bridge_len: ``"block"`` (``nu_m``, the default) or a number of rounds ``>= 1``.
+        name: the display name.
+
+    Returns:
+        The policy, a frozen value (``ODAAF(...)``).
+
+    Raises:
+        ValueError: a parameter out of its range.
+
+    Examples:
+        >>> from jaxbandits.policies import anonymous
+        >>> anonymous.odaaf(mean_delay=5.0)
+        ODAAF(mean_delay=5.0)
+    """
     V.nonneg("mean_delay", mean_delay)
     return _odaaf("odaaf", mean_delay, None, None, use_bridge, _bridge_rule(bridge_rule), name, _bridge_len(bridge_len))
 
@@ -186,7 +256,26 @@ def odaaf(mean_delay: float, use_bridge: bool = False, bridge_rule: str = "best"
 @policy_value("ODAAFB")
 def odaaf_b(mean_delay: float, bound: float, bridge_rule: str = "best", bridge_len="block",
             name: str = "ODAAF-B") -> Policy:
-    """ODAAF-B: known expected delay and support bound ``d`` (eq. 4.2), with the bridge period."""
+    """ODAAF-B: known expected delay and support bound ``d`` (eq. 4.2), with the bridge period.
+
+    Args:
+        mean_delay: the expected delay, ``>= 0``.
+        bound: the delays' support bound, ``>= 0``.
+        bridge_rule: ``"best"`` or ``"first_next"``.
+        bridge_len: ``"block"`` or a number of rounds ``>= 1``.
+        name: the display name.
+
+    Returns:
+        The policy, a frozen value (``ODAAFB(...)``).
+
+    Raises:
+        ValueError: a parameter out of its range.
+
+    Examples:
+        >>> from jaxbandits.policies import anonymous
+        >>> anonymous.odaaf_b(5.0, bound=20.0)
+        ODAAFB(mean_delay=5.0, bound=20.0)
+    """
     V.nonneg("mean_delay", mean_delay)
     V.nonneg("bound", bound)
     return _odaaf("odaaf_b", mean_delay, bound, None, True, _bridge_rule(bridge_rule), name, _bridge_len(bridge_len))
@@ -195,7 +284,26 @@ def odaaf_b(mean_delay: float, bound: float, bridge_rule: str = "best", bridge_l
 @policy_value("ODAAFV")
 def odaaf_v(mean_delay: float, variance: float, bridge_rule: str = "best", bridge_len="block",
             name: str = "ODAAF-V") -> Policy:
-    """ODAAF-V: known expected delay and variance (eq. 6), with the bridge period."""
+    """ODAAF-V: known expected delay and variance (eq. 6), with the bridge period.
+
+    Args:
+        mean_delay: the expected delay, ``>= 0``.
+        variance: the delays' variance, ``>= 0``.
+        bridge_rule: ``"best"`` or ``"first_next"``.
+        bridge_len: ``"block"`` or a number of rounds ``>= 1``.
+        name: the display name.
+
+    Returns:
+        The policy, a frozen value (``ODAAFV(...)``).
+
+    Raises:
+        ValueError: a parameter out of its range.
+
+    Examples:
+        >>> from jaxbandits.policies import anonymous
+        >>> anonymous.odaaf_v(5.0, variance=4.0)
+        ODAAFV(mean_delay=5.0, variance=4.0)
+    """
     V.nonneg("mean_delay", mean_delay)
     V.nonneg("variance", variance)
     return _odaaf("odaaf_v", mean_delay, None, variance, True, _bridge_rule(bridge_rule), name, _bridge_len(bridge_len))
@@ -203,14 +311,41 @@ def odaaf_v(mean_delay: float, variance: float, bridge_rule: str = "best", bridg
 
 @policy_value("ODAAFNaive")
 def odaaf_naive(bound: float, use_bridge: bool = False, name: str = "ODAAF-naive") -> Policy:
-    """Improved UCB with App. B's naive widths for delays bounded by ``d`` (not in the experiments)."""
+    """Improved UCB with App. B's naive widths for delays bounded by ``d`` (not in the experiments).
+
+    Args:
+        bound: the delays' support bound, ``>= 0``.
+        use_bridge: add the bridge period between phases.
+        name: the display name.
+
+    Returns:
+        The policy, a frozen value (``ODAAFNaive(...)``).
+
+    Raises:
+        ValueError: ``bound`` negative.
+
+    Examples:
+        >>> from jaxbandits.policies import anonymous
+        >>> anonymous.odaaf_naive(20.0)
+        ODAAFNaive(bound=20.0)
+    """
     V.nonneg("bound", bound)
     return _odaaf("naive", 0.0, bound, None, use_bridge, "best", name)
 
 
 # ----------------------------------------------------------------------------- QPM-D
 class QPMDState(NamedTuple):
-    """QPM-D (Joulani et al. 2013, Alg. 2) around an index base (UCB1 by default)."""
+    """QPM-D (Joulani et al. 2013, Alg. 2) around an index base (UCB1 by default).
+
+    Attributes:
+        arm: i32, J: the base's recommendation, played until its queue has something.
+        fed_cnt: f32[K], base counts n_j (rewards fed).
+        fed_sum: f32[K], base sums.
+        q_cnt: f32[K], queued (arrived, not yet fed) rewards per arm.
+        q_sum: f32[K], their sum.
+        key: key for the draws without replacement from the queues (conventions §5.2: update has no
+            key).
+    """
 
     arm: Any  # i32 J: the base's recommendation, played until its queue has something
     fed_cnt: Any  # f32[K] base counts n_j (rewards fed)
@@ -226,15 +361,32 @@ class QPMDMemo(NamedTuple):
 
 @policy_value("QPMD")
 def qpmd(base: str = "ucb1", name: Optional[str] = None) -> Policy:
-    """QPM-D: per-arm queues of arrived rewards; the base (``"ucb1"``: Auer et al. with
-    ``ln n``, n = rewards fed; ``"kl-ucb"``) is fed from the queue of the arm it recommends, as many
-    times as it can, and the learner plays its recommendation while that queue is empty. Ties go to
-    the lowest index (conventions §10).
+    """QPM-D (Joulani et al. 2013): a base index policy fed from per-arm queues of arrived rewards.
+
+    The base (``"ucb1"``: Auer et al. with ``ln n``, n = rewards fed; ``"kl-ucb"``) is fed from the
+    queue of the arm it recommends, as many times as it can, and the learner plays its
+    recommendation while that queue is empty. Ties go to the lowest index (conventions §10).
 
     Queues are kept as (count, sum) per arm and a fed value is drawn **without replacement** from
     its arm's queue (conventions §6): for Bernoulli rewards this has the law of
     the FIFO (values are i.i.d. per arm and availability does not depend on them); for other
-    rewards it is an approximation. Payload ``[e_A, e_A r]``."""
+    rewards it is an approximation. Payload ``[e_A, e_A r]``.
+
+    Args:
+        base: ``"ucb1"`` or ``"kl-ucb"``.
+        name: the display name (default ``"QPM-D"``, ``"QPM-D(kl-ucb)"``).
+
+    Returns:
+        The policy, a frozen value (``QPMD(...)``).
+
+    Raises:
+        ValueError: an unknown ``base``.
+
+    Examples:
+        >>> from jaxbandits.policies import anonymous
+        >>> anonymous.qpmd().name, anonymous.qpmd("kl-ucb").name
+        ('QPM-D', 'QPM-D(kl-ucb)')
+    """
     V.choice("base", base, ("ucb1", "kl-ucb"))
     from .classic import kl_ucb_index, ucb1_index  # the classic indices (sums, n, t)
 

@@ -55,8 +55,30 @@ def _reflect(x, t):
 
 
 def ring_update(rs: RingStats, t, action, rev_age):
-    """End of round ``t``: evict the play of round ``t - W`` into the closed counts, insert this
-    round's play, then absorb the reveals (delay-0 conversions of this play included)."""
+    """End of round ``t``: the window's statistics absorb this round.
+
+    Evict the play of round ``t - W`` into the closed counts, insert this round's play, then absorb
+    the reveals (delay-0 conversions of this play included).
+
+    Args:
+        rs: the :class:`~jaxbandits.bayes.model.RingStats` so far (window ``W``, ``K`` arms).
+        t: the 0-based round.
+        action: the arm played at ``t``.
+        rev_age: i32[W], the conversions revealed at ``t``, by age of their play.
+
+    Returns:
+        The updated :class:`~jaxbandits.bayes.model.RingStats`.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxbandits.bayes.model import RingStats
+        >>> from jaxbandits.policies import bayes
+        >>> rs = RingStats(n_conv=jnp.zeros(2), hist=jnp.zeros(3), n_closed=jnp.zeros(2),
+        ...                ring_arm=jnp.zeros(3, jnp.int32), ring_pend=jnp.zeros(3), t=jnp.asarray(-1))
+        >>> rs = bayes.ring_update(rs, 0, 1, jnp.array([1, 0, 0]))  # arm 1 converts at once
+        >>> rs.n_conv.tolist(), rs.hist.tolist(), rs.ring_pend.tolist()
+        ([0.0, 1.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0])
+    """
     W = rs.ring_arm.shape[0]
     K = rs.n_conv.shape[0]
     slot = t % W
@@ -83,7 +105,24 @@ def _empty_stats(K, W, per_arm):
 
 # ----------------------------------------------------------------------------- the engine
 def unconstrained_init(fam, K, per_arm, prior_mean, fixed):
-    """The prior medians in NumPyro's unconstrained space (logit p = 0, log of each scale)."""
+    """The prior medians in NumPyro's unconstrained space (logit p = 0, log of each scale).
+
+    Args:
+        fam: the delay family or its name.
+        K: the number of arms.
+        per_arm: one delay law per arm.
+        prior_mean: the prior's delay mean.
+        fixed: the known delay parameters (then no delay site), or ``None``.
+
+    Returns:
+        A dict of f32 arrays, one per site (``"p"`` and the family's parameters).
+
+    Examples:
+        >>> from jaxbandits.policies import bayes
+        >>> z = bayes.unconstrained_init("exponential", 2, False, 10.0, None)
+        >>> z["p"].tolist(), round(float(z["delay_mean"]), 4)
+        ([0.0, 0.0], 2.3026)
+    """
     fam = family(fam)
     shape = (K,) if per_arm else ()
     z = {"p": jnp.zeros((K,), _F)}
@@ -119,6 +158,16 @@ def _eigh_vmap(axis_size, in_batched, h):
 
 
 class Engine(NamedTuple):
+    """The sampler state of DelayModelTS.
+
+    Attributes:
+        z: f32[d], the chain state (unconstrained).
+        mode: f32[d], the Newton-tracked posterior mode.
+        lam: f32[d], the floored Hessian eigenvalues at the mode (mass matrix ``V diag(lam) V^T``).
+        vec: f32[d, d], the Hessian's eigenvectors.
+        accept: f32, the acceptances so far.
+        n_refresh: i32, the refreshes so far.
+    """
     z: Any  # f32[d] chain state (unconstrained)
     mode: Any  # f32[d] Newton-tracked posterior mode
     lam: Any  # f32[d] floored Hessian eigenvalues at the mode (mass matrix M = V diag(lam) V^T)
@@ -128,13 +177,27 @@ class Engine(NamedTuple):
 
 
 def numpyro_hmc_transition(potential, z, lam, vec, key, num_steps: int, step_size: float):
-    """One HMC transition of ``z`` by NumPyro's functional kernels (``numpyro.infer.hmc.hmc``,
-    ``algo="HMC"``): ``num_steps`` leapfrog steps of ``step_size`` with the dense mass matrix
-    ``M = V diag(lam) V^T`` (momentum ``V sqrt(lam) eps``, kinetic energy ``r^T M^-1 r / 2``),
-    Metropolis accept, no adaptation (``num_warmup=0``). ``init_kernel`` evaluates the potential
-    and its gradient at ``z`` for the current data; its other outputs are replaced or unused
-    (compiled away). Returns ``(z', accepted)``; a non-finite energy is rejected (NumPyro sets the
-    energy error of a NaN to infinity)."""
+    """One HMC transition of ``z`` by NumPyro's functional kernels.
+
+    ``numpyro.infer.hmc.hmc``, ``algo="HMC"``: ``num_steps`` leapfrog steps of ``step_size`` with
+    the dense mass matrix ``M = V diag(lam) V^T`` (momentum ``V sqrt(lam) eps``, kinetic energy
+    ``r^T M^-1 r / 2``), Metropolis accept, no adaptation (``num_warmup=0``). ``init_kernel``
+    evaluates the potential and its gradient at ``z`` for the current data; its other outputs are
+    replaced or unused (compiled away). A non-finite energy is rejected (NumPyro sets the energy
+    error of a NaN to infinity).
+
+    Args:
+        potential: the negative log-posterior, a function of the unconstrained vector.
+        z: f32[d], the chain state.
+        lam: f32[d], the mass matrix's eigenvalues.
+        vec: f32[d, d], its eigenvectors.
+        key: a PRNG key.
+        num_steps: leapfrog steps.
+        step_size: the step size.
+
+    Returns:
+        ``(z', accepted)``: the new state and whether the proposal was accepted.
+    """
     from numpyro.infer.hmc import hmc
 
     init_kernel, sample_kernel = hmc(potential_fn=potential, algo="HMC")
@@ -149,11 +212,37 @@ def numpyro_hmc_transition(potential, z, lam, vec, key, num_steps: int, step_siz
 
 def refresh_step(potential, eng: Engine, key, engine: str, num_steps: int = 4, step_size: float = 0.6,
                  floor: float = 1e-2, max_newton: float = 2.0, sampler: str = "builtin"):
-    """One refresh on the current data: a damped Newton step on the mode (Hessian eigenvalues
-    floored at ``floor``, the step scaled down to ``|step|_inf <= max_newton``; the Hessian there gives
-    the mass matrix), then (``hmc``) one HMC transition of the chain (``sampler="numpyro"``:
-    :func:`numpyro_hmc_transition`; ``"builtin"``: the same transition written out here). Non-finite
-    results keep the old state."""
+    """One refresh of DelayModelTS's sampler on the current data.
+
+    A damped Newton step on the mode (Hessian eigenvalues floored at ``floor``, the step scaled
+    down to ``|step|_inf <= max_newton``; the Hessian there gives the mass matrix), then (``hmc``)
+    one HMC transition of the chain (``sampler="numpyro"``: :func:`numpyro_hmc_transition`;
+    ``"builtin"``: the same transition written out here). Non-finite results keep the old state.
+
+    Args:
+        potential: the negative log-posterior, a function of the unconstrained vector.
+        eng: the :class:`Engine` so far.
+        key: a PRNG key.
+        engine: ``"hmc"`` or ``"laplace"`` (mode and mass matrix only).
+        num_steps: HMC leapfrog steps.
+        step_size: HMC step size.
+        floor: the floor of the Hessian's eigenvalues.
+        max_newton: the largest Newton step, in the sup norm.
+        sampler: ``"builtin"`` or ``"numpyro"``.
+
+    Returns:
+        The new :class:`Engine`.
+
+    Examples:
+        >>> import jax, jax.numpy as jnp  # doctest: +SKIP
+        >>> from jaxbandits.policies.bayes import Engine, refresh_step  # doctest: +SKIP
+        >>> pot = lambda z: 0.5 * jnp.sum((z - 1.0) ** 2)  # doctest: +SKIP
+        >>> eng = Engine(jnp.zeros(2), jnp.zeros(2), jnp.ones(2), jnp.eye(2), jnp.zeros(()),  # doctest: +SKIP
+        ...              jnp.zeros((), jnp.int32))
+        >>> new = refresh_step(pot, eng, jax.random.key(0), "laplace")  # doctest: +SKIP
+        >>> new.mode.tolist(), int(new.n_refresh)  # doctest: +SKIP
+        ([1.0, 1.0], 1)
+    """
     g, Hm = jax.grad(potential)(eng.mode), jax.hessian(potential)(eng.mode)
     Hm = 0.5 * (Hm + Hm.T)
     lam, vec = _eigh(Hm)
@@ -199,6 +288,13 @@ def refresh_step(potential, eng: Engine, key, engine: str, num_steps: int = 4, s
 
 # ----------------------------------------------------------------------------- DelayModelTS
 class DelayTSState(NamedTuple):
+    """The state of DelayModelTS.
+
+    Attributes:
+        stats: the :class:`~jaxbandits.bayes.model.RingStats` of the data so far.
+        eng: the sampler's :class:`Engine` (chain, tracked mode, mass matrix).
+        key: the refresh randomness (conventions §5.2: a key kept in the state).
+    """
     stats: RingStats
     eng: Engine
     key: Any  # refresh randomness (conventions §5.2: a key kept in the state)
@@ -223,7 +319,39 @@ def delay_model_ts(window: int = 255, model: str = "exponential", engine: str = 
     ``warm_start`` (:func:`jaxbandits.bayes.policy_prior` of a past fit): its priors replace the
     defaults (``priors`` still override entries), and the chain and the tracked mode start at its
     ``z0`` with the eigen-decomposition of the prior's Hessian there as the mass matrix (what a
-    refresh with no data computes), instead of the prior median and the identity."""
+    refresh with no data computes), instead of the prior median and the identity.
+
+    Args:
+        window: the model's window ``M``, an integer ``>= 1`` (at most the channel's window).
+        model: the delay family (``"exponential"``, ``"geometric"``, ...; docs/bayes.md lists the
+            online ones).
+        engine: ``"hmc"`` (a chain moved by one HMC transition per refresh) or ``"laplace"`` (a
+            fresh draw from the Laplace approximation every round).
+        refresh: the rounds between refreshes, an integer ``>= 1``.
+        per_arm_delay: one delay law per arm instead of a shared one.
+        priors: overrides of the priors' entries (per-arm lists of length ``K`` allowed).
+        prior_mean: the prior's delay mean, ``> 0``.
+        fixed_delay: the delay law's parameters, known (the oracle), or ``None``.
+        num_steps: HMC leapfrog steps, ``>= 1``.
+        step_size: HMC step size, ``> 0``.
+        name: the display name (default ``"DelayModel TS (engine, k=refresh)"``).
+        warm_start: a :func:`jaxbandits.bayes.policy_prior` result, or ``None``.
+        sampler: ``"numpyro"`` or ``"builtin"``, the HMC transition's implementation.
+
+    Returns:
+        The policy, a frozen value (``DelayModelTS(...)``); it needs the conversions channel with
+        reveal ages.
+
+    Raises:
+        TypeError: ``warm_start`` is not a :func:`~jaxbandits.bayes.policy_prior` result.
+        ValueError: a parameter out of its range, a family that is offline only, or a
+            ``warm_start`` that does not match the model.
+
+    Examples:
+        >>> from jaxbandits.policies import bayes
+        >>> bayes.delay_model_ts(window=100, engine="laplace").name
+        'DelayModel TS (laplace, k=1)'
+    """
     M_ = V.integer("window", window, lo=1, hi=V.MAX_HORIZON)
     if warm_start is not None:
         from ..bayes.warm import WarmStart
@@ -369,6 +497,17 @@ def delay_model_ts(window: int = 255, model: str = "exponential", engine: str = 
 
 # ----------------------------------------------------------------------------- Beta TS baselines
 class BetaTSState(NamedTuple):
+    """The state of Beta TS.
+
+    Attributes:
+        plays: f32[K], plays per arm.
+        conv: f32[K], every conversion seen (any delay).
+        closed_n: f32[K], plays older than ``M``.
+        closed_s: f32[K], their conversions seen within ``M``.
+        ring_arm: i32[W], the arm of each play in the window.
+        ring_conv: f32[W], 1 once the play in the slot converted (within ``M``).
+        ring_used: f32[W], 1 once the slot holds a play.
+    """
     plays: Any  # f32[K]
     conv: Any  # f32[K] every conversion seen (any delay)
     closed_n: Any  # f32[K] plays older than M
@@ -385,10 +524,28 @@ class BetaMemo(NamedTuple):
 
 @policy_value("BetaTS")
 def beta_ts(mode: str = "naive", window: int = 255, name: Optional[str] = None) -> Policy:
-    """Beta-Bernoulli Thompson sampling that ignores the delay law (docs/bayes.md):
+    """Beta-Bernoulli Thompson sampling that ignores the delay law (docs/bayes.md).
+
     ``"naive"``: ``Beta(1 + S_k, 1 + N_k - S_k)`` with every seen conversion and every play (pending
     plays count as failures); ``"closed"``: only plays older than ``window`` and their conversions
-    (unbiased for ``p F(M)``, the Discarding idea)."""
+    (unbiased for ``p F(M)``, the Discarding idea).
+
+    Args:
+        mode: ``"naive"`` or ``"closed"``.
+        window: the window ``M``, an integer ``>= 1``.
+        name: the display name (default ``"Beta TS (mode)"``).
+
+    Returns:
+        The policy, a frozen value (``BetaTS(...)``).
+
+    Raises:
+        ValueError: an unknown ``mode`` or ``window`` out of range.
+
+    Examples:
+        >>> from jaxbandits.policies import bayes
+        >>> bayes.beta_ts("closed", window=100).name
+        'Beta TS (closed)'
+    """
     V.choice("mode", mode, ("naive", "closed"))
     M_ = V.integer("window", window, lo=1, hi=V.MAX_HORIZON)
     W = M_ + 1

@@ -38,7 +38,21 @@ class RandomMemo(NamedTuple):
 
 @policy_value("UniformRandom", fused=("random", ()))
 def uniform_random() -> Policy:
-    """Uniformly random among the available actions; ignores all feedback."""
+    """Uniformly random among the available actions; ignores all feedback.
+
+    The baseline every other policy must beat (its regret grows linearly in the horizon). It
+    reports its play-time law, so the expected-regret metric is exact for it.
+
+    Returns:
+        The policy, a frozen value (``UniformRandom()``).
+
+    Examples:
+        >>> from jaxbandits.policies import classic
+        >>> classic.uniform_random()
+        UniformRandom()
+        >>> classic.uniform_random().needs.attributed is None  # any channel will do
+        True
+    """
 
     def init(spec: ProblemSpec, key):
         return jnp.zeros((spec.n_arms,), _F)  # only carries K
@@ -59,7 +73,13 @@ class IndexState(NamedTuple):
     its plays when the channel hides zero outcomes (conversions: a play without an arrival may be
     a zero), its arrivals otherwise; ``n_played`` is kept only in the first case (None otherwise,
     fixed by the channel's feedback properties when the policy starts). Arrivals and reward sums
-    are one vector, the running sum of the payloads ``[e_A, e_A r]``, so an update is one add."""
+    are one vector, the running sum of the payloads ``[e_A, e_A r]``, so an update is one add.
+
+    Attributes:
+        n_played: f32[K], plays made (known at once: the action is echoed); None if zeros are
+            observed.
+        arrived: f32[2K], [:K] records arrived per arm, [K:] the sum of their rewards.
+    """
 
     n_played: Any  # f32[K] plays made (known at once: the action is echoed); None if zeros are observed
     arrived: Any  # f32[2K]: [:K] records arrived per arm, [K:] the sum of their rewards
@@ -120,41 +140,142 @@ def _index_policy(name, index_fn) -> Policy:
 
 
 def ucb1_index(sums, n, t, alpha: float = 2.0):
-    """The UCB1 index ``sums / n + sqrt(alpha log(t) / n)`` of each arm (``inf`` where ``n = 0``),
-    ``t`` the 1-based round (or whatever count the log runs on)."""
+    """The UCB1 index ``sums / n + sqrt(alpha log(t) / n)`` of each arm.
+
+    Args:
+        sums: f32[K], each arm's sum of rewards.
+        n: f32[K], each arm's count.
+        t: the 1-based round (or whatever count the log runs on).
+        alpha: the exploration constant.
+
+    Returns:
+        f32[K], the indices (``inf`` where ``n = 0``).
+
+    Examples:
+        >>> import numpy as np, jax.numpy as jnp
+        >>> from jaxbandits.policies import classic
+        >>> idx = classic.ucb1_index(jnp.array([3.0, 0.0]), jnp.array([4.0, 0.0]), 10)
+        >>> print(np.asarray(idx, float).round(3))
+        [1.823   inf]
+    """
     mean = sums / jnp.maximum(n, 1.0)
     return mean + M.ucb1_width(n, t, alpha)
 
 
 def kl_ucb_index(sums, n, t, c: float = 0.0, iters: int = 4):
-    """The Bernoulli KL-UCB index of each arm: the largest ``q`` with
-    ``n kl(sums / n, q) <= log(t) + c log log(t)`` (``inf`` where ``n = 0``)."""
+    """The Bernoulli KL-UCB index of each arm.
+
+    The largest ``q`` with ``n kl(sums / n, q) <= log(t) + c log log(t)``.
+
+    Args:
+        sums: f32[K], each arm's sum of rewards in ``[0, 1]``.
+        n: f32[K], each arm's count.
+        t: the 1-based round.
+        c: the ``log log`` coefficient.
+        iters: Newton steps (:func:`jaxbandits.mathlib.kl_ucb_bernoulli`).
+
+    Returns:
+        f32[K], the indices in ``[mean, 1]`` (``inf`` where ``n = 0``).
+
+    Examples:
+        >>> import numpy as np, jax.numpy as jnp
+        >>> from jaxbandits.policies import classic
+        >>> idx = classic.kl_ucb_index(jnp.array([5.0, 0.0]), jnp.array([10.0, 0.0]), 100)
+        >>> print(np.asarray(idx, float).round(2))
+        [0.89  inf]
+    """
     mean = jnp.clip(sums / jnp.maximum(n, 1.0), 0.0, 1.0)
     bound = jnp.where(n > 0, M.kl_ucb_exploration(t, c) / jnp.maximum(n, 1.0), jnp.inf)
     return jnp.where(n > 0, M.kl_ucb_bernoulli(mean, bound, iters), jnp.inf)
 
 
 def beta_posterior(sums, n, prior_a: float = 1.0, prior_b: float = 1.0):
-    """The Beta-Bernoulli posterior ``Beta(prior_a + sums, prior_b + (n - sums)^+)`` of each arm:
-    its two parameters ``(a, b)``."""
+    """The Beta-Bernoulli posterior ``Beta(prior_a + sums, prior_b + (n - sums)^+)`` of each arm.
+
+    Args:
+        sums: f32[K], each arm's number of successes.
+        n: f32[K], each arm's count.
+        prior_a: the prior's first parameter.
+        prior_b: the prior's second parameter.
+
+    Returns:
+        ``(a, b)``, each f32[K]: the posterior's two parameters.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxbandits.policies import classic
+        >>> a, b = classic.beta_posterior(jnp.array([3.0]), jnp.array([5.0]))
+        >>> a.tolist(), b.tolist()
+        ([4.0], [3.0])
+    """
     return prior_a + sums, prior_b + jnp.maximum(n - sums, 0.0)
 
 
 def gaussian_posterior(sums, n, sigma: float = 1.0, prior_mean: float = 0.0, prior_var: float = 1e4):
-    """The Gaussian posterior of each arm's mean under known noise ``sigma`` and the prior
-    ``N(prior_mean, prior_var)``: ``(mean, precision)``."""
+    """The Gaussian posterior of each arm's mean under known noise and a Gaussian prior.
+
+    Args:
+        sums: f32[K], each arm's sum of rewards.
+        n: f32[K], each arm's count.
+        sigma: the known noise standard deviation.
+        prior_mean: the prior mean.
+        prior_var: the prior variance.
+
+    Returns:
+        ``(mean, precision)``, each f32[K].
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxbandits.policies import classic
+        >>> mean, prec = classic.gaussian_posterior(jnp.array([2.0]), jnp.array([4.0]), prior_var=1.0)
+        >>> mean.tolist(), prec.tolist()
+        ([0.4000000059604645], [5.0])
+    """
     prec = 1.0 / prior_var + n / sigma**2
     return (prior_mean / prior_var + sums / sigma**2) / prec, prec
 
 
 def gaussian_index(mean, prec, z):
-    """Gaussian Thompson's draw of an arm's mean: ``mean + z / sqrt(prec)`` from a standard normal ``z``."""
+    """Gaussian Thompson's draw of an arm's mean: ``mean + z / sqrt(prec)``.
+
+    Args:
+        mean: f32[K], the posterior means.
+        prec: f32[K], the posterior precisions.
+        z: f32[K], standard normal draws.
+
+    Returns:
+        f32[K], the sampled means.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxbandits.policies import classic
+        >>> classic.gaussian_index(jnp.array([0.5]), jnp.array([4.0]), jnp.array([1.0])).tolist()
+        [1.0]
+    """
     return mean + z / jnp.sqrt(prec)
 
 
 @policy_value("UCB1", fused=("ucb1", ("alpha",)))
 def ucb1(alpha: float = 2.0) -> Policy:
-    """UCB1 (Auer et al. 2002): ``mean + sqrt(alpha log(t+1) / n)``; alpha = 2 is the paper's."""
+    """UCB1 (Auer et al. 2002): ``mean + sqrt(alpha log(t+1) / n)``; alpha = 2 is the paper's.
+
+    Args:
+        alpha: the exploration constant, ``> 0`` (2 is the paper's).
+
+    Returns:
+        The policy, a frozen value (``UCB1(alpha=...)``) equal to any other UCB1 of the same
+        ``alpha``, so it reuses the same compiled program.
+
+    Raises:
+        ValueError: ``alpha`` is not a positive number.
+
+    Examples:
+        >>> from jaxbandits.policies import classic
+        >>> classic.ucb1(alpha=0.5)
+        UCB1(alpha=0.5)
+        >>> classic.ucb1() == classic.ucb1(alpha=2.0)
+        True
+    """
     V.positive("alpha", alpha)
 
     def index(state, t, key):
@@ -165,9 +286,27 @@ def ucb1(alpha: float = 2.0) -> Policy:
 
 @policy_value("KLUCB", fused=("kl_ucb", ("c", "iters")))
 def kl_ucb(c: float = 0.0, iters: int = 4) -> Policy:
-    """KL-UCB (Garivier and Cappe 2011) for Bernoulli rewards: the largest ``q`` with
-    ``n kl(mean, q) <= log(t+1) + c log log(t+1)``, by ``iters`` monotone Newton steps
-    (:func:`jaxbandits.mathlib.kl_ucb_bernoulli`)."""
+    """KL-UCB (Garivier and Cappe 2011) for Bernoulli rewards.
+
+    The index is the largest ``q`` with ``n kl(mean, q) <= log(t+1) + c log log(t+1)``, by ``iters``
+    monotone Newton steps (:func:`jaxbandits.mathlib.kl_ucb_bernoulli`).
+
+    Args:
+        c: the ``log log`` coefficient of the exploration term, ``>= 0`` (0 is the variant
+            the paper's experiments use).
+        iters: Newton steps of the index, an integer in ``[1, 64]``.
+
+    Returns:
+        The policy, a frozen value (``KLUCB(c=..., iters=...)``).
+
+    Raises:
+        ValueError: ``c`` is negative or ``iters`` out of range.
+
+    Examples:
+        >>> from jaxbandits.policies import classic
+        >>> classic.kl_ucb(c=3.0)
+        KLUCB(c=3.0)
+    """
     V.nonneg("c", c)
     iters = V.integer("iters", iters, lo=1, hi=64)
 
@@ -179,11 +318,27 @@ def kl_ucb(c: float = 0.0, iters: int = 4) -> Policy:
 
 @policy_value("Thompson", fused=("thompson", ("prior_a", "prior_b", "sampler")))
 def thompson(prior_a: float = 1.0, prior_b: float = 1.0, sampler: str = "mt") -> Policy:
-    """Beta-Bernoulli Thompson sampling, prior Beta(prior_a, prior_b).
+    """Beta-Bernoulli Thompson sampling, prior ``Beta(prior_a, prior_b)``.
 
     ``sampler="mt"`` (default) draws Beta exactly from two Marsaglia-Tsang gammas
     (:func:`jaxbandits.mathlib.beta_sample`, needs both parameters >= 1); ``"jax"`` uses
     ``jax.random.beta`` (several times slower on CPU: benchmarks/beta_sampler.py).
+
+    Args:
+        prior_a: the prior's first parameter: ``>= 1`` with ``sampler="mt"``, ``> 0`` with ``"jax"``.
+        prior_b: the prior's second parameter, same range.
+        sampler: ``"mt"`` or ``"jax"``, the Beta sampler.
+
+    Returns:
+        The policy, a frozen value (``Thompson(...)``).
+
+    Raises:
+        ValueError: a prior parameter out of range, or an unknown ``sampler``.
+
+    Examples:
+        >>> from jaxbandits.policies import classic
+        >>> classic.thompson(prior_a=2.0)
+        Thompson(prior_a=2.0)
     """
     V.choice("sampler", sampler, ("mt", "jax"))
     lo = 1.0 if sampler == "mt" else 0.0
@@ -201,9 +356,26 @@ def thompson(prior_a: float = 1.0, prior_b: float = 1.0, sampler: str = "mt") ->
 
 @policy_value("GaussianThompson", fused=("gaussian_ts", ("sigma", "prior_mean", "prior_var")))
 def gaussian_thompson(sigma: float = 1.0, prior_mean: float = 0.0, prior_var: float = 1e4) -> Policy:
-    """Gaussian Thompson sampling with known noise ``sigma`` and prior N(prior_mean, prior_var);
-    ``sigma`` in [1e-15, 1e15] and ``prior_var`` in [1e-30, 1e30] keep ``sigma^2`` and the precisions
-    normal float32 numbers, ``|prior_mean| <= 1e30``."""
+    """Gaussian Thompson sampling with known noise ``sigma`` and prior ``N(prior_mean, prior_var)``.
+
+    The ranges keep ``sigma^2`` and the precisions normal float32 numbers.
+
+    Args:
+        sigma: the reward noise's standard deviation, in ``[1e-15, 1e15]``.
+        prior_mean: the prior mean of every arm, ``|prior_mean| <= 1e30``.
+        prior_var: the prior variance, in ``[1e-30, 1e30]``.
+
+    Returns:
+        The policy, a frozen value (``GaussianThompson(...)``).
+
+    Raises:
+        ValueError: a parameter out of its range.
+
+    Examples:
+        >>> from jaxbandits.policies import classic
+        >>> classic.gaussian_thompson(sigma=0.5)
+        GaussianThompson(sigma=0.5)
+    """
     V.real("sigma", sigma, lo=1e-15, hi=1e15)
     V.real("prior_mean", prior_mean, lo=-1e30, hi=1e30)
     V.real("prior_var", prior_var, lo=1e-30, hi=1e30)
@@ -229,9 +401,29 @@ class Exp3Memo(NamedTuple):
 
 @policy_value("Exp3")
 def exp3(eta: float | None = None, gamma: float = 0.0) -> Policy:
-    """Exp3 on losses ``1 - r`` with importance weighting by the play-time probability:
-    ``p ~ exp(-eta L_hat)``, mixed with ``gamma`` uniform exploration. Default
-    ``eta = sqrt(2 ln K / (K T))`` (the known-horizon tuning)."""
+    """Exp3 on losses ``1 - r`` with importance weighting by the play-time probability.
+
+    ``p ~ exp(-eta L_hat)``, mixed with ``gamma`` uniform exploration. It needs every outcome,
+    attributed (zeros included).
+
+    Args:
+        eta: the learning rate, ``> 0``; ``None`` (default) takes ``sqrt(2 ln K / (K T))``, the
+            known-horizon tuning, from the problem when the run starts.
+        gamma: the uniform exploration mixed in, in ``[0, 1]``.
+
+    Returns:
+        The policy, a frozen value (``Exp3(...)``).
+
+    Raises:
+        ValueError: ``eta`` not positive or ``gamma`` outside ``[0, 1]``.
+
+    Examples:
+        >>> from jaxbandits.policies import classic
+        >>> classic.exp3(eta=0.1)
+        Exp3(eta=0.1)
+        >>> classic.exp3().needs.zeros_observed
+        True
+    """
     if eta is not None:
         V.positive("eta", eta)
     V.real("gamma", gamma, lo=0.0, hi=1.0)
@@ -260,6 +452,15 @@ def exp3(eta: float | None = None, gamma: float = 0.0) -> Policy:
 
 # ----------------------------------------------------------------------------- linear
 class LinState(NamedTuple):
+    """The state of LinUCB and LinTS.
+
+    Attributes:
+        v_played: f32[d, d], ``lam I`` plus the sum over plays of ``x x^T``.
+        v_arrived: f32[d, d], ``lam I`` plus the sum over arrivals of ``x x^T``.
+        b: f32[d], the sum over arrivals of ``r x``.
+        count_plays: bool, True on the conversions channel (the design matrix grows at play time).
+        t_info: f32, the number of rows in the design matrix used (plays or arrivals).
+    """
     v_played: Any  # f32[d, d] lam I + sum over plays of x x^T
     v_arrived: Any  # f32[d, d] lam I + sum over arrivals of x x^T
     b: Any  # f32[d] sum over arrivals of r x
@@ -308,8 +509,29 @@ def _lin_solve(state: LinState):
 @policy_value("LinUCB")
 def linucb(lam: float = 1.0, delta: float = 0.05, sigma: float = 0.5, s_norm: float = 1.0,
            scale: float = 1.0) -> Policy:
-    """LinUCB / OFUL (Abbasi-Yadkori et al. 2011): ``<theta_hat, x> + scale beta_t ||x||_{V^-1}``,
-    ridge ``lam``, radius :func:`jaxbandits.mathlib.linucb_beta`."""
+    """LinUCB / OFUL (Abbasi-Yadkori et al. 2011) for linear worlds.
+
+    Plays the argmax of ``<theta_hat, x> + scale beta_t ||x||_{V^-1}``, ridge ``lam``, radius
+    :func:`jaxbandits.mathlib.linucb_beta`.
+
+    Args:
+        lam: the ridge regularisation, ``> 0``.
+        delta: the confidence level of the radius, in ``(0, 1)``.
+        sigma: the noise's sub-Gaussian scale, ``> 0``.
+        s_norm: the bound ``S`` on ``||theta||``, ``> 0``.
+        scale: a multiplier of the radius, ``> 0`` (1 is the theory's).
+
+    Returns:
+        The policy, a frozen value (``LinUCB(...)``); it needs a linear world (context features).
+
+    Raises:
+        ValueError: a parameter out of its range.
+
+    Examples:
+        >>> from jaxbandits.policies import classic
+        >>> classic.linucb(scale=0.1)
+        LinUCB(scale=0.1)
+    """
     for n_, v_ in (("lam", lam), ("sigma", sigma), ("s_norm", s_norm), ("scale", scale)):
         V.positive(n_, v_)
     V.real("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
@@ -330,7 +552,23 @@ def linucb(lam: float = 1.0, delta: float = 0.05, sigma: float = 0.5, s_norm: fl
 
 @policy_value("LinTS")
 def lints(lam: float = 1.0, v: float = 0.5) -> Policy:
-    """Linear Thompson sampling (Agrawal and Goyal 2013): ``theta ~ N(theta_hat, v^2 V^-1)``."""
+    """Linear Thompson sampling (Agrawal and Goyal 2013): ``theta ~ N(theta_hat, v^2 V^-1)``.
+
+    Args:
+        lam: the ridge regularisation, ``> 0``.
+        v: the posterior's scale, ``> 0``.
+
+    Returns:
+        The policy, a frozen value (``LinTS(...)``); it needs a linear world (context features).
+
+    Raises:
+        ValueError: ``lam`` or ``v`` not positive.
+
+    Examples:
+        >>> from jaxbandits.policies import classic
+        >>> classic.lints(v=0.1)
+        LinTS(v=0.1)
+    """
     V.positive("lam", lam)
     V.positive("v", v)
 

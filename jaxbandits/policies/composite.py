@@ -40,7 +40,13 @@ _ANON = Needs(attributed=False)  # anonymous sums (the anonymous or the composit
 @dataclasses.dataclass(frozen=True)
 class BlockSize:
     """ARS-UCB's block-size function ``f(k)`` (k = 1, 2, ...; Algorithm 1): ``poly``
-    ``ceil(c k^p)``, ``exp2`` ``2^(k+c)`` with ``f(1) = 2^(2+c)``, ``const`` ``c`` (tests)."""
+    ``ceil(c k^p)``, ``exp2`` ``2^(k+c)`` with ``f(1) = 2^(2+c)``, ``const`` ``c`` (tests).
+
+    Attributes:
+        kind: ``"poly"``, ``"exp2"`` or ``"const"``.
+        c: the coefficient (poly), the shift (exp2) or the constant (const).
+        p: the power (poly).
+    """
 
     kind: str
     c: float = 1.0
@@ -65,6 +71,14 @@ class BlockSize:
         return jnp.minimum(jnp.ceil(self.c * k.astype(_F) ** self.p), float(_BIG)).astype(_I)
 
     def host(self, k: int) -> int:
+        """``f(k)`` on the host, an exact Python int.
+
+        Args:
+            k: the block index, ``>= 1``.
+
+        Returns:
+            The block size.
+        """
         if self.kind == "const":
             return int(self.c)
         if self.kind == "exp2":
@@ -73,6 +87,7 @@ class BlockSize:
 
     @property
     def label(self) -> str:
+        """The function's display label (``"k^2"``, ``"2^k"``, ``"3"``)."""
         if self.kind == "const":
             return f"{int(self.c)}"
         if self.kind == "exp2":
@@ -82,24 +97,86 @@ class BlockSize:
 
 
 def f_poly(c: float = 1, p: float = 2) -> BlockSize:
-    """``f(k) = ceil(c k^p)`` (the paper's ``c k^beta`` with integers ``c, beta >= 1``)."""
+    """The block size ``f(k) = ceil(c k^p)`` (the paper's ``c k^beta`` with integers ``c, beta >= 1``).
+
+    Args:
+        c: the coefficient, ``>= 1``.
+        p: the power, ``>= 1``.
+
+    Returns:
+        The :class:`BlockSize`.
+
+    Raises:
+        ValueError: ``c`` or ``p`` below 1.
+
+    Examples:
+        >>> from jaxbandits.policies import composite
+        >>> f = composite.f_poly(c=1, p=2)
+        >>> f.label, [f.host(k) for k in (1, 2, 3)]
+        ('k^2', [1, 4, 9])
+    """
     V.real("c", c, lo=1.0)
     V.real("p", p, lo=1.0)
     return BlockSize("poly", float(c), float(p))
 
 
 def f_exp2(c: int = 0) -> BlockSize:
-    """``f(k) = 2^(k+c)`` with the special value ``f(1) = 2^(2+c)``, so ``F(k) = f(k+1)``."""
+    """The block size ``f(k) = 2^(k+c)``, with the special value ``f(1) = 2^(2+c)`` so ``F(k) = f(k+1)``.
+
+    Args:
+        c: the shift, an integer in ``[0, 20]``.
+
+    Returns:
+        The :class:`BlockSize`.
+
+    Raises:
+        ValueError: ``c`` out of range.
+
+    Examples:
+        >>> from jaxbandits.policies import composite
+        >>> [composite.f_exp2().host(k) for k in (1, 2, 3)]
+        [4, 4, 8]
+    """
     return BlockSize("exp2", float(V.integer("c", c, lo=0, hi=20)))
 
 
 def f_const(c: int = 1) -> BlockSize:
-    """``f(k) = c`` (not increasing: for tests and the no-delay reduction to clipped UCB)."""
+    """The block size ``f(k) = c`` (not increasing: for tests and the no-delay reduction to clipped UCB).
+
+    Args:
+        c: the constant, an integer ``>= 1``.
+
+    Returns:
+        The :class:`BlockSize`.
+
+    Raises:
+        ValueError: ``c`` below 1.
+
+    Examples:
+        >>> from jaxbandits.policies import composite
+        >>> composite.f_const(3).host(7)
+        3
+    """
     return BlockSize("const", float(V.integer("c", c, lo=1)))
 
 
 def block_size(f) -> BlockSize:
-    """A :class:`BlockSize` from itself or a label: ``"k"``, ``"k^2"``, ``"k^3"``, ``"2^k"``, ``"const"``."""
+    """A :class:`BlockSize` from itself or a label.
+
+    Args:
+        f: a :class:`BlockSize`, or one of ``"k"``, ``"k^2"``, ``"k^3"``, ``"2^k"``, ``"const"``.
+
+    Returns:
+        The :class:`BlockSize`.
+
+    Raises:
+        ValueError: an unknown label.
+
+    Examples:
+        >>> from jaxbandits.policies import composite
+        >>> composite.block_size("2^k") == composite.f_exp2()
+        True
+    """
     if isinstance(f, BlockSize):
         return f
     table = {"k": f_poly(1, 1), "k^2": f_poly(1, 2), "k^3": f_poly(1, 3), "2^k": f_exp2(0), "const": f_const(1)}
@@ -110,6 +187,17 @@ def block_size(f) -> BlockSize:
 
 # ----------------------------------------------------------------------------- ARS-UCB (Algorithm 1)
 class ARSUCBState(NamedTuple):
+    """The state of ARS-UCB.
+
+    Attributes:
+        arm: i32, the arm ``a(t)`` of the current block.
+        left: i32, the slots left in the current block, this one included.
+        n: f32[N], ``N_i``: the slots in which arm ``i`` was played.
+        m: f32[N], ``M_i``: the sum of the observations received while ``i`` was played.
+        m_c: f32[N], the Kahan compensation of ``M`` (conventions §9).
+        k: i32[N], ``K_i``: the index of ``i``'s next block (1 before its first).
+        alpha: f32, the exploration constant.
+    """
     arm: Any  # i32 a(t): the arm of the current block
     left: Any  # i32 slots left in the current block, this one included
     n: Any  # f32[N] N_i: slots in which i was played
@@ -135,9 +223,28 @@ def _ars_ucb_decide(n, m, k, alpha, t_paper, f: BlockSize):
 
 @policy_value("ARSUCB")
 def ars_ucb(alpha: float = 4.0, f="k^2", name: Optional[str] = None) -> Policy:
-    """ARS-UCB (Algorithm 1): play the arm of largest clipped UCB for ``f(K_a)`` consecutive slots,
-    ``K_a`` its own block count; ``M_a`` sums every ``y`` received meanwhile. Anytime, no knowledge of
-    the delays. Theorem 1 needs ``alpha > 4`` (the experiments use 4): not enforced (conventions §9)."""
+    """ARS-UCB (Wang et al. 2021, Algorithm 1) for anonymous, composite and delayed rewards.
+
+    Play the arm of largest clipped UCB for ``f(K_a)`` consecutive slots, ``K_a`` its own block
+    count; ``M_a`` sums every ``y`` received meanwhile. Anytime, no knowledge of the delays.
+    Theorem 1 needs ``alpha > 4`` (the experiments use 4): not enforced (conventions §9).
+
+    Args:
+        alpha: the exploration constant, ``> 0``.
+        f: the block size, a :class:`BlockSize` or a label (:func:`block_size`).
+        name: the display name (default ``"ARS-UCB(a=..., f=...)"``).
+
+    Returns:
+        The policy, a frozen value (``ARSUCB(...)``).
+
+    Raises:
+        ValueError: ``alpha`` not positive or an unknown ``f``.
+
+    Examples:
+        >>> from jaxbandits.policies import composite
+        >>> composite.ars_ucb().name
+        'ARS-UCB(a=4, f=k^2)'
+    """
     V.positive("alpha", alpha)
     f = block_size(f)
 
@@ -166,7 +273,20 @@ def ars_ucb(alpha: float = 4.0, f="k^2", name: Optional[str] = None) -> Policy:
 
 
 def thm1_log_coefficient(means, alpha: float = 4.0) -> float:
-    """Theorem 1's ``sum_{i>=2} 8 alpha / Delta_i``: the coefficient of ``log T`` in the bound."""
+    """Wang et al. (2021), Theorem 1's ``sum_{i>=2} 8 alpha / Delta_i``: the coefficient of ``log T``.
+
+    Args:
+        means: the arms' means.
+        alpha: ARS-UCB's exploration constant.
+
+    Returns:
+        The coefficient, a float.
+
+    Examples:
+        >>> from jaxbandits.policies import composite
+        >>> round(composite.thm1_log_coefficient([0.5, 0.4, 0.3]), 6)
+        480.0
+    """
     s = np.sort(np.asarray(means, np.float64))[::-1]
     gaps = s[0] - s[1:]
     return float(np.sum(8 * alpha / gaps[gaps > 0]))
@@ -174,9 +294,27 @@ def thm1_log_coefficient(means, alpha: float = 4.0) -> float:
 
 # ----------------------------------------------------------------------------- ARS-EXP3 (Algorithm 2)
 def exp3_block_table(horizon: int, beta: float = 0.5):
-    """Block sizes ``g(k) = ceil(k^beta)`` (one rounding everywhere, conventions §9), ``K = max{k :
-    G(k) <= T}`` and the leftover ``T - G(K) < g(K+1)``. Returns ``(table, K)`` with
-    ``table = [g(1), ..., g(K), leftover]`` (int64)."""
+    """ARS-EXP3's block sizes ``g(k) = ceil(k^beta)`` over a horizon.
+
+    One rounding everywhere (conventions §9); ``K = max{k : G(k) <= T}`` and the leftover
+    ``T - G(K) < g(K+1)``.
+
+    Args:
+        horizon: the horizon ``T``.
+        beta: the block growth, in ``[0, 1]``.
+
+    Returns:
+        ``(table, K)``: ``table = [g(1), ..., g(K), leftover]`` (int64) and ``K``.
+
+    Raises:
+        ValueError: ``horizon`` or ``beta`` out of range.
+
+    Examples:
+        >>> from jaxbandits.policies import composite
+        >>> table, K = composite.exp3_block_table(20)
+        >>> table.tolist(), K
+        ([1, 2, 2, 2, 3, 3, 3, 3, 1], 8)
+    """
     T = V.horizon("horizon", horizon)
     V.real("beta", beta, lo=0.0, hi=1.0)
     g, tot, k = [], 0, 1
@@ -191,7 +329,23 @@ def exp3_block_table(horizon: int, beta: float = 0.5):
 
 
 def ars_exp3_gamma(n_arms: int, horizon: int, beta: float = 0.5) -> float:
-    """Theorem 2: ``gamma = min{1, sqrt(N log N / ((e - 1) ((beta + 1) T)^(1/(beta+1))))}`` (0 if N = 1)."""
+    """Wang et al. (2021), Theorem 2's exploration rate.
+
+    ``gamma = min{1, sqrt(N log N / ((e - 1) ((beta + 1) T)^(1/(beta+1))))}`` (0 if ``N = 1``).
+
+    Args:
+        n_arms: the number of arms ``N``, ``>= 1``.
+        horizon: the horizon ``T``.
+        beta: the block growth.
+
+    Returns:
+        ``gamma``, a float.
+
+    Examples:
+        >>> from jaxbandits.policies import composite
+        >>> round(composite.ars_exp3_gamma(5, 10000), 4)
+        0.0877
+    """
     N = V.integer("n_arms", n_arms, lo=1)
     if N == 1:
         return 0.0
@@ -200,6 +354,20 @@ def ars_exp3_gamma(n_arms: int, horizon: int, beta: float = 0.5) -> float:
 
 
 class ARSEXP3State(NamedTuple):
+    """The state of ARS-EXP3.
+
+    Attributes:
+        w: f32[N], the weights (``p ~ exp(w_i / g(K))``), shifted so that ``max w = 0``.
+        arm: i32, the block's arm ``a(k)``.
+        p_arm: f32, ``p_{a(k)}(k)`` at the draw.
+        k: i32, the current block (1-based; ``K + 1`` is the leftover).
+        left: i32, the slots left in the block (0: draw a new block at the next act).
+        z: f32, ``Z(k)``: the observations summed over the block.
+        gamma: f32, the exploration rate.
+        gK: f32, ``g(K)``.
+        table: i32[K + 1], ``g(1..K)`` and the leftover.
+        n_updates: i32, the weight updates made.
+    """
     w: Any  # f32[N] weights w_i (p ~ exp(w_i / g(K))), shifted so that max w = 0
     arm: Any  # i32 a(k)
     p_arm: Any  # f32 p_{a(k)}(k) at the draw
@@ -234,10 +402,30 @@ def _draw_block(state_arm, state_p, new, probs, key):
 
 @policy_value("ARSEXP3")
 def ars_exp3(beta: float = 0.5, gamma: Optional[float] = None, name: Optional[str] = None) -> Policy:
-    """ARS-EXP3 (Algorithm 2): block ``k`` lasts ``g(k) = ceil(k^beta)`` slots, its arm drawn from
+    """ARS-EXP3 (Wang et al. 2021, Algorithm 2) for adversarial composite, anonymous rewards.
+
+    Block ``k`` lasts ``g(k) = ceil(k^beta)`` slots, its arm drawn from
     ``p = (1-gamma) softmax(w / g(K)) + gamma/N`` at its start; at its end
     ``w_a += gamma min(Z(k), g(k)) / (N p_a)``. ``T`` must be known (``K``, ``g(K)``, ``gamma``
-    of Theorem 2 unless given). The leftover slots after block ``K`` play one more draw, no update."""
+    of Theorem 2 unless given). The leftover slots after block ``K`` play one more draw, no update.
+
+    Args:
+        beta: the block growth, in ``(0, 1]``.
+        gamma: the exploration rate, in ``[0, 1]``, or ``None`` for Theorem 2's
+            (:func:`ars_exp3_gamma`).
+        name: the display name (default ``"ARS-EXP3(b=...)"``).
+
+    Returns:
+        The policy, a frozen value (``ARSEXP3(...)``).
+
+    Raises:
+        ValueError: a parameter out of its range.
+
+    Examples:
+        >>> from jaxbandits.policies import composite
+        >>> composite.ars_exp3(beta=0.5).name
+        'ARS-EXP3(b=0.5)'
+    """
     V.real("beta", beta, lo=0.0, hi=1.0, lo_open=True)
     if gamma is not None:
         V.real("gamma", gamma, lo=0.0, hi=1.0)
@@ -276,18 +464,50 @@ def ars_exp3(beta: float = 0.5, gamma: Optional[float] = None, name: Optional[st
 
 # ----------------------------------------------------------------------------- ARS-CLW and CLW
 def h_default(T: int) -> int:
-    """The default guess of ``d`` from a phase's end time, ``max(1, ceil(T^(1/3)))`` (our choice:
-    Algorithm 3 only asks for an increasing ``h`` with ``h(T) < T``)."""
+    """The default guess of ``d`` from a phase's end time, ``max(1, ceil(T^(1/3)))``.
+
+    Our choice: Algorithm 3 only asks for an increasing ``h`` with ``h(T) < T``.
+
+    Args:
+        T: the phase's end time.
+
+    Returns:
+        The guess, an int.
+
+    Examples:
+        >>> from jaxbandits.policies import composite
+        >>> composite.h_default(1000)
+        10
+    """
     r = int(round(T ** (1 / 3)))
     return max(1, r if r**3 >= T and (r - 1) ** 3 < T else int(math.ceil(T ** (1 / 3))))
 
 
 def clw_phase_table(n_arms: int, horizon: int, d=None, first_end: int = 1024, h=h_default, params: str = "wang"):
-    """Per-phase constants ``(end, d, q, rate)`` (float64 on the host). ARS-CLW (``d=None``):
-    phase ``k`` ends at ``T^(k) = first_end 2^(k-1)``, ``d^(k) = h(T^(k))``,
+    """The per-phase constants ``(end, d, q, rate)`` of ARS-CLW and CLW (float64 on the host).
+
+    ARS-CLW (``d=None``): phase ``k`` ends at ``T^(k) = first_end 2^(k-1)``, ``d^(k) = h(T^(k))``,
     ``gamma^(k) = min(1, sqrt(2 d N log N / (T^(k) + d)))``, ``q = 1/(2d)`` (Alg. 3 lines 3-6).
     CLW (``d`` given): one phase over the horizon. ``params="colt"``: the COLT original,
-    ``q = 1/(2(2d-1))`` and the loss-Exp3 rate ``eta = 4 sqrt(d ln K / ((4K+1) T))``."""
+    ``q = 1/(2(2d-1))`` and the loss-Exp3 rate ``eta = 4 sqrt(d ln K / ((4K+1) T))``.
+
+    Args:
+        n_arms: the number of arms.
+        horizon: the horizon.
+        d: CLW's known delay bound, or ``None`` for ARS-CLW's phases.
+        first_end: ARS-CLW's first phase end.
+        h: ARS-CLW's guess of ``d`` from a phase end.
+        params: ``"wang"`` or ``"colt"``.
+
+    Returns:
+        ``(ends, ds, qs, rates)``, numpy arrays with one entry per phase.
+
+    Examples:
+        >>> from jaxbandits.policies import composite
+        >>> ends, ds, qs, rates = composite.clw_phase_table(5, 5000)
+        >>> ends.tolist(), ds.tolist()
+        ([1024, 2048, 4096, 8192], [11, 13, 16, 21])
+    """
     N, T = n_arms, horizon
     if d is not None:
         ends, ds = [T], [int(d)]
@@ -311,15 +531,44 @@ def clw_phase_table(n_arms: int, horizon: int, d=None, first_end: int = 1024, h=
 
 
 def update_round_probability(q: float, d: int) -> float:
-    """``P(t in U) = q (1 - q)^(2d - 1)`` under the forward rule (Algorithm 3, App. C)."""
+    """``P(t in U) = q (1 - q)^(2d - 1)`` under the forward coin rule (Algorithm 3, App. C).
+
+    Args:
+        q: the coin's success probability.
+        d: the delay bound.
+
+    Returns:
+        The probability that a round is an update round, a float.
+
+    Examples:
+        >>> from jaxbandits.policies import composite
+        >>> round(composite.update_round_probability(0.1, 5), 5)
+        0.03874
+    """
     return q * (1 - q) ** (2 * d - 1)
 
 
 def coin_forward_step(t, next_one, next_next, d, gap):
-    """One slot of the forward coin rule as a renewal process (Algorithm 3, App. C): ``t in U`` iff
-    ``B_t = 1`` and ``B_{t+1} = ... = B_{t+2d-1} = 0``, i.e. ``t`` is a success and the next one is
-    ``>= 2d`` later. ``gap``: a fresh Geometric(q) on {1, 2, ...}, used only when ``t`` is a success.
-    Returns ``(in_U, next_one, next_next)``."""
+    """One slot of the forward coin rule as a renewal process (Algorithm 3, App. C).
+
+    ``t in U`` iff ``B_t = 1`` and ``B_{t+1} = ... = B_{t+2d-1} = 0``, i.e. ``t`` is a success and
+    the next one is ``>= 2d`` later.
+
+    Args:
+        t: the slot.
+        next_one: the next coin success ``>= t``.
+        next_next: the success after it.
+        d: the delay bound.
+        gap: a fresh Geometric(q) on {1, 2, ...}, used only when ``t`` is a success.
+
+    Returns:
+        ``(in_U, next_one, next_next)``, the updated renewal state.
+
+    Examples:
+        >>> from jaxbandits.policies import composite
+        >>> [int(v) for v in composite.coin_forward_step(5, 5, 20, 4, 3)]
+        [1, 20, 23]
+    """
     hit = t == next_one
     in_u = hit & (next_next - next_one >= 2 * d)
     return in_u, jnp.where(hit, next_next, next_one), jnp.where(hit, next_next + gap, next_next)
@@ -331,6 +580,25 @@ def _geometric(u, q):
 
 
 class CLWState(NamedTuple):
+    """The state of CLW and ARS-CLW.
+
+    Attributes:
+        logw: f32[N], the Exp3 log-weights (reset at every phase).
+        arm: i32, the arm played.
+        p_arm: f32, its probability at the draw.
+        draw: bool, the next round draws a new arm (``t - 1`` in ``U``, or a phase start).
+        phase: i32, the current phase index (0-based into the tables).
+        next_one: i32, the forward rule's next coin success ``>= t``.
+        next_next: i32, the success after it.
+        last_u: i32, the backward rule's last update round.
+        zbuf: f32[D_MAX], the last observations, slot ``t mod D_MAX``.
+        key: the coin randomness (conventions §5.2: a key kept in the state).
+        ends: i32[P], the phase ends ``T^(k)``.
+        ds: i32[P], the phase guesses ``d^(k)``.
+        qs: f32[P], the coin probabilities.
+        rates: f32[P], ``gamma^(k)`` (wang) or ``eta`` (colt).
+        n_updates: i32, the weight updates made.
+    """
     logw: Any  # f32[N] Exp3 log-weights (reset at every phase)
     arm: Any  # i32
     p_arm: Any  # f32
@@ -425,8 +693,29 @@ def _clw(d, first_end, h, round_rule, params, name) -> Policy:
 
 @policy_value("ARSCLW")
 def ars_clw(first_end: int = 1024, h=h_default, round_rule: str = "wang_forward", name: str = "ARS-CLW") -> Policy:
-    """ARS-CLW (Algorithm 3, App. C): CLW restarted on doubling phases ``T^(k) = first_end
-    2^(k-1)``, each with the guess ``d^(k) = h(T^(k))`` (default ``max(1, ceil(T^(1/3)))``, our choice)."""
+    """ARS-CLW (Wang et al. 2021, Algorithm 3, App. C): CLW restarted on doubling phases.
+
+    Phase ``k`` ends at ``T^(k) = first_end 2^(k-1)``, with the guess ``d^(k) = h(T^(k))`` (default
+    ``max(1, ceil(T^(1/3)))``, our choice).
+
+    Args:
+        first_end: the first phase's end ``T^(1)``, an integer ``>= 1``.
+        h: a function ``T -> int``, the guess of ``d`` (default :func:`h_default`).
+        round_rule: ``"wang_forward"`` or ``"original"`` (see :func:`clw`).
+        name: the display name.
+
+    Returns:
+        The policy, a frozen value (``ARSCLW(...)``); it needs at least two arms.
+
+    Raises:
+        TypeError: ``h`` is not callable.
+        ValueError: a parameter out of its range.
+
+    Examples:
+        >>> from jaxbandits.policies import composite
+        >>> composite.ars_clw(first_end=512)
+        ARSCLW(first_end=512)
+    """
     first_end = V.integer("first_end", first_end, lo=1)
     if not callable(h):
         raise TypeError(f"h must be a function T -> int, got {type(h).__name__}")
@@ -435,11 +724,30 @@ def ars_clw(first_end: int = 1024, h=h_default, round_rule: str = "wang_forward"
 
 @policy_value("CLW")
 def clw(d: int, round_rule: str = "wang_forward", clw_params: str = "wang", name: Optional[str] = None) -> Policy:
-    """CLW (Cesa-Bianchi, Gentile and Mansour 2018) with known ``d``, in Wang et al. 2021's form: one
-    ARS-CLW phase over the whole horizon, ``q = 1/(2d)``, ``gamma = min(1, sqrt(2dN log N/(T+d)))``,
-    the forward coin rule and the ``(1/(2d))``-scaled
-    window of the last ``d`` observations. ``round_rule="original"``: the COLT backward test;
-    ``clw_params="colt"``: the COLT constants (``q = 1/(2(2d-1))``, loss-Exp3 with ``eta``)."""
+    """CLW (Cesa-Bianchi, Gentile and Mansour 2018) with known ``d``, in Wang et al. 2021's form.
+
+    One ARS-CLW phase over the whole horizon, ``q = 1/(2d)``,
+    ``gamma = min(1, sqrt(2dN log N/(T+d)))``, the forward coin rule and the ``(1/(2d))``-scaled
+    window of the last ``d`` observations.
+
+    Args:
+        d: the known delay bound, an integer ``>= 1``.
+        round_rule: ``"wang_forward"`` or ``"original"`` (the COLT backward test).
+        clw_params: ``"wang"`` or ``"colt"`` (the COLT constants: ``q = 1/(2(2d-1))``,
+            loss-Exp3 with ``eta``).
+        name: the display name (default ``"CLW(d=...)"``).
+
+    Returns:
+        The policy, a frozen value (``CLW(...)``).
+
+    Raises:
+        ValueError: a parameter out of its range.
+
+    Examples:
+        >>> from jaxbandits.policies import composite
+        >>> composite.clw(10).name
+        'CLW(d=10)'
+    """
     d = V.integer("d", d, lo=1, hi=V.MAX_HORIZON)
     return _clw(d, None, None, round_rule, clw_params, name or f"CLW(d={d})")
 
@@ -448,10 +756,29 @@ def clw(d: int, round_rule: str = "wang_forward", clw_params: str = "wang", name
 @policy_value("GeneralizedODAAF")
 def generalized_odaaf(d: int, mean_lag: Optional[float] = None, bridge_rule: str = "best",
                       name: Optional[str] = None) -> Policy:
-    """Generalized ODAAF (Garg and Akash 2019) as built here (our choice: Wang et al. 2021 do not
-    give its schedule): the ODAAF machine with ODAAF-B's schedule, delay bound ``d`` (the
-    reward-interval size) and ``E[tau] = d`` (only ``d`` is known), or ``E[tau] = mean_lag`` (the
-    true mean lag; favourable to the baseline)."""
+    """Generalized ODAAF (Garg and Akash 2019) as built here.
+
+    Our choice (Wang et al. 2021 do not give its schedule): the ODAAF machine with ODAAF-B's
+    schedule, delay bound ``d`` (the reward-interval size) and ``E[tau] = d`` (only ``d`` is
+    known), or ``E[tau] = mean_lag`` (the true mean lag; favourable to the baseline).
+
+    Args:
+        d: the delay bound, an integer ``>= 0``.
+        mean_lag: the mean lag ``E[tau]``, ``>= 0``, or ``None`` for ``d``.
+        bridge_rule: ``"best"`` or ``"first_next"``.
+        name: the display name (default ``"gen. ODAAF(d=...)"``).
+
+    Returns:
+        The policy, a frozen value (``GeneralizedODAAF(...)``).
+
+    Raises:
+        ValueError: a parameter out of its range.
+
+    Examples:
+        >>> from jaxbandits.policies import composite
+        >>> composite.generalized_odaaf(10).name
+        'gen. ODAAF(d=10)'
+    """
     d = V.integer("d", d, lo=0, hi=V.MAX_HORIZON)
     e = float(d) if mean_lag is None else V.nonneg("mean_lag", mean_lag)
     return _anon.odaaf_b(e, float(d), bridge_rule=bridge_rule, name=name or f"gen. ODAAF(d={d})")

@@ -54,7 +54,23 @@ def _needs(m):
 
 
 class DelayedState(NamedTuple):
-    """State of DelayedUCB / DelayedKLUCB (every field is carried because ``update`` needs it)."""
+    """State of DelayedUCB / DelayedKLUCB (every field is carried because ``update`` needs it).
+
+    Attributes:
+        n: f32[K], N_k: pulls.
+        s: f32[K], S_k: revealed conversions.
+        n_tilde: f32[K], Ñ_k after the last update (read by act: the ring is never read there).
+        o: f32[K], geometric law: the sum over the window of ``1{A_s=k} rho^(t-s+1)`` (the
+            recursion's invariant).
+        w: f32[K], geometric censored: pulls in the window.
+        nc: f32[K], censored: closed pulls N_k(t-m) (weight tau_m).
+        ring: i32[H], the last H arms, slot s mod H, -1 = empty.
+        leave: i32, arm of the pull that closes at the next update (-1: none).
+        tau: f32[H+1], ``tau_0..tau_H`` (table paths).
+        hist: f32[m+1], online censored: histogram of revealed delays.
+        dsum: f32, online uncensored: sum of revealed delays.
+        dcnt: f32, number of revealed delays.
+    """
 
     n: Any  # f32[K] N_k: pulls
     s: Any  # f32[K] S_k: revealed conversions
@@ -75,7 +91,25 @@ class ConvMemo(NamedTuple):
 
 
 def n_tilde_direct(actions, tau, t, window=None, n_arms=None):
-    """Reference: ``Ñ_k(t) = sum_{s<=t} 1{A_s=k} tau_{min(t-s, m)}`` by a direct sum (tests, docs)."""
+    """``Ñ_k(t) = sum_{s<=t} 1{A_s=k} tau_{min(t-s, m)}`` by a direct float64 sum.
+
+    The reference the tests and docs check the policies' running ``Ñ`` against.
+
+    Args:
+        actions: int[T], the arms played.
+        tau: float[m + 1] (or longer), the delay CDF ``tau_d = P(D <= d)``.
+        t: the 0-based round at which ``Ñ`` is taken.
+        window: the censoring window ``m``, or ``None``.
+        n_arms: the number of arms (default: the largest arm played, plus one).
+
+    Returns:
+        A numpy float64 array ``[K]``.
+
+    Examples:
+        >>> from jaxbandits.policies import conversions
+        >>> conversions.n_tilde_direct([0, 1, 0], [0.5, 1.0], 2, window=1, n_arms=2).tolist()
+        [1.5, 1.0]
+    """
     import numpy as np
 
     a = np.asarray(actions)[: t + 1]
@@ -99,27 +133,92 @@ def _mode(delay, window, online):
 
 
 def delayed_ucb_index(s, n, n_tilde, beta):
-    """DelayedUCB index ``S/Ñ + sqrt(beta N / 2) / Ñ`` (sec. 5.2); ``+inf`` when Ñ = 0.
-    ``N`` is the true pull count: the bonus is UCB's inflated by ``sqrt(N/Ñ)``."""
+    """The DelayedUCB index ``S/Ñ + sqrt(beta N / 2) / Ñ`` (Vernade et al. 2017, sec. 5.2).
+
+    ``N`` is the true pull count: the bonus is UCB's inflated by ``sqrt(N/Ñ)``.
+
+    Args:
+        s: f32[K], the revealed conversions ``S``.
+        n: f32[K], the pulls ``N``.
+        n_tilde: f32[K], the expected revealed pulls ``Ñ``.
+        beta: the exploration term (:func:`exploration`).
+
+    Returns:
+        f32[K], the indices (``+inf`` where ``Ñ = 0``).
+
+    Examples:
+        >>> import numpy as np, jax.numpy as jnp
+        >>> from jaxbandits.policies import conversions
+        >>> idx = conversions.delayed_ucb_index(jnp.array([2.0, 0.0]), jnp.array([8.0, 0.0]),
+        ...                                     jnp.array([4.0, 0.0]), 2.0)
+        >>> print(np.asarray(idx, float).round(4))
+        [1.2071    inf]
+    """
     ok = n_tilde > 0
     safe = jnp.where(ok, n_tilde, 1.0)
     return jnp.where(ok, s / safe + jnp.sqrt(beta * n / 2.0) / safe, jnp.inf)
 
 
 def delayed_klucb_index(s, n_tilde, beta, cap=1.0, iters: int = 8):
-    """DelayedKLUCB index ``max{q <= cap : Ñ d_Pois(S/Ñ, q) <= beta}`` (sec. 5.3)."""
+    """The DelayedKLUCB index ``max{q <= cap : Ñ d_Pois(S/Ñ, q) <= beta}`` (Vernade et al. 2017, sec. 5.3).
+
+    Args:
+        s: f32[K], the revealed conversions ``S``.
+        n_tilde: f32[K], the expected revealed pulls ``Ñ``.
+        beta: the exploration term (:func:`exploration`).
+        cap: the upper bound of the index, or ``None``.
+        iters: Newton steps (:func:`jaxbandits.mathlib.poisson_kl_ucb`).
+
+    Returns:
+        f32[K], the indices.
+
+    Examples:
+        >>> import numpy as np, jax.numpy as jnp
+        >>> from jaxbandits.policies import conversions
+        >>> idx = conversions.delayed_klucb_index(jnp.array([2.0, 2.0]), jnp.array([10.0, 4.0]), 2.0)
+        >>> print(np.asarray(idx, float).round(3))
+        [0.629 1.   ]
+    """
     theta = s / jnp.where(n_tilde > 0, n_tilde, 1.0)
     return M.poisson_kl_ucb(theta, n_tilde, beta, cap, iters)
 
 
 def round_robin(t, K, mask=None):
-    """The initial round robin plays arm ``t`` at ``t < K``, unless the context's mask rules it out."""
+    """Whether round ``t`` is in the initial round robin, which plays arm ``t`` at ``t < K``.
+
+    Args:
+        t: the 0-based round.
+        K: the number of arms.
+        mask: bool[K], the context's allowed arms, or ``None``: a round whose arm is ruled out is
+            not a round-robin round.
+
+    Returns:
+        A bool scalar: play arm ``t % K`` this round.
+
+    Examples:
+        >>> from jaxbandits.policies import conversions
+        >>> bool(conversions.round_robin(1, 3)), bool(conversions.round_robin(5, 3))
+        (True, False)
+    """
     rr = t < K
     return rr if mask is None else rr & jnp.asarray(mask, bool)[t % K]
 
 
 def exploration(t, eps: float = 0.0):
-    """beta(t) = (1 + eps) log t at the 1-based round t + 1 being decided."""
+    """The exploration term ``beta(t) = (1 + eps) log t`` at the 1-based round ``t + 1`` being decided.
+
+    Args:
+        t: the 0-based round.
+        eps: the ``eps >= 0`` of ``(1 + eps)``.
+
+    Returns:
+        f32 scalar, ``(1 + eps) log(t + 1)``.
+
+    Examples:
+        >>> from jaxbandits.policies import conversions
+        >>> round(float(conversions.exploration(9)), 4)
+        2.3026
+    """
     return (1.0 + eps) * jnp.log(jnp.maximum(jnp.asarray(t, _F) + 1.0, 1.0))
 
 
@@ -228,8 +327,39 @@ def _check(delay, window, eps, online):
 @policy_value("DelayedUCB", fused=("delayed_ucb", ("delay", "window", "eps", "online")))
 def delayed_ucb(delay=None, window: Optional[int] = None, eps: float = 0.0, online: bool = False,
                 name: Optional[str] = None) -> Policy:
-    """DelayedUCB (``d-ucb`` with a window, ``ud-ucb`` without). ``online=True``: the delay CDF is
-    estimated from the revealed delays (App. D) and ``delay`` is not used."""
+    """DelayedUCB of Vernade et al. (2017): UCB corrected for conversions still to come.
+
+    ``d-ucb`` with a censoring window, ``ud-ucb`` without. The index is
+    :func:`delayed_ucb_index` with the expected number of conversions the pulls could have
+    revealed, ``Ñ``, computed from the delay law's CDF.
+
+    Args:
+        delay: the delay law (:mod:`jaxbandits.delays`) whose CDF the policy knows; not used
+            (may be ``None``) with ``online=True``.
+        window: the censoring window ``m`` of the conversions channel (an integer in
+            ``[0, 2**31 - 2]``), or ``None`` for an uncensored channel.
+        eps: the ``(1 + eps) log t`` exploration's ``eps``, ``>= 0``.
+        online: estimate the delay CDF from the revealed delays (App. D) instead of knowing it;
+            needs ``window >= 1``.
+        name: the display name (default ``"d-ucb"`` / ``"ud-ucb"``, ``"-online"`` appended).
+
+    Returns:
+        The policy, a frozen value (``DelayedUCB(...)``); it needs the censored-conversions channel
+        with exactly this ``window``.
+
+    Raises:
+        TypeError: ``delay`` is not a delay law (and ``online`` is False).
+        ValueError: ``window`` or ``eps`` out of range, or ``online`` with ``window=0``.
+
+    Examples:
+        >>> from jaxbandits import delays
+        >>> from jaxbandits.policies import conversions
+        >>> pol = conversions.delayed_ucb(delays.geometric(mean=20.0), window=200)
+        >>> pol.name, pol.needs.window
+        ('d-ucb', 200)
+        >>> conversions.delayed_ucb(online=True, window=100).name
+        'd-ucb-online'
+    """
     window = _check(delay, window, eps, online)
     nm = name or ("ud-ucb" if window is None else "d-ucb") + ("-online" if online else "")
     return _delayed("ucb", delay, window, eps, 1.0, 0, online, nm)
@@ -238,8 +368,36 @@ def delayed_ucb(delay=None, window: Optional[int] = None, eps: float = 0.0, onli
 @policy_value("DelayedKLUCB", fused=("delayed_klucb", ("delay", "window", "eps", "cap", "iters", "online")))
 def delayed_klucb(delay=None, window: Optional[int] = None, eps: float = 0.0, cap: Optional[float] = 1.0,
                   iters: int = 8, online: bool = False, name: Optional[str] = None) -> Policy:
-    """DelayedKLUCB with the Poisson KL (``d-klucb`` / ``ud-klucb``); ``cap=None`` is the uncapped
-    index; ``online=True`` is App. D's delay-agnostic variant."""
+    """DelayedKLUCB of Vernade et al. (2017), with the Poisson KL.
+
+    ``d-klucb`` with a censoring window, ``ud-klucb`` without; the index is
+    :func:`delayed_klucb_index`.
+
+    Args:
+        delay: the delay law (:mod:`jaxbandits.delays`) whose CDF the policy knows; not used
+            with ``online=True``.
+        window: the censoring window ``m`` (an integer ``>= 0``), or ``None`` for no censoring.
+        eps: the ``(1 + eps) log t`` exploration's ``eps``, ``>= 0``.
+        cap: the index's upper bound, ``> 0``, or ``None`` for the uncapped index.
+        iters: Newton steps of the index, an integer in ``[1, 64]``.
+        online: App. D's delay-agnostic variant (the CDF estimated from the revealed delays).
+        name: the display name (default ``"d-klucb"`` / ``"ud-klucb"``).
+
+    Returns:
+        The policy, a frozen value (``DelayedKLUCB(...)``); it needs the censored-conversions
+        channel with exactly this ``window``.
+
+    Raises:
+        TypeError: ``delay`` is not a delay law (and ``online`` is False).
+        ValueError: a parameter out of its range.
+
+    Examples:
+        >>> from jaxbandits import delays
+        >>> from jaxbandits.policies import conversions
+        >>> pol = conversions.delayed_klucb(delays.geometric(mean=20.0), window=200)
+        >>> pol.name, pol.window
+        ('d-klucb', 200)
+    """
     window = _check(delay, window, eps, online)
     if cap is not None:
         V.positive("cap", cap)
@@ -250,6 +408,15 @@ def delayed_klucb(delay=None, window: Optional[int] = None, eps: float = 0.0, ca
 
 # ----------------------------------------------------------------------------- Discarding
 class DiscardingState(NamedTuple):
+    """The state of Discarding-UCB / Discarding-KLUCB.
+
+    Attributes:
+        nc: f32[K], closed pulls ``N^c_k`` (pulls of age ``>= m``).
+        sc: f32[K], conversions of the closed pulls ``S^c_k`` (delivered when their pull closes).
+        ring: i32[m], the last ``m`` arms played.
+        leave: i32, the arm of the pull that closes at the next update.
+        tau_m: f32, the delay CDF at the window.
+    """
     nc: Any  # f32[K] closed pulls N^c_k (pulls of age >= m)
     sc: Any  # f32[K] conversions of closed pulls S^c_k (delivered when their pull closes)
     ring: Any  # i32[m] last m arms
@@ -307,8 +474,34 @@ def _discarding(index, delay, window, eps, bonus, cap, iters, name) -> Policy:
 
 @policy_value("DiscardingUCB")
 def discarding_ucb(delay, window: int, eps: float = 0.0, bonus: str = "paper", name: Optional[str] = None) -> Policy:
-    """Discarding-UCB (sec. 6): UCB on closed pulls only, bonus ``sqrt(beta / (2 tau_m N^c))`` as
-    printed (``bonus="tau2"``: ``tau_m^2``, which is what DelayedUCB reduces to when every pull is closed)."""
+    """Discarding-UCB (Vernade et al. 2017, sec. 6): UCB on closed pulls only.
+
+    A pull is closed once it is ``window`` rounds old: its conversion, if any, has arrived. The
+    bonus is ``sqrt(beta / (2 tau_m N^c))`` as printed; ``bonus="tau2"`` uses ``tau_m^2``, which is
+    what DelayedUCB reduces to when every pull is closed.
+
+    Args:
+        delay: the delay law (:mod:`jaxbandits.delays`); its CDF at ``window`` is ``tau_m``.
+        window: the censoring window ``m``, an integer ``>= 0``.
+        eps: the ``(1 + eps) log t`` exploration's ``eps``, ``>= 0``.
+        bonus: ``"paper"`` or ``"tau2"``.
+        name: the display name (default ``"Discarding-UCB"``).
+
+    Returns:
+        The policy, a frozen value (``DiscardingUCB(...)``); it holds each pull's feedback for
+        ``window`` rounds.
+
+    Raises:
+        TypeError: ``delay`` is not a delay law.
+        ValueError: a parameter out of its range.
+
+    Examples:
+        >>> from jaxbandits import delays
+        >>> from jaxbandits.policies import conversions
+        >>> pol = conversions.discarding_ucb(delays.geometric(mean=20.0), window=50)
+        >>> pol.name, pol.max_hold
+        ('Discarding-UCB', 50)
+    """
     window = V.integer("window", window, lo=0, hi=V.MAX_HORIZON)
     _check(delay, window, eps, False)
     V.choice("bonus", bonus, ("paper", "tau2"))
@@ -318,7 +511,29 @@ def discarding_ucb(delay, window: int, eps: float = 0.0, bonus: str = "paper", n
 @policy_value("DiscardingKLUCB")
 def discarding_klucb(delay, window: int, eps: float = 0.0, cap: Optional[float] = 1.0, iters: int = 8,
                      name: Optional[str] = None) -> Policy:
-    """Discarding-KLUCB: DelayedKLUCB restricted to closed pulls (``Ñ = tau_m N^c``)."""
+    """Discarding-KLUCB: DelayedKLUCB restricted to closed pulls (``Ñ = tau_m N^c``).
+
+    Args:
+        delay: the delay law (:mod:`jaxbandits.delays`); its CDF at ``window`` is ``tau_m``.
+        window: the censoring window ``m``, an integer ``>= 0``.
+        eps: the ``(1 + eps) log t`` exploration's ``eps``, ``>= 0``.
+        cap: the index's upper bound, or ``None`` for none.
+        iters: Newton steps of the index, an integer in ``[1, 64]``.
+        name: the display name (default ``"Discarding-KLUCB"``).
+
+    Returns:
+        The policy, a frozen value (``DiscardingKLUCB(...)``).
+
+    Raises:
+        TypeError: ``delay`` is not a delay law.
+        ValueError: a parameter out of its range.
+
+    Examples:
+        >>> from jaxbandits import delays
+        >>> from jaxbandits.policies import conversions
+        >>> conversions.discarding_klucb(delays.fixed(3), window=5).name
+        'Discarding-KLUCB'
+    """
     window = V.integer("window", window, lo=0, hi=V.MAX_HORIZON)
     _check(delay, window, eps, False)
     iters = V.integer("iters", iters, lo=1, hi=64)

@@ -38,11 +38,24 @@ _EXPLORE_SALT = 0x0E58
 
 
 class ExploreState(NamedTuple):
+    """The state of :func:`explore`.
+
+    Attributes:
+        base: the base policy's state.
+        arms: bool[K] zeros: carries the number of arms as a static shape.
+    """
     base: Any  # the base policy's state
     arms: Any  # bool[K], zeros: carries the number of arms as a static shape
 
 
 class ExploreMemo(NamedTuple):
+    """The memo of :func:`explore`.
+
+    Attributes:
+        base: the base policy's memo of the chosen arm.
+        probs: f32[K], the law the decision was drawn from.
+        hold: i32, the base memo's hold (``base.memo_hold``), else 0.
+    """
     base: Any  # the base policy's memo of the chosen arm
     probs: Any  # f32[K] the law the decision was drawn from
     hold: Any  # i32: the base memo's hold (base.memo_hold), else 0
@@ -58,8 +71,32 @@ def _mc_law(policy: Policy, state, ctx, key, a_real, samples: int, K: int):
 
 
 def chosen_probability(policy: Policy, state, ctx, key, a, memo, samples: int, n_arms: int):
-    """The probability the policy gave arm ``a`` (chosen with ``key``): exact from ``memo.probs``
-    for a policy with ``memo_probs``, else Monte Carlo over ``samples`` draws (see the module)."""
+    """The probability the policy gave arm ``a`` (chosen with ``key``).
+
+    Exact from ``memo.probs`` for a policy with ``memo_probs``, else Monte Carlo over ``samples``
+    draws (see the module).
+
+    Args:
+        policy: the policy that decided.
+        state: its state at the decision.
+        ctx: the decision's context.
+        key: the decision's key.
+        a: the arm chosen.
+        memo: the decision's memo.
+        samples: Monte Carlo draws for a policy without ``memo_probs``.
+        n_arms: the number of arms.
+
+    Returns:
+        f32, the probability of ``a``.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxbandits.policies import classic, explore
+        >>> from jaxbandits.policies.classic import RandomMemo
+        >>> memo = RandomMemo(probs=jnp.full(4, 0.25))  # uniform_random declares memo_probs
+        >>> float(explore.chosen_probability(classic.uniform_random(), None, None, None, 1, memo, 1, 4))
+        0.25
+    """
     if policy.memo_probs:
         return jnp.asarray(memo.probs, jnp.float32)[a]
     return _mc_law(policy, state, ctx, key, a, samples, n_arms)[a]
@@ -67,9 +104,31 @@ def chosen_probability(policy: Policy, state, ctx, key, a, memo, samples: int, n
 
 @policy_value("Explore")
 def explore(base: Policy, eps: float, samples: int = 256) -> Policy:
-    """``base`` with an exploration floor: with probability ``eps`` a uniformly drawn arm (see
-    the module). ``samples``: Monte Carlo draws of the base's law when it does not declare
-    ``memo_probs`` (the logged probability is then exact in its ``eps`` part only)."""
+    """``base`` with an exploration floor: with probability ``eps`` a uniformly drawn arm.
+
+    See the module: the decision's law is ``eps * q + (1 - eps) * p`` and its memo carries it, so
+    its logs support off-policy estimates.
+
+    Args:
+        base: the policy to explore around.
+        eps: the exploration probability, in ``[0, 1]``.
+        samples: Monte Carlo draws of the base's law when it does not declare ``memo_probs`` (the
+            logged probability is then exact in its ``eps`` part only), an integer in
+            ``[1, 65536]``.
+
+    Returns:
+        The policy, a frozen value (``Explore(...)``) holding ``base`` as a field.
+
+    Raises:
+        TypeError: ``base`` is not a policy.
+        ValueError: ``eps`` or ``samples`` out of range.
+
+    Examples:
+        >>> from jaxbandits.policies import classic, explore
+        >>> pol = explore.explore(classic.ucb1(), eps=0.1)
+        >>> pol, pol.name
+        (Explore(base=UCB1(), eps=0.1), 'UCB1+explore(0.1)')
+    """
     if not is_policy(base):
         raise TypeError(f"base must be a jaxbandits Policy, got {type(base).__name__}")
     eps = float(V.real("eps", eps, lo=0.0, hi=1.0))

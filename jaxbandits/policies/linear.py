@@ -39,20 +39,67 @@ _F = jnp.float32
 
 
 def f_width(t1, d: int, lam: float, delta: float, include_sqrt_lam: bool = True):
-    """``f_{t,delta}`` of Theorem 1 at the 1-based decision index ``t1``."""
+    """``f_{t,delta}`` of Vernade et al. (2020), Theorem 1, at the 1-based decision index ``t1``.
+
+    Args:
+        t1: the 1-based decision index (a scalar or array).
+        d: the dimension.
+        lam: the ridge regularisation.
+        delta: the confidence level.
+        include_sqrt_lam: add the ``sqrt(lam)`` term.
+
+    Returns:
+        f32, the width.
+
+    Examples:
+        >>> from jaxbandits.policies import linear
+        >>> round(float(linear.f_width(100, 5, 1.0, 0.1)), 3)
+        5.453
+    """
     base = jnp.sqrt(2 * math.log(1 / delta) + d * jnp.log((d * lam + t1) / (d * lam)))
     return base + (math.sqrt(lam) if include_sqrt_lam else 0.0)
 
 
 def theorem2_bound(T: int, d: int, m: int, tau_m: float, lam: float = 1.0, delta: float = 0.1):
-    """Theorem 2: ``(4 f_T / tau_m) sqrt(2 d T log((d lam + T)/(d lam))) + (4 m d / tau_m) log(...)``;
-    returns the two terms (host floats)."""
+    """Vernade et al. (2020), Theorem 2's regret bound, in its two terms.
+
+    ``(4 f_T / tau_m) sqrt(2 d T log((d lam + T)/(d lam)))`` and ``(4 m d / tau_m) log(...)``.
+
+    Args:
+        T: the horizon.
+        d: the dimension.
+        m: the censoring window.
+        tau_m: the delay CDF at the window.
+        lam: the ridge regularisation.
+        delta: the confidence level.
+
+    Returns:
+        The two terms, host floats.
+
+    Examples:
+        >>> from jaxbandits.policies import linear
+        >>> [round(float(x)) for x in linear.theorem2_bound(10000, 5, 100, 0.5)]
+        [52506, 30406]
+    """
     lg = math.log((d * lam + T) / (d * lam))
     f = float(f_width(T, d, lam, delta))
     return 4 * f / tau_m * math.sqrt(2 * d * T * lg), 4 * m * d / tau_m * lg
 
 
 class OTFState(NamedTuple):
+    """The state of OTFLinUCB / OTFLinTS.
+
+    Attributes:
+        vinv: f32[d, d], ``V_t^-1`` (Sherman-Morrison updates).
+        leave_n: f32, the stored norm of the action that leaves the ring at the next update.
+        b: f32[d], the sum of ``x_s`` over the counted conversions.
+        ring: f32[m, d], the last ``m`` played actions (zeros: empty), slot ``s mod m``.
+        ring_n: f32[m], the stored ``||A_s||_{V_s^-1}`` (squared for the reference-code variant).
+        bias_exact: f32, ``sum_{ring} ||A_s||_{V_t^-1}`` after the last update (read by act).
+        bias_stored: f32, the sum of ``ring_n``.
+        c: f32, the reference-code TS's ``sigma0 + sum b'_s`` over the window.
+        t: i32, the completed rounds.
+    """
     vinv: Any  # f32[d, d] V_t^-1 (Sherman-Morrison)
     leave_n: Any  # f32 stored norm of the action that leaves the ring at the next update
     b: Any  # f32[d] sum of x_s over counted conversions
@@ -138,11 +185,37 @@ def _check(window, lam, delta, variant, bias_mode):
 def otf_linucb(window: int, lam: float = 1.0, delta: float = 0.1, variant: str = "reference_code",
                bias_mode: str = "exact", width_scale: float = 1.0, bias: bool = True,
                include_sqrt_lam: bool = True, name: Optional[str] = None) -> Policy:
-    """OTFLinUCB. ``variant="paper"``: ``U(a) = <a, theta_hat> + (2 f + bias) ||a||_{V^-1}`` with the
-    exact (``V_t``) or stored (``V_s``) bias; ``"reference_code"``: ``<a, theta_hat> +
-    (sqrt(beta'_t + lam) + sum b_s) ||a||^2_{V^-1}``, ``b_s = ||A_s||^2_{V_s^-1}``, ``beta'_t = 2 log(1/delta)
-    + d log(1 + n/(lam d))`` (the authors' code). ``bias=False`` drops the bias term (the baseline
-    "OTFLinUCB without the bias term", not from the paper)."""
+    """OTFLinUCB (Vernade et al. 2020): LinUCB on censored, delayed conversions, with a bias term.
+
+    ``variant="paper"``: ``U(a) = <a, theta_hat> + (2 f + bias) ||a||_{V^-1}`` with the exact
+    (``V_t``) or stored (``V_s``) bias; ``"reference_code"``: ``<a, theta_hat> +
+    (sqrt(beta'_t + lam) + sum b_s) ||a||^2_{V^-1}``, ``b_s = ||A_s||^2_{V_s^-1}``,
+    ``beta'_t = 2 log(1/delta) + d log(1 + n/(lam d))`` (the authors' code).
+
+    Args:
+        window: the censoring window ``m`` of the conversions channel, an integer ``>= 0``.
+        lam: the ridge regularisation, ``> 0``.
+        delta: the confidence level, in ``(0, 1)``.
+        variant: ``"paper"`` or ``"reference_code"``.
+        bias_mode: ``"exact"`` or ``"stored"`` (the paper variant's bias).
+        width_scale: a multiplier of the width, ``> 0``.
+        bias: ``False`` drops the bias term (the baseline "OTFLinUCB without the bias term", not
+            from the paper).
+        include_sqrt_lam: include ``sqrt(lam) S`` in ``f`` (:func:`f_width`).
+        name: the display name (default ``"OTFLinUCB"``).
+
+    Returns:
+        The policy, a frozen value (``OTFLinUCB(...)``); it needs a linear world and the
+        conversions channel with this ``window``.
+
+    Raises:
+        ValueError: a parameter out of its range.
+
+    Examples:
+        >>> from jaxbandits.policies import linear
+        >>> linear.otf_linucb(window=50)
+        OTFLinUCB(window=50)
+    """
     window = _check(window, lam, delta, variant, bias_mode)
     V.positive("width_scale", width_scale)
 
@@ -174,10 +247,35 @@ def otf_linucb(window: int, lam: float = 1.0, delta: float = 0.1, variant: str =
 def otf_lints(window: int, lam: float = 1.0, delta: float = 0.1, variant: str = "reference_code",
               bias_mode: str = "stored", scale: str = "paper", sigma0: float = 0.5,
               name: Optional[str] = None) -> Policy:
-    """OTFLinTS. ``variant="paper"``: ``theta ~ N(theta_hat, beta V^-1)``, ``beta = 1 + bias/f``
-    (Algorithm 2's stored norms by default); ``scale="conservative"``: covariance ``(f + bias)^2 V^-1``
-    (the paper's "more conservative choice", our reading). ``"reference_code"``: ``V' = sigma0^2 I +
-    sum A A^T`` and ``theta ~ N(V'^-1 B, c_t V'^-1)`` with ``c_t = sigma0 + sum b'_s`` (the authors' code)."""
+    """OTFLinTS (Vernade et al. 2020): linear Thompson sampling on censored, delayed conversions.
+
+    ``variant="paper"``: ``theta ~ N(theta_hat, beta V^-1)``, ``beta = 1 + bias/f``
+    (Algorithm 2's stored norms by default); ``scale="conservative"``: covariance
+    ``(f + bias)^2 V^-1`` (the paper's "more conservative choice", our reading).
+    ``"reference_code"``: ``V' = sigma0^2 I + sum A A^T`` and ``theta ~ N(V'^-1 B, c_t V'^-1)`` with
+    ``c_t = sigma0 + sum b'_s`` (the authors' code).
+
+    Args:
+        window: the censoring window ``m``, an integer ``>= 0``.
+        lam: the ridge regularisation, ``> 0``.
+        delta: the confidence level, in ``(0, 1)``.
+        variant: ``"paper"`` or ``"reference_code"``.
+        bias_mode: ``"exact"`` or ``"stored"``.
+        scale: ``"paper"`` or ``"conservative"``.
+        sigma0: the reference code's prior scale, ``> 0``.
+        name: the display name (default ``"OTFLinTS"``).
+
+    Returns:
+        The policy, a frozen value (``OTFLinTS(...)``).
+
+    Raises:
+        ValueError: a parameter out of its range.
+
+    Examples:
+        >>> from jaxbandits.policies import linear
+        >>> linear.otf_lints(window=50, variant="paper")
+        OTFLinTS(window=50, variant='paper')
+    """
     window = _check(window, lam, delta, variant, bias_mode)
     V.choice("scale", scale, ("paper", "conservative"))
     V.positive("sigma0", sigma0)
@@ -222,9 +320,29 @@ class HoldMemo(NamedTuple):
 
 @policy_value("LinUCBWait")
 def linucb_wait(window: int, lam: float = 1.0, delta: float = 0.1, name: str = "LinUCB-wait") -> Policy:
-    """LinUCB that waits for each action's window to close (not from Vernade et al. 2020): V and B
-    over closed actions only (age >= m), unbiased for tau_m theta, width 2 f, no bias term. Each
-    conversion is delivered when its action closes (``hold = m``), so B needs no per-slot flags."""
+    """LinUCB that waits for each action's window to close (a baseline, not from Vernade et al. 2020).
+
+    V and B over closed actions only (age ``>= m``), unbiased for ``tau_m theta``, width ``2 f``, no
+    bias term. Each conversion is delivered when its action closes (``hold = m``), so B needs no
+    per-slot flags.
+
+    Args:
+        window: the censoring window ``m``, an integer ``>= 1``.
+        lam: the ridge regularisation, ``> 0``.
+        delta: the confidence level, in ``(0, 1)``.
+        name: the display name.
+
+    Returns:
+        The policy, a frozen value (``LinUCBWait(...)``).
+
+    Raises:
+        ValueError: a parameter out of its range.
+
+    Examples:
+        >>> from jaxbandits.policies import linear
+        >>> linear.linucb_wait(window=50).name
+        'LinUCB-wait'
+    """
     window = V.integer("window", window, lo=1, hi=V.MAX_HORIZON)
     V.positive("lam", lam)
 
@@ -258,9 +376,27 @@ def linucb_wait(window: int, lam: float = 1.0, delta: float = 0.1, name: str = "
 
 @policy_value("LinUCBIgnoreDelays")
 def linucb_ignore_delays(lam: float = 1.0, delta: float = 0.1, name: str = "LinUCB-ignore-delays") -> Policy:
-    """LinUCB that ignores delays (not from Vernade et al. 2020): V over every played action, B over
-    every conversion received so far (run it on the uncensored channel, ``conversions(window=None)``),
-    OFUL width f, no bias term."""
+    """LinUCB that ignores delays (a baseline, not from Vernade et al. 2020).
+
+    V over every played action, B over every conversion received so far (run it on the
+    uncensored channel, ``conversions(window=None)``), OFUL width f, no bias term.
+
+    Args:
+        lam: the ridge regularisation, ``> 0``.
+        delta: the confidence level, in ``(0, 1)``.
+        name: the display name.
+
+    Returns:
+        The policy, a frozen value (``LinUCBIgnoreDelays(...)``).
+
+    Raises:
+        ValueError: a parameter out of its range.
+
+    Examples:
+        >>> from jaxbandits.policies import linear
+        >>> linear.linucb_ignore_delays()
+        LinUCBIgnoreDelays()
+    """
     V.positive("lam", lam)
     V.real("delta", delta, lo=0.0, hi=1.0, lo_open=True, hi_open=True)
 

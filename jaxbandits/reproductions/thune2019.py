@@ -31,7 +31,23 @@ D_NEVER = 2**30
 
 
 def example8_delays(T: int, K: int) -> np.ndarray:
-    """Example 8 (0-indexed): ``d[i] = T - 1 - i`` for ``i < ceil(sqrt(KT/ln K)) - 1``, else 0."""
+    """The delays of Thune et al. (2019)'s Example 8 (0-indexed).
+
+    ``d[i] = T - 1 - i`` for ``i < ceil(sqrt(KT/ln K)) - 1``, else 0: the first rounds' feedback
+    arrives only at the end.
+
+    Args:
+        T: the horizon.
+        K: the number of arms, ``>= 2``.
+
+    Returns:
+        int64[T], the delay sequence.
+
+    Examples:
+        >>> from jaxbandits.reproductions import thune2019
+        >>> thune2019.example8_delays(10, 2).tolist()
+        [9, 8, 7, 6, 5, 0, 0, 0, 0, 0]
+    """
     n = math.ceil(math.sqrt(K * T / math.log(K))) - 1
     return np.where(np.arange(T) < n, T - 1 - np.arange(T), 0).astype(np.int64)
 

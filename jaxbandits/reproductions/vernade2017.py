@@ -25,8 +25,27 @@ RANGES = {"mu": "delay parameter: > 1 with rho_from_mean='paper' (rho = 1 - 1/mu
 
 
 def delay_law(cfg):
-    """``rho = 1 - 1/mu`` (the paper's "parameter 1/mu", mean mu - 1; default) or ``rho = mu/(1+mu)``
-    (``rho_from_mean="exact"``, mean mu)."""
+    """The geometric delay law of a Vernade et al. (2017) experiment's config.
+
+    ``rho = 1 - 1/mu`` (the paper's "parameter 1/mu", mean ``mu - 1``; default) or
+    ``rho = mu/(1+mu)`` (``rho_from_mean="exact"``, mean ``mu``).
+
+    Args:
+        cfg: the experiment's config: ``mu`` (``> 0``; ``> 1`` with ``"paper"``) and
+            ``rho_from_mean`` (``"paper"`` or ``"exact"``).
+
+    Returns:
+        The :func:`jaxbandits.delays.geometric` law.
+
+    Raises:
+        ValueError: ``mu`` or ``rho_from_mean`` out of range.
+
+    Examples:
+        >>> from jaxbandits.reproductions import vernade2017
+        >>> law = vernade2017.delay_law({"mu": 100.0, "rho_from_mean": "paper"})
+        >>> round(float(law.mean), 4)
+        99.0
+    """
     mu = V.positive("mu", cfg["mu"])
     mode = V.choice("rho_from_mean", cfg["rho_from_mean"], ("paper", "exact"))
     if mode == "paper":

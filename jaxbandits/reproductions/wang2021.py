@@ -77,6 +77,24 @@ def _fig3(cfg):
 
 
 def fig4_profiles(cfg):
+    """The lag profiles of Wang et al. (2021)'s Figure 4, from the experiment's config.
+
+    Args:
+        cfg: the experiment's config: ``profiles`` (pairs ``(kind, gamma)``, ``kind`` one of
+            ``"discounted"``, ``"polynomial"``), ``tol`` and ``max_len``.
+
+    Returns:
+        A list of :class:`jaxbandits.profiles.Profile`.
+
+    Raises:
+        ValueError: an unknown kind or a parameter out of range.
+
+    Examples:
+        >>> from jaxbandits.reproductions import wang2021
+        >>> cfg = {"profiles": [("discounted", 0.9), ("polynomial", 2.0)], "tol": 1e-6, "max_len": 4096}
+        >>> [(p.name, p.length) for p in wang2021.fig4_profiles(cfg)]
+        [('discounted(gamma=0.9)', 133), ('polynomial(gamma=2)', 4096)]
+    """
     out = []
     for kind, g in cfg["profiles"]:
         V.choice("profiles: kind", kind, ("discounted", "polynomial"))
@@ -97,7 +115,22 @@ def _fig4(cfg):
 
 
 def streams(cfg):
-    """The two stand-in streams: (outbrain labels, coupon labels)."""
+    """The two stand-in click streams of Wang et al. (2021)'s Figure 5: (Outbrain labels, Coupon labels).
+
+    Args:
+        cfg: the experiment's config: ``stream_length``, ``outbrain_categories``, ``zipf_s``,
+            ``coupon_weights`` and ``stream_seed``.
+
+    Returns:
+        ``(outbrain, coupon)``, two int arrays of ``stream_length`` labels.
+
+    Examples:
+        >>> from jaxbandits.reproductions import wang2021
+        >>> ob, cp = wang2021.streams({"stream_length": 5, "outbrain_categories": 10, "zipf_s": 1.0,
+        ...                            "coupon_weights": [0.5, 0.5], "stream_seed": 0})
+        >>> ob.tolist(), cp.tolist()
+        ([3, 0, 0, 0, 5], [1, 1, 0, 1, 0])
+    """
     n = int(cfg["stream_length"])
     ob = E.synthetic_labels(E.zipf_probs(cfg["outbrain_categories"], cfg["zipf_s"]), n, cfg["stream_seed"])
     cp = E.synthetic_labels(np.asarray(cfg["coupon_weights"], np.float64), n, cfg["stream_seed"] + 1)
