@@ -160,3 +160,101 @@ def test_show_toml_writes_policies_from_their_fields(tmp_path):
     assert panel.policies == build({"alpha": 0.5, "explore": False})[2]
     with pytest.raises(F.NotExpressible, match=r"policies.eps: Explore\(base=KLUCB\(iters=6\), eps=0.2\) has no constructor"):
         F.to_toml(exp, {"explore": True})
+
+
+class _Compiles:
+    """Counts XLA compilations in this process (``jax_log_compiles`` log records)."""
+
+    def __enter__(self):
+        import logging
+
+        self.n = 0
+        outer = self
+
+        class H(logging.Handler):
+            def emit(self, record):
+                if "Compiling " in record.getMessage() or "Finished XLA compilation" in record.getMessage():
+                    outer.n += 1
+
+        self.h, self.log = H(), logging.getLogger("jax")
+        self.log.addHandler(self.h)
+        self.old = jax.config.jax_log_compiles
+        jax.config.update("jax_log_compiles", True)
+        return self
+
+    def __exit__(self, *a):
+        jax.config.update("jax_log_compiles", self.old)
+        self.log.removeHandler(self.h)
+
+
+def _world():
+    return E.bernoulli([0.2, 0.5, 0.45, 0.3], delay=D.geometric(mean=5.0))
+
+
+def test_worlds_and_delay_laws_are_values():
+    """A world and a delay law are equal and hashed by value (type and every field, arrays by their
+    bytes); another parameter is another value."""
+    assert _world() == _world() and hash(_world()) == hash(_world()) and _world() is not _world()
+    assert _world() != E.bernoulli([0.2, 0.5, 0.45, 0.31], delay=D.geometric(mean=5.0))
+    assert _world() != E.bernoulli([0.2, 0.5, 0.45, 0.3], delay=D.geometric(mean=5.5))
+    assert E.gaussian([0.2, 0.5]) != E.bernoulli([0.2, 0.5])  # the noise, a static field
+    assert D.geometric(mean=5.0) == D.geometric(mean=5.0) != D.exponential(5.0)
+    assert D.shift(D.uniform(0, 3), 2) == D.shift(D.uniform(0, 3), 2) != D.shift(D.uniform(0, 3), 1)
+    assert C.conversions(window=50) == C.conversions(window=50)
+    w = pickle.loads(pickle.dumps(_world()))
+    assert w == _world() and hash(w) == hash(_world())
+
+
+def test_fresh_equal_world_compiles_nothing():
+    """simulate and simulate_grid with a new world (and law, channel, policy) of the same
+    parameters: no compilation the second time, the same bits; another world compiles."""
+    kw = dict(horizon=150, key=jax.random.key(0), n_runs=3)
+    a = jb.simulate(_world(), C.attributed(), P.ucb1(alpha=1.25), **kw)
+    with _Compiles() as c:
+        b = jb.simulate(_world(), C.attributed(), P.ucb1(alpha=1.25), **kw)
+    assert b.timing["compile_s"] == 0.0 and c.n == 0
+    np.testing.assert_array_equal(a.regret, b.regret)
+    with _Compiles() as c:  # the counter sees compilations
+        other = jb.simulate(E.bernoulli([0.2, 0.5, 0.45, 0.35], delay=D.geometric(mean=5.0)), C.attributed(),
+                            P.ucb1(alpha=1.25), **kw)
+    assert other.timing["compile_s"] > 0 and c.n > 0
+
+    def build(mean):  # a fresh world at every call
+        return E.bernoulli([0.2, 0.5, 0.45, 0.3], delay=D.geometric(mean=mean)), P.ucb1(alpha=1.25)
+
+    g = dict(channel=C.attributed(), horizon=100, key=jax.random.key(1), n_runs=2)
+    jb.simulate_grid(build, {"mean": np.array([2.0, 8.0])}, **g)
+    with _Compiles() as c:
+        h = jb.simulate_grid(build, {"mean": np.array([2.0, 8.0])}, **g)
+    assert h.timing["compile_s"] == 0.0 and c.n == 0
+
+
+def test_second_cli_run_in_process_compiles_nothing(tmp_path):
+    """``jaxbandits run quickstart`` twice in one process (the experiment's build makes new worlds,
+    channels and policies each time): the second run compiles nothing and gives the same numbers."""
+    from jaxbandits.cli import main
+
+    args = ["run", "quickstart", "--runs", "2", "--horizon", "200", "--no-progress", "--single-device"]
+    assert main(args + ["--out", str(tmp_path / "a")]) == 0
+    with _Compiles() as c:
+        assert main(args + ["--out", str(tmp_path / "b")]) == 0
+    s1, s2 = (json.loads((tmp_path / d / "summary.json").read_text()) for d in "ab")
+    assert s2["timing"]["compile_s"] == 0.0 and c.n == 0
+    assert s1["policies"] == s2["policies"]
+
+
+def test_online_fresh_equal_policy_and_channel_compile_nothing():
+    """An online learner made again with new, equal policy and channel values: its decisions and
+    feedback compile nothing the second time."""
+    from jaxbandits import online
+
+    def session():
+        lr = online.Learner(P.ucb1(alpha=1.25), C.attributed(), ["a", "b", "c"], key=0, max_pending=16)
+        ids, arms = lr.decide(3)
+        lr.feedback(ids, [1.0, 0.0, 1.0])
+        return lr.decide(2)[1]
+
+    first = session()
+    with _Compiles() as c:
+        again = session()
+    assert c.n == 0 and list(first) == list(again)
