@@ -29,6 +29,14 @@ def _hash(self):
     return h
 
 
+#: per-object caches kept out of pickles (a hash is of this process: types hash by address)
+_TRANSIENT = ("_value_hash", "_made")
+
+
+def _getstate(self):
+    return {k: v for k, v in self.__dict__.items() if k not in _TRANSIENT}
+
+
 def pytree(cls):
     """Make ``cls`` a frozen dataclass, equal and hashed by value, and register it as a pytree."""
     cls = dataclasses.dataclass(frozen=True, eq=False)(cls)
@@ -36,6 +44,8 @@ def pytree(cls):
         cls.__eq__ = _eq
     if "__hash__" not in vars(cls) or vars(cls)["__hash__"] is None:
         cls.__hash__ = _hash
+    if "__getstate__" not in vars(cls):
+        cls.__getstate__ = _getstate
     data, meta = [], []
     for f in dataclasses.fields(cls):
         (meta if f.metadata.get("static") else data).append(f.name)
