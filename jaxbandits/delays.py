@@ -39,6 +39,7 @@ from ._pytree import pytree as _pytree
 from ._pytree import static as _static
 from .mathlib import open_uniform
 from .types import NEVER
+from .values import constructor
 
 __all__ = [
     "DelayLaw", "fixed", "uniform", "geometric", "poisson", "exponential", "half_normal",
@@ -157,6 +158,7 @@ class Fixed(DelayLaw):
         return 0.0
 
 
+@constructor
 def fixed(d: int) -> Fixed:
     """Every delay equals ``d`` (``d = 0``: no delay)."""
     d = V.integer("d", d, lo=0, hi=NEVER)
@@ -187,6 +189,7 @@ class Uniform(DelayLaw):
         return (w * w - 1) / 12
 
 
+@constructor
 def uniform(lo: int, hi: int) -> Uniform:
     """Uniform on the integers ``{lo, ..., hi}`` (inclusive), ``0 <= lo <= hi <= NEVER``."""
     lo = V.integer("lo", lo, lo=0, hi=NEVER)
@@ -227,6 +230,7 @@ class Geometric(DelayLaw):
         return r / (1 - r) ** 2
 
 
+@constructor
 def geometric(rho=None, *, mean=None) -> Geometric:
     """Geometric on {0,1,...} with survival ratio ``rho`` (success probability ``1 - rho``).
 
@@ -269,6 +273,7 @@ class Poisson(DelayLaw):
         return float(self.lam)
 
 
+@constructor
 def poisson(lam: float) -> Poisson:
     """Poisson(lam) delays, ``0 < lam <= MAX_POISSON_MEAN`` (1000). Sampled by inverse CDF over a
     table up to ``lam + 12 sqrt(lam) + 16`` (the mass beyond it is below 1e-12 and is mapped to the
@@ -313,6 +318,7 @@ class Exponential(_Floored, DelayLaw):
         return q / (1 - q) ** 2
 
 
+@constructor
 def exponential(scale: float) -> Exponential:
     """Exponential with mean ``scale`` (at most ``MAX_SCALE = 2**30``), discretised by floor (mean
     ``~ scale - 1/2``)."""
@@ -355,6 +361,7 @@ class HalfNormal(_SummedMoments, DelayLaw):
         return _floor_moments(lambda x: _erfc_np(x / (s * math.sqrt(2))), 10 * s + 10)
 
 
+@constructor
 def half_normal(sigma: float) -> HalfNormal:
     """``floor(|N(0, sigma^2)|)``, ``sigma <= MAX_SCALE``."""
     V.positive("sigma", sigma, hi=MAX_SCALE)
@@ -396,6 +403,7 @@ class Weibull(_Floored, _SummedMoments, DelayLaw):
             return _floor_moments(lambda x: np.exp(-((x / lam) ** k)), hi)
 
 
+@constructor
 def weibull(shape: float, scale: float) -> Weibull:
     """``floor(X)``, ``X ~ Weibull(shape k, scale lambda)``: ``P(X > x) = exp(-(x/lambda)^k)``;
     ``k >= MIN_WEIBULL_SHAPE`` (0.01), ``lambda <= MAX_SCALE``."""
@@ -453,6 +461,7 @@ class LogNormal(_Floored, _SummedMoments, DelayLaw):
         return _floor_moments(sf, hi, lambda n: _log_normal_tail(n + 0.5, mu, s))
 
 
+@constructor
 def log_normal(mu: float, sigma: float) -> LogNormal:
     """``floor(exp(mu + sigma Z))``, ``Z ~ N(0, 1)``; ``|mu| <= 100``, ``sigma <= 15``."""
     V.real("mu", mu, lo=-MAX_LOG_NORMAL_MU, hi=MAX_LOG_NORMAL_MU)
@@ -490,6 +499,7 @@ class Pareto(_SummedMoments, DelayLaw):
         return _floor_moments(lambda x: (1.0 + x / s) ** (-a), N, tail)
 
 
+@constructor
 def pareto(alpha: float, scale: float = 1.0) -> Pareto:
     """Pareto (Lomax) heavy-tailed delays; mean finite iff alpha > 1, variance iff alpha > 2;
     ``scale <= MAX_SCALE``."""
@@ -528,6 +538,7 @@ class Histogram(DelayLaw):
         return float((k * k * p).sum() - ((k * p).sum()) ** 2)
 
 
+@constructor
 def histogram(pmf) -> Histogram:
     """A delay law given by its pmf on ``{0, ..., len(pmf)-1}`` (normalised here; at most
     ``MAX_HISTOGRAM = 2**24`` entries)."""
@@ -585,6 +596,7 @@ class LogNormalMixture(_SummedMoments, DelayLaw):
         return mean, var
 
 
+@constructor
 def log_normal_mixture(p0: float, weights, mus, sigmas) -> LogNormalMixture:
     """A point mass ``p0`` at 0 plus a mixture of floored log-normals (a heavy-tailed conversion-delay
     law; :func:`criteo_like` is one fitted to published statistics)."""
@@ -607,6 +619,7 @@ CRITEO_STATS = {"mean": 5720.0, "median": 2913.0, "p0": 0.073, "tau_500": 0.31, 
 CRITEO_FIT = {"p0": 0.073, "weights": [0.4521, 0.5479], "mus": [5.7037, 8.9672], "sigmas": [1.725, 0.7421]}
 
 
+@constructor
 def criteo_like() -> LogNormalMixture:
     """A heavy-tailed stand-in for the rescaled Criteo conversion delays of Vernade et al. (2020):
     the Criteo file is gated and under a non-commercial licence, so the project ships none of it;
@@ -615,6 +628,7 @@ def criteo_like() -> LogNormalMixture:
     return log_normal_mixture(**CRITEO_FIT)
 
 
+@constructor
 def from_samples(samples, max_delay: Optional[int] = None) -> Histogram:
     """The empirical delay law of integer ``samples`` (e.g. logged conversion delays in rounds), as a
     histogram on ``{0..max(samples)}`` (or ``max_delay``, larger samples clipped to it); the
@@ -659,6 +673,7 @@ class TwoPoint(DelayLaw):
         return d * d * p * (1 - p)
 
 
+@constructor
 def two_point(p: float, d: int) -> TwoPoint:
     """Delay ``d`` with probability ``p``, else 0: Pike-Burke et al.'s ``twopoint`` and Thune et
     al.'s "contaminated" model (``d = NEVER``: a few rounds whose feedback never arrives)."""
@@ -696,6 +711,7 @@ class Sequence(DelayLaw):
         return float(np.var(np.asarray(self.delays, np.float64)))
 
 
+@constructor
 def sequence(delays) -> Sequence:
     """Delays given round by round (``NEVER`` or anything ``>= T - t`` means never)."""
     V.int_array("delays", delays, lo=0, ndim=1)
@@ -734,6 +750,7 @@ class Shifted(DelayLaw):
         return self.base.variance
 
 
+@constructor
 def shift(law: DelayLaw, k: int = 1) -> Shifted:
     """``D + k``: a law on ``{k, k+1, ...}`` (``shift(geometric(...), 1)`` lives on {1, 2, ...});
     ``k <= NEVER - 1`` so ``D + k`` (saturated at NEVER) never overflows int32."""

@@ -21,6 +21,7 @@ import numpy as np
 
 from . import _validate as V
 from . import delays as D
+from .values import constructor
 
 __all__ = ["Profile", "interval", "linear_decreasing", "linear_increasing", "discounted", "polynomial",
            "random_delay", "d1_constant", "MAX_LEN"]
@@ -83,6 +84,7 @@ def _finite(name, w):
     return Profile(name, w / w.sum())
 
 
+@constructor
 def interval(d_min: int, d_max: int) -> Profile:
     """Bounded interval: ``X / (d_max - d_min)`` at each lag of ``{d_min, ..., d_max - 1}``."""
     d_min = V.integer("d_min", d_min, lo=0, hi=MAX_LEN - 2)
@@ -92,6 +94,7 @@ def interval(d_min: int, d_max: int) -> Profile:
     return _finite(f"interval({d_min},{d_max})", w)
 
 
+@constructor
 def linear_decreasing(d: int) -> Profile:
     """``w_l = (d + 1 - l) 2 / (d (d + 1))`` for ``l = 1..d`` (``d <= MAX_LEN - 1``)."""
     d = V.integer("d", d, lo=1, hi=MAX_LEN - 1)
@@ -99,6 +102,7 @@ def linear_decreasing(d: int) -> Profile:
     return _finite(f"lin-dec(d={d})", np.where(l >= 1, (d + 1 - l) * 2.0 / (d * (d + 1)), 0.0))
 
 
+@constructor
 def linear_increasing(d: int) -> Profile:
     """``w_l = l 2 / (d (d + 1))`` for ``l = 1..d`` (``d <= MAX_LEN - 1``)."""
     d = V.integer("d", d, lo=1, hi=MAX_LEN - 1)
@@ -114,6 +118,7 @@ def _truncate(name, head, tail_mass, tol, tail, infinite_mean=False):
     return Profile(name, w, float(tail_mass), tail, tol, infinite_mean)
 
 
+@constructor
 def discounted(gamma: float, tol: float = 1e-9, tail: str = "renormalise") -> Profile:
     """``w_l = (1 - gamma) gamma^(l - 1)`` for ``l >= 1``, cut at the first ``L`` with tail mass
     ``gamma^(L-1) <= tol``."""
@@ -134,6 +139,7 @@ def _zeta(g):
     return float(np.sum(k**-g) + N ** (1 - g) / (g - 1) + 0.5 * N**-g + g * N ** (-g - 1) / 12)
 
 
+@constructor
 def polynomial(gamma: float, tol: float = 1e-6, tail: str = "renormalise", max_len: int = 4096) -> Profile:
     """``w_l = l^-gamma / zeta(gamma)`` for ``l >= 1`` (gamma > 1), cut at the first ``L`` with tail
     mass ``<= tol``, but at most ``max_len`` lags: the tail of gamma = 2 decays like ``0.61 / L``
@@ -151,6 +157,7 @@ def polynomial(gamma: float, tol: float = 1e-6, tail: str = "renormalise", max_l
                      infinite_mean=gamma <= 2)
 
 
+@constructor
 def random_delay(lo: int, hi: int) -> D.Uniform:
     """All of a pull's reward at one lag ``z ~ U{lo..hi}`` (inclusive), drawn per pull: the
     delay law (mean ``(lo+hi)/2``, variance ``((hi-lo+1)^2 - 1)/12``)."""

@@ -16,7 +16,7 @@ import numpy as np
 
 from .types import Policy
 
-__all__ = ["PolicyValue", "policy_value", "is_policy", "policy_digest", "policy_code_digest", "ById"]
+__all__ = ["PolicyValue", "policy_value", "is_policy", "policy_digest", "ById", "constructor", "made_by", "Made"]
 
 
 class PolicyValue:
@@ -155,6 +155,74 @@ def policy_value(cls_name: str, fused: Optional[Tuple[str, Tuple[str, ...]]] = N
         return make
 
     return wrap
+
+
+class Made:
+    """How a value was made: ``fn``, the public constructor (as its module exports it), and
+    ``arguments``, the arguments it was called with (defaults filled in), by name. What
+    :func:`jaxbandits.expfile.describe` writes as ``{kind = ..., arguments}``. Not pickled (a value
+    read back from a pickle says nothing of how it was made)."""
+
+    __slots__ = ("fn", "arguments")
+
+    def __init__(self, fn, arguments):
+        self.fn, self.arguments = fn, arguments
+
+    def __reduce__(self):
+        return (_unmade, ())
+
+    def __repr__(self):
+        return f"Made({getattr(self.fn, '__qualname__', self.fn)!r}, {self.arguments!r})"
+
+
+def _unmade():
+    return None
+
+
+class MadeArray(np.ndarray):
+    """A numpy array returned by a :func:`constructor` (``envs.synthetic_labels``): the same array,
+    able to carry its :class:`Made` record (arrays computed from it do not carry it)."""
+
+
+def constructor(fn):
+    """Declare ``fn`` a public constructor of worlds, channels, delay laws, profiles or arrays of
+    their parameters: each value it returns carries a :class:`Made` record (``fn`` and the bound
+    arguments), read by :func:`made_by`. The value's fields, equality, hash and pytree structure
+    are untouched; a value derived from it (``dataclasses.replace``, ``jax.tree.map``, a pickle)
+    carries none. A function of one's own decorated with it is written to experiment files as
+    ``package.module:function``. The innermost constructor's record is overwritten by the
+    outermost (``envs.conversions`` calling ``envs.bernoulli`` is ``envs.conversions``)."""
+    import inspect
+
+    sig = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def make(*args, **kwargs):
+        out = fn(*args, **kwargs)
+        b = sig.bind(*args, **kwargs)
+        b.apply_defaults()
+        made = Made(make, {k: v for k, v in b.arguments.items()
+                           if sig.parameters[k].kind in (sig.parameters[k].POSITIONAL_OR_KEYWORD,
+                                                         sig.parameters[k].KEYWORD_ONLY)})
+        if type(out) is np.ndarray:
+            out = out.view(MadeArray)
+        try:
+            object.__setattr__(out, "_made", made)
+        except (AttributeError, TypeError):  # a tuple, a number: it cannot carry the record
+            pass
+        return out
+
+    make.constructor = True
+    return make
+
+
+def made_by(x) -> Optional[Made]:
+    """The :class:`Made` record of a value returned by a :func:`constructor`, else ``None``."""
+    try:
+        m = vars(x).get("_made")
+    except TypeError:  # no __dict__ (a tuple, a number): nothing recorded
+        return None
+    return m if isinstance(m, Made) else None
 
 
 def is_policy(x) -> bool:

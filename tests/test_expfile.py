@@ -31,6 +31,10 @@ def _cache_in_tmp(tmp_path, monkeypatch):
 
 
 # ----------------------------------------------------------------------------- structural equality
+#: attributes that are not a value's data: how it was made (jaxbandits.values.Made), its cached hash
+TRANSIENT = ("_made", "_value_hash")
+
+
 def difference(a, b, path="", seen=None):
     """Where two objects differ (None if they are the same program and data): functions by code,
     closure, defaults and module; arrays bitwise with dtype and shape; objects field by field."""
@@ -91,15 +95,15 @@ def difference(a, b, path="", seen=None):
     if isinstance(a, (int, str, bool, bytes, type(None), type)) or callable(a) and not hasattr(a, "__dict__"):
         return None if a == b else f"{path}: {a!r} vs {b!r}"
     fields = {}
-    if hasattr(a, "__dict__"):
-        fields.update(vars(a))
+    if hasattr(a, "__dict__"):  # without the per-object caches (the made-by record, a cached hash)
+        fields.update({k: v for k, v in vars(a).items() if k not in TRANSIENT})
     for cls in type(a).__mro__:
         for s in getattr(cls, "__slots__", ()):
             if hasattr(a, s):
                 fields[s] = getattr(a, s)
     if not fields:
         return None if a == b else f"{path}: {a!r} vs {b!r}"
-    other = dict(vars(b)) if hasattr(b, "__dict__") else {}
+    other = {k: v for k, v in vars(b).items() if k not in TRANSIENT} if hasattr(b, "__dict__") else {}
     for cls in type(b).__mro__:
         for s in getattr(cls, "__slots__", ()):
             if hasattr(b, s):

@@ -137,7 +137,7 @@ def test_show_toml_writes_policies_from_their_fields(tmp_path):
     from jaxbandits import expfile as F
 
     def build(cfg):
-        law = D.geometric(mean=20.0)  # made in the build: the recorder writes it (delay laws are not values)
+        law = D.geometric(mean=20.0)  # made in the build: written from its made-by record
         pols = {"skip": A.skipper(5.0, A.dew(0.1)), "dkl": CV.delayed_klucb(law, window=50, name="mine"),
                 "ucb": P.ucb1(alpha=cfg["alpha"])}
         if cfg["explore"]:  # explore is not in the file format's table of kinds

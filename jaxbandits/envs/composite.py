@@ -13,6 +13,7 @@ from .. import mathlib as M
 from ..types import Outcome
 from .base import World, pytree, static
 from .stochastic import check_delay, check_means, as_means
+from ..values import constructor
 
 _F = jnp.float32
 
@@ -52,6 +53,7 @@ class CompositeEnv(World):
         return Outcome(reward=r, delay=self.delay_at(state, t, v), profile=None), state
 
 
+@constructor
 def composite(means=None, profile=None, delay=None, table=None, total: str = "bernoulli",
               concentration: float = 2.0) -> CompositeEnv:
     """Bernoulli totals ``s_a = means[a]`` (or an oblivious table ``table[t, a]`` of totals in
