@@ -2,7 +2,9 @@
 constructor returns (its fields are the hyper-parameters; equal and hashed by value), made by
 :func:`policy_value` from the constructor; :func:`is_policy`, which accepts it or a user's
 :class:`~jaxbandits.types.Policy` NamedTuple; and :func:`policy_digest`, what names a policy in
-checkpoints and split sweeps.
+checkpoints and split sweeps; :func:`constructor`, which makes the values a public constructor of
+worlds, channels, delay laws or profiles returns carry the :class:`Made` record of the call
+(:func:`made_by`; what experiment files are written from).
 """
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ import numpy as np
 
 from .types import Policy
 
-__all__ = ["PolicyValue", "policy_value", "is_policy", "policy_digest", "ById", "constructor", "made_by", "Made"]
+__all__ = ["PolicyValue", "policy_value", "is_policy", "policy_digest", "user_policy_id", "ById", "constructor",
+           "made_by", "Made"]
 
 
 class PolicyValue:
@@ -309,8 +312,8 @@ def _stable(v):
         return ("array", f[1], f[2], hashlib.sha256(f[3]).hexdigest())
     if isinstance(v, PolicyValue):
         return (type(v).__module__, type(v).__qualname__, tuple((k, _stable(x)) for k, x in v.values()))
-    if isinstance(v, Policy):  # a user's policy held by a library wrapper: what it computes
-        return ("Policy", policy_code_digest(v))
+    if isinstance(v, Policy):  # a user's policy held by a library wrapper: its name and functions
+        return ("Policy", user_policy_id(v))
     if isinstance(v, (tuple, list)):
         return (type(v).__qualname__,) + tuple(_stable(x) for x in v)
     if isinstance(v, dict):
@@ -323,104 +326,26 @@ def _stable(v):
     return ("object", type(v).__module__, type(v).__qualname__)
 
 
-def policy_code_digest(policy) -> str:
-    """A digest of what a user's :class:`~jaxbandits.types.Policy` NamedTuple computes: its functions' code, and,
-    recursively, the values they close over and their defaults (a user's hyper-parameters live
-    there), and its declared fields. Stable across processes of the same Python (nothing from
-    ``id`` or addresses). Library policies are values and use :meth:`PolicyValue.digest` instead:
-    this reading of code is kept only for policies written as closures."""
-    import types
-
-    import jax
-
-    h = hashlib.sha256()
-    seen = set()
-
-    def put(*xs):
-        for x in xs:
-            h.update(repr(x).encode() if not isinstance(x, bytes) else x)
-            h.update(b"\x00")
-
-    def walk(v, depth):
-        if depth > 12:
-            put("<deep>")
-            return
-        if v is None or isinstance(v, (bool, int, float, complex, str, bytes)):
-            put(type(v).__name__, v)
-        elif isinstance(v, (np.ndarray, np.generic)) or (isinstance(v, jax.Array) and not isinstance(v, jax.core.Tracer)):
-            if isinstance(v, jax.Array) and jnp.issubdtype(v.dtype, jax.dtypes.prng_key):
-                v = jax.random.key_data(v)
-            a = np.asarray(v)
-            put("array", a.shape, a.dtype.str, hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest())
-        elif id(v) in seen:
-            put("<seen>")
-        elif isinstance(v, types.FunctionType):
-            seen.add(id(v))
-            code(v.__code__, depth)
-            walk(v.__defaults__, depth + 1)
-            walk(v.__kwdefaults__, depth + 1)
-            for c in v.__closure__ or ():
-                try:
-                    walk(c.cell_contents, depth + 1)
-                except ValueError:  # an empty cell
-                    put("<empty>")
-        elif isinstance(v, functools.partial):
-            seen.add(id(v))
-            put("partial")
-            walk(v.func, depth + 1), walk(v.args, depth + 1), walk(v.keywords, depth + 1)
-        elif isinstance(v, types.MethodType):
-            walk(v.__func__, depth + 1), walk(v.__self__, depth + 1)
-        elif isinstance(v, types.ModuleType):
-            put("module", v.__name__)
-        elif isinstance(v, type):
-            put("type", v.__module__, v.__qualname__)
-        elif isinstance(v, (tuple, list)):
-            seen.add(id(v))
-            put(type(v).__qualname__, len(v))
-            for x in v:
-                walk(x, depth + 1)
-        elif isinstance(v, (set, frozenset)):
-            put(type(v).__name__, sorted(map(repr, v)))
-        elif isinstance(v, dict):
-            seen.add(id(v))
-            put("dict", len(v))
-            for k in sorted(v, key=repr):
-                put(k)
-                walk(v[k], depth + 1)
-        elif hasattr(v, "__wrapped__"):  # jax.jit and functools.wraps wrappers
-            seen.add(id(v))
-            walk(v.__wrapped__, depth + 1)
-        elif dataclasses.is_dataclass(v):
-            seen.add(id(v))
-            put("dataclass", type(v).__qualname__)
-            for f in dataclasses.fields(v):
-                put(f.name)
-                walk(getattr(v, f.name), depth + 1)
-        elif hasattr(v, "__dict__"):
-            seen.add(id(v))
-            put("object", type(v).__module__, type(v).__qualname__)
-            walk(dict(vars(v)), depth + 1)
-        elif callable(v):  # a builtin or a compiled callable: its name
-            put("callable", getattr(v, "__module__", ""), getattr(v, "__qualname__", type(v).__qualname__))
-        else:
-            put("other", type(v).__qualname__)
-
-    def code(c, depth):
-        put("code", c.co_name, c.co_code, c.co_names, c.co_varnames)
-        for k in c.co_consts:
-            if isinstance(k, types.CodeType):
-                code(k, depth + 1)
-            else:
-                put(k)
-
-    walk(tuple(policy), 0)
-    return h.hexdigest()[:16]
+def user_policy_id(policy) -> str:
+    """What names a user's :class:`~jaxbandits.types.Policy` NamedTuple in checkpoints and split
+    sweeps: its ``name`` and its functions' qualified names (``module:qualname``), with its
+    declarations (``needs``, ``max_hold``, ...). Nothing is read from code or closures, so the
+    parameters a closure holds are *not* seen: give each differently parameterised policy its own
+    ``name`` (``name=f"mine(alpha={alpha})"``), or write it as a value
+    (:func:`policy_value`), whose fields name it (docs/composing.md)."""
+    parts = []
+    for field, v in zip(policy._fields, policy):
+        if callable(v):
+            v = f"{getattr(v, '__module__', '')}:{getattr(v, '__qualname__', type(v).__qualname__)}"
+        parts.append((field, v if isinstance(v, (str, int, float, bool, type(None))) else repr(v)))
+    return "u:" + hashlib.sha256(repr(tuple(parts)).encode()).hexdigest()[:16]
 
 
 def policy_digest(policy) -> str:
     """What identifies a policy in checkpoints and split sweeps, the same in every process: a
     library :class:`PolicyValue` by its type and fields (``v:`` and :meth:`PolicyValue.digest`), a
-    user's :class:`~jaxbandits.types.Policy` NamedTuple by :func:`policy_code_digest`."""
+    user's :class:`~jaxbandits.types.Policy` NamedTuple by its name and functions' names
+    (:func:`user_policy_id`: closures are not read)."""
     if isinstance(policy, PolicyValue):
         return "v:" + policy.digest()
-    return policy_code_digest(policy)
+    return user_policy_id(policy)

@@ -22,7 +22,7 @@ from jaxbandits.policies import classic as P
 from jaxbandits.policies import conversions as CV
 from jaxbandits.policies import explore as X
 from jaxbandits.types import Policy
-from jaxbandits.values import PolicyValue, policy_digest
+from jaxbandits.values import PolicyValue, policy_digest, user_policy_id
 
 ENV = E.bernoulli([0.2, 0.5, 0.45, 0.3], delay=D.geometric(mean=5.0))
 
@@ -117,7 +117,12 @@ def test_checkpoint_from_before_values_is_refused_with_the_version(tmp_path):
     fp = os.path.join(tmp_path, "fingerprint.json")
     with open(fp) as f:
         saved = json.load(f)
-    assert saved["policy_ids"] == "values"
+    assert saved["policy_ids"] == "values+names"
+    # written by the version whose user policies were still named by a digest of their code
+    with open(fp, "w") as f:
+        json.dump({**saved, "policy_ids": "values"}, f)
+    with pytest.raises(ValueError, match=r"written by jaxbandits \S+ naming its policies as 'values'"):
+        jb.simulate(env, ch, pol, 200, jax.random.key(3), 2, chunk=50, checkpoint=tmp_path, resume=True)
     # as written before: no policy_ids, and the policy named by a digest of its code
     del saved["policy_ids"]
     saved["problems"] = {k: v.replace(v.split(" | ")[0], "UCB1 0123456789abcdef") for k, v in saved["problems"].items()}
@@ -258,3 +263,35 @@ def test_online_fresh_equal_policy_and_channel_compile_nothing():
     with _Compiles() as c:
         again = session()
     assert c.n == 0 and list(first) == list(again)
+
+
+def _closure_policy(alpha, name):
+    """A user's policy as docs/composing.md writes one: a Policy NamedTuple of closures."""
+    base = P.ucb1(alpha=alpha).as_tuple()
+
+    def act(state, ctx, key):
+        return base.act(state, ctx, key)
+
+    return base._replace(act=act, name=name)
+
+
+def test_user_policy_named_by_its_name_and_functions_not_its_closures():
+    """A user's Policy NamedTuple is named in checkpoints and split sweeps by its name and its
+    functions' qualified names (nothing read from code or closures): a fresh one of the same name
+    has the same id in every process; another name another id; the closed-over alpha is not seen
+    (documented: the name must say it)."""
+    a, b = _closure_policy(1.0, "mine(alpha=1)"), _closure_policy(1.0, "mine(alpha=1)")
+    assert a is not b and policy_digest(a) == policy_digest(b) == user_policy_id(a)
+    assert policy_digest(a).startswith("u:")
+    assert policy_digest(_closure_policy(2.0, "mine(alpha=2)")) != policy_digest(a)
+    assert policy_digest(_closure_policy(2.0, "mine(alpha=1)")) == policy_digest(a)
+    assert policy_digest(a._replace(max_hold=3)) != policy_digest(a)  # declarations count
+    # stable across processes: no addresses in it
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.path.insert(0, %r); import test_policy_values as t; "
+            "print(t.policy_digest(t._closure_policy(1.0, 'mine(alpha=1)')))" % os.path.dirname(__file__))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "JAX_PLATFORMS": "cpu"}).stdout.strip().splitlines()[-1]
+    assert out == policy_digest(a)

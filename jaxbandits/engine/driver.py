@@ -216,8 +216,10 @@ def _devices(shard, n_runs):
 
 
 #: how a fingerprint names its policies: library policies by value (``v:`` and the digest of their
-#: fields). Checkpoints written before (no such key) named them by a digest of their code and closures.
-POLICY_IDS = "values"
+#: fields), a user's Policy NamedTuple by its name and functions' names (``u:``, values.user_policy_id).
+#: Checkpoints written before named them otherwise: none (by a digest of their code and closures),
+#: "values" (user policies still by a digest of their code): refused, naming the version.
+POLICY_IDS = "values+names"
 
 
 def _fingerprint(plan: Plan, key, n_runs, record_at, chunk, first_run, extra=None) -> dict:
