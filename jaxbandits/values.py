@@ -19,7 +19,7 @@ import numpy as np
 from .types import Policy
 
 __all__ = ["PolicyValue", "policy_value", "is_policy", "policy_digest", "user_policy_id", "ById", "constructor",
-           "made_by", "Made"]
+           "made_by", "Made", "FieldGrid"]
 
 
 class PolicyValue:
@@ -226,6 +226,43 @@ def made_by(x) -> Optional[Made]:
     except TypeError:  # no __dict__ (a tuple, a number): nothing recorded
         return None
     return m if isinstance(m, Made) else None
+
+
+class FieldGrid:
+    """``build(**fields) -> (world, policy with those fields replaced)``: the build of
+    :func:`jaxbandits.simulate_grid` given ``(world, policy value)`` and a grid over the policy's
+    fields. Equal and hashed by the world, the policy and the field names (a fresh equal grid reuses
+    the compiled program)."""
+
+    __slots__ = ("world", "policy", "names")
+
+    def __init__(self, world, policy, names):
+        if not isinstance(policy, PolicyValue):
+            raise TypeError(f"a grid over a policy's fields needs a policy value (a library constructor's, or "
+                            f"one made with jaxbandits.values.policy_value), got {type(policy).__name__}")
+        fields = [f.name for f in dataclasses.fields(policy)]
+        unknown = [n for n in names if n not in fields]
+        if unknown:
+            raise ValueError(f"grid keys must be fields of {type(policy).__name__} ({', '.join(fields)}), "
+                             f"got {', '.join(map(repr, unknown))}")
+        self.world, self.policy, self.names = world, policy, tuple(names)
+
+    def __call__(self, **fields):
+        return self.world, dataclasses.replace(self.policy, **fields)
+
+    def _key(self):
+        try:
+            hash(self.world)
+            w = self.world
+        except TypeError:
+            w = ById(self.world)
+        return (w, self.policy, self.names)
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __eq__(self, other):
+        return isinstance(other, FieldGrid) and self._key() == other._key()
 
 
 def is_policy(x) -> bool:

@@ -295,3 +295,26 @@ def test_user_policy_named_by_its_name_and_functions_not_its_closures():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "JAX_PLATFORMS": "cpu"}).stdout.strip().splitlines()[-1]
     assert out == policy_digest(a)
+
+
+def test_grid_over_a_policys_fields_equals_separate_simulate_calls():
+    """simulate_grid((world, policy value), {field: values}) runs each grid point as
+    simulate(world, channel, policy with that field) does: the same pulls and regret, bitwise; a
+    fresh equal grid compiles nothing; keys that are not fields are refused naming the fields."""
+    alphas = [0.5, 1.0, 2.0]
+    kw = dict(horizon=300, key=jax.random.key(7), n_runs=3)
+    g = jb.simulate_grid((_world(), P.ucb1()), {"alpha": np.array(alphas)}, C.attributed(), **kw)
+    assert g.regret.shape[0] == 3
+    for i, a in enumerate(alphas):
+        s = jb.simulate(_world(), C.attributed(), P.ucb1(alpha=a), **kw)
+        np.testing.assert_array_equal(g.pulls[i], s.pulls)
+        np.testing.assert_array_equal(g.regret[i], s.regret)
+    assert not np.array_equal(g.regret[0], g.regret[2])  # the field reaches the policy
+    with _Compiles() as c:
+        h = jb.simulate_grid((_world(), P.ucb1()), {"alpha": np.array(alphas)}, C.attributed(), **kw)
+    assert c.n == 0 and h.timing["compile_s"] == 0.0
+    np.testing.assert_array_equal(g.regret, h.regret)
+    with pytest.raises(ValueError, match=r"fields of UCB1 \(alpha\), got 'beta'"):
+        jb.simulate_grid((_world(), P.ucb1()), {"beta": np.array(alphas)}, C.attributed(), **kw)
+    with pytest.raises(ValueError, match="alpha"):  # the constructor's checks, per grid point
+        jb.simulate_grid((_world(), P.ucb1()), {"alpha": np.array([1.0, -1.0])}, C.attributed(), **kw)

@@ -21,7 +21,7 @@ from jax import lax
 
 from .. import _validate as V
 from ..types import Policy
-from ..values import is_policy, policy_digest
+from ..values import FieldGrid, is_policy, policy_digest
 from . import metrics as M
 from . import round as R
 from . import stats as ST
@@ -902,7 +902,15 @@ def simulate_grid(build: Callable, grid: Mapping[str, Any], channel, horizon: in
     sequence per grid point). Every grid point is built once on the host first (which runs the
     constructors' input checks on concrete values), then ``vmap`` runs all of them. Outputs have a
     leading axis of size ``G``; every grid point faces the same world draws.
+
+    ``build`` may also be a pair ``(env, policy)`` of a world and a policy value: ``grid`` then maps
+    fields of the policy to their values (``simulate_grid((env, classic.ucb1()), {"alpha": [0.5,
+    2.0]}, ...)``; :class:`~jaxbandits.values.FieldGrid`).
     """
+    if isinstance(build, tuple):  # (world, policy value): a grid over the policy's fields
+        if len(build) != 2:
+            raise ValueError(f"build must be a function or a pair (world, policy), got a tuple of {len(build)}")
+        build = FieldGrid(build[0], build[1], tuple(grid))
     horizon, n_runs, key = _validate_common(horizon, n_runs, key)
     _validate_run_args(n_runs, 0, chunk)
     record_at = record_points(horizon, record)
@@ -940,7 +948,11 @@ class _Splat:
         return self.build(**params)
 
     def __hash__(self):
-        return hash(("splat", id(self.build)))
+        return hash(("splat", self.build if isinstance(self.build, FieldGrid) else id(self.build)))
 
     def __eq__(self, other):
-        return isinstance(other, _Splat) and other.build is self.build
+        if not isinstance(other, _Splat):
+            return False
+        if isinstance(self.build, FieldGrid):  # a grid over a policy's fields: by value
+            return self.build == other.build
+        return other.build is self.build
