@@ -98,11 +98,11 @@ class Family:
         raise NotImplementedError(f"the {self.name} family gives no delay law of traced parameters")
 
     def log_surv_c(self, x, th):
-        """``log P(X > x)``: the law's :meth:`log_sf_x`."""
+        """``log P(X > x)``: the law's ``log_sf_x`` (:meth:`jaxbandits.delays.Exponential.log_sf_x` and the others)."""
         return self.at(th).log_sf_x(x)
 
     def log_pdf_c(self, x, th):
-        """``log f(x)`` of ``X``: the law's :meth:`log_pdf_x`."""
+        """``log f(x)`` of ``X``: the law's ``log_pdf_x``."""
         return self.at(th).log_pdf_x(x)
 
     # ---------------------------------------------------------------- discrete time (D = floor X)
