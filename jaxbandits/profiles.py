@@ -31,9 +31,22 @@ __all__ = ["Profile", "interval", "linear_decreasing", "linear_increasing", "dis
 MAX_LEN = 1 << 14
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class Profile:
-    """A fixed split ``weights[l]`` over lags ``0..L-1`` (float64, sums to 1)."""
+    """A fixed split ``weights[l]`` over lags ``0..L-1`` (float64, sums to 1). A value: equal and
+    hashed by its fields (the weights by their bytes)."""
+
+    def __eq__(self, other):
+        from .values import _frozen
+
+        if type(other) is not type(self):
+            return NotImplemented
+        return other is self or _frozen(self) == _frozen(other)
+
+    def __hash__(self):
+        from .values import _frozen
+
+        return hash(_frozen(self))
 
     name: str
     weights: np.ndarray

@@ -206,6 +206,11 @@ def test_worlds_and_delay_laws_are_values():
     assert D.geometric(mean=5.0) == D.geometric(mean=5.0) != D.exponential(5.0)
     assert D.shift(D.uniform(0, 3), 2) == D.shift(D.uniform(0, 3), 2) != D.shift(D.uniform(0, 3), 1)
     assert C.conversions(window=50) == C.conversions(window=50)
+    from jaxbandits import profiles as PR
+
+    assert PR.discounted(0.9) == PR.discounted(0.9) != PR.discounted(0.8)
+    assert hash(PR.discounted(0.9)) == hash(PR.discounted(0.9))
+    assert E.composite([0.3, 0.6], profile=PR.interval(0, 3)) == E.composite([0.3, 0.6], profile=PR.interval(0, 3))
     w = pickle.loads(pickle.dumps(_world()))
     assert w == _world() and hash(w) == hash(_world())
 
