@@ -39,6 +39,7 @@ import jax.numpy as jnp
 from . import _validate as V
 from . import ring
 from .types import NEVER, Delivery, Feedback, Play
+from .values import constructor
 
 _F = jnp.float32
 
@@ -289,21 +290,25 @@ class Composite(Channel):
         return "composite()" if self.width is None else f"composite(width={self.width})"
 
 
+@constructor
 def attributed(width: Optional[int] = None) -> Attributed:
     """Each arrival carries the policy's payload of its play (timestamped / attributed feedback)."""
     return Attributed(_width(width))
 
 
+@constructor
 def action_time(width: Optional[int] = None) -> ActionTime:
     """As attributed, and the delay ``d_t`` is revealed in the context before acting."""
     return ActionTime(_width(width))
 
 
+@constructor
 def anonymous(width: Optional[int] = None) -> Anonymous:
     """Only the sum ``y_t`` of the rewards arriving at round ``t``: arm and origin hidden."""
     return Anonymous(_width(width))
 
 
+@constructor
 def conversions(window: Optional[int] = None, width: Optional[int] = None) -> Conversions:
     """Censored conversions: only positive outcomes, only with delay ``d <= window`` (inclusive;
     ``None`` = uncensored, ``0`` = same round only)."""
@@ -312,6 +317,7 @@ def conversions(window: Optional[int] = None, width: Optional[int] = None) -> Co
     return Conversions(window, _width(width))
 
 
+@constructor
 def composite(width: Optional[int] = None) -> Composite:
     """Composite anonymous: the partial rewards of all past plays landing at round ``t``, summed."""
     return Composite(_width(width))

@@ -9,6 +9,11 @@ Every law is a pytree (its parameters are arrays one can ``vmap`` over; sizes ar
   (``inf`` where infinite) and ``support_max`` (a Python int, ``NEVER`` when unbounded).
 
 Continuous laws are discretised by ``floor``: ``D = floor(X)``, so ``P(D <= n) = F_X(n + 1)``.
+The floored exponential, Weibull and log-normal laws also give the log-survival ``log_sf_x(x) =
+log P(X > x)`` and log-density ``log_pdf_x(x)`` of ``X``, and from them the discrete ``log_sf(n) =
+log P(D > n)`` and ``log_pmf(n)`` (:func:`floor_log_pmf`): the Bayesian delay families
+(:mod:`jaxbandits.bayes.families`) compute their likelihoods with these, built from traced
+parameters inside a model.
 A law on {1, 2, ...} is a zero-based law wrapped in :func:`shift`.
 
 Parameters are checked on the host before anything compiles (docs/delays.md, "Parameter ranges"):
@@ -26,7 +31,7 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import erf, erfinv, gammaincc, ndtr, ndtri
+from jax.scipy.special import erf, erfinv, gammaincc, log_ndtr, ndtr, ndtri
 from scipy.special import erfc as _erfc_np  # float64 host sums (scipy ships with jax)
 
 from . import _validate as V
@@ -34,12 +39,13 @@ from ._pytree import pytree as _pytree
 from ._pytree import static as _static
 from .mathlib import open_uniform
 from .types import NEVER
+from .values import constructor
 
 __all__ = [
     "DelayLaw", "fixed", "uniform", "geometric", "poisson", "exponential", "half_normal",
     "weibull", "log_normal", "pareto", "histogram", "sequence", "shift", "two_point", "log_normal_mixture",
     "criteo_like", "from_samples", "CRITEO_STATS", "NEVER", "MAX_SCALE", "MAX_POISSON_MEAN", "MAX_HISTOGRAM",
-    "DELAY_LAWS", "delay_law",
+    "DELAY_LAWS", "delay_law", "floor_log_pmf",
 ]
 
 _F = jnp.float32
@@ -78,6 +84,37 @@ def _moments_by_sum(sf_next, n_terms, tail_mean=0.0, tail_m2=0.0):
     mean = s.sum() + tail_mean
     m2 = ((2 * n + 1) * s).sum() + tail_m2
     return float(mean), float(max(m2 - mean**2, 0.0))
+
+
+#: The floor of a probability whose log is taken (``log(max(p, _TINY))``).
+_TINY = 1e-30
+
+
+def _safe_pos(x):
+    """``x`` with zeros replaced by 1 (the double-where rule of conventions §9: select after)."""
+    return jnp.where(x > 0, x, 1.0)
+
+
+def floor_log_pmf(log_sf_x, d):
+    """``log P(floor X = d)`` for integers ``d >= 0`` from the log-survival ``log_sf_x(x) = log P(X > x)``
+    of ``X``: ``log S(d) + log(-expm1(log S(d+1) - log S(d)))`` (never a difference of survivals in
+    linear space: conventions §9)."""
+    d = jnp.asarray(d, _F)
+    s0 = log_sf_x(d)
+    s1 = log_sf_x(d + 1.0)
+    return s0 + jnp.log(jnp.maximum(-jnp.expm1(s1 - s0), _TINY))
+
+
+class _Floored:
+    """``D = floor(X)`` of a continuous ``X`` whose law defines ``log_sf_x`` and ``log_pdf_x``."""
+
+    def log_sf(self, n):
+        """``log P(D > n) = log P(X > n + 1)`` for integer ages ``n >= 0``."""
+        return self.log_sf_x(jnp.asarray(n, _F) + 1.0)
+
+    def log_pmf(self, n):
+        """``log P(D = n)`` for integers ``n >= 0`` (:func:`floor_log_pmf`)."""
+        return floor_log_pmf(self.log_sf_x, n)
 
 
 class DelayLaw:
@@ -121,6 +158,7 @@ class Fixed(DelayLaw):
         return 0.0
 
 
+@constructor
 def fixed(d: int) -> Fixed:
     """Every delay equals ``d`` (``d = 0``: no delay).
 
@@ -167,6 +205,7 @@ class Uniform(DelayLaw):
         return (w * w - 1) / 12
 
 
+@constructor
 def uniform(lo: int, hi: int) -> Uniform:
     """Uniform on the integers ``{lo, ..., hi}`` (inclusive).
 
@@ -224,6 +263,7 @@ class Geometric(DelayLaw):
         return r / (1 - r) ** 2
 
 
+@constructor
 def geometric(rho=None, *, mean=None) -> Geometric:
     """Geometric on ``{0, 1, ...}`` with survival ratio ``rho`` (success probability ``1 - rho``).
 
@@ -284,6 +324,7 @@ class Poisson(DelayLaw):
         return float(self.lam)
 
 
+@constructor
 def poisson(lam: float) -> Poisson:
     """Poisson(``lam``) delays.
 
@@ -313,10 +354,20 @@ def poisson(lam: float) -> Poisson:
 
 
 @_pytree
-class Exponential(DelayLaw):
+class Exponential(_Floored, DelayLaw):
     """``floor(X)``, ``X ~ Exp(mean = scale)``: geometric with ``rho = exp(-1/scale)``."""
 
     scale: jax.Array
+
+    def log_sf_x(self, x):
+        """``log P(X > x) = -x / scale``."""
+        x = jnp.asarray(x, _F)
+        return -x / self.scale
+
+    def log_pdf_x(self, x):
+        """``log f(x) = -log scale - x / scale``."""
+        x = jnp.asarray(x, _F)
+        return -jnp.log(self.scale) - x / self.scale
 
     def ppf(self, u):
         return _floor_int(-self.scale * jnp.log1p(-u))
@@ -336,6 +387,7 @@ class Exponential(DelayLaw):
         return q / (1 - q) ** 2
 
 
+@constructor
 def exponential(scale: float) -> Exponential:
     """An exponential delay with mean ``scale``, discretised by floor (mean ``~ scale - 1/2``).
 
@@ -393,6 +445,7 @@ class HalfNormal(_SummedMoments, DelayLaw):
         return _floor_moments(lambda x: _erfc_np(x / (s * math.sqrt(2))), 10 * s + 10)
 
 
+@constructor
 def half_normal(sigma: float) -> HalfNormal:
     """``floor(|N(0, sigma^2)|)``.
 
@@ -415,9 +468,25 @@ def half_normal(sigma: float) -> HalfNormal:
 
 
 @_pytree
-class Weibull(_SummedMoments, DelayLaw):
+class Weibull(_Floored, _SummedMoments, DelayLaw):
     shape: jax.Array
     scale: jax.Array
+
+    def log_sf_x(self, x):
+        """``log P(X > x) = -(x / scale)^shape`` (0 for ``x <= 0``)."""
+        x = jnp.asarray(x, _F)
+        xs = _safe_pos(x)
+        return jnp.where(x > 0, -((xs / self.scale) ** self.shape), 0.0)
+
+    def log_pdf_x(self, x):
+        """``log f(x) = log k - log scale + (k - 1) log(x / scale) - (x / scale)^k`` (at ``x <= 0``:
+        ``inf``, ``-log scale`` or ``-inf`` as ``k <`` , ``=`` or ``> 1``)."""
+        x = jnp.asarray(x, _F)
+        k, scale = self.shape, self.scale
+        xs = _safe_pos(x)
+        z = xs / scale
+        v = jnp.log(k) - jnp.log(scale) + (k - 1.0) * jnp.log(z) - z**k
+        return jnp.where(x > 0, v, jnp.where(k < 1, jnp.inf, jnp.where(k == 1, -jnp.log(scale), -jnp.inf)))
 
     def ppf(self, u):
         return _floor_int(self.scale * (-jnp.log1p(-u)) ** (1.0 / self.shape))
@@ -433,6 +502,7 @@ class Weibull(_SummedMoments, DelayLaw):
             return _floor_moments(lambda x: np.exp(-((x / lam) ** k)), hi)
 
 
+@constructor
 def weibull(shape: float, scale: float) -> Weibull:
     """``floor(X)``, ``X ~ Weibull(shape k, scale lambda)``: ``P(X > x) = exp(-(x/lambda)^k)``.
 
@@ -469,9 +539,26 @@ def _log_normal_tail(c, mu, s):
 
 
 @_pytree
-class LogNormal(_SummedMoments, DelayLaw):
+class LogNormal(_Floored, _SummedMoments, DelayLaw):
     mu: jax.Array
     sigma: jax.Array
+
+    def log_sf_x(self, x):
+        """``log P(X > x) = log Phi(-(log x - mu) / sigma)`` (0 for ``x <= 0``)."""
+        x = jnp.asarray(x, _F)
+        xs = _safe_pos(x)
+        u = (jnp.log(xs) - self.mu) / self.sigma
+        return jnp.where(x > 0, log_ndtr(-u), 0.0)
+
+    def log_pdf_x(self, x):
+        """``log f(x) = -((log x - mu) / sigma)^2 / 2 - log sigma - log(2 pi) / 2 - log x`` (``-inf``
+        for ``x <= 0``)."""
+        x = jnp.asarray(x, _F)
+        xs = _safe_pos(x)
+        s = self.sigma
+        v = (-0.5 * ((jnp.log(xs) - self.mu) / s) ** 2 - jnp.log(s)
+             - 0.5 * math.log(2 * math.pi) - jnp.log(xs))
+        return jnp.where(x > 0, v, -jnp.inf)
 
     def ppf(self, u):
         return _floor_int(jnp.exp(self.mu + self.sigma * ndtri(u)))
@@ -488,6 +575,7 @@ class LogNormal(_SummedMoments, DelayLaw):
         return _floor_moments(sf, hi, lambda n: _log_normal_tail(n + 0.5, mu, s))
 
 
+@constructor
 def log_normal(mu: float, sigma: float) -> LogNormal:
     """``floor(exp(mu + sigma Z))``, ``Z ~ N(0, 1)``.
 
@@ -541,6 +629,7 @@ class Pareto(_SummedMoments, DelayLaw):
         return _floor_moments(lambda x: (1.0 + x / s) ** (-a), N, tail)
 
 
+@constructor
 def pareto(alpha: float, scale: float = 1.0) -> Pareto:
     """Pareto (Lomax) heavy-tailed delays, floored.
 
@@ -597,6 +686,7 @@ class Histogram(DelayLaw):
         return float((k * k * p).sum() - ((k * p).sum()) ** 2)
 
 
+@constructor
 def histogram(pmf) -> Histogram:
     """A delay law given by its pmf on ``{0, ..., len(pmf)-1}`` (normalised here).
 
@@ -671,6 +761,7 @@ class LogNormalMixture(_SummedMoments, DelayLaw):
         return mean, var
 
 
+@constructor
 def log_normal_mixture(p0: float, weights, mus, sigmas) -> LogNormalMixture:
     """A point mass ``p0`` at 0 plus a mixture of floored log-normals.
 
@@ -713,6 +804,7 @@ CRITEO_STATS = {"mean": 5720.0, "median": 2913.0, "p0": 0.073, "tau_500": 0.31, 
 CRITEO_FIT = {"p0": 0.073, "weights": [0.4521, 0.5479], "mus": [5.7037, 8.9672], "sigmas": [1.725, 0.7421]}
 
 
+@constructor
 def criteo_like() -> LogNormalMixture:
     """A heavy-tailed stand-in for the rescaled Criteo conversion delays of Vernade et al. (2020).
 
@@ -731,6 +823,7 @@ def criteo_like() -> LogNormalMixture:
     return log_normal_mixture(**CRITEO_FIT)
 
 
+@constructor
 def from_samples(samples, max_delay: Optional[int] = None) -> Histogram:
     """The empirical delay law of integer ``samples`` (e.g. logged conversion delays in rounds).
 
@@ -794,6 +887,7 @@ class TwoPoint(DelayLaw):
         return d * d * p * (1 - p)
 
 
+@constructor
 def two_point(p: float, d: int) -> TwoPoint:
     """Delay ``d`` with probability ``p``, else 0.
 
@@ -850,6 +944,7 @@ class Sequence(DelayLaw):
         return float(np.var(np.asarray(self.delays, np.float64)))
 
 
+@constructor
 def sequence(delays) -> Sequence:
     """Delays given round by round (an oblivious adversary's delay sequence).
 
@@ -904,6 +999,7 @@ class Shifted(DelayLaw):
         return self.base.variance
 
 
+@constructor
 def shift(law: DelayLaw, k: int = 1) -> Shifted:
     """``D + k``: a law on ``{k, k+1, ...}`` (``shift(geometric(...), 1)`` lives on ``{1, 2, ...}``).
 

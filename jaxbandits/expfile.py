@@ -35,12 +35,15 @@ would still need this mapping to lines, the ranges are the library's own checks
 parameters are checked against its own signature: the schema here is a small table instead.
 
 :func:`describe` writes a registered experiment in the declarative form: it runs the experiment's
-build with a profiler hook that records every top-level call of a constructor of :data:`KINDS`
-(its bound arguments and its result), then writes each world, channel and policy of the built
-panels as the recorded call that made it (arguments that are themselves recorded results become
-nested entries). Nothing is patched; the result is what the build did, call for call, so running
-the written file builds the same objects and gives the same numbers (a test checks this for every
-registered experiment). A sweep (``runner``) has no panels to describe: it is written as a
+build and writes each world, channel and policy of the built panels from the value itself. A
+library policy is a value whose fields are its constructor's arguments
+(:class:`~jaxbandits.values.PolicyValue`); a world, channel, delay law or profile carries the
+:class:`~jaxbandits.values.Made` record of the public constructor that returned it (declared with
+:func:`~jaxbandits.values.constructor`: the function and its arguments as given), read with
+:func:`~jaxbandits.values.made_by`; its ``kind`` is the name under which a module of :data:`KINDS`
+exports that function. Arguments that are themselves such values become nested entries. Nothing is
+recorded from the interpreter, so running the written file builds the same objects and gives the
+same numbers (a test checks this for every registered experiment). A sweep (``runner``) has no panels to describe: it is written as a
 reference to its function with its config.
 """
 from __future__ import annotations
@@ -898,60 +901,16 @@ def experiment(path: str, sets: Optional[dict] = None, *, doc_ctx=None):
 
 
 # ----------------------------------------------------------------------------- describing
-class _Recorder:
-    """A profile hook recording the top-level calls of the constructors of :data:`KINDS` (and of
-    functions outside jaxbandits) made while a build runs: result id -> (kind, bound arguments)."""
-
-    def __init__(self, skip_code):
-        self.skip = skip_code
-        self.stack: list = []  # frames of recorded calls now running
-        self.calls: Dict[int, Tuple[str, dict, Any]] = {}
-        self.cache: Dict[Any, Optional[str]] = {}
-        self.prefix_of = {}
-        for p, m in KINDS.items():
-            self.prefix_of.setdefault(m, p)
-
-    def kind_of(self, frame) -> Optional[str]:
-        code = frame.f_code
-        if code in self.cache:
-            return self.cache[code]
-        kind = None
-        name = code.co_name
-        modname = frame.f_globals.get("__name__", "")
-        if code is not self.skip and not name.startswith("_") and frame.f_back is not None:
-            mod = sys.modules.get(modname)
-            fn = getattr(mod, name, None) if mod is not None else None
-            if getattr(fn, "__code__", None) is code:
-                if modname in self.prefix_of:
-                    kind = f"{self.prefix_of[modname]}.{name}"
-                else:  # re-exported by a package of the table (jaxbandits.envs.stochastic -> envs)
-                    for m, p in self.prefix_of.items():
-                        if modname.startswith(m + ".") and getattr(sys.modules.get(m), name, None) is fn:
-                            kind = f"{p}.{name}"
-                            break
-                    if kind is None and not modname.startswith("jaxbandits") and modname != "__main__":
-                        kind = f"{modname}:{name}"
-        self.cache[code] = kind
-        return kind
-
-    def __call__(self, frame, event, arg):
-        if event == "call":
-            if self.stack:
-                return
-            kind = self.kind_of(frame)
-            if kind is not None:
-                self.stack.append((frame, kind, self._args(frame)))
-        elif event == "return" and self.stack and self.stack[-1][0] is frame:
-            _, kind, args = self.stack.pop()
-            if arg is not None and not isinstance(arg, (bool, int, float, str, np.generic)):
-                self.calls.setdefault(id(arg), (kind, args, arg))  # keeps arg alive: ids stay unique
-
-    @staticmethod
-    def _args(frame) -> dict:
-        code = frame.f_code
-        n = code.co_argcount + code.co_kwonlyargcount
-        loc = frame.f_locals
-        return {v: loc[v] for v in code.co_varnames[:n] if v in loc}
+def _fn_kind(fn) -> Optional[str]:
+    """The ``kind`` of a :func:`~jaxbandits.values.constructor` ``fn``: ``PREFIX.name`` where a module of
+    :data:`KINDS` exports it, else ``package.module:function`` for a function of one's own."""
+    for prefix, modname in KINDS.items():
+        if getattr(importlib.import_module(modname), fn.__name__, None) is fn:
+            return f"{prefix}.{fn.__name__}"
+    ref = _ref_of(fn)
+    if ref is not None and not ref.startswith("jaxbandits") and not ref.startswith("__main__"):
+        return ref
+    return None
 
 
 def _policy_kind(pol) -> Optional[str]:
@@ -971,19 +930,21 @@ def _policy_kind(pol) -> Optional[str]:
     return None
 
 
-def _encode(x, calls, path, seen=()):
-    """A Python value as a file value: a library policy as the call its fields make, recorded
-    results as their {kind = ...} call."""
-    from .values import PolicyValue
+def _encode(x, path, seen=()):
+    """A Python value as a file value: a library policy as the call its fields make, a value made by
+    a :func:`~jaxbandits.values.constructor` as that call (:func:`~jaxbandits.values.made_by`)."""
+    from .values import PolicyValue, made_by
 
     if isinstance(x, PolicyValue):
         kind = _policy_kind(x)
         if kind is None:
             raise NotExpressible(f"{dotted(path)}: {x!r} has no constructor in the library's table")
-        return _encode_call(kind, x.arguments(), calls, path, seen)
-    if id(x) in calls and id(x) not in seen:
-        kind, args, _ = calls[id(x)]
-        return _encode_call(kind, args, calls, path, seen + (id(x),))
+        return _encode_call(kind, x.arguments(), path, seen)
+    made = made_by(x)
+    if made is not None and id(x) not in seen:
+        kind = _fn_kind(made.fn)
+        if kind is not None:
+            return _encode_call(kind, made.arguments, path, seen + (id(x),))
     if isinstance(x, (bool, np.bool_)):
         return bool(x)
     if isinstance(x, (int, np.integer)):
@@ -996,20 +957,20 @@ def _encode(x, calls, path, seen=()):
         a = np.asarray(x)
         if a.dtype.kind in "biuf":
             if not a.ndim:
-                return _encode(a.item(), calls, path, seen)
+                return _encode(a.item(), path, seen)
             if np.asarray(a.tolist()).dtype == a.dtype:  # a plain list reads back as this very array
-                return _encode(a.tolist(), calls, path, seen)
+                return _encode(a.tolist(), path, seen)
             return {"kind": "numpy:asarray", "a": a.tolist(), "dtype": str(a.dtype)}  # keeps its dtype
     if isinstance(x, (list, tuple)) and type(x) in (list, tuple):  # a NamedTuple would read back as a list
-        return [_encode(v, calls, path + (i,), seen) for i, v in enumerate(x)]
+        return [_encode(v, path + (i,), seen) for i, v in enumerate(x)]
     if isinstance(x, dict) and all(isinstance(k, str) for k in x) and "kind" not in x:
-        return {k: _encode(v, calls, path + (k,), seen) for k, v in x.items()}
+        return {k: _encode(v, path + (k,), seen) for k, v in x.items()}
     if x is None:
         raise NotExpressible(f"{dotted(path)} is None (TOML has no null) where the constructor's default is not None")
     raise NotExpressible(f"{dotted(path)}: a {type(x).__name__} that no recorded constructor call made")
 
 
-def _encode_call(kind, args, calls, path, seen):
+def _encode_call(kind, args, path, seen):
     fn = resolve_kind(kind)
     sig = _signature(fn)
     out = {"kind": kind}
@@ -1017,7 +978,7 @@ def _encode_call(kind, args, calls, path, seen):
         d = sig.parameters[k].default if sig is not None and k in sig.parameters else inspect.Parameter.empty
         if d is not inspect.Parameter.empty and _same(v, d):
             continue
-        out[k] = _encode(v, calls, path + (k,), seen)
+        out[k] = _encode(v, path + (k,), seen)
     return out
 
 
@@ -1029,8 +990,8 @@ def _same(v, d) -> bool:
 
 
 def describe(exp, overrides: Optional[dict] = None) -> Tuple[dict, str]:
-    """A registered experiment as a file: ``(document, comment)``. A build is recorded
-    (module docstring) and written declaratively; a sweep (``runner``) as its function and config.
+    """A registered experiment as a file: ``(document, comment)``. A build's values are written
+    declaratively (module docstring); a sweep (``runner``) as its function and config.
     Raises :class:`NotExpressible` (saying why) when neither can be written."""
     from .experiments import resolve_config
 
@@ -1045,7 +1006,7 @@ def describe(exp, overrides: Optional[dict] = None) -> Tuple[dict, str]:
         for k in ("ignores", "horizon_keys"):
             if getattr(exp, k):
                 doc[k] = list(getattr(exp, k))
-        doc["config"] = _encode(cfg, {}, ("config",))
+        doc["config"] = _encode(cfg, ("config",))
         comment = (f"{exp.name}: written by jaxbandits show {exp.name} --toml.\n"
                    f"A sweep: {ref} loops over its settings itself (its worlds, channels and policies are\n"
                    "built inside that function, with per-setting tuning and bounds), so this file gives the\n"
@@ -1062,7 +1023,7 @@ def describe(exp, overrides: Optional[dict] = None) -> Tuple[dict, str]:
     # the build): the file names the build function and its config instead
     doc = {**head, "build": ref, "horizon": exp.horizon, "runs": exp.runs, "seed": 0}
     _common_keys(exp, doc)
-    doc["config"] = _encode(cfg, {}, ("config",))
+    doc["config"] = _encode(cfg, ("config",))
     comment = (f"{exp.name}: written by jaxbandits show {exp.name} --toml.\n"
                f"Not every object of its build can be written as {{kind = ...}} ({why});\n"
                f"so this file gives the build function, {ref}, and its [config].")
@@ -1073,7 +1034,7 @@ def _common_keys(exp, doc):
     """The experiment's record points, metric, chunk, checkpoints, layout and ratio, into ``doc``."""
     if exp.record is not None:
         rec = exp.record
-        doc["record"] = list(rec) if isinstance(rec, tuple) else _encode(rec, {}, ("record",))
+        doc["record"] = list(rec) if isinstance(rec, tuple) else _encode(rec, ("record",))
     if exp.metric != "regret":
         doc["metric"] = exp.metric
     if exp.chunk is not None:
@@ -1089,9 +1050,9 @@ def _common_keys(exp, doc):
 
 
 def _describe_declarative(exp, cfg, head, overrides):
-    from .values import PolicyValue
+    from .values import PolicyValue, made_by
 
-    calls, built = record_build(exp, cfg)
+    built = exp.build(cfg)
     panels = built if isinstance(built, list) else None
     if panels is None:
         from .experiments import Panel
@@ -1106,17 +1067,19 @@ def _describe_declarative(exp, cfg, head, overrides):
         if p.name:
             e["name"] = p.name
         for slot, obj in (("world", p.env), ("channel", p.channel)):
-            if id(obj) not in calls:
+            if made_by(obj) is None:
                 raise NotExpressible(f"experiment {exp.name!r}: {dotted(where + (slot,))} ({type(obj).__name__}) was "
                                      "not made by a constructor of the library's table or a function of your own "
-                                     "package, so it cannot be written as {kind = ...}")
-            e[slot] = _encode(obj, calls, where + (slot,))
+                                     "package (decorated with jaxbandits.values.constructor), so it cannot be written "
+                                     "as {kind = ...}")
+            e[slot] = _encode(obj, where + (slot,))
         e["policies"] = {}
         for lab, pol in p.policies.items():
-            if not isinstance(pol, PolicyValue) and id(pol) not in calls:
-                raise NotExpressible(f"experiment {exp.name!r}: policy {lab!r} was not made by a constructor of the "
-                                     "library's table or a function of your own package")
-            e["policies"][lab] = _encode(pol, calls, where + ("policies", lab))
+            if not isinstance(pol, PolicyValue):
+                raise NotExpressible(f"experiment {exp.name!r}: policy {lab!r} is a {type(pol).__name__}, not a policy "
+                                     "value: a Policy NamedTuple of closures cannot say its parameters; make its "
+                                     "constructor a value with jaxbandits.values.policy_value (docs/composing.md)")
+            e["policies"][lab] = _encode(pol, where + ("policies", lab))
         if p.log_lines:
             e["log_lines"] = {k: float(v) for k, v in p.log_lines.items()}
         entries.append(e)
@@ -1126,7 +1089,7 @@ def _describe_declarative(exp, cfg, head, overrides):
         doc["panels"] = entries
     over = f" --set {' --set '.join(f'{k}={v!r}' for k, v in overrides.items())}" if overrides else ""
     comment = (f"{exp.name}: written by jaxbandits show {exp.name} --toml{over}.\n"
-               f"Config: {json.dumps(_encode(cfg, {}, ('config',)))}\n"
+               f"Config: {json.dumps(_encode(cfg, ('config',)))}\n"
                "Every value below is the one the experiment's build passed to the constructor.")
     return doc, comment
 
@@ -1141,18 +1104,6 @@ def _ref_of(fn) -> Optional[str]:
     except ValueError:
         pass
     return None
-
-
-def record_build(exp, cfg):
-    """Run ``exp.build(cfg)`` under the recorder: ``(calls, built)``."""
-    rec = _Recorder(getattr(exp.build, "__code__", None))
-    old = sys.getprofile()
-    sys.setprofile(rec)
-    try:
-        built = exp.build(cfg)
-    finally:
-        sys.setprofile(old)
-    return rec.calls, built
 
 
 def to_toml(exp, overrides: Optional[dict] = None) -> str:

@@ -21,6 +21,7 @@ import numpy as np
 
 from . import _validate as V
 from . import delays as D
+from .values import constructor
 
 __all__ = ["Profile", "interval", "linear_decreasing", "linear_increasing", "discounted", "polynomial",
            "random_delay", "d1_constant", "MAX_LEN"]
@@ -30,7 +31,7 @@ __all__ = ["Profile", "interval", "linear_decreasing", "linear_increasing", "dis
 MAX_LEN = 1 << 14
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class Profile:
     """A fixed split ``weights[l]`` over lags ``0..L-1`` (float64, sums to 1).
 
@@ -41,7 +42,21 @@ class Profile:
         tail: "none" (finite support), "renormalise" or "drop".
         tol: the tolerance the truncation was asked to meet.
         infinite_mean: the untruncated law has no mean lag (polynomial gamma <= 2).
+
+    A value: equal and hashed by its fields (the weights by their bytes).
     """
+
+    def __eq__(self, other):
+        from .values import value_key
+
+        if type(other) is not type(self):
+            return NotImplemented
+        return other is self or value_key(self) == value_key(other)
+
+    def __hash__(self):
+        from .values import value_key
+
+        return hash(value_key(self))
 
     name: str
     weights: np.ndarray
@@ -110,6 +125,7 @@ def _finite(name, w):
     return Profile(name, w / w.sum())
 
 
+@constructor
 def interval(d_min: int, d_max: int) -> Profile:
     """The bounded-interval profile: an equal share at each lag of ``{d_min, ..., d_max - 1}``.
 
@@ -137,6 +153,7 @@ def interval(d_min: int, d_max: int) -> Profile:
     return _finite(f"interval({d_min},{d_max})", w)
 
 
+@constructor
 def linear_decreasing(d: int) -> Profile:
     """The linearly decreasing profile ``w_l = (d + 1 - l) 2 / (d (d + 1))`` for ``l = 1..d``.
 
@@ -160,6 +177,7 @@ def linear_decreasing(d: int) -> Profile:
     return _finite(f"lin-dec(d={d})", np.where(l >= 1, (d + 1 - l) * 2.0 / (d * (d + 1)), 0.0))
 
 
+@constructor
 def linear_increasing(d: int) -> Profile:
     """The linearly increasing profile ``w_l = l 2 / (d (d + 1))`` for ``l = 1..d``.
 
@@ -191,6 +209,7 @@ def _truncate(name, head, tail_mass, tol, tail, infinite_mean=False):
     return Profile(name, w, float(tail_mass), tail, tol, infinite_mean)
 
 
+@constructor
 def discounted(gamma: float, tol: float = 1e-9, tail: str = "renormalise") -> Profile:
     """The discounted profile ``w_l = (1 - gamma) gamma^(l - 1)`` for ``l >= 1``, truncated.
 
@@ -231,6 +250,7 @@ def _zeta(g):
     return float(np.sum(k**-g) + N ** (1 - g) / (g - 1) + 0.5 * N**-g + g * N ** (-g - 1) / 12)
 
 
+@constructor
 def polynomial(gamma: float, tol: float = 1e-6, tail: str = "renormalise", max_len: int = 4096) -> Profile:
     """The polynomial profile ``w_l = l^-gamma / zeta(gamma)`` for ``l >= 1`` (``gamma > 1``), truncated.
 
@@ -269,6 +289,7 @@ def polynomial(gamma: float, tol: float = 1e-6, tail: str = "renormalise", max_l
                      infinite_mean=gamma <= 2)
 
 
+@constructor
 def random_delay(lo: int, hi: int) -> D.Uniform:
     """All of a pull's reward at one lag ``z ~ U{lo..hi}`` (inclusive), drawn per pull.
 

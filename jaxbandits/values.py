@@ -2,7 +2,9 @@
 constructor returns (its fields are the hyper-parameters; equal and hashed by value), made by
 :func:`policy_value` from the constructor; :func:`is_policy`, which accepts it or a user's
 :class:`~jaxbandits.types.Policy` NamedTuple; and :func:`policy_digest`, what names a policy in
-checkpoints and split sweeps.
+checkpoints and split sweeps; :func:`constructor`, which makes the values a public constructor of
+worlds, channels, delay laws or profiles returns carry the :class:`Made` record of the call
+(:func:`made_by`; what experiment files are written from).
 """
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ import numpy as np
 
 from .types import Policy
 
-__all__ = ["PolicyValue", "policy_value", "is_policy", "policy_digest", "policy_code_digest", "ById"]
+__all__ = ["PolicyValue", "policy_value", "is_policy", "policy_digest", "user_policy_id", "ById", "constructor",
+           "made_by", "Made", "FieldGrid"]
 
 
 class PolicyValue:
@@ -46,7 +49,7 @@ class PolicyValue:
             impl = impl._impl
         object.__setattr__(self, "_impl", impl)
         # the hash, once (the compile cache hashes its keys at every lookup)
-        object.__setattr__(self, "_hash", hash((type(self).__name__, _frozen(self.values()))))
+        object.__setattr__(self, "_hash", hash((type(self).__name__, value_key(self.values()))))
 
     def as_tuple(self) -> Policy:
         """The :class:`~jaxbandits.types.Policy` NamedTuple of this value's pure functions."""
@@ -78,7 +81,7 @@ class PolicyValue:
             return True
         if type(other) is not type(self):
             return NotImplemented
-        return _frozen(self.values()) == _frozen(other.values())
+        return value_key(self.values()) == value_key(other.values())
 
     def __hash__(self):
         return self._hash
@@ -157,6 +160,111 @@ def policy_value(cls_name: str, fused: Optional[Tuple[str, Tuple[str, ...]]] = N
     return wrap
 
 
+class Made:
+    """How a value was made: ``fn``, the public constructor (as its module exports it), and
+    ``arguments``, the arguments it was called with (defaults filled in), by name. What
+    :func:`jaxbandits.expfile.describe` writes as ``{kind = ..., arguments}``. Not pickled (a value
+    read back from a pickle says nothing of how it was made)."""
+
+    __slots__ = ("fn", "arguments")
+
+    def __init__(self, fn, arguments):
+        self.fn, self.arguments = fn, arguments
+
+    def __reduce__(self):
+        return (_unmade, ())
+
+    def __repr__(self):
+        return f"Made({getattr(self.fn, '__qualname__', self.fn)!r}, {self.arguments!r})"
+
+
+def _unmade():
+    return None
+
+
+class MadeArray(np.ndarray):
+    """A numpy array returned by a :func:`constructor` (``envs.synthetic_labels``): the same array,
+    able to carry its :class:`Made` record (arrays computed from it do not carry it)."""
+
+
+def constructor(fn):
+    """Declare ``fn`` a public constructor of worlds, channels, delay laws, profiles or arrays of
+    their parameters: each value it returns carries a :class:`Made` record (``fn`` and the bound
+    arguments), read by :func:`made_by`. The value's fields, equality, hash and pytree structure
+    are untouched; a value derived from it (``dataclasses.replace``, ``jax.tree.map``, a pickle)
+    carries none. A function of one's own decorated with it is written to experiment files as
+    ``package.module:function``. The innermost constructor's record is overwritten by the
+    outermost (``envs.conversions`` calling ``envs.bernoulli`` is ``envs.conversions``)."""
+    import inspect
+
+    sig = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def make(*args, **kwargs):
+        out = fn(*args, **kwargs)
+        b = sig.bind(*args, **kwargs)
+        b.apply_defaults()
+        made = Made(make, {k: v for k, v in b.arguments.items()
+                           if sig.parameters[k].kind in (sig.parameters[k].POSITIONAL_OR_KEYWORD,
+                                                         sig.parameters[k].KEYWORD_ONLY)})
+        if type(out) is np.ndarray:
+            out = out.view(MadeArray)
+        try:
+            object.__setattr__(out, "_made", made)
+        except (AttributeError, TypeError):  # a tuple, a number: it cannot carry the record
+            pass
+        return out
+
+    make.constructor = True
+    return make
+
+
+def made_by(x) -> Optional[Made]:
+    """The :class:`Made` record of a value returned by a :func:`constructor`, else ``None``."""
+    try:
+        m = vars(x).get("_made")
+    except TypeError:  # no __dict__ (a tuple, a number): nothing recorded
+        return None
+    return m if isinstance(m, Made) else None
+
+
+class FieldGrid:
+    """``build(**fields) -> (world, policy with those fields replaced)``: the build of
+    :func:`jaxbandits.simulate_grid` given ``(world, policy value)`` and a grid over the policy's
+    fields. Equal and hashed by the world, the policy and the field names (a fresh equal grid reuses
+    the compiled program)."""
+
+    __slots__ = ("world", "policy", "names")
+
+    def __init__(self, world, policy, names):
+        if not isinstance(policy, PolicyValue):
+            raise TypeError(f"a grid over a policy's fields needs a policy value (a library constructor's, or "
+                            f"one made with jaxbandits.values.policy_value), got {type(policy).__name__}")
+        fields = [f.name for f in dataclasses.fields(policy)]
+        unknown = [n for n in names if n not in fields]
+        if unknown:
+            raise ValueError(f"grid keys must be fields of {type(policy).__name__} ({', '.join(fields)}), "
+                             f"got {', '.join(map(repr, unknown))}")
+        self.world, self.policy, self.names = world, policy, tuple(names)
+
+    def __call__(self, **fields):
+        return self.world, dataclasses.replace(self.policy, **fields)
+
+    def _key(self):
+        try:
+            hash(self.world)
+            w = self.world
+        except TypeError:
+            w = ById(self.world)
+        return (w, self.policy, self.names)
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __eq__(self, other):
+        return isinstance(other, FieldGrid) and self._key() == other._key()
+
+
 def is_policy(x) -> bool:
     """A policy: a :class:`~jaxbandits.types.Policy` NamedTuple (a user's own) or a library :class:`PolicyValue`."""
     return isinstance(x, (Policy, PolicyValue))
@@ -178,7 +286,7 @@ class ById:
         return isinstance(other, ById) and other.obj is self.obj
 
 
-def _frozen(v):
+def value_key(v):
     """A hashable stand-in of ``v`` equal for equal values: scalars with their type, arrays by
     dtype, shape and bytes, containers and dataclasses field by field; a traced or otherwise
     unhashable value by identity."""
@@ -194,13 +302,13 @@ def _frozen(v):
         a = np.asarray(v)
         return ("array", a.dtype.str, a.shape, a.tobytes())
     if isinstance(v, PolicyValue):
-        return (type(v), _frozen(v.values()))
+        return (type(v), value_key(v.values()))
     if isinstance(v, (tuple, list)) and not hasattr(v, "_fields"):
-        return (type(v).__name__,) + tuple(_frozen(x) for x in v)
+        return (type(v).__name__,) + tuple(value_key(x) for x in v)
     if isinstance(v, dict):
-        return ("dict",) + tuple(sorted(((repr(k), _frozen(x)) for k, x in v.items()), key=lambda kv: kv[0]))
+        return ("dict",) + tuple(sorted(((repr(k), value_key(x)) for k, x in v.items()), key=lambda kv: kv[0]))
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
-        return (type(v), tuple((f.name, _frozen(getattr(v, f.name))) for f in dataclasses.fields(v)))
+        return (type(v), tuple((f.name, value_key(getattr(v, f.name))) for f in dataclasses.fields(v)))
     try:
         hash(v)
         return v  # a function, a NamedTuple of functions (a user's Policy), ...: by its own equality
@@ -210,7 +318,7 @@ def _frozen(v):
 
 def _same(a, b) -> bool:
     try:
-        return _frozen(a) == _frozen(b)
+        return value_key(a) == value_key(b)
     except Exception:  # noqa: BLE001 - a value that cannot be compared is shown
         return False
 
@@ -237,12 +345,12 @@ def _stable(v):
     if v is None or isinstance(v, (bool, int, float, complex, str, bytes)):
         return (type(v).__name__, v)
     if isinstance(v, (np.ndarray, np.generic, jax.Array)) and not isinstance(v, jax.core.Tracer):
-        f = _frozen(v)
+        f = value_key(v)
         return ("array", f[1], f[2], hashlib.sha256(f[3]).hexdigest())
     if isinstance(v, PolicyValue):
         return (type(v).__module__, type(v).__qualname__, tuple((k, _stable(x)) for k, x in v.values()))
-    if isinstance(v, Policy):  # a user's policy held by a library wrapper: what it computes
-        return ("Policy", policy_code_digest(v))
+    if isinstance(v, Policy):  # a user's policy held by a library wrapper: its name and functions
+        return ("Policy", user_policy_id(v))
     if isinstance(v, (tuple, list)):
         return (type(v).__qualname__,) + tuple(_stable(x) for x in v)
     if isinstance(v, dict):
@@ -255,104 +363,26 @@ def _stable(v):
     return ("object", type(v).__module__, type(v).__qualname__)
 
 
-def policy_code_digest(policy) -> str:
-    """A digest of what a user's :class:`~jaxbandits.types.Policy` NamedTuple computes: its functions' code, and,
-    recursively, the values they close over and their defaults (a user's hyper-parameters live
-    there), and its declared fields. Stable across processes of the same Python (nothing from
-    ``id`` or addresses). Library policies are values and use :meth:`PolicyValue.digest` instead:
-    this reading of code is kept only for policies written as closures."""
-    import types
-
-    import jax
-
-    h = hashlib.sha256()
-    seen = set()
-
-    def put(*xs):
-        for x in xs:
-            h.update(repr(x).encode() if not isinstance(x, bytes) else x)
-            h.update(b"\x00")
-
-    def walk(v, depth):
-        if depth > 12:
-            put("<deep>")
-            return
-        if v is None or isinstance(v, (bool, int, float, complex, str, bytes)):
-            put(type(v).__name__, v)
-        elif isinstance(v, (np.ndarray, np.generic)) or (isinstance(v, jax.Array) and not isinstance(v, jax.core.Tracer)):
-            if isinstance(v, jax.Array) and jnp.issubdtype(v.dtype, jax.dtypes.prng_key):
-                v = jax.random.key_data(v)
-            a = np.asarray(v)
-            put("array", a.shape, a.dtype.str, hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest())
-        elif id(v) in seen:
-            put("<seen>")
-        elif isinstance(v, types.FunctionType):
-            seen.add(id(v))
-            code(v.__code__, depth)
-            walk(v.__defaults__, depth + 1)
-            walk(v.__kwdefaults__, depth + 1)
-            for c in v.__closure__ or ():
-                try:
-                    walk(c.cell_contents, depth + 1)
-                except ValueError:  # an empty cell
-                    put("<empty>")
-        elif isinstance(v, functools.partial):
-            seen.add(id(v))
-            put("partial")
-            walk(v.func, depth + 1), walk(v.args, depth + 1), walk(v.keywords, depth + 1)
-        elif isinstance(v, types.MethodType):
-            walk(v.__func__, depth + 1), walk(v.__self__, depth + 1)
-        elif isinstance(v, types.ModuleType):
-            put("module", v.__name__)
-        elif isinstance(v, type):
-            put("type", v.__module__, v.__qualname__)
-        elif isinstance(v, (tuple, list)):
-            seen.add(id(v))
-            put(type(v).__qualname__, len(v))
-            for x in v:
-                walk(x, depth + 1)
-        elif isinstance(v, (set, frozenset)):
-            put(type(v).__name__, sorted(map(repr, v)))
-        elif isinstance(v, dict):
-            seen.add(id(v))
-            put("dict", len(v))
-            for k in sorted(v, key=repr):
-                put(k)
-                walk(v[k], depth + 1)
-        elif hasattr(v, "__wrapped__"):  # jax.jit and functools.wraps wrappers
-            seen.add(id(v))
-            walk(v.__wrapped__, depth + 1)
-        elif dataclasses.is_dataclass(v):
-            seen.add(id(v))
-            put("dataclass", type(v).__qualname__)
-            for f in dataclasses.fields(v):
-                put(f.name)
-                walk(getattr(v, f.name), depth + 1)
-        elif hasattr(v, "__dict__"):
-            seen.add(id(v))
-            put("object", type(v).__module__, type(v).__qualname__)
-            walk(dict(vars(v)), depth + 1)
-        elif callable(v):  # a builtin or a compiled callable: its name
-            put("callable", getattr(v, "__module__", ""), getattr(v, "__qualname__", type(v).__qualname__))
-        else:
-            put("other", type(v).__qualname__)
-
-    def code(c, depth):
-        put("code", c.co_name, c.co_code, c.co_names, c.co_varnames)
-        for k in c.co_consts:
-            if isinstance(k, types.CodeType):
-                code(k, depth + 1)
-            else:
-                put(k)
-
-    walk(tuple(policy), 0)
-    return h.hexdigest()[:16]
+def user_policy_id(policy) -> str:
+    """What names a user's :class:`~jaxbandits.types.Policy` NamedTuple in checkpoints and split
+    sweeps: its ``name`` and its functions' qualified names (``module:qualname``), with its
+    declarations (``needs``, ``max_hold``, ...). Nothing is read from code or closures, so the
+    parameters a closure holds are *not* seen: give each differently parameterised policy its own
+    ``name`` (``name=f"mine(alpha={alpha})"``), or write it as a value
+    (:func:`policy_value`), whose fields name it (docs/composing.md)."""
+    parts = []
+    for field, v in zip(policy._fields, policy):
+        if callable(v):
+            v = f"{getattr(v, '__module__', '')}:{getattr(v, '__qualname__', type(v).__qualname__)}"
+        parts.append((field, v if isinstance(v, (str, int, float, bool, type(None))) else repr(v)))
+    return "u:" + hashlib.sha256(repr(tuple(parts)).encode()).hexdigest()[:16]
 
 
 def policy_digest(policy) -> str:
     """What identifies a policy in checkpoints and split sweeps, the same in every process: a
     library :class:`PolicyValue` by its type and fields (``v:`` and :meth:`PolicyValue.digest`), a
-    user's :class:`~jaxbandits.types.Policy` NamedTuple by :func:`policy_code_digest`."""
+    user's :class:`~jaxbandits.types.Policy` NamedTuple by its name and functions' names
+    (:func:`user_policy_id`: closures are not read)."""
     if isinstance(policy, PolicyValue):
         return "v:" + policy.digest()
-    return policy_code_digest(policy)
+    return user_policy_id(policy)

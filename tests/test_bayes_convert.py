@@ -60,3 +60,29 @@ def test_delay_laws_posterior_mean_draws_and_per_arm(name):
     assert isinstance(per_arm, tuple) and len(per_arm) == 3
     with pytest.raises(ValueError, match="draws"):
         B.delay_laws(idata, draws=0)
+
+
+@pytest.mark.parametrize("law", [D.exponential(37.5), D.weibull(1.5, 40.0), D.weibull(0.7, 9.0), D.log_normal(3.0, 0.8)],
+                         ids=["exponential", "weibull", "weibull-k<1", "lognormal"])
+def test_law_log_survival_and_pmf_agree_with_its_cdf(law):
+    """The floored laws' log-survival and log-pmf (what the Bayesian families' likelihoods use) are
+    those of the law's own CDF: ``1 - exp(log_sf(n)) = cdf(n)``, ``exp(log_pmf(n)) = pmf(n)``."""
+    n = np.arange(0, 400)
+    np.testing.assert_allclose(1.0 - np.exp(np.asarray(law.log_sf(n), np.float64)), np.asarray(law.cdf(n)), atol=2e-6)
+    np.testing.assert_allclose(np.exp(np.asarray(law.log_pmf(n), np.float64)), np.asarray(law.pmf(n)), atol=2e-6)
+
+
+@pytest.mark.parametrize("name", ["exponential", "weibull", "lognormal"])
+def test_family_likelihood_is_the_laws_math(name):
+    """A family's continuous log-survival and log-density are those of its delays law (one
+    implementation): bitwise equal to ``at(th).log_sf_x`` / ``log_pdf_x``, and ``at`` at the
+    parameters has the CDF of :func:`jaxbandits.bayes.delay_law`'s law."""
+    fam = B.family(name)
+    th = {k: np.float32(v) for k, v in CASES[name].items()}
+    x = np.linspace(0.0, 300.0, 61, dtype=np.float32)
+    law = fam.at(th)
+    assert isinstance(law, D.DelayLaw)
+    assert np.asarray(fam.log_surv_c(x, th)).tobytes() == np.asarray(law.log_sf_x(x)).tobytes()
+    assert np.asarray(fam.log_pdf_c(x, th)).tobytes() == np.asarray(law.log_pdf_x(x)).tobytes()
+    n = np.arange(0, 300)
+    np.testing.assert_allclose(np.asarray(law.cdf(n)), np.asarray(B.delay_law(fam, CASES[name]).cdf(n)), atol=2e-6)

@@ -31,6 +31,10 @@ def _cache_in_tmp(tmp_path, monkeypatch):
 
 
 # ----------------------------------------------------------------------------- structural equality
+#: attributes that are not a value's data: how it was made (jaxbandits.values.Made), its cached hash
+TRANSIENT = ("_made", "_value_hash")
+
+
 def difference(a, b, path="", seen=None):
     """Where two objects differ (None if they are the same program and data): functions by code,
     closure, defaults and module; arrays bitwise with dtype and shape; objects field by field."""
@@ -91,15 +95,15 @@ def difference(a, b, path="", seen=None):
     if isinstance(a, (int, str, bool, bytes, type(None), type)) or callable(a) and not hasattr(a, "__dict__"):
         return None if a == b else f"{path}: {a!r} vs {b!r}"
     fields = {}
-    if hasattr(a, "__dict__"):
-        fields.update(vars(a))
+    if hasattr(a, "__dict__"):  # without the per-object caches (the made-by record, a cached hash)
+        fields.update({k: v for k, v in vars(a).items() if k not in TRANSIENT})
     for cls in type(a).__mro__:
         for s in getattr(cls, "__slots__", ()):
             if hasattr(a, s):
                 fields[s] = getattr(a, s)
     if not fields:
         return None if a == b else f"{path}: {a!r} vs {b!r}"
-    other = dict(vars(b)) if hasattr(b, "__dict__") else {}
+    other = {k: v for k, v in vars(b).items() if k not in TRANSIENT} if hasattr(b, "__dict__") else {}
     for cls in type(b).__mro__:
         for s in getattr(cls, "__slots__", ()):
             if hasattr(b, s):
@@ -582,3 +586,29 @@ def test_key_lines_point_at_each_key(doc):
                 assert row.startswith(F._key(k) + " = "), (p, row)
 
     walk((), doc)
+
+
+def test_describe_writes_user_constructors_and_refuses_closure_policies(monkeypatch):
+    """describe reads each value's made-by record: a function of one's own declared with
+    ``values.constructor`` is written as ``package.module:function`` with its arguments; an
+    undeclared one as the library call inside it; a Policy NamedTuple of closures is refused,
+    naming the way out (policy_value)."""
+    monkeypatch.syspath_prepend(HERE)
+    import user_components as U
+    from jaxbandits.policies import classic as P
+
+    def build(cfg):
+        return U.two_arms_world(cfg["low"]), U.plain_channel(), {"UCB1": P.ucb1(alpha=1.5)}
+
+    doc, _ = F.describe(X.Experiment("mine", "user values", build, {"low": 0.25}, horizon=10, runs=1))
+    assert doc["world"] == {"kind": "user_components:two_arms_world", "low": 0.25}
+    assert doc["channel"] == {"kind": "channels.attributed"}
+    assert doc["policies"] == {"UCB1": {"kind": "classic.ucb1", "alpha": 1.5}}
+
+    def build2(cfg):
+        return U.two_arms(0.25), U.plain_channel(), {"fixed": U.fixed_arm(1)}
+
+    doc, _ = F.describe(X.Experiment("mine", "", lambda c: build2(c)[:2] + ({},), {}, horizon=10, runs=1))
+    assert doc["world"] == {"kind": "envs.bernoulli", "means": [0.25, 0.8]}
+    with pytest.raises(F.NotExpressible, match="policy 'fixed' is a Policy.*policy_value"):
+        F.describe(X.Experiment("mine", "", build2, {}, horizon=10, runs=1))

@@ -22,7 +22,7 @@ from jaxbandits.policies import classic as P
 from jaxbandits.policies import conversions as CV
 from jaxbandits.policies import explore as X
 from jaxbandits.types import Policy
-from jaxbandits.values import PolicyValue, policy_digest
+from jaxbandits.values import PolicyValue, policy_digest, user_policy_id
 
 ENV = E.bernoulli([0.2, 0.5, 0.45, 0.3], delay=D.geometric(mean=5.0))
 
@@ -117,7 +117,12 @@ def test_checkpoint_from_before_values_is_refused_with_the_version(tmp_path):
     fp = os.path.join(tmp_path, "fingerprint.json")
     with open(fp) as f:
         saved = json.load(f)
-    assert saved["policy_ids"] == "values"
+    assert saved["policy_ids"] == "values+names"
+    # written by the version whose user policies were still named by a digest of their code
+    with open(fp, "w") as f:
+        json.dump({**saved, "policy_ids": "values"}, f)
+    with pytest.raises(ValueError, match=r"written by jaxbandits \S+ naming its policies as 'values'"):
+        jb.simulate(env, ch, pol, 200, jax.random.key(3), 2, chunk=50, checkpoint=tmp_path, resume=True)
     # as written before: no policy_ids, and the policy named by a digest of its code
     del saved["policy_ids"]
     saved["problems"] = {k: v.replace(v.split(" | ")[0], "UCB1 0123456789abcdef") for k, v in saved["problems"].items()}
@@ -137,7 +142,7 @@ def test_show_toml_writes_policies_from_their_fields(tmp_path):
     from jaxbandits import expfile as F
 
     def build(cfg):
-        law = D.geometric(mean=20.0)  # made in the build: the recorder writes it (delay laws are not values)
+        law = D.geometric(mean=20.0)  # made in the build: written from its made-by record
         pols = {"skip": A.skipper(5.0, A.dew(0.1)), "dkl": CV.delayed_klucb(law, window=50, name="mine"),
                 "ucb": P.ucb1(alpha=cfg["alpha"])}
         if cfg["explore"]:  # explore is not in the file format's table of kinds
@@ -160,3 +165,161 @@ def test_show_toml_writes_policies_from_their_fields(tmp_path):
     assert panel.policies == build({"alpha": 0.5, "explore": False})[2]
     with pytest.raises(F.NotExpressible, match=r"policies.eps: Explore\(base=KLUCB\(iters=6\), eps=0.2\) has no constructor"):
         F.to_toml(exp, {"explore": True})
+
+
+class _Compiles:
+    """Counts XLA compilations in this process (``jax_log_compiles`` log records)."""
+
+    def __enter__(self):
+        import logging
+
+        self.n = 0
+        outer = self
+
+        class H(logging.Handler):
+            def emit(self, record):
+                if "Compiling " in record.getMessage() or "Finished XLA compilation" in record.getMessage():
+                    outer.n += 1
+
+        self.h, self.log = H(), logging.getLogger("jax")
+        self.log.addHandler(self.h)
+        self.old = jax.config.jax_log_compiles
+        jax.config.update("jax_log_compiles", True)
+        return self
+
+    def __exit__(self, *a):
+        jax.config.update("jax_log_compiles", self.old)
+        self.log.removeHandler(self.h)
+
+
+def _world():
+    return E.bernoulli([0.2, 0.5, 0.45, 0.3], delay=D.geometric(mean=5.0))
+
+
+def test_worlds_and_delay_laws_are_values():
+    """A world and a delay law are equal and hashed by value (type and every field, arrays by their
+    bytes); another parameter is another value."""
+    assert _world() == _world() and hash(_world()) == hash(_world()) and _world() is not _world()
+    assert _world() != E.bernoulli([0.2, 0.5, 0.45, 0.31], delay=D.geometric(mean=5.0))
+    assert _world() != E.bernoulli([0.2, 0.5, 0.45, 0.3], delay=D.geometric(mean=5.5))
+    assert E.gaussian([0.2, 0.5]) != E.bernoulli([0.2, 0.5])  # the noise, a static field
+    assert D.geometric(mean=5.0) == D.geometric(mean=5.0) != D.exponential(5.0)
+    assert D.shift(D.uniform(0, 3), 2) == D.shift(D.uniform(0, 3), 2) != D.shift(D.uniform(0, 3), 1)
+    assert C.conversions(window=50) == C.conversions(window=50)
+    from jaxbandits import profiles as PR
+
+    assert PR.discounted(0.9) == PR.discounted(0.9) != PR.discounted(0.8)
+    assert hash(PR.discounted(0.9)) == hash(PR.discounted(0.9))
+    assert E.composite([0.3, 0.6], profile=PR.interval(0, 3)) == E.composite([0.3, 0.6], profile=PR.interval(0, 3))
+    w = pickle.loads(pickle.dumps(_world()))
+    assert w == _world() and hash(w) == hash(_world())
+
+
+def test_fresh_equal_world_compiles_nothing():
+    """simulate and simulate_grid with a new world (and law, channel, policy) of the same
+    parameters: no compilation the second time, the same bits; another world compiles."""
+    kw = dict(horizon=150, key=jax.random.key(0), n_runs=3)
+    a = jb.simulate(_world(), C.attributed(), P.ucb1(alpha=1.25), **kw)
+    with _Compiles() as c:
+        b = jb.simulate(_world(), C.attributed(), P.ucb1(alpha=1.25), **kw)
+    assert b.timing["compile_s"] == 0.0 and c.n == 0
+    np.testing.assert_array_equal(a.regret, b.regret)
+    with _Compiles() as c:  # the counter sees compilations
+        other = jb.simulate(E.bernoulli([0.2, 0.5, 0.45, 0.35], delay=D.geometric(mean=5.0)), C.attributed(),
+                            P.ucb1(alpha=1.25), **kw)
+    assert other.timing["compile_s"] > 0 and c.n > 0
+
+    def build(mean):  # a fresh world at every call
+        return E.bernoulli([0.2, 0.5, 0.45, 0.3], delay=D.geometric(mean=mean)), P.ucb1(alpha=1.25)
+
+    g = dict(channel=C.attributed(), horizon=100, key=jax.random.key(1), n_runs=2)
+    jb.simulate_grid(build, {"mean": np.array([2.0, 8.0])}, **g)
+    with _Compiles() as c:
+        h = jb.simulate_grid(build, {"mean": np.array([2.0, 8.0])}, **g)
+    assert h.timing["compile_s"] == 0.0 and c.n == 0
+
+
+def test_second_cli_run_in_process_compiles_nothing(tmp_path):
+    """``jaxbandits run quickstart`` twice in one process (the experiment's build makes new worlds,
+    channels and policies each time): the second run compiles nothing and gives the same numbers."""
+    from jaxbandits.cli import main
+
+    args = ["run", "quickstart", "--runs", "2", "--horizon", "200", "--no-progress", "--single-device"]
+    assert main(args + ["--out", str(tmp_path / "a")]) == 0
+    with _Compiles() as c:
+        assert main(args + ["--out", str(tmp_path / "b")]) == 0
+    s1, s2 = (json.loads((tmp_path / d / "summary.json").read_text()) for d in "ab")
+    assert s2["timing"]["compile_s"] == 0.0 and c.n == 0
+    assert s1["policies"] == s2["policies"]
+
+
+def test_online_fresh_equal_policy_and_channel_compile_nothing():
+    """An online learner made again with new, equal policy and channel values: its decisions and
+    feedback compile nothing the second time."""
+    from jaxbandits import online
+
+    def session():
+        lr = online.Learner(P.ucb1(alpha=1.25), C.attributed(), ["a", "b", "c"], key=0, max_pending=16)
+        ids, arms = lr.decide(3)
+        lr.feedback(ids, [1.0, 0.0, 1.0])
+        return lr.decide(2)[1]
+
+    first = session()
+    with _Compiles() as c:
+        again = session()
+    assert c.n == 0 and list(first) == list(again)
+
+
+def _closure_policy(alpha, name):
+    """A user's policy as docs/composing.md writes one: a Policy NamedTuple of closures."""
+    base = P.ucb1(alpha=alpha).as_tuple()
+
+    def act(state, ctx, key):
+        return base.act(state, ctx, key)
+
+    return base._replace(act=act, name=name)
+
+
+def test_user_policy_named_by_its_name_and_functions_not_its_closures():
+    """A user's Policy NamedTuple is named in checkpoints and split sweeps by its name and its
+    functions' qualified names (nothing read from code or closures): a fresh one of the same name
+    has the same id in every process; another name another id; the closed-over alpha is not seen
+    (documented: the name must say it)."""
+    a, b = _closure_policy(1.0, "mine(alpha=1)"), _closure_policy(1.0, "mine(alpha=1)")
+    assert a is not b and policy_digest(a) == policy_digest(b) == user_policy_id(a)
+    assert policy_digest(a).startswith("u:")
+    assert policy_digest(_closure_policy(2.0, "mine(alpha=2)")) != policy_digest(a)
+    assert policy_digest(_closure_policy(2.0, "mine(alpha=1)")) == policy_digest(a)
+    assert policy_digest(a._replace(max_hold=3)) != policy_digest(a)  # declarations count
+    # stable across processes: no addresses in it
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.path.insert(0, %r); import test_policy_values as t; "
+            "print(t.policy_digest(t._closure_policy(1.0, 'mine(alpha=1)')))" % os.path.dirname(__file__))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "JAX_PLATFORMS": "cpu"}).stdout.strip().splitlines()[-1]
+    assert out == policy_digest(a)
+
+
+def test_grid_over_a_policys_fields_equals_separate_simulate_calls():
+    """simulate_grid((world, policy value), {field: values}) runs each grid point as
+    simulate(world, channel, policy with that field) does: the same pulls and regret, bitwise; a
+    fresh equal grid compiles nothing; keys that are not fields are refused naming the fields."""
+    alphas = [0.5, 1.0, 2.0]
+    kw = dict(horizon=300, key=jax.random.key(7), n_runs=3)
+    g = jb.simulate_grid((_world(), P.ucb1()), {"alpha": np.array(alphas)}, C.attributed(), **kw)
+    assert g.regret.shape[0] == 3
+    for i, a in enumerate(alphas):
+        s = jb.simulate(_world(), C.attributed(), P.ucb1(alpha=a), **kw)
+        np.testing.assert_array_equal(g.pulls[i], s.pulls)
+        np.testing.assert_array_equal(g.regret[i], s.regret)
+    assert not np.array_equal(g.regret[0], g.regret[2])  # the field reaches the policy
+    with _Compiles() as c:
+        h = jb.simulate_grid((_world(), P.ucb1()), {"alpha": np.array(alphas)}, C.attributed(), **kw)
+    assert c.n == 0 and h.timing["compile_s"] == 0.0
+    np.testing.assert_array_equal(g.regret, h.regret)
+    with pytest.raises(ValueError, match=r"fields of UCB1 \(alpha\), got 'beta'"):
+        jb.simulate_grid((_world(), P.ucb1()), {"beta": np.array(alphas)}, C.attributed(), **kw)
+    with pytest.raises(ValueError, match="alpha"):  # the constructor's checks, per grid point
+        jb.simulate_grid((_world(), P.ucb1()), {"alpha": np.array([1.0, -1.0])}, C.attributed(), **kw)

@@ -9,6 +9,7 @@ import jax.numpy as jnp
 
 from jaxbandits import channels, envs
 from jaxbandits.types import NEVER, Feedback, Needs, Policy
+from jaxbandits.values import constructor
 
 
 class ArmMemo(NamedTuple):
@@ -35,6 +36,13 @@ def fixed_arm(arm: int) -> Policy:
 
 def two_arms(low: float, high: float = 0.8):
     """A world of one's own: two Bernoulli arms."""
+    return envs.bernoulli([low, high])
+
+
+@constructor
+def two_arms_world(low: float, high: float = 0.8):
+    """A world of one's own declared a constructor: experiment files name it
+    ``user_components:two_arms_world`` with its arguments."""
     return envs.bernoulli([low, high])
 
 

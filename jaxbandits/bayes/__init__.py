@@ -4,9 +4,9 @@ rate of each arm and the delay law inferred jointly, with the exact right-censor
     log = bayes.read_log("experiments/data/example_log.csv")
     idata = bayes.fit(log, model="weibull", method="nuts")   # arviz.InferenceData
 """
-from .convert import delay_law, delay_laws
-from .families import DEFAULT_EDGES, FAMILIES, Exponential, Family, Geometric, Histogram, LogNormal, Weibull, family
-from .fit import (AUTO_DISTINCT, AUTO_RESOLUTION, ConversionLog, compress_log, conversion_log, delay_cdf_grid, diagnostics, fit,
+from .families import DEFAULT_EDGES, FAMILIES, Exponential, Family, Geometric, Histogram, LogNormal, Weibull, delay_law, family
+from .fit import (AUTO_DISTINCT, AUTO_RESOLUTION, ConversionLog, compress_log, conversion_log, delay_cdf_grid, delay_laws,
+                  diagnostics, fit,
                   from_table, load_log, read_log, write_log)
 from .model import (CensoredConversion, RingStats, Rows, SuffStats, WeightedRows, compress, compress_rows, conversion_model,
                     loglik_ring, loglik_rows, loglik_suffstats, loglik_weighted, pointwise_weighted, unseen_log_term)

@@ -2,14 +2,17 @@
 
 Each family is an object (a subclass of :class:`Family`) that owns everything that depends on the
 law: its parameter names, the priors it samples them under (scale parameters through a location,
-log-normal priors), the continuous log-survival ``log S_c(x)`` and log-density ``log f_c(x)``, the
-discrete law of ``D = floor(X)``, the implied mean, the starting values of a fit and the
-:mod:`jaxbandits.delays` law with the same CDF. Nothing outside this module asks a family for its
-name to decide what to compute; a family of one's own (a subclass) works wherever a name does.
+log-normal priors), the implied mean, the starting values of a fit and the :mod:`jaxbandits.delays`
+law of a parameter set. The likelihood's math is the delay law's: :meth:`Family.at` builds the
+:mod:`jaxbandits.delays` law of (traced) parameters, whose ``log_sf_x``/``log_pdf_x`` are the
+continuous log-survival ``log S_c(x)`` and log-density ``log f_c(x)``. Nothing outside this module
+asks a family for its name to decide what to compute; a family of one's own (a subclass, giving
+``at`` or ``log_surv_c``/``log_pdf_c``) works wherever a name does.
 
 Discrete delays ``D = floor(X)`` use ``log S(a) = log S_c(a + 1)`` and
 ``log f(d) = log S_c(d) + log(-expm1(log S_c(d+1) - log S_c(d)))`` (never a difference of
-survivals in linear space: conventions §9). The histogram family is discrete only.
+survivals in linear space: conventions §9; :func:`jaxbandits.delays.floor_log_pmf`). The histogram
+family is discrete only.
 
 Parameters of a family are a dict ``{"delay_mean": ..., ...}``; with per-arm laws every entry has a
 trailing arm axis (before the bin axis of the histogram's weights) and the functions broadcast
@@ -25,20 +28,15 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 import numpyro.distributions as dist
-from jax.scipy.special import gammaln, log_ndtr
+from jax.scipy.special import gammaln
 
 from .. import delays as D
 
 __all__ = ["Family", "Exponential", "Geometric", "Weibull", "LogNormal", "Histogram", "FAMILIES", "family",
-           "DEFAULT_EDGES"]
+           "DEFAULT_EDGES", "delay_law"]
 
 DEFAULT_EDGES = (0, 4, 8, 16, 24, 32, 48, 64, 96, 128)
 _TINY = 1e-30
-
-
-def _safe_pos(x):
-    """``x`` with zeros replaced by 1 (the double-where rule of conventions §9: select after)."""
-    return jnp.where(x > 0, x, 1.0)
 
 
 def _log_normal_prior(loc, scale, shape):
@@ -55,9 +53,9 @@ def _log_normal_prior(loc, scale, shape):
 class Family:
     """A delay family: its name, parameter names and the methods of its law.
 
-    Subclasses give ``default_priors``, ``sample``, ``log_surv_c``, ``log_pdf_c``, ``mean``,
-    ``law`` and ``init_values``; the discrete law (``log_surv``, ``log_pmf``) follows from the
-    continuous survival unless a family overrides it (the histogram)."""
+    Subclasses give ``default_priors``, ``sample``, ``at`` (or ``log_surv_c`` and ``log_pdf_c``),
+    ``mean``, ``law`` and ``init_values``; the discrete law (``log_surv``, ``log_pmf``) follows from
+    the continuous survival unless a family overrides it (the histogram)."""
 
     name: str
     params: tuple
@@ -94,11 +92,18 @@ class Family:
         raise NotImplementedError
 
     # ---------------------------------------------------------------- continuous time
+    def at(self, th):
+        """The :mod:`jaxbandits.delays` law (``D = floor(X)``) of the parameters ``th`` (arrays,
+        traced inside a model; no host checks), whose ``log_sf_x``/``log_pdf_x`` the likelihood uses."""
+        raise NotImplementedError(f"the {self.name} family gives no delay law of traced parameters")
+
     def log_surv_c(self, x, th):
-        raise NotImplementedError
+        """``log P(X > x)``: the law's ``log_sf_x`` (:meth:`jaxbandits.delays.Exponential.log_sf_x` and the others)."""
+        return self.at(th).log_sf_x(x)
 
     def log_pdf_c(self, x, th):
-        raise NotImplementedError
+        """``log f(x)`` of ``X``: the law's ``log_pdf_x``."""
+        return self.at(th).log_pdf_x(x)
 
     # ---------------------------------------------------------------- discrete time (D = floor X)
     def log_surv(self, a, th):
@@ -107,11 +112,8 @@ class Family:
         return self.log_surv_c(a + 1.0, th)
 
     def log_pmf(self, d, th):
-        """``log P(D = d)`` for integers ``d >= 0``."""
-        d = jnp.asarray(d, jnp.float32)
-        s0 = self.log_surv_c(d, th)
-        s1 = self.log_surv_c(d + 1.0, th)
-        return s0 + jnp.log(jnp.maximum(-jnp.expm1(s1 - s0), _TINY))
+        """``log P(D = d)`` for integers ``d >= 0`` (:func:`jaxbandits.delays.floor_log_pmf`)."""
+        return D.floor_log_pmf(lambda x: self.log_surv_c(x, th), d)
 
     def mean(self, th):
         """The delay mean (continuous law; the histogram's discrete mean)."""
@@ -129,8 +131,9 @@ class Family:
         raise NotImplementedError
 
     def law(self, params: dict):
-        """The :mod:`jaxbandits.delays` law with the same discretisation (``D = floor(X)``) for one
-        parameter set (numpy float64 scalars, or the histogram's bin weights)."""
+        """The :mod:`jaxbandits.delays` law of one parameter set for a simulation (numpy float64
+        scalars, or the histogram's bin weights; its public constructor, with its checks): the law
+        of :meth:`at` (``D = floor(X)``), with the scale converted in float64."""
         raise NotImplementedError
 
     def draw(self, rng, th: dict, size):
@@ -165,13 +168,8 @@ class Exponential(Family):
     def unconstrained_locs(self, prior_mean):
         return {"delay_mean": math.log(prior_mean)}
 
-    def log_surv_c(self, x, th):
-        x = jnp.asarray(x, jnp.float32)
-        return -x / th["delay_mean"]
-
-    def log_pdf_c(self, x, th):
-        x = jnp.asarray(x, jnp.float32)
-        return -jnp.log(th["delay_mean"]) - x / th["delay_mean"]
+    def at(self, th):
+        return D.Exponential(th["delay_mean"])
 
     def mean(self, th):
         return th["delay_mean"]
@@ -219,21 +217,9 @@ class Weibull(Family):
     def unconstrained_locs(self, prior_mean):
         return {"delay_mean": math.log(prior_mean), "delay_shape": 0.0}
 
-    def log_surv_c(self, x, th):
-        x = jnp.asarray(x, jnp.float32)
+    def at(self, th):
         k = th["delay_shape"]
-        scale = th["delay_mean"] / jnp.exp(gammaln(1.0 + 1.0 / k))
-        xs = _safe_pos(x)
-        return jnp.where(x > 0, -((xs / scale) ** k), 0.0)
-
-    def log_pdf_c(self, x, th):
-        x = jnp.asarray(x, jnp.float32)
-        k = th["delay_shape"]
-        scale = th["delay_mean"] / jnp.exp(gammaln(1.0 + 1.0 / k))
-        xs = _safe_pos(x)
-        z = xs / scale
-        v = jnp.log(k) - jnp.log(scale) + (k - 1.0) * jnp.log(z) - z**k
-        return jnp.where(x > 0, v, jnp.where(k < 1, jnp.inf, jnp.where(k == 1, -jnp.log(scale), -jnp.inf)))
+        return D.Weibull(k, th["delay_mean"] / jnp.exp(gammaln(1.0 + 1.0 / k)))  # scale = mean / Gamma(1 + 1/k)
 
     def mean(self, th):
         return th["delay_mean"]
@@ -277,19 +263,8 @@ class LogNormal(Family):
     def unconstrained_locs(self, prior_mean):
         return {"delay_median": math.log(prior_mean), "delay_sigma": 0.0}
 
-    def log_surv_c(self, x, th):
-        x = jnp.asarray(x, jnp.float32)
-        xs = _safe_pos(x)
-        u = (jnp.log(xs) - jnp.log(th["delay_median"])) / th["delay_sigma"]
-        return jnp.where(x > 0, log_ndtr(-u), 0.0)
-
-    def log_pdf_c(self, x, th):
-        x = jnp.asarray(x, jnp.float32)
-        xs = _safe_pos(x)
-        s = th["delay_sigma"]
-        v = (-0.5 * ((jnp.log(xs) - jnp.log(th["delay_median"])) / s) ** 2 - jnp.log(s)
-             - 0.5 * math.log(2 * math.pi) - jnp.log(xs))
-        return jnp.where(x > 0, v, -jnp.inf)
+    def at(self, th):
+        return D.LogNormal(jnp.log(th["delay_median"]), th["delay_sigma"])  # mu = log median
 
     def mean(self, th):
         return th["delay_median"] * jnp.exp(0.5 * th["delay_sigma"] ** 2)
@@ -352,10 +327,7 @@ class Histogram(Family):
     def unconstrained_locs(self, prior_mean):
         return {"delay_w": 0.0}
 
-    def log_surv_c(self, x, th):
-        raise ValueError("the histogram family is discrete only (discrete=True)")
-
-    def log_pdf_c(self, x, th):
+    def at(self, th):
         raise ValueError("the histogram family is discrete only (discrete=True)")
 
     def log_surv(self, a, th):
@@ -416,3 +388,17 @@ def family(name, edges=None) -> Family:
     if edges is not None:
         fam = fam.with_edges(edges)
     return fam
+
+
+def delay_law(fam, params: dict) -> D.DelayLaw:
+    """The :mod:`jaxbandits.delays` law of one parameter set ``params`` (scalars, or the bin
+    weights of the histogram) of the family ``fam`` (a name or a :class:`Family`):
+    :meth:`Family.law` of the parameters as float64.
+
+    * exponential / geometric (mean ``m``): ``delays.exponential(scale=m)``;
+    * Weibull (mean ``m``, shape ``k``): ``delays.weibull(k, m / Gamma(1 + 1/k))``;
+    * log-normal (median ``q``, sigma ``s``): ``delays.log_normal(log q, s)``;
+    * histogram (bin weights ``w`` on the integer edges ``e``, uniform within a bin):
+      ``delays.histogram`` with ``P(D = d) = w_b / (e_{b+1} - e_b)`` for ``e_b <= d < e_{b+1}``.
+    """
+    return family(fam).law({k: np.asarray(v, np.float64) for k, v in params.items()})

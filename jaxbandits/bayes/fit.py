@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _validate as V
-from .families import family
+from .families import Family, delay_law, family
 from .logs import ConversionLog, conversion_log, from_table, load_log, read_log, warn_empty_arms, write_log
 from .model import WeightedRows, compress_rows, conversion_model
 
@@ -413,3 +413,42 @@ def diagnostics(idata) -> dict:
     if "sample_stats" in idata.groups() and "diverging" in idata.sample_stats:
         out["divergences"] = int(idata.sample_stats["diverging"].values.sum())
     return out
+
+
+def family_of(idata) -> Family:
+    """The family of a :func:`fit` result, as it was fitted (the histogram reads its bin edges back)."""
+    name = idata.posterior.attrs.get("model")  # where fit() writes its attributes
+    if name is None and hasattr(idata, "attrs"):
+        name = idata.attrs.get("model")
+    if name is None:
+        raise ValueError("idata has no attrs['model']: pass a fit() result")
+    return family(name).from_posterior(idata.posterior)
+
+
+def delay_laws(idata, draws: Optional[int] = None, seed: int = 0):
+    """The fitted delay law(s) of a :func:`fit` result, for a simulation (:func:`delay_law` of
+    the posterior's parameters).
+
+    ``draws=None``: the law at the posterior mean of each delay parameter; an int ``n``: a list of
+    ``n`` laws at posterior draws picked at random (``seed``), for a simulation that averages over the
+    posterior. A model with one law per arm gives a tuple of laws (one per arm, for
+    :func:`jaxbandits.envs.conversions_arm_delays`) in place of each law.
+    """
+    fam = family_of(idata)
+    post = idata.posterior
+    vals = {k: post[k].values.reshape((-1,) + post[k].shape[2:]) for k in fam.params}
+    n_all = next(iter(vals.values())).shape[0]
+    per_arm = "arm" in post[fam.params[0]].dims
+
+    def law_at(th):
+        if per_arm:
+            K = next(iter(th.values())).shape[0]
+            return tuple(delay_law(fam, {k: v[a] for k, v in th.items()}) for a in range(K))
+        return delay_law(fam, th)
+
+    if draws is None:
+        return law_at({k: v.mean(0) for k, v in vals.items()})
+    if not isinstance(draws, (int, np.integer)) or isinstance(draws, bool) or not 1 <= draws <= n_all:
+        raise ValueError(f"draws must be None or an integer in [1, {n_all}] (the posterior's draws), got {draws!r}")
+    idx = np.random.default_rng(seed).choice(n_all, size=int(draws), replace=False)
+    return [law_at({k: v[i] for k, v in vals.items()}) for i in idx]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .convert import family_of
+from .fit import family_of
 from .logs import ConversionLog
 
 __all__ = ["km_seen_curve", "ppc_curves", "plot_ppc"]

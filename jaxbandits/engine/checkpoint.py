@@ -108,11 +108,15 @@ class Checkpoint:
             if not isinstance(saved, dict):
                 raise ValueError(f"not an object but a {type(saved).__name__}")
         diff = sorted(k for k in set(saved) | set(self.fingerprint) if saved.get(k) != self.fingerprint.get(k))
-        if diff and "policy_ids" in diff and saved.get("policy_ids") is None:
+        if diff and "policy_ids" in diff:
+            was = ("before policies were values (it names them by a digest of their code, which this version no "
+                   "longer computes)" if saved.get("policy_ids") is None else
+                   f"naming its policies as {saved.get('policy_ids')!r}, this version as "
+                   f"{self.fingerprint.get('policy_ids')!r} (a user's Policy NamedTuple by its name, no longer by "
+                   "a digest of its code)")
             raise ValueError(f"the checkpoint in {self.folder} was written by jaxbandits {saved.get('jaxbandits')} "
-                             "before policies were values (it names them by a digest of their code, which this "
-                             "version no longer computes for library policies): it cannot be resumed; start afresh "
-                             "(delete the folder) or finish it with that version")
+                             f"{was}: it cannot be resumed; start afresh (delete the folder) or finish it with "
+                             "that version")
         if diff:
             k = diff[0]
             raise ValueError(f"the checkpoint in {self.folder} is of another run: {k} was {saved.get(k)!r}, "

@@ -21,7 +21,7 @@ from jax import lax
 
 from .. import _validate as V
 from ..types import Policy
-from ..values import is_policy, policy_digest
+from ..values import FieldGrid, is_policy, policy_digest
 from . import metrics as M
 from . import round as R
 from . import stats as ST
@@ -232,8 +232,10 @@ def _devices(shard, n_runs):
 
 
 #: how a fingerprint names its policies: library policies by value (``v:`` and the digest of their
-#: fields). Checkpoints written before (no such key) named them by a digest of their code and closures.
-POLICY_IDS = "values"
+#: fields), a user's Policy NamedTuple by its name and functions' names (``u:``, values.user_policy_id).
+#: Checkpoints written before named them otherwise: none (by a digest of their code and closures),
+#: "values" (user policies still by a digest of their code): refused, naming the version.
+POLICY_IDS = "values+names"
 
 
 def _fingerprint(plan: Plan, key, n_runs, record_at, chunk, first_run, extra=None) -> dict:
@@ -1003,6 +1005,10 @@ def prepare_grid(build: Callable, grid: Mapping[str, Any], channel, horizon: int
                  record=None, chunk=None) -> PreparedGrid:
     """Every host check of :func:`simulate_grid`'s arguments (every grid point built once on the
     host) and the problem it runs: a :class:`PreparedGrid`."""
+    if isinstance(build, tuple):  # (world, policy value): a grid over the policy's fields
+        if len(build) != 2:
+            raise ValueError(f"build must be a function or a pair (world, policy), got a tuple of {len(build)}")
+        build = FieldGrid(build[0], build[1], tuple(grid))
     horizon, n_runs, key = _validate_common(horizon, n_runs, key)
     _validate_run_args(n_runs, 0, chunk)
     record_at = record_points(horizon, record)
@@ -1033,6 +1039,10 @@ def simulate_grid(build: Callable, grid: Mapping[str, Any], channel, horizon: in
     sequence per grid point). Every grid point is built once on the host first (which runs the
     constructors' input checks on concrete values), then ``vmap`` runs all of them. Outputs have a
     leading axis of size ``G``; every grid point faces the same world draws.
+
+    ``build`` may also be a pair ``(env, policy)`` of a world and a policy value: ``grid`` then maps
+    fields of the policy to their values (``simulate_grid((env, classic.ucb1()), {"alpha": [0.5,
+    2.0]}, ...)``; :class:`~jaxbandits.values.FieldGrid`).
     """
     g = prepare_grid(build, grid, channel, horizon, key, n_runs, record=record, chunk=chunk)
     probs = {g.label: g.problem}
@@ -1054,7 +1064,11 @@ class _Splat:
         return self.build(**params)
 
     def __hash__(self):
-        return hash(("splat", id(self.build)))
+        return hash(("splat", self.build if isinstance(self.build, FieldGrid) else id(self.build)))
 
     def __eq__(self, other):
-        return isinstance(other, _Splat) and other.build is self.build
+        if not isinstance(other, _Splat):
+            return False
+        if isinstance(self.build, FieldGrid):  # a grid over a policy's fields: by value
+            return self.build == other.build
+        return other.build is self.build

@@ -82,9 +82,10 @@ def _hashable(x):
 
 class Problem:
     """Everything static about one (world, channel, policy) simulation: the components and the
-    sizes fixed before compiling. Equal (and hashed) by the identity of its world, policy and
-    builder (the policy by value when it is a library :class:`~jaxbandits.values.PolicyValue`), and
-    by value otherwise, so a second identical ``simulate`` call reuses the program."""
+    sizes fixed before compiling. Equal (and hashed) by value: the world when it is hashable (the
+    library's worlds are values), the policy when it is a library
+    :class:`~jaxbandits.values.PolicyValue`, else by their identity (and the builder's), so a second
+    equal ``simulate`` call reuses the program."""
 
     __slots__ = ("world", "channel", "policy", "horizon", "spec", "cspec", "build", "dl_mode", "dl_len",
                  "_key")
@@ -95,7 +96,8 @@ class Problem:
         self.dl_mode, self.dl_len = dl_mode, dl_len
         ch = channel if _hashable(channel) else ById(channel)
         if build is None:  # a library policy is a value: an equal one reuses the program
-            comp = (ById(world), policy if isinstance(policy, PolicyValue) else ById(policy))
+            comp = (world if _hashable(world) else ById(world),  # library worlds are values
+                    policy if isinstance(policy, PolicyValue) else ById(policy))
         else:  # a grid: the program builds its components from build(params)
             comp = (build if _hashable(build) else ById(build), type(world))
         self._key = (comp, ch, horizon, spec, cspec, dl_mode, dl_len)

@@ -17,6 +17,7 @@ from ..mathlib import uniforms
 from ..types import Outcome
 from .base import World, pytree, static
 from .stochastic import check_delay
+from ..values import constructor
 
 _F = jnp.float32
 
@@ -67,6 +68,7 @@ class ObliviousEnv(World):
         return Outcome(reward=row[action], delay=self.delay_at(state, t, v), all_rewards=row), state
 
 
+@constructor
 def oblivious(losses, delays=None) -> ObliviousEnv:
     """An oblivious adversary given as arrays.
 
@@ -99,6 +101,7 @@ def oblivious(losses, delays=None) -> ObliviousEnv:
                         n_arms=l.shape[1], period=0)
 
 
+@constructor
 def switching(loss_means, period: int, delays=None, independent: bool = False, salt=0) -> ObliviousEnv:
     """An oblivious adversary generated from the key: Bernoulli losses whose means switch.
 
@@ -138,6 +141,7 @@ def switching(loss_means, period: int, delays=None, independent: bool = False, s
                         n_arms=lm.shape[1], period=period, independent=bool(independent))
 
 
+@constructor
 def bernoulli_losses(n_arms: int, gap: float, delays=None, horizon: int | None = None, salt=0) -> ObliviousEnv:
     """Thune et al.'s ``Bern(K, Delta)``: i.i.d. Bernoulli losses drawn before the game (oblivious).
 
@@ -242,6 +246,7 @@ class LabelStreamEnv(World):
                 StreamState(streak.astype(jnp.int32), jnp.asarray(action, jnp.int32)))
 
 
+@constructor
 def label_stream(labels, n_arms: int | None = None, delay=None, adaptive_d: int | None = None,
                  streak_factor: int = 3, count_current: bool = True) -> LabelStreamEnv:
     """A click stream ``labels[t]`` in ``{0..K-1}`` as an adversarial world (Wang et al. 2021, Sec. 4.2).
@@ -295,6 +300,7 @@ def label_stream(labels, n_arms: int | None = None, delay=None, adaptive_d: int 
                           n_arms=K, d_bound=d, streak_factor=streak_factor, count_current=bool(count_current))
 
 
+@constructor
 def synthetic_labels(probs, horizon: int, seed: int = 0, drift: float = 0.0) -> np.ndarray:
     """A synthetic click stream (a stand-in for logged data), drawn with numpy on the host.
 
@@ -337,6 +343,7 @@ def synthetic_labels(probs, horizon: int, seed: int = 0, drift: float = 0.0) -> 
     return np.minimum((rng.random(T)[:, None] > cdf).sum(1), K - 1).astype(np.int32)
 
 
+@constructor
 def zipf_probs(n: int, s: float = 1.0) -> np.ndarray:
     """``p_k ~ k^-s``, ``k = 1..n`` (our Zipf(1.0) stand-in for the Outbrain categories).
 

@@ -13,6 +13,7 @@ from .. import mathlib as M
 from ..types import Outcome
 from .base import World, pytree, static
 from .stochastic import check_delay, check_means, as_means
+from ..values import constructor
 
 _F = jnp.float32
 
@@ -63,6 +64,7 @@ class CompositeEnv(World):
         return Outcome(reward=r, delay=self.delay_at(state, t, v), profile=None), state
 
 
+@constructor
 def composite(means=None, profile=None, delay=None, table=None, total: str = "bernoulli",
               concentration: float = 2.0) -> CompositeEnv:
     """A composite world (Wang et al. 2021): a pull's total reward is spread over the following rounds.

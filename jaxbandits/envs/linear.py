@@ -10,6 +10,7 @@ from .. import _validate as V
 from .. import delays as D
 from .base import World, pytree, static
 from .stochastic import check_delay
+from ..values import constructor
 
 _F = jnp.float32
 ACTION_SETS = ("fixed", "binary", "uniform", "gaussian", "sphere")
@@ -85,6 +86,7 @@ class LinearEnv(World):
         return self._outcome(self.means(state, t, features)[action], u, v, t, state)
 
 
+@constructor
 def linear(theta, n_actions=None, features=None, action_set=None, noise="bernoulli", sigma=1.0, delay=None,
            normalize: bool = False, n_valid: int = 0, min_valid: int = 0):
     """A linear bandit with parameter ``theta``: the mean reward of action ``x`` is ``<theta, x>``.

@@ -9,6 +9,7 @@ from .. import _validate as V
 from .. import delays as D
 from ..types import Outcome
 from .base import World, pytree, static
+from ..values import constructor
 
 _F = jnp.float32
 
@@ -119,6 +120,7 @@ def check_means(name, means, lo=None, hi=None):
             raise ValueError(f"{name} must have at most 2**20 = {V.MAX_ARMS} arms, got {np.size(means)}")
 
 
+@constructor
 def bernoulli(means, delay=None) -> BanditEnv:
     """Bernoulli arms with success probabilities ``means``; each reward arrives after a delay.
 
@@ -145,6 +147,7 @@ def bernoulli(means, delay=None) -> BanditEnv:
     return BanditEnv(m, delay, jnp.asarray(0.0, _F), n_arms=m.shape[0], noise="bernoulli")
 
 
+@constructor
 def gaussian(means, sigma=1.0, delay=None) -> BanditEnv:
     """Gaussian arms ``N(means[a], sigma^2)``.
 
@@ -175,6 +178,7 @@ def gaussian(means, sigma=1.0, delay=None) -> BanditEnv:
     return BanditEnv(m, delay, jnp.asarray(sigma, _F), n_arms=m.shape[0], noise="gaussian")
 
 
+@constructor
 def conversions(theta, delay) -> BanditEnv:
     """Delayed conversions (Vernade et al. 2017).
 
@@ -232,6 +236,7 @@ class ArmDelayEnv(World):
         return Outcome(reward=(u < self.means_[action]).astype(_F), delay=d), state
 
 
+@constructor
 def conversions_arm_delays(theta, delays) -> ArmDelayEnv:
     """Delayed conversions with one delay law per arm.
 

@@ -73,7 +73,7 @@ def delay_from_fit(path: str, draws: int, seed: int = 0):
     """
     import arviz as az
 
-    from ..bayes.convert import delay_laws
+    from ..bayes import delay_laws
 
     nc = os.path.join(path, "posterior.nc") if os.path.isdir(path) else path
     if not os.path.isfile(nc):
