@@ -692,7 +692,7 @@ def stats(state: LearnerState) -> dict:
 
 # ----------------------------------------------------------------------------- save / load
 def _version():
-    from . import __version__
+    from ._version import __version__
 
     return __version__
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..plotting import load_pyplot
 from .convert import family_of
 from .logs import ConversionLog
 
@@ -82,8 +83,6 @@ def ppc_curves(idata, log: ConversionLog, ages=None, n_draws: int = 100, max_pla
 def plot_ppc(idata, log: ConversionLog, path, n_draws: int = 100, max_plays: int = 200_000, seed: int = 0, curves=None):
     """``ppc.png``: per arm, the data's Kaplan-Meier curve against the posterior predictive ones
     (every replicated curve thin and light, their 5-95% band shaded)."""
-    from .report import load_pyplot
-
     c = curves if curves is not None else ppc_curves(idata, log, n_draws=n_draws, max_plays=max_plays, seed=seed)
     plt = load_pyplot()
     K = log.n_arms
