@@ -430,7 +430,7 @@ def plot_compare(comparison, path, results=None, logx=False, logy=False, only=No
 
 
 def results_figures(results) -> dict:
-    """The figures of a :class:`jaxbandits.Results` that :meth:`~jaxbandits.Results.save` writes with
+    """The figures of a :class:`jaxbandits.Results` that :meth:`~jaxbandits.results.Results.save` writes with
     ``plot=True``: ``{file name: (key, writer(path))}``: ``regret.png`` (key ``plot``), ``ratio.png``
     (``plot_ratio``, for results with a ``ratio_to``), and ``delayed_regret.png`` / ``fixed_regret.png``
     (``plot_delayed`` / ``plot_fixed``) when every policy records that metric."""

@@ -137,7 +137,7 @@ class Results:
 
     def interval(self, label, metric=None, level=0.95):
         """``(lo, hi)``: the ``level`` Student t interval of the mean regret over runs at every record
-        point (:func:`jaxbandits.compare.t_interval`; NaN for one run)."""
+        point (:func:`jaxbandits.intervals.t_interval`; NaN for one run)."""
         metric = metric or self.metric
         if self._stats_of(label, metric) is None:
             _, lo, hi = t_interval(self.curves[label][metric], axis=0, level=level)

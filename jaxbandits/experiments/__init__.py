@@ -16,9 +16,9 @@ side effects:
 A name defined in two places is an error naming both. ``experiments/`` holds the scripts and notes
 that use the reproductions.
 
-The package by concern: :mod:`.specs` (what an experiment is, its config checks and words),
-:mod:`.registry` (where experiments are found), :mod:`.builtin` (the core experiments),
-:mod:`.assemble` (results from outputs) and :mod:`.runner` (:func:`run`). Every name is
+The package by concern: :mod:`~jaxbandits.experiments.specs` (what an experiment is, its config checks and words),
+:mod:`~jaxbandits.experiments.registry` (where experiments are found), :mod:`~jaxbandits.experiments.builtin` (the core experiments),
+:mod:`~jaxbandits.experiments.assemble` (results from outputs) and :mod:`~jaxbandits.experiments.runner` (:func:`run`). Every name is
 re-exported here: ``jaxbandits.experiments.run``, ``.Experiment``, ``.get``... as before.
 """
 from __future__ import annotations

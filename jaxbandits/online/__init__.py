@@ -59,9 +59,9 @@ JSON header (format, format version, library version, policy name, channel, size
 :class:`Learner` is a thin stateful wrapper with arm names: ``learner.decide()``,
 ``learner.feedback(ids, rewards)``, ``learner.stats()``, ``learner.save(path)``.
 
-The package by concern: :mod:`.state` (the state and its set-up), :mod:`.pure` (the pure learner:
-decide, feedback, advance), :mod:`.clock` (timestamps to rounds), :mod:`.persistence` (save and
-load) and :mod:`.learner` (the stateful :class:`Learner`); every name is re-exported here.
+The package by concern: :mod:`~jaxbandits.online.state` (the state and its set-up), :mod:`~jaxbandits.online.pure` (the pure learner:
+decide, feedback, advance), :mod:`~jaxbandits.online.clock` (timestamps to rounds), :mod:`~jaxbandits.online.persistence` (save and
+load) and :mod:`~jaxbandits.online.learner` (the stateful :class:`Learner`); every name is re-exported here.
 """
 
 from __future__ import annotations

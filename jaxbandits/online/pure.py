@@ -112,7 +112,7 @@ def _decide(st, feats, masks, delays, n, samples=0):
 @partial(jax.jit, static_argnames=("cap", "samples"))
 def decide_upto(st, n, cap, samples=0):
     """``n`` decisions (``1 <= n <= cap``, a traced count) without per-round inputs: one compiled
-    program for every ``n`` up to ``cap``; the same rounds and bits as :func:`_decide`."""
+    program for every ``n`` up to ``cap``; the same rounds and bits as :func:`decide`."""
     x0 = (None, None, None)
     st, (t0, a0, p0) = _step(st, x0, samples=samples)
     ids = jnp.zeros((cap,), _I).at[0].set(t0)

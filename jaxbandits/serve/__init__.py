@@ -19,8 +19,8 @@ FastAPI and uvicorn):
   ``/series``, ``/estimates``, ``/config``: :mod:`jaxbandits.dashboard`). A bad request gets a 4xx and one
   ``{"error": "..."}`` message naming the field.
 
-The package by concern: :mod:`.config` (the configuration), :mod:`.service` (the learner and its
-database) and :mod:`.http` (the FastAPI application); every name is re-exported here.
+The package by concern: :mod:`~jaxbandits.serve.config` (the configuration), :mod:`~jaxbandits.serve.service` (the learner and its
+database) and :mod:`~jaxbandits.serve.http` (the FastAPI application); every name is re-exported here.
 """
 
 from ..delays import DELAY_LAWS, delay_law  # re-exported: serve.DELAY_LAWS, serve.delay_law as before
