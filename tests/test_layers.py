@@ -209,6 +209,32 @@ def test_no_private_name_of_another_module():
     assert not bad, "private names used outside their module:\n" + "\n".join(bad)
 
 
+def package_edges(mods, found):
+    """The imports Python adds: importing ``a.b.c`` first runs ``a/__init__.py`` and
+    ``a/b/__init__.py``. ``(importer, package)`` for every package above an imported module that
+    the importer is not itself inside (the top-level facade left out: it is checked above)."""
+    out = set()
+    for a, b, _, _ in found:
+        parts = b.split(".")
+        for i in range(2, len(parts)):
+            pkg = ".".join(parts[:i])
+            if pkg in mods and a != pkg and not a.startswith(pkg + "."):
+                out.add((a, pkg))
+    return out
+
+
+@pytest.mark.xfail(strict=True, reason="known: (1) jaxbandits.bayes/__init__ re-exports "
+                   "its reports and plots, so policies.bayes and ope.log, importing bayes.families / bayes.logs, run "
+                   "a report-layer __init__; (2) expfile and parts import experiments.specs / .assemble / .registry, "
+                   "which runs experiments/__init__ (it re-exports the runner: jaxbandits.experiments.run) and the runner, which imports parts (a circle through the "
+                   "package's __init__). Fixed when bayes/__init__ stops importing its reports and expfile/parts "
+                   "move into the experiments package (or its __init__ stops aggregating the runner)")
+def test_package_inits_add_no_circle_and_no_upward_import():
+    edges = {(a, b) for a, b, _, _ in IMPORTS} | package_edges(MODS, IMPORTS)
+    up = sorted(f"{a} -> {b}" for a, b in edges if b != PKG and layer_of(b) > layer_of(a))
+    assert not cycles(edges) and not up, (cycles(edges), up)
+
+
 # ----------------------------------------------------------------------------- the checks themselves
 def _tree(tmp_path, files):
     root = tmp_path / PKG
@@ -239,6 +265,12 @@ def test_upward_and_private_imports_are_found(tmp_path):
                      if is_private(n if isinstance(n, str) else n[1]))
     assert private == ["_hidden", "_inner"]
     assert [a for a, b, _, _ in found if b == PKG] == ["jaxbandits.cli"]
+
+
+def test_package_inits_are_edges_of_their_submodules_importers(tmp_path):
+    mods = _tree(tmp_path, {"__init__.py": "", "sub/__init__.py": "from .b import g\n", "sub/b.py": "def g():\n    pass\n",
+                            "a.py": "from .sub.b import g\n"})
+    assert package_edges(mods, imports(mods)) == {("jaxbandits.a", "jaxbandits.sub")}
 
 
 @pytest.mark.parametrize("module", ["jaxbandits.experiments.runner", "jaxbandits.online", "jaxbandits.cli"])
