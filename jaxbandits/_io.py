@@ -177,7 +177,7 @@ def file_sha256(path) -> str:
     return h.hexdigest()
 
 
-_sha256 = file_sha256
+sha256_file = file_sha256
 
 
 # ----------------------------------------------------------------------------- the folder
@@ -324,7 +324,7 @@ def output_folder(out, identity: Optional[dict] = None, *, force: bool = False):
     except BaseException:
         _remove_created(path, created, None)
         raise
-    h = _Hold(path, out, fd, _normal(identity) if identity is not None else None, force, created)
+    h = _Hold(path, out, fd, json_normal(identity) if identity is not None else None, force, created)
     with _GUARD:
         _HELD[path] = h
     ok = False
@@ -360,7 +360,7 @@ def _remove_created(path, created, fd):
             os.close(fd)
 
 
-def _normal(x):
+def json_normal(x):
     """JSON-normal form (tuples -> lists, numpy scalars and arrays -> numbers and lists)."""
     def default(o):
         if hasattr(o, "tolist"):
@@ -370,7 +370,7 @@ def _normal(x):
     return json.loads(json.dumps(x, default=default))
 
 
-def _read_json(p):
+def read_json(p):
     try:
         with open(p, encoding="utf-8") as fh:
             return json.load(fh)
@@ -382,10 +382,10 @@ def _previous(path):
     """``(found, identity, files)`` of the results in ``path``: from the manifest, else from a
     ``summary.json`` of an earlier version (identity None when it names no experiment); without
     either, ``(False, None, set())``."""
-    m = _read_json(os.path.join(path, MANIFEST_NAME))
+    m = read_json(os.path.join(path, MANIFEST_NAME))
     if isinstance(m, dict) and "files" in m:
         return True, m.get("identity"), set(m.get("files", {}))
-    s = _read_json(os.path.join(path, "summary.json"))
+    s = read_json(os.path.join(path, "summary.json"))
     if os.path.exists(os.path.join(path, "summary.json")):
         ident = ({"experiment": s["experiment"], "config": s.get("config") or {}}
                  if isinstance(s, dict) and isinstance(s.get("experiment"), str) else None)
@@ -468,13 +468,13 @@ def recover(out, *, _locked=False) -> bool:
     Returns True if a save was finished."""
     path = os.path.realpath(os.path.abspath(os.fspath(out)))
     if not _locked:
-        m = _read_json(os.path.join(path, MANIFEST_NAME))
+        m = read_json(os.path.join(path, MANIFEST_NAME))
         if not (isinstance(m, dict) and m.get("state") == "committing"):
             return False
         with output_folder(out):  # recovers under the lock
             return True
     done = False
-    m = _read_json(os.path.join(path, MANIFEST_NAME))
+    m = read_json(os.path.join(path, MANIFEST_NAME))
     if isinstance(m, dict) and m.get("state") == "committing":
         _commit(path, m)
         done = True
@@ -504,7 +504,7 @@ def save_files(out, files: Dict[str, Callable[[str], object]], identity: Optiona
                 staged[name] = tmp = _tmp_path(os.path.join(path, name))
                 writer(tmp)
                 _fsync_path(tmp)
-            sums = {name: _sha256(tmp) for name, tmp in staged.items()}
+            sums = {name: sha256_file(tmp) for name, tmp in staged.items()}
         except BaseException as e:
             for tmp in staged.values():
                 with contextlib.suppress(OSError):
@@ -513,7 +513,7 @@ def save_files(out, files: Dict[str, Callable[[str], object]], identity: Optiona
                 raise disk_full_error(os.path.join(path, name), e) from None
             raise
         _, _, before = _previous(path)
-        ident = h.identity if h.identity is not None else _normal(identity)
+        ident = h.identity if h.identity is not None else json_normal(identity)
         m = {"format": _FORMAT, "writer": "jaxbandits", "identity": ident, "state": "committing",
              "files": sums, "staged": {n: os.path.basename(t) for n, t in staged.items()},
              "remove": sorted(before - set(files))}
@@ -527,9 +527,9 @@ def add_file(out, name: str, writer: Callable[[str], object]) -> str:
     and record it in the manifest (e.g. ``jaxbandits plot``'s new ``regret.png``)."""
     with output_folder(out) as path:
         p = atomic_write(os.path.join(path, name), writer)
-        m = _read_json(os.path.join(path, MANIFEST_NAME))
+        m = read_json(os.path.join(path, MANIFEST_NAME))
         if isinstance(m, dict) and m.get("state") == "complete":
-            m.setdefault("files", {})[name] = _sha256(p)
+            m.setdefault("files", {})[name] = sha256_file(p)
             _write_manifest(path, m)
     return os.path.join(os.fspath(out), name)
 

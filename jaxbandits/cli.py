@@ -90,7 +90,7 @@ def parser():
     """The ``jaxbandits`` command line's argument parser (every subcommand)."""
     p = _Parser(prog="jaxbandits", description="Bandits with delayed feedback, in JAX.")
     p.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
-    from . import __version__
+    from ._version import __version__
 
     p.add_argument("--version", action="version", version=f"jaxbandits {__version__}")
     sub = p.add_subparsers(dest="cmd", metavar="COMMAND", parser_class=_Parser,
@@ -508,7 +508,7 @@ def _written(out) -> list:
     """The files the results folder ``out`` holds, as its manifest lists them (docs/results.md)."""
     from . import _io
 
-    man = _io._read_json(os.path.join(out, _io.MANIFEST_NAME))
+    man = _io.read_json(os.path.join(out, _io.MANIFEST_NAME))
     files = list((man or {}).get("files", {})) if isinstance(man, dict) else []
     first = ("summary.json", "results.nc")
     return [f for f in first if f in files] + sorted(f for f in files if f not in first)

@@ -27,99 +27,8 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-#: The interval methods of :func:`compare`.
-METHODS = ("t", "bootstrap")
-
-
-def _check_level(level):
-    if isinstance(level, bool) or not isinstance(level, (int, float, np.floating)) or not 0 < float(level) < 1:
-        raise ValueError(f"level must be a number in (0, 1) (e.g. 0.95), got {level!r}")
-    return float(level)
-
-
-def t_interval(x, axis: int = 0, level: float = 0.95):
-    """Mean and Student t interval of the mean of ``x`` over ``axis`` (the runs).
-
-    Returns ``(mean, lo, hi)``, arrays of ``x``'s shape without ``axis``:
-    ``mean +- t_{n-1, (1+level)/2} * sd / sqrt(n)`` with the unbiased ``sd`` (``ddof=1``). With one
-    sample (``n = 1``) the interval is undefined: ``lo`` and ``hi`` are NaN. Any leading or trailing
-    axes are vectorised over (replications, record points, policies)."""
-    from scipy.special import stdtrit
-
-    level = _check_level(level)
-    x = np.asarray(x, np.float64)
-    n = x.shape[axis]
-    m = x.mean(axis)
-    if n < 2:
-        nan = np.full(m.shape, np.nan)
-        return m, nan, nan.copy()
-    half = stdtrit(n - 1, 0.5 + level / 2) * x.std(axis, ddof=1) / np.sqrt(n)
-    return m, m - half, m + half
-
-
-def t_interval_moments(n, mean, m2, level: float = 0.95):
-    """:func:`t_interval` from the moments over ``n`` runs: the mean and the second central moment
-    ``m2 = sum (x - mean)^2`` (so ``sd = sqrt(m2 / (n - 1))``), as the statistics reduced on the
-    device give them (docs/results.md). The same interval as :func:`t_interval` of the runs."""
-    from scipy.special import stdtrit
-
-    level = _check_level(level)
-    mean = np.asarray(mean, np.float64)
-    if n < 2:
-        nan = np.full(mean.shape, np.nan)
-        return mean, nan, nan.copy()
-    half = stdtrit(n - 1, 0.5 + level / 2) * np.sqrt(np.asarray(m2, np.float64) / (n - 1)) / np.sqrt(n)
-    return mean, mean - half, mean + half
-
-
-def bootstrap_interval(x, axis: int = 0, level: float = 0.95, n_boot: int = 2000, seed: int = 0):
-    """Mean and percentile-bootstrap interval of the mean of ``x`` over ``axis`` (the runs):
-    ``n_boot`` resamples of the runs with replacement (each a multinomial count vector, so a
-    resampled mean is one matrix product), the ``(1-level)/2`` and ``(1+level)/2`` quantiles of the
-    resampled means. Returns ``(mean, lo, hi)`` like :func:`t_interval`; ``seed`` fixes the
-    resamples (same seed, same interval)."""
-    level = _check_level(level)
-    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 10:
-        raise ValueError(f"n_boot must be an integer >= 10, got {n_boot!r}")
-    x = np.moveaxis(np.asarray(x, np.float64), axis, -1)  # [..., n]
-    n = x.shape[-1]
-    m = x.mean(-1)
-    if n < 2:
-        nan = np.full(m.shape, np.nan)
-        return m, nan, nan.copy()
-    w = np.random.default_rng(seed).multinomial(n, np.full(n, 1.0 / n), size=int(n_boot)) / n  # [B, n]
-    means = x @ w.T  # [..., B]
-    lo, hi = np.quantile(means, [0.5 - level / 2, 0.5 + level / 2], axis=-1)
-    return m, lo, hi
-
-
-def interval(x, axis: int = 0, level: float = 0.95, method: str = "t", n_boot: int = 2000, seed: int = 0):
-    """:func:`t_interval` or :func:`bootstrap_interval` by ``method`` (one of :data:`METHODS`)."""
-    if method == "t":
-        return t_interval(x, axis, level)
-    if method == "bootstrap":
-        return bootstrap_interval(x, axis, level, n_boot, seed)
-    raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}, got {method!r}")
-
-
-def short_labels(results) -> Dict[str, str]:
-    """``{label: label within its panel}``: a multi-panel experiment labels its policies
-    ``"panel: policy"`` (``"d=10: UCB1"`` is ``"UCB1"`` of panel ``"d=10"``; a panel name may itself
-    contain ``": "``); without panels a label is its own."""
-    out = {}
-    for lab in results.curves:
-        p = results.panels.get(lab, "") if results.panels else ""
-        out[lab] = lab[len(p) + 2:] if p and lab.startswith(p + ": ") else lab
-    return out
-
-
-def _panels(results) -> Dict[str, List[str]]:
-    """``{panel name: [labels]}`` in the results' order (one unnamed panel without panels)."""
-    out: Dict[str, List[str]] = {}
-    for lab in results.curves:
-        out.setdefault(results.panels.get(lab, "") if results.panels else "", []).append(lab)
-    return out
-
+from .intervals import METHODS, bootstrap_interval, check_level, interval, t_interval, t_interval_moments
+from .labels import check_metric, panels_of, select_labels, short_labels
 
 @dataclasses.dataclass
 class Comparison:
@@ -190,19 +99,6 @@ def _floats(a):
     return [_float(x) for x in np.asarray(a)]
 
 
-def check_metric(results, metric=None, labels=None) -> str:
-    """``metric`` (default the experiment's) if every policy of ``labels`` (default all) records it,
-    else a ``ValueError`` naming it and the curves recorded."""
-    metric = metric or results.metric
-    labels = list(results.curves) if labels is None else list(labels)
-    missing = [lab for lab in labels if metric not in results.curves[lab]]
-    if missing:
-        have = sorted(set.intersection(*(set(results.curves[l]) - {"pulls"} for l in labels)))
-        raise ValueError(f"metric {metric!r} is not recorded for {', '.join(missing)}; recorded for every "
-                         f"policy: {', '.join(have)}")
-    return metric
-
-
 def compare(results, baseline: Optional[str] = None, level: float = 0.95, method: str = "t",
             metric: Optional[str] = None, n_boot: int = 2000, seed: int = 0, only=None, exclude=None) -> Comparison:
     """Compare every policy of ``results`` (a :class:`jaxbandits.Results`) with ``baseline``: the
@@ -216,15 +112,13 @@ def compare(results, baseline: Optional[str] = None, level: float = 0.95, method
     experiment's metric: ``regret``, ``expected_regret``, ``delayed_regret``...). ``only`` /
     ``exclude`` (labels or labels within a panel) choose the policies compared with the baseline.
     Every argument is checked first, with an error naming it and what is allowed."""
-    from .plotting import select_labels  # no matplotlib import: label selection only
-
     sh = short_labels(results)
     chosen = set(select_labels(list(results.curves), only, exclude, short=sh))
-    level = _check_level(level)
+    level = check_level(level)
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}, got {method!r}")
     metric = check_metric(results, metric)
-    panels = _panels(results)
+    panels = panels_of(results)
     if baseline is not None and not isinstance(baseline, str):
         raise TypeError(f"baseline must be a policy label (str), got {type(baseline).__name__}")
     baselines = {}

@@ -822,7 +822,7 @@ def build_panels(doc: dict, ctx: Optional[_Ctx] = None) -> list:
     compilation); an object of the wrong sort is an error naming its key and line."""
     from .channels import Channel
     from .envs.base import World
-    from .experiments import Panel
+    from .experiments.specs import Panel
     from .values import is_policy
 
     ctx = ctx or _Ctx("<experiment file>", {})
@@ -876,7 +876,7 @@ def experiment(path: str, sets: Optional[dict] = None, *, doc_ctx=None):
     declarative file already built once (so every constructor's check has run before anything
     compiles). ``sets``: ``--set`` overrides (dotted keys of the file; keys of [config] for build
     and runner files)."""
-    from .experiments import Experiment
+    from .experiments.specs import Experiment
 
     doc, ctx = doc_ctx or read(path, sets)
     name = doc.get("name") or os.path.splitext(os.path.basename(os.fspath(path)))[0]
@@ -993,7 +993,7 @@ def describe(exp, overrides: Optional[dict] = None) -> Tuple[dict, str]:
     """A registered experiment as a file: ``(document, comment)``. A build's values are written
     declaratively (module docstring); a sweep (``runner``) as its function and config.
     Raises :class:`NotExpressible` (saying why) when neither can be written."""
-    from .experiments import resolve_config
+    from .experiments.specs import resolve_config
 
     cfg = resolve_config(exp, overrides)
     head = {"name": exp.name, "description": exp.description}
@@ -1055,7 +1055,7 @@ def _describe_declarative(exp, cfg, head, overrides):
     built = exp.build(cfg)
     panels = built if isinstance(built, list) else None
     if panels is None:
-        from .experiments import Panel
+        from .experiments.specs import Panel
 
         panels = [Panel("", *built)]
     doc = dict(head, horizon=exp.horizon, runs=exp.runs, seed=0)
@@ -1143,7 +1143,7 @@ def settable_keys(doc: dict) -> List[Tuple[str, Any, str]]:
 def show_file(exp, path, sets: Optional[dict] = None) -> str:
     """What ``jaxbandits show FILE.toml [--set ...]`` prints (``sets``: the [config] overrides of a
     build/runner file, the dotted keys of a declarative one)."""
-    from .experiments import show as show_exp
+    from .experiments.specs import show as show_exp
 
     if exp.runner is not None or exp.build is not _build_from_spec:
         return show_exp(exp, sets).rsplit("\n\n", 1)[0]

@@ -121,7 +121,7 @@ def save_part(out, meta: dict, outs: Dict[str, object]) -> dict:
             np.savez(fh, **arrays)
 
     identity = {"experiment": meta["experiment"], "config": meta["config"], "part": f"{meta['part']}/{meta['parts']}"}
-    return _io.save_files(out, {"part.json": _io.json_writer(_io._normal(meta)), "part.npz": write_npz}, identity)
+    return _io.save_files(out, {"part.json": _io.json_writer(_io.json_normal(meta)), "part.npz": write_npz}, identity)
 
 
 def save_sweep_part(out, meta: dict, ctx) -> dict:
@@ -142,7 +142,7 @@ def save_sweep_part(out, meta: dict, ctx) -> dict:
             np.savez(fh, **arrays)
 
     identity = {"experiment": meta["experiment"], "config": meta["config"], "part": f"{meta['part']}/{meta['parts']}"}
-    return _io.save_files(out, {"part.json": _io.json_writer(_io._normal(meta)), "part.npz": write_npz}, identity)
+    return _io.save_files(out, {"part.json": _io.json_writer(_io.json_normal(meta)), "part.npz": write_npz}, identity)
 
 
 # ----------------------------------------------------------------------------- reading and merging
@@ -159,7 +159,7 @@ def load_part(folder) -> dict:
     _io.recover(folder)
     pj = os.path.join(folder, "part.json")
     if not os.path.isfile(pj):
-        s = _io._read_json(os.path.join(folder, "summary.json"))
+        s = _io.read_json(os.path.join(folder, "summary.json"))
         if isinstance(s, dict) and s.get("partial"):
             raise MergeError(f"merge: {d!r} holds an interrupted part (it did not finish): resume it with: "
                              f"{s.get('resume')}")
@@ -169,16 +169,16 @@ def load_part(folder) -> dict:
         what = "a whole run's results" if os.path.isfile(os.path.join(folder, "results.nc")) else "no part.json"
         raise MergeError(f"merge: {d!r} is not a part folder ({what}): give the folders written by "
                          "jaxbandits run NAME --part I/N --out DIR")
-    meta = _io._read_json(pj)
+    meta = _io.read_json(pj)
     if not isinstance(meta, dict) or meta.get("format") != PART_FORMAT:
         raise MergeError(f"merge: {pj} is not a part description of this version ({PART_FORMAT})")
-    man = _io._read_json(os.path.join(folder, _io.MANIFEST_NAME))
+    man = _io.read_json(os.path.join(folder, _io.MANIFEST_NAME))
     sums = man.get("files", {}) if isinstance(man, dict) else {}
     for name in ("part.json", "part.npz"):
         p = os.path.join(folder, name)
         if not os.path.isfile(p):
             raise MergeError(f"merge: {d!r} lacks {name}")
-        if name not in sums or _io._sha256(p) != sums[name]:
+        if name not in sums or _io.sha256_file(p) != sums[name]:
             raise MergeError(f"merge: {p} does not match the checksum of its manifest (a damaged or edited file): "
                              "rerun that part")
     meta["_folder"] = d
@@ -299,7 +299,7 @@ def merge(dirs: Sequence, out, *, force: bool = False, plot: bool = True):
     ``summary.json``, ...): bitwise those of the run done whole (timing aside). Refuses parts of
     different runs or versions, missing or duplicated parts, damaged files
     (:class:`MergeError`), and an ``out`` holding other results (as ``run``; ``force``)."""
-    from .experiments import assemble_results
+    from .experiments.assemble import assemble_results
 
     if not dirs:
         raise MergeError("merge: give the part folders to merge (jaxbandits merge DIR... --out OUT)")
@@ -329,7 +329,7 @@ def merge(dirs: Sequence, out, *, force: bool = False, plot: bool = True):
 
 def _sweep_experiment(ref: dict):
     """The experiment a sweep's parts are of: by name, or re-read from its file."""
-    from . import experiments as X
+    from .experiments import registry as X
 
     if ref.get("source"):
         from . import expfile

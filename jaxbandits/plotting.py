@@ -15,6 +15,7 @@ from typing import Dict, Iterable, List, Optional
 import numpy as np
 
 from ._io import atomic_write
+from .labels import REFERENCE_LABELS, check_metric, is_reference, select_labels, short_labels
 
 #: matplotlib settings shared by every figure of jaxbandits.
 STYLE = {
@@ -23,8 +24,6 @@ STYLE = {
     "axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False, "axes.spines.right": False,
     "lines.linewidth": 1.6,
 }
-#: Short labels (case-insensitive) drawn as reference curves by default: thin, grey, off the y-limits.
-REFERENCE_LABELS = ("random", "uniform random", "uniform-random", "uniform")
 _REF_COLOR = "0.55"
 
 
@@ -42,6 +41,16 @@ def save_figure(fig, path):
     finally:
         plt.close(fig)
     return path
+
+
+def load_pyplot():
+    """``matplotlib.pyplot`` on the Agg backend (files, no window), imported on first use."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 @contextlib.contextmanager
@@ -72,42 +81,6 @@ def colors(short: Iterable[str]) -> Dict[str, object]:
     return {s: cmap(i % cmap.N) for i, s in enumerate(short)}
 
 
-def select_labels(labels: List[str], only, exclude, what="only", short: Optional[Dict[str, str]] = None) -> List[str]:
-    """Labels kept by ``only`` / ``exclude`` (each a label or a label within its panel, ``short``);
-    unknown names are an error naming the option and the labels there are."""
-    sh = short or {l: l for l in labels}
-
-    def norm(x, name):
-        if x is None:
-            return []
-        x = [x] if isinstance(x, str) else list(x)
-        known = set(labels) | {sh[l] for l in labels}
-        bad = [v for v in x if v not in known]
-        if bad:
-            raise ValueError(f"{name}: no policy {', '.join(map(repr, bad))}; policies: "
-                             + ", ".join(dict.fromkeys(sh[l] for l in labels)))
-        return x
-
-    keep = norm(only, what)
-    drop = norm(exclude, "exclude")
-    hit = lambda l, names: l in names or sh[l] in names
-    out = [l for l in labels if (not keep or hit(l, keep)) and not hit(l, drop)]
-    if not out:
-        raise ValueError("only/exclude leave no policy; policies: " + ", ".join(dict.fromkeys(sh[l] for l in labels)))
-    return out
-
-
-def is_reference(label: str, references=None, within: Optional[str] = None) -> bool:
-    """Whether ``label`` (``within``: its label within its panel) is drawn as a reference curve:
-    named in ``references`` (labels or labels within a panel), or, when ``references`` is None, a
-    uniform-random policy (:data:`REFERENCE_LABELS`)."""
-    within = label if within is None else within
-    if references is None:
-        return within.lower() in REFERENCE_LABELS
-    refs = [references] if isinstance(references, str) else list(references)
-    return label in refs or within in refs
-
-
 def overrides(results) -> Optional[dict]:
     """The settings of ``results`` that differ from its experiment's defaults (``{}``: defaults), or
     None when the experiment is not registered in this session (then the caption lists the whole
@@ -118,9 +91,9 @@ def overrides(results) -> Optional[dict]:
         defaults = experiments.get(results.experiment).config
     except Exception:  # an experiment of another session or package: show the whole config
         return None
-    from ._io import _normal
+    from ._io import json_normal
 
-    cfg, dflt = _normal(results.config), _normal(defaults)
+    cfg, dflt = json_normal(results.config), json_normal(defaults)
     return {k: v for k, v in cfg.items() if k not in DESCRIPTIVE_KEYS and (k not in dflt or dflt[k] != v)}
 
 
@@ -254,8 +227,6 @@ def _pulls_axis(ax, results, labs, refs, sh):
 def figure_regret(results, metric=None, logx=False, logy=False, title=None, bands="ci", only=None,
                   exclude=None, references=None, pulls=False, show_caption=True):
     """The figure of ``plot_regret`` (returned, not saved). See :func:`plot_regret`."""
-    from .compare import check_metric, short_labels
-
     sh = short_labels(results)
     labels = select_labels(list(results.curves), only, exclude, short=sh)
     metric = check_metric(results, metric, labels)
@@ -348,8 +319,6 @@ def figure_ratio(results, reference: str, t0: int = 100, logx=False, logy=False)
     """The figure of :func:`plot_ratio` (returned, not saved)."""
     panels = list(dict.fromkeys(results.panels.values())) if results.panels else [""]
     rows, cols = _grid(len(panels), results.layout)
-    from .compare import short_labels
-
     sh = short_labels(results)
     col = colors(sh[l] for l in results.curves if sh[l] != reference)
     t = np.asarray(results.t)
@@ -458,3 +427,17 @@ def plot_compare(comparison, path, results=None, logx=False, logy=False, only=No
     (differences change sign); ``references`` as in :func:`plot_regret` (default: the uniform-random
     policy, drawn thin and grey, outside the y-limits). Returns the path written."""
     return save_figure(figure_compare(comparison, results, logx, logy, only, exclude, references), path)
+
+
+def results_figures(results) -> dict:
+    """The figures of a :class:`jaxbandits.Results` that :meth:`~jaxbandits.results.Results.save` writes with
+    ``plot=True``: ``{file name: (key, writer(path))}``: ``regret.png`` (key ``plot``), ``ratio.png``
+    (``plot_ratio``, for results with a ``ratio_to``), and ``delayed_regret.png`` / ``fixed_regret.png``
+    (``plot_delayed`` / ``plot_fixed``) when every policy records that metric."""
+    out = {"regret.png": ("plot", lambda p: plot_regret(results, p))}
+    if results.ratio_to:
+        out["ratio.png"] = ("plot_ratio", lambda p: plot_ratio(results, p, results.ratio_to))
+    for metric, key in (("delayed_regret", "plot_delayed"), ("fixed_regret", "plot_fixed")):
+        if all(metric in c for c in results.curves.values()):
+            out[f"{metric}.png"] = (key, lambda p, metric=metric: plot_regret(results, p, metric=metric))
+    return out

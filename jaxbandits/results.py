@@ -17,15 +17,24 @@ from typing import Dict
 
 import numpy as np
 
+from .intervals import t_interval, t_interval_moments
+
 def versions() -> dict:
     import jax
 
-    from . import __version__
+    from ._version import __version__
 
     return {"jaxbandits": __version__, "jax": jax.__version__, "numpy": np.__version__,
             "python": platform.python_version(), "backend": jax.default_backend(),
             "x64": bool(jax.config.jax_enable_x64),
             "threefry_partitionable": bool(jax.config.jax_threefry_partitionable)}
+
+
+#: The figures :meth:`Results.save` draws with ``plot=True``: a function of the results giving
+#: ``{file name: (key of save's answer, writer(path))}``. Figures belong to the report layer above
+#: results (:func:`jaxbandits.plotting.results_figures`); the package wires that function in when it
+#: is imported (``jaxbandits/__init__.py``), so this module never imports the plots above it.
+FIGURES = None
 
 
 @dataclass
@@ -128,9 +137,7 @@ class Results:
 
     def interval(self, label, metric=None, level=0.95):
         """``(lo, hi)``: the ``level`` Student t interval of the mean regret over runs at every record
-        point (:func:`jaxbandits.compare.t_interval`; NaN for one run)."""
-        from .compare import t_interval, t_interval_moments
-
+        point (:func:`jaxbandits.intervals.t_interval`; NaN for one run)."""
         metric = metric or self.metric
         if self._stats_of(label, metric) is None:
             _, lo, hi = t_interval(self.curves[label][metric], axis=0, level=level)
@@ -288,17 +295,12 @@ class Results:
                  "table.md": _io.text_writer(f"{self.experiment}: {self.runs} runs, mean ± s.e.\n\n" + self.table())}
         keys = {"results.nc": "results", "summary.json": "summary", "table.md": "table"}
         if plot:
-            from .plotting import plot_ratio, plot_regret
-
-            files["regret.png"] = lambda p: plot_regret(self, p)
-            keys["regret.png"] = "plot"
-            if self.ratio_to:
-                files["ratio.png"] = lambda p: plot_ratio(self, p, self.ratio_to)
-                keys["ratio.png"] = "plot_ratio"
-            for metric, key in (("delayed_regret", "plot_delayed"), ("fixed_regret", "plot_fixed")):
-                if all(metric in c for c in self.curves.values()):
-                    files[f"{metric}.png"] = lambda p, metric=metric: plot_regret(self, p, metric=metric)
-                    keys[f"{metric}.png"] = key
+            if FIGURES is None:
+                raise RuntimeError("Results.save(plot=True) needs the report layer's figures (jaxbandits.plotting); "
+                                   "import jaxbandits (which provides them) or pass plot=False")
+            for name, (key, writer) in FIGURES(self).items():
+                files[name] = writer
+                keys[name] = key
         written = _io.save_files(out_dir, files, self.identity(), force=force)
         return {keys[name]: path for name, path in written.items()}
 

@@ -24,7 +24,7 @@ TINY = X.Experiment(NAME, "two arms, delays, UCB1 and random (scale-out tests)",
 
 
 def register():
-    if NAME not in X._SESSION:
+    if NAME not in X.registry._SESSION:
         X.register(TINY)
 
 

@@ -93,7 +93,7 @@ def test_bad_invocations_exit_2_with_a_named_parameter(argv, must, workdir, caps
     def no_simulation(*a, **k):
         raise AssertionError("simulated before the error was found")
 
-    monkeypatch.setattr(X, "simulate", no_simulation)
+    monkeypatch.setattr(X.runner, "simulate", no_simulation)
     assert main(argv + (["--no-progress"] if argv[:1] in (["run"], ["fit"]) and len(argv) > 1 else [])) == 2
     _check(capsys.readouterr().err, must)
     assert not (workdir / "results").exists()  # a failed command leaves no output folder behind

@@ -88,7 +88,7 @@ def user_experiment():
 
     exp = X.Experiment("my-two-arms", "a user's own: two Bernoulli arms", build, {"low": 0.2}, horizon=60, runs=3)
     yield exp
-    if "my-two-arms" in X._SESSION:
+    if "my-two-arms" in X.registry._SESSION:
         X.unregister("my-two-arms")
 
 

@@ -274,7 +274,7 @@ def test_resume_command_of_a_file_names_the_file(tmp_path):
     f = tmp_path / "mine.toml"
     f.write_text(USER)
     exp = F.experiment(str(f), {"horizon": 90})
-    cmd = X._resume_command(exp.source, None, None, 1, None, "out", None)
+    cmd = X.resume_command(exp.source, None, None, 1, None, "out", None)
     assert cmd.startswith(f"jaxbandits run {f} --set horizon=90 ") and cmd.endswith("--out out --resume")
 
 
@@ -365,7 +365,7 @@ def test_schema_errors_name_the_key_and_its_line(text, expected, tmp_path, capsy
     def no_simulation(*a, **k):
         raise AssertionError("simulate called")
 
-    monkeypatch.setattr(X, "simulate", no_simulation)
+    monkeypatch.setattr(X.runner, "simulate", no_simulation)
     rc = main(["run", str(f), "--out", str(tmp_path / "out"), "--no-progress", "--single-device"])
     err = capsys.readouterr().err
     if expected is None:  # a good file: it got as far as simulating

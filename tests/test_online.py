@@ -450,3 +450,20 @@ def test_clock_bursts_run_ahead_late_events_counted_and_bad_times_refused(tmp_pa
         online.advance(st, 5)
     with pytest.raises(ValueError, match="now"):
         online.advance(online.init(P.ucb1(), C.attributed(), 2, 0), -1)
+
+
+def test_a_learner_saved_before_the_online_package_split_loads_and_goes_on_bitwise():
+    """``tests/reference/online_learner_v2.npz`` was saved by the single-module ``jaxbandits/online.py``
+    (format version 2): DelayedKLUCB on a conversions channel with a clock, 5 decisions and 2
+    conversions. It loads into the split package, and its next decisions, codes and estimates are
+    the ones that module computed from it (recorded then, float32 estimates compared exactly)."""
+    import os
+
+    path = os.path.join(os.path.dirname(__file__), "reference", "online_learner_v2.npz")
+    assert online.read_header(path)["format_version"] == 2
+    lr = online.Learner.load(path, V.delayed_klucb(D.geometric(mean=5.0), 8), C.conversions(window=8))
+    assert lr.arms == ["a", "b", "c"] and lr.clock == online.Clock(0, 2)
+    assert lr.stats()["decisions"] == 5 and lr.stats()["accepted"] == 2
+    assert lr.decide(4, now=9) == ([6, 7, 8, 9], ["c", "c", "b", "c"])
+    assert lr.feedback([7, 8], now=10) == ["accepted", "accepted"]
+    assert lr.estimates() == {"a": 0.0, "b": 1.1696785688400269, "c": 1.0677247047424316}

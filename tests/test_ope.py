@@ -440,8 +440,8 @@ def test_serve_labels_explore_over_a_declared_law_exact(tmp_path, monkeypatch):
     from jaxbandits.policies import classic
 
     table = serve.policy_table()
-    monkeypatch.setattr(serve, "policy_table", lambda: {**table, "exp3": classic.exp3})
-    monkeypatch.setattr(serve, "POLICIES", serve.POLICIES + ("exp3",))
+    monkeypatch.setattr(serve.config, "policy_table", lambda: {**table, "exp3": classic.exp3})
+    monkeypatch.setattr(serve.config, "POLICIES", serve.POLICIES + ("exp3",))
     for name, exact in (("exp3", True),):
         cfg = serve.load_config(None, arms=["x", "y"], policy={"name": name, "explore": 0.2, "propensity_samples": 8},
                                 channel={"kind": "attributed"})

@@ -306,7 +306,7 @@ def test_run_refuses_other_results_before_running(tmp_path, monkeypatch):
         raise AssertionError("simulated before the output folder was checked")
 
     with monkeypatch.context() as m:
-        m.setattr(X, "simulate", no_simulation)
+        m.setattr(X.runner, "simulate", no_simulation)
         with pytest.raises(_io.ResultsExistError, match="exp-old"):
             X.run("classic-bernoulli", runs=2, horizon=50, out=d)
     res = X.run("classic-bernoulli", runs=2, horizon=50, out=d, force=True)
@@ -325,7 +325,7 @@ def test_unwritable_out_is_refused_before_running(tmp_path, monkeypatch):
     def no_simulation(*a, **k):
         raise AssertionError("simulated before the output folder was checked")
 
-    monkeypatch.setattr(X, "simulate", no_simulation)
+    monkeypatch.setattr(X.runner, "simulate", no_simulation)
     for out, msg in _bad_outs(tmp_path):
         t0 = time.perf_counter()
         with pytest.raises(_io.OutputFolderError, match=msg):

@@ -101,7 +101,7 @@ def _edit_part_json(folder, **changes):
     p.write_text(json.dumps(meta))
     man = folder / _io.MANIFEST_NAME
     m = json.load(open(man))
-    m["files"]["part.json"] = _io._sha256(str(p))
+    m["files"]["part.json"] = _io.sha256_file(str(p))
     man.write_text(json.dumps(m))
 
 

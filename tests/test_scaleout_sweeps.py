@@ -102,7 +102,7 @@ def _merge_err(capsys, *dirs, out):
 def _resign(folder, name):
     man = folder / _io.MANIFEST_NAME
     m = json.load(open(man))
-    m["files"][name] = _io._sha256(str(folder / name))
+    m["files"][name] = _io.sha256_file(str(folder / name))
     man.write_text(json.dumps(m))
 
 

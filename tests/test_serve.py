@@ -296,7 +296,7 @@ def _drive(tmp_path, n_decisions, batch, kill_at):
     assert stats["counters"] == {k: c[k] for k in online.CODES} and stats["pending"] == c["pending"]
     assert stats["decisions"] == sum(arm_counts.values()) >= n_decisions
     assert stats["duplicate"] > 0 and c["accepted"] > n_decisions * 0.1
-    est = serve._estimates(lr.policy, online.close_round(lr.state))
+    est = online.arm_estimates(lr.policy, online.close_round(lr.state))
     assert [stats["arms"][a]["estimate"] for a in CONFIG["arms"]] == est
     return stats
 
@@ -368,12 +368,13 @@ def test_stats_report_the_policy_s_declared_estimate(tmp_path):
 def test_estimate_nan_is_null_and_a_policy_without_estimate_gives_null():
     import jax.numpy as jnp
 
+    from jaxbandits import online
     from jaxbandits.policies import classic
 
     pol = classic.ucb1()
     st = classic.IndexState(None, jnp.array([2.0, 0.0, 1.0, 0.0]))  # arm 0: 2 arrivals, sum 1; arm 1: none
-    assert serve._estimates(pol, st) == [0.5, None]
-    assert serve._estimates(pol._replace(estimate=None), st) is None
+    assert online.arm_estimates(pol, st) == [0.5, None]  # what /stats serves (the service's estimates)
+    assert online.arm_estimates(pol._replace(estimate=None), st) is None
 
 
 def test_a_new_service_of_the_same_config_compiles_nothing(tmp_path):
@@ -388,13 +389,13 @@ def test_a_new_service_of_the_same_config_compiles_nothing(tmp_path):
     a = serve.Service(_cfg(), tmp_path / "a.db")
     try:
         a.decide(2)
-        n = online._decide._cache_size() + online._decide_upto._cache_size()
+        n = online.pure._decide._cache_size() + online.pure.decide_upto._cache_size()
         assert n > 0
     finally:
         a.close()
     b = serve.Service(_cfg(), tmp_path / "b.db")
     try:
         b.decide(2)
-        assert online._decide._cache_size() + online._decide_upto._cache_size() == n
+        assert online.pure._decide._cache_size() + online.pure.decide_upto._cache_size() == n
     finally:
         b.close()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..plotting import load_pyplot
 from .fit import family_of
 from .logs import ConversionLog
 
@@ -135,8 +136,6 @@ def plot_ppc(idata, log: ConversionLog, path, n_draws: int = 100, max_plays: int
         >>> log = bayes.synthetic_log([0.2, 0.4], 2000, 500.0, 600.0)
         >>> bayes.plot_ppc(bayes.fit(log, num_samples=200), log, "ppc.png")  # doctest: +SKIP
     """
-    from .report import load_pyplot
-
     c = curves if curves is not None else ppc_curves(idata, log, n_draws=n_draws, max_plays=max_plays, seed=seed)
     plt = load_pyplot()
     K = log.n_arms

@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 
+from ..plotting import load_pyplot
 from .fit import ConversionLog, diagnostics
 
 __all__ = ["kaplan_meier_conversion", "save_fit", "fit_identity"]
@@ -160,15 +161,6 @@ def save_fit(idata, log: ConversionLog, out_dir: str, plot: bool = True, force: 
     written = save_files(out_dir, files, ident, force=force)
     order = ["posterior.nc", "summary.md", "posterior_p.png", "delay_cdf.png", "trace.png", "ppc.png"]
     return {keys[name]: written[name] for name in order if name in written}
-
-
-def load_pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def _plot_p(idata, log, labels, empty, path):

@@ -243,7 +243,7 @@ def _fingerprint(plan: Plan, key, n_runs, record_at, chunk, first_run, extra=Non
     every size, the key, the record points and chunks, and the versions that change the bits."""
     import hashlib
 
-    import jaxbandits
+    from .._version import __version__
 
     def digest(tree):
         h = hashlib.sha256()
@@ -258,7 +258,7 @@ def _fingerprint(plan: Plan, key, n_runs, record_at, chunk, first_run, extra=Non
              for lab, p in plan.problems}
     return {"problems": probs, "key": digest(key), "n_runs": int(n_runs), "first_run": int(first_run),
             "record_at": digest(np.asarray(record_at)), "chunk": chunk, "devices": plan.n_dev,
-            "gridded": plan.gridded, "jax": jax.__version__, "jaxbandits": jaxbandits.__version__,
+            "gridded": plan.gridded, "jax": jax.__version__, "jaxbandits": __version__,
             "x64": bool(jax.config.jax_enable_x64), "policy_ids": POLICY_IDS, **(extra or {})}
 
 

@@ -37,7 +37,8 @@ from ..values import ById, PolicyValue, is_policy
 _F = jnp.float32
 SETUP, REWARD, DELAY, CONTEXT, WORLD = range(5)
 
-__all__ = ["Problem", "problem", "init", "round", "RunKeys", "RunState", "Step", "run_keys", "channel_keys"]
+__all__ = ["Problem", "problem", "init", "round", "act", "policy_shapes", "PolicyShapes", "RunKeys", "RunState",
+           "Step", "run_keys", "channel_keys"]
 
 
 class RunKeys(NamedTuple):
@@ -191,6 +192,38 @@ def check_outcome(world, out):
                         f"(docs/envs.md)")
 
 
+class PolicyShapes(NamedTuple):
+    """What a policy's program looks like, traced: its memo (abstract) and the payload size ``P``."""
+
+    memo: Any
+    payload_size: int
+
+
+def policy_shapes(policy, spec: ProblemSpec, ctx: Context, label) -> PolicyShapes:
+    """The policy's ``init`` / ``act`` / ``payload`` traced on abstract values (nothing is built or
+    compiled) against ``spec`` and a context of the round's shapes: ``act``'s action an integer
+    scalar, the memo fields the policy declares (``memo_hold``, ``memo_probs``) present, the payload
+    a 1-d array (attributed feedback; ``P = 1`` otherwise). The simulator's :func:`problem` and the
+    online learner (:mod:`jaxbandits.online`) both check a policy here."""
+    k = jax.eval_shape(lambda: jax.random.key(0))
+    st = jax.eval_shape(lambda k: policy.init(spec, k), k)
+    action, memo = jax.eval_shape(lambda s, c, k: policy.act(s, c, k), st, ctx, k)
+    check_action(policy, label, action)
+    for flag, field in ((policy.memo_hold, "hold"), (policy.memo_probs, "probs")):
+        if flag and field not in getattr(type(memo), "_fields", ()):
+            raise ValueError(f"policy {label!r} ({policy.name}) declares memo_{field}=True but its memo "
+                             f"({type(memo).__name__}) has no field {field!r}")
+    if spec.feedback.attributed:
+        i32 = jax.ShapeDtypeStruct((), jnp.int32)
+        pl = jax.eval_shape(lambda m, r, d: policy.payload(m, r, d), memo, jax.ShapeDtypeStruct((), jnp.float32), i32)
+        if pl.ndim != 1:
+            raise ValueError(f"{policy.name}: payload must be a 1-d array, got shape {pl.shape}")
+        P = int(pl.shape[0])
+    else:
+        P = 1
+    return PolicyShapes(memo, P)
+
+
 def _delayed_regret_mode(world, channel, horizon, delayed_regret):
     """Which L(t) tracker to use: by default for a censoring channel (zeros hidden) of a stochastic
     K-armed world with a delay law."""
@@ -236,25 +269,11 @@ def problem(world, channel, policy, horizon: int, *, n_runs: int = 1, delayed_re
     k = jax.eval_shape(lambda: jax.random.key(0))
     i32 = jax.ShapeDtypeStruct((), jnp.int32)
     f32 = jax.ShapeDtypeStruct((), jnp.float32)
-    st = jax.eval_shape(lambda k: policy.init(spec, k), k)
     feats = jax.eval_shape(lambda k: world.context(world.setup(k), 0, k), k)
-    ctx = Context(i32, *feats, i32)
-    action, memo = jax.eval_shape(lambda s, c, k: policy.act(s, c, k), st, ctx, k)
-    check_action(policy, label, action)
+    P = policy_shapes(policy, spec, Context(i32, *feats, i32), label).payload_size
     ws = jax.eval_shape(world.setup, k)
     out = jax.eval_shape(lambda *a: world.outcome(*a)[0], ws, i32, i32, f32, f32, feats[0], k)
     check_outcome(world, out)
-    for flag, field in ((policy.memo_hold, "hold"), (policy.memo_probs, "probs")):
-        if flag and field not in getattr(type(memo), "_fields", ()):
-            raise ValueError(f"policy {label!r} ({policy.name}) declares memo_{field}=True but its memo "
-                             f"({type(memo).__name__}) has no field {field!r}")
-    if fb.attributed:
-        pl = jax.eval_shape(lambda m, r, d: policy.payload(m, r, d), memo, jax.ShapeDtypeStruct((), jnp.float32), i32)
-        if pl.ndim != 1:
-            raise ValueError(f"{policy.name}: payload must be a 1-d array, got shape {pl.shape}")
-        P = int(pl.shape[0])
-    else:
-        P = 1
     # a memo's hold is data: the policy declares its bound (Policy.max_hold), else W covers the horizon
     max_hold = (policy.max_hold or horizon) if policy.memo_hold else 0
     W = int(channel.resolve_width(world, horizon, P, n_runs, max_hold))
@@ -296,6 +315,14 @@ def init(prob: Problem, key, run=0, params=None) -> RunState:
                     prob.channel.init_keyed(prob.cspec, k_chan))
 
 
+def act(policy, pstate, ctx: Context, act_key):
+    """Step 2 of round ``ctx.t``: the policy acts with the round's key ``fold_in(act_key, t)``
+    (conventions §8); ``(action i32, memo)``. The online learner acts through this too, so its
+    decisions are the simulator's bit for bit."""
+    action, memo = policy.act(pstate, ctx, fold_in(act_key, ctx.t))
+    return jnp.asarray(action, jnp.int32), memo
+
+
 def round(prob: Problem, state: RunState, t, params=None):  # noqa: A001  (the round of the papers)
     """One round ``t`` of world + channel + policy: ``(state, t) -> (state, Step)`` (pure)."""
     world, policy = prob.components(params)
@@ -306,14 +333,12 @@ def round(prob: Problem, state: RunState, t, params=None):  # noqa: A001  (the r
     v = uniform(fold_in(keys.delay, t))
     k_ctx = fold_in(keys.context, t)
     k_world = fold_in(keys.world, t)
-    k_act = fold_in(keys.act, t)
     # 1. context
     features, mask = world.context(state.world, t, k_ctx)
     delay_now = world.delay_at(state.world, t, v) if fb.delay_at_action else jnp.asarray(-1, jnp.int32)
     ctx = Context(t, features, mask, delay_now)
     # 2. act
-    action, memo = policy.act(state.policy, ctx, k_act)
-    action = jnp.asarray(action, jnp.int32)
+    action, memo = act(policy, state.policy, ctx, keys.act)
     # 3. outcome
     mu = world.means(state.world, t, features)
     out, wstate = world.outcome(state.world, t, action, u, v, features, k_world)

@@ -32,45 +32,45 @@ def cases(full: bool = False):
     adds more shapes (arms, windows, record counts, runs)."""
     import numpy as np
 
-    import jaxbandits as jb
-    from jaxbandits.policies import classic
-    from jaxbandits.policies import conversions as CV
+    from .. import channels, delays, envs
+    from ..policies import classic
+    from ..policies import conversions as CV
 
     shapes = [(3, 1000, 11, 256)] + ([(10, 10_000, 201, 1024), (17, 500, 500, 128), (2, 1, 1, 128)] if full else [])
     for K, T, R, n in shapes:
-        env = jb.envs.bernoulli(np.linspace(0.1, 0.9, K))
+        env = envs.bernoulli(np.linspace(0.1, 0.9, K))
         for pol in (classic.ucb1(), classic.kl_ucb(), classic.thompson(), classic.gaussian_thompson()):
-            yield pol.name, env, jb.channels.attributed(), pol, T, R, n
-    laws = [("geometric", jb.delays.geometric(mean=50.0)), ("weibull", jb.delays.weibull(0.7, 30.0))]
+            yield pol.name, env, channels.attributed(), pol, T, R, n
+    laws = [("geometric", delays.geometric(mean=50.0)), ("weibull", delays.weibull(0.7, 30.0))]
     if full:
-        laws += [("fixed", jb.delays.fixed(5)), ("uniform", jb.delays.uniform(0, 40)),
-                 ("exponential", jb.delays.exponential(20.0)), ("log_normal", jb.delays.log_normal(2.0, 1.0)),
-                 ("pareto", jb.delays.pareto(1.5, 3.0))]
+        laws += [("fixed", delays.fixed(5)), ("uniform", delays.uniform(0, 40)),
+                 ("exponential", delays.exponential(20.0)), ("log_normal", delays.log_normal(2.0, 1.0)),
+                 ("pareto", delays.pareto(1.5, 3.0))]
     dshapes = [(3, 1000, 11, 256, 40)] + ([(10, 10_000, 201, 1024, 1000), (5, 300, 300, 128, 7)] if full else [])
     for K, T, R, n, m in dshapes:
         for lname, law in laws:
-            env = jb.envs.conversions(np.linspace(0.1, 0.5, K), law)
+            env = envs.conversions(np.linspace(0.1, 0.5, K), law)
             pols = [CV.delayed_ucb(law, m), CV.delayed_klucb(law, m)]
             if lname == "geometric" or full:  # the classic policies on the conversions channel
                 pols += [classic.ucb1(), classic.kl_ucb(), classic.thompson(), classic.gaussian_thompson()]
             for pol in pols:
-                yield f"{pol.name}/{lname}/m={m}", env, jb.channels.conversions(window=m), pol, T, R, n
+                yield f"{pol.name}/{lname}/m={m}", env, channels.conversions(window=m), pol, T, R, n
 
 
 def memory_cases():
     """The configurations of ``benchmarks/limits.py`` on a GPU."""
     import numpy as np
 
-    import jaxbandits as jb
-    from jaxbandits.policies import classic
-    from jaxbandits.policies import conversions as CV
+    from .. import channels, delays, envs
+    from ..policies import classic
+    from ..policies import conversions as CV
 
-    env = jb.envs.bernoulli(np.linspace(0.1, 0.9, 10))
+    env = envs.bernoulli(np.linspace(0.1, 0.9, 10))
     for pol in (classic.ucb1(), classic.kl_ucb(), classic.thompson()):
-        yield pol.name, env, jb.channels.attributed(), pol, 10_000, 200, 1_000_000
-    law = jb.delays.geometric(mean=100.0)
-    yield ("DelayedKLUCB/m=1000", jb.envs.conversions(np.linspace(0.1, 0.5, 10), law),
-           jb.channels.conversions(window=1000), CV.delayed_klucb(law, 1000), 10_000, 200, 100_000)
+        yield pol.name, env, channels.attributed(), pol, 10_000, 200, 1_000_000
+    law = delays.geometric(mean=100.0)
+    yield ("DelayedKLUCB/m=1000", envs.conversions(np.linspace(0.1, 0.5, 10), law),
+           channels.conversions(window=1000), CV.delayed_klucb(law, 1000), 10_000, 200, 100_000)
 
 
 def _bytes(structs) -> int:
@@ -138,22 +138,22 @@ def library_policies():
     the world and channel it is built for (families: ``"fused"`` or a key of :data:`NO_KERNEL_WHY`)."""
     import numpy as np
 
-    import jaxbandits as jb
-    from jaxbandits.policies import adversarial as A
-    from jaxbandits.policies import anonymous as AN
-    from jaxbandits.policies import bayes as BY
-    from jaxbandits.policies import classic as C
-    from jaxbandits.policies import composite as CO
-    from jaxbandits.policies import conversions as CV
-    from jaxbandits.policies import explore as E
-    from jaxbandits.policies import linear as L
+    from .. import channels, delays, envs
+    from ..policies import adversarial as A
+    from ..policies import anonymous as AN
+    from ..policies import bayes as BY
+    from ..policies import classic as C
+    from ..policies import composite as CO
+    from ..policies import conversions as CV
+    from ..policies import explore as E
+    from ..policies import linear as L
 
     means = np.array([0.2, 0.5, 0.7])
-    law = jb.delays.geometric(mean=20.0)
-    bern, att = jb.envs.bernoulli(means), jb.channels.attributed()
-    conv_env, conv = jb.envs.conversions(means, law), jb.channels.conversions(window=50)
-    delayed = jb.envs.bernoulli(means, jb.delays.fixed(3))
-    lin = jb.envs.linear(np.array([0.3, 0.1, 0.2]), n_actions=5)
+    law = delays.geometric(mean=20.0)
+    bern, att = envs.bernoulli(means), channels.attributed()
+    conv_env, conv = envs.conversions(means, law), channels.conversions(window=50)
+    delayed = envs.bernoulli(means, delays.fixed(3))
+    lin = envs.linear(np.array([0.3, 0.1, 0.2]), n_actions=5)
     rows = [("fused", "UCB1", bern, att, C.ucb1()), ("fused", "KL-UCB", bern, att, C.kl_ucb()),
             ("fused", "Thompson", bern, att, C.thompson()), ("fused", "Gaussian-TS", bern, att, C.gaussian_thompson()),
             ("fused", "uniform random", bern, att, C.uniform_random()),
@@ -163,19 +163,19 @@ def library_policies():
             ("exponential weights", "Exp3", delayed, att, C.exp3(eta=0.1)),
             ("exponential weights", "DEW", delayed, att, A.dew(0.1, 3.0)),
             ("exponential weights", "Skipper(DEW)", delayed, att, A.skipper_dew(5.0)),
-            ("exponential weights", "Doubling", delayed, jb.channels.action_time(), A.doubling()),
-            ("exponential weights", "ARS-EXP3", delayed, jb.channels.composite(), CO.ars_exp3()),
+            ("exponential weights", "Doubling", delayed, channels.action_time(), A.doubling()),
+            ("exponential weights", "ARS-EXP3", delayed, channels.composite(), CO.ars_exp3()),
             ("wrapper", "Skipper(UCB1)", delayed, att, A.skipper(5.0, C.ucb1())),
             ("wrapper", "explore(UCB1)", bern, att, E.explore(C.ucb1(), 0.05)),
-            ("schedules", "ODAAF", delayed, jb.channels.anonymous(), AN.odaaf(3.0)),
-            ("schedules", "ODAAF-B", delayed, jb.channels.anonymous(), AN.odaaf_b(3.0, 5.0)),
-            ("schedules", "ODAAF-V", delayed, jb.channels.anonymous(), AN.odaaf_v(3.0, 1.0)),
-            ("schedules", "ODAAF-naive", delayed, jb.channels.anonymous(), AN.odaaf_naive(5.0)),
+            ("schedules", "ODAAF", delayed, channels.anonymous(), AN.odaaf(3.0)),
+            ("schedules", "ODAAF-B", delayed, channels.anonymous(), AN.odaaf_b(3.0, 5.0)),
+            ("schedules", "ODAAF-V", delayed, channels.anonymous(), AN.odaaf_v(3.0, 1.0)),
+            ("schedules", "ODAAF-naive", delayed, channels.anonymous(), AN.odaaf_naive(5.0)),
             ("schedules", "QPM-D", delayed, att, AN.qpmd()),
-            ("schedules", "ARS-UCB", delayed, jb.channels.composite(), CO.ars_ucb()),
-            ("schedules", "CLW", delayed, jb.channels.composite(), CO.clw(5)),
-            ("schedules", "ARS-CLW", delayed, jb.channels.composite(), CO.ars_clw()),
-            ("schedules", "generalized ODAAF", delayed, jb.channels.composite(), CO.generalized_odaaf(5)),
+            ("schedules", "ARS-UCB", delayed, channels.composite(), CO.ars_ucb()),
+            ("schedules", "CLW", delayed, channels.composite(), CO.clw(5)),
+            ("schedules", "ARS-CLW", delayed, channels.composite(), CO.ars_clw()),
+            ("schedules", "generalized ODAAF", delayed, channels.composite(), CO.generalized_odaaf(5)),
             ("discarding", "Discarding-UCB", conv_env, conv, CV.discarding_ucb(law, 50)),
             ("discarding", "Discarding-KLUCB", conv_env, conv, CV.discarding_klucb(law, 50)),
             ("linear", "LinUCB", lin, att, C.linucb()), ("linear", "LinTS", lin, att, C.lints()),

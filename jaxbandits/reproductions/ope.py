@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from ..experiments import Experiment
+from ..experiments.specs import Experiment
 
 LAWS = {
     "geometric": ("geometric", {"mean": 20.0}),

@@ -14,7 +14,7 @@ from .. import _validate as V
 from .. import channels as C
 from .. import delays as D
 from .. import envs as E
-from ..experiments import Experiment, Panel
+from ..experiments.specs import Experiment, Panel
 from ..policies import anonymous as A
 from ..sweeping import DIRECT, Sweep
 from ..sweeps import SweepResults

@@ -21,7 +21,7 @@ import numpy as np
 from .. import _validate as V
 from .. import channels as C
 from .. import envs as E
-from ..experiments import Experiment
+from ..experiments.specs import Experiment
 from ..policies import adversarial as A
 from ..sweeping import DIRECT, Sweep
 from ..sweeps import SweepResults

@@ -8,7 +8,7 @@ from .. import _validate as V
 from .. import channels as C
 from .. import delays as D
 from .. import envs as E
-from ..experiments import Experiment, Panel
+from ..experiments.specs import Experiment, Panel
 from ..policies import conversions as P
 
 THETA_H = [0.5, 0.4, 0.3]

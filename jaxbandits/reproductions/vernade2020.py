@@ -9,7 +9,7 @@ import numpy as np
 from .. import channels as C
 from .. import delays as D
 from .. import envs as E
-from ..experiments import Experiment, Panel
+from ..experiments.specs import Experiment, Panel
 from ..policies import classic as P
 from ..policies import linear as L
 

@@ -17,7 +17,7 @@ from .. import _validate as V
 from .. import channels as C
 from .. import envs as E
 from .. import profiles as Pr
-from ..experiments import Experiment, Panel
+from ..experiments.specs import Experiment, Panel
 from ..policies import anonymous as A
 from ..policies import composite as W
 

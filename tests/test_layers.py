@@ -1,0 +1,278 @@
+"""The package's layers (docs/architecture.md): every import of a jaxbandits module, including
+those inside functions (a "lazy" import only hides a circle), read from the source with ``ast``.
+
+* no import circle among the package's modules;
+* every import goes from a module to one of the same layer or a lower one (:data:`LAYERS`), and no
+  module imports the package ``jaxbandits`` itself (its ``__init__`` is the facade on top);
+* no module imports another module's private (``_``-prefixed) name, nor reaches one through a
+  module it imported (``mod._name``).
+
+Reads files only: nothing is imported, so this test takes well under a second.
+"""
+from __future__ import annotations
+
+import ast
+import os
+
+import pytest
+
+PKG = "jaxbandits"
+ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), PKG)
+
+#: Layer of every module, by the longest matching dotted prefix (a package names its whole subtree
+#: unless a longer entry says otherwise). Imports go downwards or sideways, never upwards.
+CORE, COMPONENTS, ENGINE, EXPERIMENTS, STATISTICS, REPORT, APPS, FACADE = range(8)
+LAYERS = {
+    # core: types, math, the ring buffer, delay laws, plain helpers
+    "jaxbandits._version": CORE, "jaxbandits._pytree": CORE, "jaxbandits._validate": CORE, "jaxbandits._io": CORE,
+    "jaxbandits.types": CORE, "jaxbandits.values": CORE, "jaxbandits.mathlib": CORE, "jaxbandits.ring": CORE,
+    "jaxbandits.delays": CORE, "jaxbandits.profiles": CORE, "jaxbandits.intervals": CORE,
+    # components: worlds, channels, policies (and the Bayesian families and priors the policies use)
+    "jaxbandits.envs": COMPONENTS, "jaxbandits.channels": COMPONENTS, "jaxbandits.policies": COMPONENTS,
+    "jaxbandits.bayes.families": COMPONENTS, "jaxbandits.bayes.model": COMPONENTS,
+    "jaxbandits.bayes.hierarchical": COMPONENTS, "jaxbandits.bayes.logs": COMPONENTS,
+    "jaxbandits.bayes.convert": COMPONENTS, "jaxbandits.bayes.warm": COMPONENTS,
+    # engine: the round, the driver, the fused backend, the public simulate
+    "jaxbandits.engine": ENGINE, "jaxbandits.fused": ENGINE, "jaxbandits.simulate": ENGINE,
+    # experiments: specs, registry, files, runner, parts, distributed, results; the online learner;
+    # off-policy evaluation of logs
+    "jaxbandits.experiments": EXPERIMENTS, "jaxbandits.expfile": EXPERIMENTS, "jaxbandits.parts": EXPERIMENTS,
+    "jaxbandits.distributed": EXPERIMENTS, "jaxbandits.results": EXPERIMENTS, "jaxbandits.online": EXPERIMENTS,
+    "jaxbandits.ope": EXPERIMENTS,
+    # report, statistics with no plotting: which policies a report shows, offline Bayesian fits
+    "jaxbandits.labels": STATISTICS, "jaxbandits.bayes.fit": STATISTICS, "jaxbandits.bayes.contextual": STATISTICS,
+    "jaxbandits.bayes.synth": STATISTICS,
+    # report, plots and comparisons (and what draws its own figures: sweeps, the reproductions)
+    "jaxbandits.plotting": REPORT, "jaxbandits.compare": REPORT, "jaxbandits.bayes": REPORT,
+    "jaxbandits.sweeps": REPORT, "jaxbandits.reproductions": REPORT,
+    # apps: the command line, the web service and its dashboard
+    "jaxbandits.cli": APPS, "jaxbandits.serve": APPS, "jaxbandits.dashboard": APPS, "jaxbandits.ope.command": APPS,
+    # the package itself: the facade that re-exports the public API and wires the layers together
+    "jaxbandits": FACADE,
+}
+
+
+def modules(root=ROOT, pkg=PKG):
+    """``{dotted module name: path}`` of every ``.py`` file under ``root``."""
+    out = {}
+    for dp, dirs, fs in os.walk(root):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        for f in fs:
+            if f.endswith(".py"):
+                rel = os.path.relpath(os.path.join(dp, f), os.path.dirname(root))[:-3]
+                out[rel.replace(os.sep, ".").removesuffix(".__init__")] = os.path.join(dp, f)
+    return out
+
+
+def imports(mods):
+    """Every import of a package module, at any depth of the source: ``(importer, imported module,
+    line, names)`` where ``names`` are the names taken from it (``from m import a, b``), plus the
+    private attributes read off a name bound to a package module (``m._x``), as ``("attr", name)``."""
+    found = []
+    for m, path in mods.items():
+        ispkg = path.endswith("__init__.py")
+        tree = ast.parse(open(path, encoding="utf-8").read(), path)
+        bound = {}  # local alias -> module, for `import jaxbandits.x as y` / `from . import x as y`
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Import):
+                for a in n.names:
+                    if a.name == PKG or a.name.startswith(PKG + "."):
+                        found.append((m, a.name, n.lineno, ()))
+                        if a.asname:
+                            bound[a.asname] = a.name
+            elif isinstance(n, ast.ImportFrom):
+                if n.level:
+                    base = m.split(".") if ispkg else m.split(".")[:-1]
+                    base = base[:len(base) - (n.level - 1)]
+                    full = ".".join(base + ([n.module] if n.module else []))
+                else:
+                    full = n.module or ""
+                if not (full == PKG or full.startswith(PKG + ".")):
+                    continue
+                names = []
+                for a in n.names:
+                    sub = f"{full}.{a.name}"
+                    if sub in mods:  # a module taken from its package
+                        found.append((m, sub, n.lineno, ()))
+                        bound[a.asname or a.name] = sub
+                    else:
+                        names.append(a.name)
+                if names:
+                    found.append((m, full, n.lineno, tuple(names)))
+        for n in ast.walk(tree):
+            if (isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in bound
+                    and is_private(n.attr)):
+                found.append((m, bound[n.value.id], n.lineno, (("attr", n.attr),)))
+    return [f for f in found if f[1] in mods and f[1] != f[0]]
+
+
+def is_private(name):
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def layer_of(m):
+    best = max((k for k in LAYERS if m == k or m.startswith(k + ".")), key=len, default=None)
+    return None if best is None else LAYERS[best]
+
+
+def cycles(edges):
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    graph = {}
+    for a, b in edges:
+        graph.setdefault(a, set()).add(b)
+        graph.setdefault(b, set())
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):  # iterative Tarjan: the graph may be deep
+        work = [(v, iter(sorted(graph[v])))]
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        while work:
+            u, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = counter[0]
+                    counter[0] += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                elif w in on:
+                    low[u] = min(low[u], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[u])
+            if low[u] == index[u]:
+                comp = []
+                while True:
+                    x = stack.pop()
+                    on.discard(x)
+                    comp.append(x)
+                    if x == u:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+MODS = modules()
+IMPORTS = imports(MODS)
+
+
+def test_every_module_has_a_layer():
+    missing = sorted(m for m in MODS if layer_of(m) is None)
+    assert not missing, f"modules with no layer in tests/test_layers.py's LAYERS: {missing}"
+
+
+def test_no_import_circle():
+    found = cycles({(a, b) for a, b, _, _ in IMPORTS})
+    assert not found, "import circles (function-level imports included): " + "; ".join(" <-> ".join(c) for c in found)
+
+
+def test_no_module_imports_the_package_facade():
+    back = sorted(f"{a}:{line}" for a, b, line, _ in IMPORTS if b == PKG)
+    assert not back, f"modules importing the package `jaxbandits` itself (take names from their own module): {back}"
+
+
+def test_imports_go_down_the_layers():
+    up = sorted(f"{a} (layer {layer_of(a)}) -> {b} (layer {layer_of(b)}) at line {line}"
+                for a, b, line, _ in IMPORTS if b != PKG and layer_of(b) is not None and layer_of(a) is not None
+                and layer_of(b) > layer_of(a))
+    assert not up, "imports from a lower layer up to a higher one:\n" + "\n".join(up)
+
+
+#: Private names still taken across modules, each ``(importer, module, name)``: the driver's
+#: argument checks that ``simulate`` and ``distributed`` share (the engine's rework of the driver
+#: makes them public). Nothing may be added here; an entry no longer used fails the test.
+KNOWN_PRIVATE = {
+    ("jaxbandits.simulate", "jaxbandits.engine.driver", "_validate_common"),
+    ("jaxbandits.simulate", "jaxbandits.engine.driver", "_validate_run_args"),
+    ("jaxbandits.distributed", "jaxbandits.engine.driver", "_validate_common"),
+    ("jaxbandits.distributed", "jaxbandits.engine.driver", "_validate_run_args"),
+}
+
+
+def test_no_private_name_of_another_module():
+    taken = {(a, b, n[1] if isinstance(n, tuple) else n) for a, b, _, names in IMPORTS for n in names}
+    assert not KNOWN_PRIVATE - taken, f"no longer used, remove from KNOWN_PRIVATE: {sorted(KNOWN_PRIVATE - taken)}"
+    bad = sorted(f"{a}:{line} takes {n[1] if isinstance(n, tuple) else n} from {b}"
+                 for a, b, line, names in IMPORTS for n in names
+                 if is_private(n[1] if isinstance(n, tuple) else n)
+                 and (a, b, n[1] if isinstance(n, tuple) else n) not in KNOWN_PRIVATE)
+    assert not bad, "private names used outside their module:\n" + "\n".join(bad)
+
+
+def package_edges(mods, found):
+    """The imports Python adds: importing ``a.b.c`` first runs ``a/__init__.py`` and
+    ``a/b/__init__.py``. ``(importer, package)`` for every package above an imported module that
+    the importer is not itself inside (the top-level facade left out: it is checked above)."""
+    out = set()
+    for a, b, _, _ in found:
+        parts = b.split(".")
+        for i in range(2, len(parts)):
+            pkg = ".".join(parts[:i])
+            if pkg in mods and a != pkg and not a.startswith(pkg + "."):
+                out.add((a, pkg))
+    return out
+
+
+@pytest.mark.xfail(strict=True, reason="known: (1) jaxbandits.bayes/__init__ re-exports "
+                   "its reports and plots, so policies.bayes and ope.log, importing bayes.families / bayes.logs, run "
+                   "a report-layer __init__; (2) expfile and parts import experiments.specs / .assemble / .registry, "
+                   "which runs experiments/__init__ (it re-exports the runner: jaxbandits.experiments.run) and the runner, which imports parts (a circle through the "
+                   "package's __init__). Fixed when bayes/__init__ stops importing its reports and expfile/parts "
+                   "move into the experiments package (or its __init__ stops aggregating the runner)")
+def test_package_inits_add_no_circle_and_no_upward_import():
+    edges = {(a, b) for a, b, _, _ in IMPORTS} | package_edges(MODS, IMPORTS)
+    up = sorted(f"{a} -> {b}" for a, b in edges if b != PKG and layer_of(b) > layer_of(a))
+    assert not cycles(edges) and not up, (cycles(edges), up)
+
+
+# ----------------------------------------------------------------------------- the checks themselves
+def _tree(tmp_path, files):
+    root = tmp_path / PKG
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return modules(str(root))
+
+
+def test_a_lazy_circle_is_found(tmp_path):
+    """A circle closed by an import inside a function is a circle (as the package's ones were)."""
+    mods = _tree(tmp_path, {"__init__.py": "", "a.py": "from .b import f\n",
+                            "b.py": "def f():\n    from . import a\n    return a\n", "c.py": "from . import a\n"})
+    edges = {(x, y) for x, y, _, _ in imports(mods)}
+    assert cycles(edges) == [["jaxbandits.a", "jaxbandits.b"]]
+    mods = _tree(tmp_path, {"b.py": "def f():\n    return 1\n"})
+    assert cycles({(x, y) for x, y, _, _ in imports(mods)}) == []
+
+
+def test_upward_and_private_imports_are_found(tmp_path):
+    mods = _tree(tmp_path, {"__init__.py": "", "types.py": "def g():\n    from .cli import main\n",
+                            "cli.py": "from . import types as T\nfrom .types import _hidden\nT._inner()\n"
+                                      "import jaxbandits\n"})
+    found = imports(mods)
+    assert [(a, b) for a, b, _, _ in found if b != PKG and layer_of(b) > layer_of(a)] == [("jaxbandits.types", "jaxbandits.cli")]
+    private = sorted(n if isinstance(n, str) else n[1] for _, _, _, ns in found for n in ns
+                     if is_private(n if isinstance(n, str) else n[1]))
+    assert private == ["_hidden", "_inner"]
+    assert [a for a, b, _, _ in found if b == PKG] == ["jaxbandits.cli"]
+
+
+def test_package_inits_are_edges_of_their_submodules_importers(tmp_path):
+    mods = _tree(tmp_path, {"__init__.py": "", "sub/__init__.py": "from .b import g\n", "sub/b.py": "def g():\n    pass\n",
+                            "a.py": "from .sub.b import g\n"})
+    assert package_edges(mods, imports(mods)) == {("jaxbandits.a", "jaxbandits.sub")}
+
+
+@pytest.mark.parametrize("module", ["jaxbandits.experiments.runner", "jaxbandits.online", "jaxbandits.cli"])
+def test_the_table_places_modules_by_prefix(module):
+    assert layer_of(module) is not None
