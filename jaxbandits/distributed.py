@@ -110,8 +110,8 @@ def simulate_global(env, channel, policies, horizon: int, key, n_runs: int = 1, 
     from .engine.round import problem
     from .engine.recording import record_points
 
-    horizon, n_runs, key = DR._validate_common(horizon, n_runs, key)
-    first_run = DR._validate_run_args(n_runs, first_run, chunk)
+    horizon, n_runs, key = DR.check_common(horizon, n_runs, key)
+    first_run = DR.check_run_args(n_runs, first_run, chunk)
     record_at = record_points(horizon, record)
     single, pols = DR.policies_dict(policies)
     problems = {lab: problem(env, channel, pol, horizon, n_runs=n_runs, delayed_regret=delayed_regret, label=lab)

@@ -33,7 +33,7 @@ from jax.scipy.special import gammaln
 from .. import delays as D
 
 __all__ = ["Family", "Exponential", "Geometric", "Weibull", "LogNormal", "Histogram", "FAMILIES", "family",
-           "DEFAULT_EDGES", "delay_law"]
+           "DEFAULT_EDGES", "delay_law", "family_of"]
 
 DEFAULT_EDGES = (0, 4, 8, 16, 24, 32, 48, 64, 96, 128)
 _TINY = 1e-30
@@ -402,3 +402,13 @@ def delay_law(fam, params: dict) -> D.DelayLaw:
       ``delays.histogram`` with ``P(D = d) = w_b / (e_{b+1} - e_b)`` for ``e_b <= d < e_{b+1}``.
     """
     return family(fam).law({k: np.asarray(v, np.float64) for k, v in params.items()})
+
+
+def family_of(idata) -> Family:
+    """The family of a :func:`fit` result, as it was fitted (the histogram reads its bin edges back)."""
+    name = idata.posterior.attrs.get("model")  # where fit() writes its attributes
+    if name is None and hasattr(idata, "attrs"):
+        name = idata.attrs.get("model")
+    if name is None:
+        raise ValueError("idata has no attrs['model']: pass a fit() result")
+    return family(name).from_posterior(idata.posterior)

@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _validate as V
-from .families import Family, delay_law, family
+from .families import Family, delay_law, family, family_of
 from .logs import ConversionLog, conversion_log, from_table, load_log, read_log, warn_empty_arms, write_log
 from .model import WeightedRows, compress_rows, conversion_model
 
@@ -413,16 +413,6 @@ def diagnostics(idata) -> dict:
     if "sample_stats" in idata.groups() and "diverging" in idata.sample_stats:
         out["divergences"] = int(idata.sample_stats["diverging"].values.sum())
     return out
-
-
-def family_of(idata) -> Family:
-    """The family of a :func:`fit` result, as it was fitted (the histogram reads its bin edges back)."""
-    name = idata.posterior.attrs.get("model")  # where fit() writes its attributes
-    if name is None and hasattr(idata, "attrs"):
-        name = idata.attrs.get("model")
-    if name is None:
-        raise ValueError("idata has no attrs['model']: pass a fit() result")
-    return family(name).from_posterior(idata.posterior)
 
 
 def delay_laws(idata, draws: Optional[int] = None, seed: int = 0):

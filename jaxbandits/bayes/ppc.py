@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..plotting import load_pyplot
-from .fit import family_of
+from .families import family_of
 from .logs import ConversionLog
 
 __all__ = ["km_seen_curve", "ppc_curves", "plot_ppc"]

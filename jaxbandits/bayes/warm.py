@@ -25,7 +25,7 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
-from .fit import family_of
+from .families import family_of
 
 __all__ = ["WarmStart", "policy_prior"]
 

@@ -765,7 +765,7 @@ def resolve_keep(keep, n_arms, n_runs, n_rec, adversarial=False) -> int:
     raise ValueError(f"keep must be 'all', 'none', a number of runs >= 0 or None (the default rule), got {keep!r}")
 
 
-def _validate_run_args(n_runs, first_run, chunk):
+def check_run_args(n_runs, first_run, chunk):
     """Arguments of the driver checked before anything compiles: run indices fit int32, a chunk is
     a positive number of rounds."""
     first_run = V.integer("first_run", first_run, lo=0)
@@ -777,7 +777,7 @@ def _validate_run_args(n_runs, first_run, chunk):
     return first_run
 
 
-def _validate_common(horizon, n_runs, key):
+def check_common(horizon, n_runs, key):
     """Host checks of the arguments every simulation takes (docs/conventions.md §1, §8): the
     horizon (<= 2**24: float32 counts stay exact), the runs (run indices are int32) and the key
     (a PRNG key, or an int seed in 0 .. 2**64 - 1 mapped by ``_validate.seed_key``)."""
@@ -813,8 +813,8 @@ def prepare(env, channel, policies, horizon: int, key, n_runs: int = 1, *, recor
             keep=None, stats_block: Optional[int] = None) -> Prepared:
     """Every host check of :func:`simulate`'s arguments, in its order, and the sizes they fix:
     a :class:`Prepared` (no compile, no device work)."""
-    horizon, n_runs, key = _validate_common(horizon, n_runs, key)
-    first_run = _validate_run_args(n_runs, first_run, chunk)
+    horizon, n_runs, key = check_common(horizon, n_runs, key)
+    first_run = check_run_args(n_runs, first_run, chunk)
     record_at = record_points(horizon, record)
     single, pols = policies_dict(policies)
     problems = {lab: R.problem(env, channel, pol, horizon, n_runs=n_runs, delayed_regret=delayed_regret, label=lab)
@@ -948,8 +948,8 @@ def _check_memory_fused(env, channel, policies, horizon, n_runs, record, delayed
 
 def _check_args(env, channel, policies, horizon, key, n_runs, record, chunk, first_run, delayed_regret):
     """The scan path's host checks, in its order and with its messages, before anything compiles."""
-    horizon, n_runs, key = _validate_common(horizon, n_runs, key)
-    first_run = _validate_run_args(n_runs, first_run, chunk)
+    horizon, n_runs, key = check_common(horizon, n_runs, key)
+    first_run = check_run_args(n_runs, first_run, chunk)
     record_points(horizon, record)
     _, pols = policies_dict(policies)
     for lab, pol in pols.items():
@@ -1009,8 +1009,8 @@ def prepare_grid(build: Callable, grid: Mapping[str, Any], channel, horizon: int
         if len(build) != 2:
             raise ValueError(f"build must be a function or a pair (world, policy), got a tuple of {len(build)}")
         build = FieldGrid(build[0], build[1], tuple(grid))
-    horizon, n_runs, key = _validate_common(horizon, n_runs, key)
-    _validate_run_args(n_runs, 0, chunk)
+    horizon, n_runs, key = check_common(horizon, n_runs, key)
+    check_run_args(n_runs, 0, chunk)
     record_at = record_points(horizon, record)
     if not grid:
         raise ValueError("grid must map at least one parameter name to an array of values")
