@@ -315,8 +315,8 @@ def device_stats(records: dict, pairs_of: dict, valid, B: int):
         >>> recs = {"a": {"regret": jnp.arange(8.0)[None]}, "b": {"regret": jnp.zeros((1, 8))}}
         >>> with jax.enable_x64(True):  # doctest: +SKIP
         ...     mom, pair, count = device_stats(recs, {("a", "b"): ["regret"]}, jnp.ones(8, bool), 4)
-        >>> count, pair[("a", "b")]["regret"][1]  # doctest: +SKIP
-        (Array([4., 4.], dtype=float64), Array([[6., 6.]], dtype=float64))
+        >>> count.tolist(), pair[("a", "b")]["regret"][1].tolist()  # doctest: +SKIP
+        ([4.0, 4.0], [[6.0, 6.0]])
     """
     def per_seg(x):  # [S, runs, ...] -> sums [S, nb, ...]
         f = lambda xs: block_moments(xs, valid, B)
