@@ -415,8 +415,8 @@ def merge(dirs: Sequence, out, *, force: bool = False, plot: bool = True):
         plot: draw the figures.
 
     Returns:
-        The merged :class:`jaxbandits.results.Results` (or :class:`jaxbandits.sweeps.SweepResults`
-        for a split sweep), also saved in ``out``.
+        The merged :class:`jaxbandits.results.Results` (for a split sweep: what its runner returns,
+        rebuilt from the parts' units), also saved in ``out``.
 
     Raises:
         MergeError: no parts, parts of different runs or versions, a part missing or given twice,
