@@ -214,6 +214,15 @@ class Channel:
 
     # -- the component -----------------------------------------------------------------------
     def init(self, spec: ChannelSpec):
+        """The state before round 0 of a deterministic channel (a random one overrides
+        :meth:`init_keyed` instead).
+
+        Args:
+            spec: the :class:`ChannelSpec` (horizon, width ``W``, payload size ``P``, reveal ``H``).
+
+        Returns:
+            The channel's state, a pytree of fixed shape.
+        """
         raise NotImplementedError
 
     def init_keyed(self, spec: ChannelSpec, key):
@@ -223,9 +232,29 @@ class Channel:
         return self.init(spec)
 
     def round(self, spec: ChannelSpec, state, play: Play):
+        """Take the play of round ``t`` and hand over what arrives at ``t`` (pure).
+
+        Args:
+            spec: the :class:`ChannelSpec`.
+            state: the channel's state after round ``t - 1``.
+            play: the :class:`~jaxbandits.types.Play` of round ``t``; a random channel draws from
+                ``play.key``, the channel's key of round ``t`` (conventions §8).
+
+        Returns:
+            ``(state, delivery)``: the state after round ``t`` and a
+            :class:`~jaxbandits.types.Delivery` (f32[P] payload, reveal ages or None).
+        """
         raise NotImplementedError
 
     def lost(self, state):
+        """The records dropped so far because their lag was ``>= W`` (reported as ``lost_to_W``).
+
+        Args:
+            state: the channel's state.
+
+        Returns:
+            i32, the count.
+        """
         raise NotImplementedError
 
 
@@ -234,6 +263,16 @@ class CalendarChannel(Channel):
     record of a play is: :meth:`record` returns ``(value f32[P], lag i32, deliverable bool)``."""
 
     def record(self, spec: ChannelSpec, play: Play):
+        """The record of the play of round ``t``: what arrives, after how long, and whether at all.
+
+        Args:
+            spec: the :class:`ChannelSpec`.
+            play: the :class:`~jaxbandits.types.Play` of round ``t`` (``play.key``: the channel's key
+                of round ``t``, for a random channel).
+
+        Returns:
+            ``(value, lag, deliverable)``: f32[P], i32 (``max(delay, hold)``, usually) and bool.
+        """
         raise NotImplementedError
 
     def init(self, spec: ChannelSpec) -> CalendarState:
