@@ -161,6 +161,7 @@ def save_part(out, meta: dict, outs: Dict[str, object]) -> dict:
         ['part.json', 'part.npz']
         >>> load_part(folder)["fields"]
         {'ucb1': ['regret', 'lost_to_W']}
+        >>> import shutil; shutil.rmtree(os.path.dirname(folder))
     """
     arrays, fields = {}, {}
     for j, (lab, o) in enumerate(outs.items()):
@@ -209,6 +210,7 @@ def save_sweep_part(out, meta: dict, ctx) -> dict:
         >>> _ = save_sweep_part(folder, meta, sweep)
         >>> [owner for _, _, owner in load_part(folder)["units"]]
         [0, 1]
+        >>> import shutil; shutil.rmtree(os.path.dirname(folder))
     """
     mine = {uid: kind for uid, kind, owner in ctx.units if owner == meta["part"]}
     arrays = {}
@@ -260,6 +262,7 @@ def load_part(folder) -> dict:
         >>> meta = load_part(folder)
         >>> meta["format"], meta["labels"]
         ('jaxbandits-part/1', ['ucb1'])
+        >>> import shutil; shutil.rmtree(os.path.dirname(folder))
     """
     d = _short(folder)
     if not os.path.isdir(folder):
