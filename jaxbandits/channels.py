@@ -45,7 +45,14 @@ _F = jnp.float32
 
 
 class ChannelSpec(NamedTuple):
-    """Static sizes of a channel in one simulation (fixed before compiling)."""
+    """Static sizes of a channel in one simulation (fixed before compiling).
+
+    Attributes:
+        horizon: the number of rounds ``T``.
+        width: ``W``, the calendar length.
+        payload_size: ``P``, the length of a play's record.
+        reveal: ``H`` of the reveal ring (a policy's ``reveal_window``); 0: none.
+    """
 
     horizon: int
     width: int  # W, the calendar length
@@ -54,18 +61,62 @@ class ChannelSpec(NamedTuple):
 
 
 class Calendar(NamedTuple):
+    """The calendar ring of a channel's state (module docstring, "The calendar").
+
+    Attributes:
+        buf: f32[W, P]: slot ``j`` holds the sum of what arrives at the next round ``= j mod W``.
+        lost: i32, the records dropped because their lag was ``>= W``.
+    """
+
     buf: jax.Array  # f32[W, P]: slot j holds the sum of what arrives at the next round = j mod W
     lost: jax.Array  # i32: records dropped because their lag was >= W
 
 
 def calendar_init(width: int, size: int) -> Calendar:
+    """An empty calendar.
+
+    Args:
+        width: ``W``, the number of slots, an integer ``>= 1``.
+        size: ``P``, the length of a record, an integer ``>= 1``.
+
+    Returns:
+        A :class:`Calendar` of zeros (``buf`` f32[W, P], ``lost`` 0).
+
+    Examples:
+        >>> from jaxbandits.channels import calendar_init
+        >>> calendar_init(4, 2).buf.shape
+        (4, 2)
+    """
     return Calendar(jnp.zeros((width, size), _F), jnp.zeros((), jnp.int32))
 
 
 def calendar_round(cal: Calendar, t, value, lag, deliverable):
     """One round of the calendar: clear last round's slot, insert ``value`` at ``t + lag`` if it is
     ``deliverable`` and ``lag < W``, then read slot ``t``. Returns ``(calendar, arrived[P])``.
-    With ``W = 1`` nothing waits: the record of lag 0 arrives at once and no buffer is touched."""
+    With ``W = 1`` nothing waits: the record of lag 0 arrives at once and no buffer is touched.
+
+    Args:
+        cal: the :class:`Calendar` after round ``t - 1``.
+        t: the round, i32.
+        value: f32[P], the record of the play of round ``t``.
+        lag: i32, its lag: it arrives at round ``t + lag``.
+        deliverable: bool, whether it arrives at all (a record with ``lag >= W`` that would is
+            dropped and counted in ``lost`` unless it is all zeros).
+
+    Returns:
+        ``(calendar, arrived)``: the calendar after round ``t`` and f32[P], the sum of the records
+        arriving at ``t``.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxbandits.channels import calendar_init, calendar_round
+        >>> cal = calendar_init(4, 1)
+        >>> cal, got = calendar_round(cal, 0, jnp.array([1.0]), 2, True)  # arrives at round 2
+        >>> cal, got = calendar_round(cal, 1, jnp.array([0.5]), 9, True)  # lag >= W: lost
+        >>> cal, got = calendar_round(cal, 2, jnp.array([0.0]), 0, False)
+        >>> got, cal.lost
+        (Array([1.], dtype=float32), Array(1, dtype=int32))
+    """
     W = cal.buf.shape[0]
     if W == 1:
         fits = lag < 1
@@ -83,7 +134,26 @@ def calendar_round_profile(cal: Calendar, t, spread):
     """Composite insertion: ``spread[l]`` (length ``W``) lands at round ``t + l``; O(W).
 
     The spread is rotated by ``t`` (a dynamic slice of ``[spread, spread]``) and added densely:
-    under ``vmap`` a W-element scatter per round was ~100x slower on XLA:CPU (W = 4096)."""
+    under ``vmap`` a W-element scatter per round was ~100x slower on XLA:CPU (W = 4096).
+
+    Args:
+        cal: the :class:`Calendar` after round ``t - 1`` (``P = 1``).
+        t: the round, i32.
+        spread: f32[W], the part of the play's reward landing at each lag ``0 .. W-1``.
+
+    Returns:
+        ``(calendar, arrived)``: the calendar after round ``t`` and f32[1], the sum arriving at
+        ``t``.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxbandits.channels import calendar_init, calendar_round_profile
+        >>> cal = calendar_init(3, 1)
+        >>> cal, got = calendar_round_profile(cal, 0, jnp.array([0.5, 0.3, 0.2]))
+        >>> cal, got = calendar_round_profile(cal, 1, jnp.array([1.0, 0.0, 0.0]))
+        >>> got
+        Array([1.3], dtype=float32)
+    """
     W = cal.buf.shape[0]
     buf = ring.clear(cal.buf, t - 1)
     rolled = jax.lax.dynamic_slice(jnp.concatenate([spread, spread]), ((W - t % W) % W,), (W,))
@@ -92,6 +162,14 @@ def calendar_round_profile(cal: Calendar, t, spread):
 
 
 class CalendarState(NamedTuple):
+    """The state of a calendar channel (:class:`CalendarChannel`, :class:`Composite`).
+
+    Attributes:
+        cal: the :class:`Calendar` of records in flight.
+        due: i32[H], the reveal ring: the delivery round of each of the last ``H`` plays, or
+            ``NEVER``.
+    """
+
     cal: Calendar
     due: Any  # i32[H] reveal ring: delivery round of each of the last H plays, or NEVER
 
@@ -137,6 +215,15 @@ class Channel:
 
     # -- the component -----------------------------------------------------------------------
     def init(self, spec: ChannelSpec):
+        """The state before round 0 of a deterministic channel (a random one overrides
+        :meth:`init_keyed` instead).
+
+        Args:
+            spec: the :class:`ChannelSpec` (horizon, width ``W``, payload size ``P``, reveal ``H``).
+
+        Returns:
+            The channel's state, a pytree of fixed shape.
+        """
         raise NotImplementedError
 
     def init_keyed(self, spec: ChannelSpec, key):
@@ -146,9 +233,29 @@ class Channel:
         return self.init(spec)
 
     def round(self, spec: ChannelSpec, state, play: Play):
+        """Take the play of round ``t`` and hand over what arrives at ``t`` (pure).
+
+        Args:
+            spec: the :class:`ChannelSpec`.
+            state: the channel's state after round ``t - 1``.
+            play: the :class:`~jaxbandits.types.Play` of round ``t``; a random channel draws from
+                ``play.key``, the channel's key of round ``t`` (conventions §8).
+
+        Returns:
+            ``(state, delivery)``: the state after round ``t`` and a
+            :class:`~jaxbandits.types.Delivery` (f32[P] payload, reveal ages or None).
+        """
         raise NotImplementedError
 
     def lost(self, state):
+        """The records dropped so far because their lag was ``>= W`` (reported as ``lost_to_W``).
+
+        Args:
+            state: the channel's state.
+
+        Returns:
+            i32, the count.
+        """
         raise NotImplementedError
 
 
@@ -157,6 +264,16 @@ class CalendarChannel(Channel):
     record of a play is: :meth:`record` returns ``(value f32[P], lag i32, deliverable bool)``."""
 
     def record(self, spec: ChannelSpec, play: Play):
+        """The record of the play of round ``t``: what arrives, after how long, and whether at all.
+
+        Args:
+            spec: the :class:`ChannelSpec`.
+            play: the :class:`~jaxbandits.types.Play` of round ``t`` (``play.key``: the channel's key
+                of round ``t``, for a random channel).
+
+        Returns:
+            ``(value, lag, deliverable)``: f32[P], i32 (``max(delay, hold)``, usually) and bool.
+        """
         raise NotImplementedError
 
     def init(self, spec: ChannelSpec) -> CalendarState:
@@ -187,7 +304,11 @@ def _lag(play: Play):
 
 @dataclasses.dataclass(frozen=True)
 class Attributed(CalendarChannel):
-    """Each arrival carries the policy's payload of its play (timestamped / attributed feedback)."""
+    """Each arrival carries the policy's payload of its play (timestamped / attributed feedback).
+
+    Attributes:
+        width: the calendar length ``W`` (None: :meth:`~Channel.resolve_width`'s default).
+    """
 
     width: Optional[int] = None
     feedback = Feedback(attributed=True, zeros_observed=True)
@@ -202,7 +323,11 @@ class Attributed(CalendarChannel):
 
 @dataclasses.dataclass(frozen=True)
 class ActionTime(Attributed):
-    """As attributed, and the delay ``d_t`` is revealed in the context before acting."""
+    """As attributed, and the delay ``d_t`` is revealed in the context before acting.
+
+    Attributes:
+        width: the calendar length ``W`` (None: :meth:`~Channel.resolve_width`'s default).
+    """
 
     width: Optional[int] = None
     feedback = Feedback(attributed=True, zeros_observed=True, delay_at_action=True)
@@ -213,7 +338,11 @@ class ActionTime(Attributed):
 
 @dataclasses.dataclass(frozen=True)
 class Anonymous(CalendarChannel):
-    """Only the sum ``y_t`` of the rewards arriving at round ``t``: arm and origin hidden."""
+    """Only the sum ``y_t`` of the rewards arriving at round ``t``: arm and origin hidden.
+
+    Attributes:
+        width: the calendar length ``W`` (None: :meth:`~Channel.resolve_width`'s default).
+    """
 
     width: Optional[int] = None
     feedback = Feedback(attributed=False, zeros_observed=True)
@@ -229,7 +358,12 @@ class Anonymous(CalendarChannel):
 @dataclasses.dataclass(frozen=True)
 class Conversions(CalendarChannel):
     """Censored conversions: only positive outcomes, only with delay ``d <= window``; each
-    delivered as the policy's payload of a unit reward."""
+    delivered as the policy's payload of a unit reward.
+
+    Attributes:
+        window: the censoring window ``m``: only delays ``d <= m`` arrive (None: uncensored).
+        width: the calendar length ``W`` (None: :meth:`~Channel.resolve_width`'s default).
+    """
 
     window: Optional[int] = None
     width: Optional[int] = None
@@ -255,7 +389,12 @@ class Conversions(CalendarChannel):
 class Composite(Channel):
     """Composite anonymous: the partial rewards of all past plays landing at round ``t``, summed.
     A world's ``Outcome.profile`` splits a reward over lags ``0..L-1``; without one, the whole
-    reward lands at lag ``d``."""
+    reward lands at lag ``d``.
+
+    Attributes:
+        width: the calendar length ``W`` (None: the exact width, ``max_delay + 1`` capped at the
+            horizon).
+    """
 
     width: Optional[int] = None
     feedback = Feedback(attributed=False, zeros_observed=True, spread=True)
@@ -292,26 +431,94 @@ class Composite(Channel):
 
 @constructor
 def attributed(width: Optional[int] = None) -> Attributed:
-    """Each arrival carries the policy's payload of its play (timestamped / attributed feedback)."""
+    """Each arrival carries the policy's payload of its play (timestamped / attributed feedback).
+
+    Args:
+        width: the calendar length ``W``, an integer ``>= 1``; None (default): the exact width
+            when all runs' calendars fit in 2 GiB, else a high quantile of the delay law (losses
+            counted in ``lost_to_W``).
+
+    Returns:
+        The channel, a frozen value (``Attributed(width=...)``).
+
+    Raises:
+        ValueError: ``width`` below 1.
+
+    Examples:
+        >>> from jaxbandits import channels
+        >>> channels.attributed()
+        Attributed(width=None)
+        >>> channels.attributed(width=64).feedback.attributed
+        True
+    """
     return Attributed(_width(width))
 
 
 @constructor
 def action_time(width: Optional[int] = None) -> ActionTime:
-    """As attributed, and the delay ``d_t`` is revealed in the context before acting."""
+    """As attributed, and the delay ``d_t`` is revealed in the context before acting.
+
+    Args:
+        width: the calendar length ``W``, an integer ``>= 1`` (None: as :func:`attributed`).
+
+    Returns:
+        The channel, a frozen value (``ActionTime(width=...)``).
+
+    Raises:
+        ValueError: ``width`` below 1.
+
+    Examples:
+        >>> from jaxbandits import channels
+        >>> channels.action_time().feedback.delay_at_action
+        True
+    """
     return ActionTime(_width(width))
 
 
 @constructor
 def anonymous(width: Optional[int] = None) -> Anonymous:
-    """Only the sum ``y_t`` of the rewards arriving at round ``t``: arm and origin hidden."""
+    """Only the sum ``y_t`` of the rewards arriving at round ``t``: arm and origin hidden.
+
+    Args:
+        width: the calendar length ``W``, an integer ``>= 1`` (None: as :func:`attributed`).
+
+    Returns:
+        The channel, a frozen value (``Anonymous(width=...)``).
+
+    Raises:
+        ValueError: ``width`` below 1.
+
+    Examples:
+        >>> from jaxbandits import channels
+        >>> channels.anonymous().feedback.aggregated
+        True
+    """
     return Anonymous(_width(width))
 
 
 @constructor
 def conversions(window: Optional[int] = None, width: Optional[int] = None) -> Conversions:
     """Censored conversions: only positive outcomes, only with delay ``d <= window`` (inclusive;
-    ``None`` = uncensored, ``0`` = same round only)."""
+    ``None`` = uncensored, ``0`` = same round only).
+
+    Args:
+        window: the censoring window ``m``, an integer ``>= 0`` (None: uncensored).
+        width: the calendar length ``W``, an integer ``>= 1`` (None: as :func:`attributed`).
+
+    Returns:
+        The channel, a frozen value (``Conversions(window=..., width=...)``); its feedback has
+        ``zeros_observed=False``, the window and ``reveal_ages=True``.
+
+    Raises:
+        ValueError: ``window`` below 0 or ``width`` below 1.
+
+    Examples:
+        >>> from jaxbandits import channels
+        >>> channels.conversions(window=30)
+        Conversions(window=30, width=None)
+        >>> channels.conversions(window=30).feedback.window
+        30
+    """
     if window is not None:
         window = V.integer("window", window, lo=0)
     return Conversions(window, _width(width))
@@ -319,7 +526,22 @@ def conversions(window: Optional[int] = None, width: Optional[int] = None) -> Co
 
 @constructor
 def composite(width: Optional[int] = None) -> Composite:
-    """Composite anonymous: the partial rewards of all past plays landing at round ``t``, summed."""
+    """Composite anonymous: the partial rewards of all past plays landing at round ``t``, summed.
+
+    Args:
+        width: the calendar length ``W``, an integer ``>= 1`` (None: the exact width).
+
+    Returns:
+        The channel, a frozen value (``Composite(width=...)``).
+
+    Raises:
+        ValueError: ``width`` below 1.
+
+    Examples:
+        >>> from jaxbandits import channels
+        >>> channels.composite().feedback.spread
+        True
+    """
     return Composite(_width(width))
 
 

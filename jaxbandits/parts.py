@@ -43,7 +43,23 @@ class MergeError(ValueError):
 
 
 def parse_part(part) -> Tuple[int, int]:
-    """``"i/n"`` or ``(i, n)`` -> ``(i, n)`` with ``0 <= i < n``."""
+    """``"i/n"`` or ``(i, n)`` -> ``(i, n)`` with ``0 <= i < n``.
+
+    Args:
+        part: ``"I/N"`` (the command line's ``--part``) or a pair of integers ``(I, N)``.
+
+    Returns:
+        ``(i, n)``, integers with ``n >= 1`` and ``0 <= i < n``.
+
+    Raises:
+        ValueError: a string not of the form ``I/N``, or ``i``, ``n`` out of range.
+        TypeError: neither a string nor a pair of integers.
+
+    Examples:
+        >>> from jaxbandits.parts import parse_part
+        >>> parse_part("1/3"), parse_part((0, 2))
+        ((1, 3), (0, 2))
+    """
     if isinstance(part, str):
         m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", part)
         if not m:
@@ -63,7 +79,24 @@ def run_range(runs: int, i: int, n: int) -> Tuple[int, int]:
     """``(first run, number of runs)`` of part ``i`` of ``n`` of ``runs`` runs: parts split the
     blocks of the statistics (:func:`jaxbandits.engine.stats.block_size`), ``[floor(i nb / n),
     floor((i + 1) nb / n))`` of the ``nb`` blocks, so each part reduces whole blocks and the merge
-    combines the blocks the whole run combines (1001 runs in 3 parts: 336, 336 and 329 runs)."""
+    combines the blocks the whole run combines (1001 runs in 3 parts: 336, 336 and 329 runs).
+
+    Args:
+        runs: the whole run's number of runs ``N``.
+        i: the part, ``0 <= i < n``.
+        n: the number of parts, at most the number of blocks.
+
+    Returns:
+        ``(first run, number of runs)`` of part ``i``.
+
+    Raises:
+        ValueError: more parts than blocks (some part would get no run).
+
+    Examples:
+        >>> from jaxbandits.parts import run_range
+        >>> [run_range(1001, i, 3) for i in range(3)]
+        [(0, 336), (336, 336), (672, 329)]
+    """
     from .engine.stats import block_size
 
     B = block_size(runs)
@@ -104,7 +137,32 @@ def whole_width_channel(panel, horizon: int, runs: int, runs_here: int):
 # ----------------------------------------------------------------------------- writing a part
 def save_part(out, meta: dict, outs: Dict[str, object]) -> dict:
     """Write the part folder ``out``: ``part.json`` (``meta``) and ``part.npz`` (the records of
-    ``outs``, ``{label: SimOutput}``), as one unit (:func:`jaxbandits._io.save_files`)."""
+    ``outs``, ``{label: SimOutput}``), as one unit (:func:`jaxbandits._io.save_files`).
+
+    Args:
+        out: the part folder (created; refused if it holds other results).
+        meta: what the part is of: at least ``experiment``, ``config``, ``part`` and ``parts``
+            (the command line adds what the merge needs: seed, runs, horizon, versions, ...).
+        outs: ``{label: SimOutput}``, the part's results.
+
+    Returns:
+        ``{file name: path}`` of the files written.
+
+    Examples:
+        >>> import os, tempfile
+        >>> import numpy as np
+        >>> from jaxbandits.engine.recording import SimOutput
+        >>> from jaxbandits.parts import load_part, save_part
+        >>> out = SimOutput(t=np.array([50, 100]), regret=np.ones((2, 2), np.float32), expected_regret=None,
+        ...                 reward=None, pulls=None, lost_to_W=np.zeros(2, np.int32), width=8, timing={})
+        >>> folder = os.path.join(tempfile.mkdtemp(), "part0")
+        >>> meta = {"experiment": "demo", "config": {}, "part": 0, "parts": 2}
+        >>> sorted(save_part(folder, meta, {"ucb1": out}))
+        ['part.json', 'part.npz']
+        >>> load_part(folder)["fields"]
+        {'ucb1': ['regret', 'lost_to_W']}
+        >>> import shutil; shutil.rmtree(os.path.dirname(folder))
+    """
     arrays, fields = {}, {}
     for j, (lab, o) in enumerate(outs.items()):
         fields[lab] = [f for f in FIELDS if getattr(o, f) is not None]
@@ -127,7 +185,33 @@ def save_part(out, meta: dict, outs: Dict[str, object]) -> dict:
 def save_sweep_part(out, meta: dict, ctx) -> dict:
     """Write the part folder of a split sweep: ``part.json`` (``meta``, the sweep's units in the
     order it asked for them and which part owns each) and ``part.npz`` (the bytes of each unit this
-    part owns, as :class:`jaxbandits.engine.checkpoint.CallCache` saves them), as one unit."""
+    part owns, as :class:`jaxbandits.engine.checkpoint.CallCache` saves them), as one unit.
+
+    Args:
+        out: the part folder.
+        meta: what the part is of (as :func:`save_part`'s).
+        ctx: the :class:`jaxbandits.sweeping.Sweep` the part ran (its ``units`` and ``cache``).
+
+    Returns:
+        ``{file name: path}`` of the files written.
+
+    Raises:
+        RuntimeError: a unit this part owns is not in the cache (a defect: it cannot happen).
+
+    Examples:
+        >>> import os, tempfile
+        >>> from jaxbandits.parts import load_part, save_sweep_part
+        >>> from jaxbandits.sweeping import SweepShare, sweep_checkpoints
+        >>> with sweep_checkpoints(None, share=SweepShare(0, 2)) as sweep:  # part 0 of 2
+        ...     a = sweep.unit({"replication": 0}, lambda: [1], kind="json")
+        ...     b = sweep.unit({"replication": 1}, lambda: [2], kind="json")  # part 1's: a placeholder
+        >>> folder = os.path.join(tempfile.mkdtemp(), "part0")
+        >>> meta = {"experiment": "demo", "config": {}, "part": 0, "parts": 2}
+        >>> _ = save_sweep_part(folder, meta, sweep)
+        >>> [owner for _, _, owner in load_part(folder)["units"]]
+        [0, 1]
+        >>> import shutil; shutil.rmtree(os.path.dirname(folder))
+    """
     mine = {uid: kind for uid, kind, owner in ctx.units if owner == meta["part"]}
     arrays = {}
     for uid, kind in mine.items():
@@ -152,7 +236,34 @@ def _short(d) -> str:
 
 def load_part(folder) -> dict:
     """``part.json`` of a part folder, checked to be a finished part whose files match the
-    manifest's checksums (a clear :class:`MergeError` otherwise)."""
+    manifest's checksums (a clear :class:`MergeError` otherwise).
+
+    Args:
+        folder: a part folder (``jaxbandits run NAME --part I/N --out DIR``).
+
+    Returns:
+        The part's ``part.json`` as a ``dict`` (``_folder`` added).
+
+    Raises:
+        MergeError: the folder is missing, holds no finished part (an interrupted one, a whole
+            run's results), a part of another format, or a file that does not match its checksum.
+
+    Examples:
+        >>> import os, tempfile
+        >>> import numpy as np
+        >>> from jaxbandits.engine.recording import SimOutput
+        >>> from jaxbandits.parts import load_part, save_part
+        >>> out = SimOutput(t=np.array([50, 100]), regret=np.ones((2, 2), np.float32), expected_regret=None,
+        ...                 reward=None, pulls=None, lost_to_W=np.zeros(2, np.int32), width=8, timing={})
+        >>> folder = os.path.join(tempfile.mkdtemp(), "part0")
+        >>> meta = {"experiment": "demo", "config": {}, "part": 0, "parts": 2}
+        >>> sorted(save_part(folder, meta, {"ucb1": out}))
+        ['part.json', 'part.npz']
+        >>> meta = load_part(folder)
+        >>> meta["format"], meta["labels"]
+        ('jaxbandits-part/1', ['ucb1'])
+        >>> import shutil; shutil.rmtree(os.path.dirname(folder))
+    """
     d = _short(folder)
     if not os.path.isdir(folder):
         raise MergeError(f"merge: {d!r} does not exist (a part folder of jaxbandits run --part I/N)")
@@ -298,7 +409,28 @@ def merge(dirs: Sequence, out, *, force: bool = False, plot: bool = True):
     """Merge the part folders ``dirs`` into the results folder ``out`` (``results.nc``,
     ``summary.json``, ...): bitwise those of the run done whole (timing aside). Refuses parts of
     different runs or versions, missing or duplicated parts, damaged files
-    (:class:`MergeError`), and an ``out`` holding other results (as ``run``; ``force``)."""
+    (:class:`MergeError`), and an ``out`` holding other results (as ``run``; ``force``).
+
+    Args:
+        dirs: the part folders, every part ``0 .. n-1`` exactly once, in any order.
+        out: the results folder to write (not one of the parts).
+        force: overwrite results of another run in ``out``.
+        plot: draw the figures.
+
+    Returns:
+        The merged :class:`jaxbandits.results.Results` (for a split sweep: what its runner returns,
+        rebuilt from the parts' units), also saved in ``out``.
+
+    Raises:
+        MergeError: no parts, parts of different runs or versions, a part missing or given twice,
+            a damaged file, or ``out`` among the parts.
+
+    Examples:
+        >>> from jaxbandits.parts import merge
+        >>> res = merge(["part0", "part1"], "merged")  # doctest: +SKIP
+        >>> res.runs  # doctest: +SKIP
+        1000
+    """
     from .experiments.assemble import assemble_results
 
     if not dirs:

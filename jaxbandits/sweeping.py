@@ -41,7 +41,24 @@ class Sweep:
     unit is computed (:class:`~jaxbandits.engine.checkpoint.Interrupted` when it says so);
     ``share`` computes only this part's units; ``replay_only`` computes none
     (:class:`~jaxbandits.engine.checkpoint.MissingUnit` for a unit the cache lacks). ``units``
-    lists every unit asked for, in order: ``(id, kind, owner)``."""
+    lists every unit asked for, in order: ``(id, kind, owner)``.
+
+    Args:
+        cache: where completed units are saved (None: nothing saved).
+        stop: asked before each unit is computed; True stops the sweep there.
+        share: this part's share of a split sweep (None: every unit).
+        replay_only: compute no unit: replay them all from the cache (a merge of parts).
+
+    Examples:
+        >>> from jaxbandits.sweeping import DIRECT, CallCache, Sweep
+        >>> sweep = Sweep(CallCache(None))  # units kept in memory
+        >>> sweep.unit({"fit": 1}, lambda: {"mean": 0.5}, kind="json")
+        {'mean': 0.5}
+        >>> sweep.unit({"fit": 1}, lambda: {"mean": 9.9}, kind="json")  # replayed, not computed
+        {'mean': 0.5}
+        >>> DIRECT.cache is None
+        True
+    """
 
     def __init__(self, cache: Optional[CallCache] = None, stop: Callable[[], bool] = lambda: False,
                  share: Optional[SweepShare] = None, replay_only: bool = False):
@@ -54,7 +71,24 @@ class Sweep:
         ``fingerprint``; else, if this part does not own the unit, ``placeholder()`` (a value of
         the same form that the sweep's code may read but whose numbers are discarded); else
         ``compute()``, saved. ``kind``: ``"sim"`` for ``{label: SimOutput}``, ``"json"`` for a
-        JSON value. ``cost`` (run-steps) balances a split sweep's parts."""
+        JSON value. ``cost`` (run-steps) balances a split sweep's parts.
+
+        Args:
+            fingerprint: a JSON-serialisable ``dict`` naming what the unit computes.
+            compute: ``compute() -> value``.
+            cost: the unit's work in run-steps (how a split sweep balances its parts).
+            placeholder: ``placeholder() -> value`` of the same form, for a unit another part
+                computes.
+            kind: ``"sim"`` (``{label: SimOutput}``) or ``"json"``.
+            what: what the unit is, in messages.
+
+        Returns:
+            The unit's value as saved (the same arrays a resumed sweep or a merge of parts gets).
+
+        Raises:
+            jaxbandits.engine.checkpoint.MissingUnit: ``replay_only`` and the cache lacks it.
+            jaxbandits.engine.checkpoint.Interrupted: ``stop()`` said so before computing it.
+        """
         if self.cache is None:
             return compute()
         uid = self.cache.unit_id(fingerprint)
@@ -83,7 +117,32 @@ class Sweep:
                  delayed_regret: Optional[bool] = None, checkpoint=None, resume: bool = False, stop=None,
                  path: str = "auto", keep=None, stats_block: Optional[int] = None):
         """:func:`jaxbandits.simulate` (same arguments, same result) as a unit of the sweep. A
-        call with a ``checkpoint`` of its own is not a unit (its checkpoint resumes it)."""
+        call with a ``checkpoint`` of its own is not a unit (its checkpoint resumes it).
+
+        Args:
+            env: the world; the other arguments are :func:`jaxbandits.simulate`'s.
+            channel: the channel.
+            policies: a policy or a ``{label: policy}`` dict.
+            horizon: the number of rounds.
+            key: a ``jax.random.key`` or an integer seed.
+            n_runs: the runs.
+            record: the record points.
+            chunk: rounds per compiled chunk.
+            progress: show a progress bar.
+            shard: the local devices.
+            first_run: the global index of the first run.
+            delayed_regret: track ``L(t)``.
+            checkpoint: a folder of the call's own (then the call is not a unit).
+            resume: continue from ``checkpoint``.
+            stop: asked after every chunk.
+            path: ``"auto"``, ``"scan"`` or ``"fused"`` (a fused unit is named apart from a scan one).
+            keep: the per-run curves returned.
+            stats_block: the statistics' block size.
+
+        Returns:
+            What :func:`jaxbandits.simulate` returns: replayed when the cache holds the unit,
+            zeros of the same form when another part computes it.
+        """
         call = lambda which=path: DR.simulate(
             env, channel, policies, horizon, key, n_runs, record=record, chunk=chunk, progress=progress, shard=shard,
             first_run=first_run, delayed_regret=delayed_regret, checkpoint=checkpoint, resume=resume, stop=stop,
@@ -104,7 +163,25 @@ class Sweep:
 
     def simulate_grid(self, build: Callable, grid, channel, horizon: int, key, n_runs: int = 1, *, record=None,
                       chunk=None, progress=False, shard=None):
-        """:func:`jaxbandits.simulate_grid` (same arguments, same result) as a unit of the sweep."""
+        """:func:`jaxbandits.simulate_grid` (same arguments, same result) as a unit of the sweep.
+
+        Args:
+            build: ``build(**params) -> (env, policy)``; the other arguments are
+                :func:`jaxbandits.simulate_grid`'s.
+            grid: ``{name: array [G, ...]}``.
+            channel: the channel.
+            horizon: the number of rounds.
+            key: a ``jax.random.key`` or an integer seed.
+            n_runs: the runs of each grid point.
+            record: the record points.
+            chunk: rounds per compiled chunk.
+            progress: show a progress bar.
+            shard: the local devices.
+
+        Returns:
+            What :func:`jaxbandits.simulate_grid` returns (replayed, or placeholders, as
+            :meth:`simulate`).
+        """
         call = lambda: DR.simulate_grid(build, grid, channel, horizon, key, n_runs, record=record, chunk=chunk,
                                         progress=progress, shard=shard)
         if self.cache is None:
@@ -135,7 +212,29 @@ def sweep_checkpoints(folder: Optional[str], stop: Callable[[], bool] = lambda: 
                       share: Optional[SweepShare] = None, replay_only: bool = False):
     """A :class:`Sweep` whose units are saved whole in ``folder`` (``None``: in memory) when they
     complete and replayed from there when the same unit comes again (a resumed sweep). Yields the
-    sweep; hand it to the runner (:func:`call_runner`). Nothing outside it is affected."""
+    sweep; hand it to the runner (:func:`call_runner`). Nothing outside it is affected.
+
+    Args:
+        folder: the folder of the saved units (None: kept in memory).
+        stop: asked before each unit is computed.
+        share: this part's share of a split sweep (None: every unit).
+        replay_only: compute no unit (a merge of parts).
+
+    Yields:
+        The :class:`Sweep`.
+
+    Examples:
+        >>> import tempfile
+        >>> from jaxbandits.sweeping import sweep_checkpoints
+        >>> folder = tempfile.mkdtemp()
+        >>> with sweep_checkpoints(folder) as sweep:
+        ...     sweep.unit({"replication": 0}, lambda: [1, 2], kind="json")
+        [1, 2]
+        >>> with sweep_checkpoints(folder, replay_only=True) as sweep:  # a resumed sweep replays it
+        ...     sweep.unit({"replication": 0}, lambda: [0, 0], kind="json")
+        [1, 2]
+        >>> import shutil; shutil.rmtree(folder)
+    """
     yield Sweep(CallCache(folder), stop, share, replay_only)
 
 
@@ -154,7 +253,29 @@ def call_runner(runner, config, runs, seed, horizon, sweep: Sweep = DIRECT):
     :class:`Sweep` whose ``simulate`` / ``unit`` it calls. A runner written before sweeps were
     handed their ``Sweep`` (four parameters, no ``sweep``) still runs, with a
     ``DeprecationWarning`` when a cache was to be used: its direct ``simulate`` calls are not
-    saved, replayed or split (a resumed sweep recomputes them; each part computes all of them)."""
+    saved, replayed or split (a resumed sweep recomputes them; each part computes all of them).
+
+    Args:
+        runner: ``runner(config, runs, seed, horizon, sweep=...)`` (or without ``sweep``: deprecated).
+        config: the experiment's configuration.
+        runs: the runs.
+        seed: the seed.
+        horizon: the horizon.
+        sweep: the :class:`Sweep` (default :data:`DIRECT`).
+
+    Returns:
+        What the runner returns.
+
+    Warns:
+        DeprecationWarning: a runner without ``sweep`` given a sweep with a cache.
+
+    Examples:
+        >>> from jaxbandits.sweeping import call_runner
+        >>> def runner(config, runs, seed, horizon, sweep):
+        ...     return sweep.unit({"seed": seed}, lambda: {"runs": runs}, kind="json")
+        >>> call_runner(runner, {}, 8, 0, 100)
+        {'runs': 8}
+    """
     if _takes_sweep(runner):
         return runner(config, runs, seed, horizon, sweep=sweep)
     if sweep.cache is not None:
@@ -166,7 +287,27 @@ def call_runner(runner, config, runs, seed, horizon, sweep: Sweep = DIRECT):
 
 def placeholder_outputs(problems, n_runs, record_at, grid_params=None, keep=None):
     """Outputs of the form a call returns, all zeros: what a part of a split sweep gets for a call
-    another part computes (its numbers are discarded; docs/cluster.md)."""
+    another part computes (its numbers are discarded; docs/cluster.md).
+
+    Args:
+        problems: ``{label: Problem}`` of the call.
+        n_runs: its runs.
+        record_at: its record rounds.
+        grid_params: a grid's parameters (None: no grid).
+        keep: the runs whose curves are kept (None: all).
+
+    Returns:
+        ``{label: SimOutput}`` of zeros, of the shapes the call returns.
+
+    Examples:
+        >>> from jaxbandits import channels, engine, envs
+        >>> from jaxbandits.policies import classic
+        >>> from jaxbandits.sweeping import placeholder_outputs
+        >>> probs = {"ucb1": engine.problem(envs.bernoulli([0.3, 0.6]), channels.attributed(), classic.ucb1(), 100)}
+        >>> out = placeholder_outputs(probs, 4, engine.record_points(100, 50))["ucb1"]
+        >>> out.regret.shape, out.pulls.shape, float(out.regret.sum())
+        ((4, 2), (4, 2, 2), 0.0)
+    """
     lead = () if grid_params is None else (int(np.asarray(next(iter(grid_params.values()))).shape[0]),)
     R = len(record_at)
     n_keep = n_runs if keep is None else keep

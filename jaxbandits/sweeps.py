@@ -24,6 +24,34 @@ SWEEP_AXES = {"T": "horizon T (rounds)", "d": "delay d (rounds)", "E[tau]": "mea
 
 @dataclass
 class SweepResults:
+    """The final regret of each policy at each setting of a swept quantity (module docstring):
+    per-run finals, bounds, slopes, saved as :class:`jaxbandits.results.Results` saves.
+
+    Attributes:
+        experiment: the experiment's name.
+        config: its configuration.
+        seed: the seed.
+        runs: the runs at each setting.
+        sweep: the name of the swept variable (``"T"``, ``"d"``, ``"E[tau]"``: :data:`SWEEP_AXES`).
+        x: the swept values.
+        finals: ``{label: [per-run finals at each x]}`` (:meth:`add`).
+        bounds: ``{label: [bound at each x]}`` (nan: none).
+        extra: per-x facts (``D``, ``beta``, ...).
+        timing: ``compile_s``, ``run_s``, ``run_steps`` and ``devices`` summed over the settings.
+        lost_to_W: the records the channels dropped, all settings.
+        width: the calendar length.
+        metric: the regret read at each setting (``"expected_regret"`` by default).
+        versions: the library's and its dependencies' versions.
+
+    Examples:
+        >>> from jaxbandits.sweeps import SweepResults
+        >>> res = SweepResults("demo", {}, seed=0, runs=3, sweep="T", x=[100, 1000])
+        >>> res.add("ucb1", 0, [10.0, 12.0, 14.0])
+        >>> res.add("ucb1", 1, [30.0, 30.0, 30.0])
+        >>> res.mean_se("ucb1")[0].tolist()
+        [12.0, 30.0]
+    """
+
     experiment: str
     config: dict
     seed: int

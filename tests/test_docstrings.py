@@ -55,14 +55,34 @@ DOCUMENTED = [
     "jaxbandits.reproductions.wang2021",
     "jaxbandits.reproductions.bayes",
     "jaxbandits.reproductions.ope",
+    "jaxbandits.types",
+    "jaxbandits.channels",
+    "jaxbandits.engine",
+    "jaxbandits.engine.round",
+    "jaxbandits.engine.metrics",
+    "jaxbandits.engine.recording",
+    "jaxbandits.engine.stats",
+    "jaxbandits.engine.checkpoint",
+    "jaxbandits.simulate",
+    "jaxbandits.sweeps",
+    "jaxbandits.sweeping",
+    "jaxbandits.parts",
 ]
+
+#: documented in the same form but not yet enforced: ``jaxbandits.engine.driver`` re-exports
+#: ``policy_digest`` in its ``__all__``, whose docstring (in ``jaxbandits.values``) has no
+#: Args / Returns / Example yet; every other public name of the driver has them, and its examples
+#: run below
+DOCUMENTED_PARTLY = ["jaxbandits.engine.driver"]
 
 #: modules whose examples run in the default suite (cheap: constructors, numpy, small eager array
 #: calls; about 15 s together on 2 cores); examples that compile a simulation, run MCMC or need a
 #: file are marked ``# doctest: +SKIP``
 DOCTESTED = [m for m in DOCUMENTED if m not in ("jaxbandits.mathlib", "jaxbandits.bayes.model", "jaxbandits.delays",
                                                 # classes only: exempt, no examples
-                                                "jaxbandits.reproductions.bayes", "jaxbandits.reproductions.ope")]
+                                                "jaxbandits.reproductions.bayes", "jaxbandits.reproductions.ope",
+                                                # re-exports: their examples run in the defining modules
+                                                "jaxbandits.engine", "jaxbandits.simulate")] + DOCUMENTED_PARTLY
 
 #: modules whose examples are many small eager JAX calls (about 10 s each on 2 cores): ``-m slow``
 DOCTESTED_SLOW = ["jaxbandits.mathlib", "jaxbandits.bayes.model", "jaxbandits.delays"]

@@ -66,7 +66,25 @@ def _atomic(path: str, write: Callable[[Any], None]):
 @contextlib.contextmanager
 def reading_saved(path):
     """Errors while reading a checkpoint file as one ValueError naming the file (and the missing
-    key): a damaged or truncated checkpoint cannot be resumed, only started afresh."""
+    key): a damaged or truncated checkpoint cannot be resumed, only started afresh.
+
+    Args:
+        path: the file being read (named in the error).
+
+    Yields:
+        Nothing: a context manager around the reads.
+
+    Raises:
+        ValueError: an ``OSError``, ``ValueError``, ``KeyError``, ``EOFError`` or
+            ``zipfile.BadZipFile`` inside the block, reworded to name the file and what it lacks.
+
+    Examples:
+        >>> from jaxbandits.engine.checkpoint import reading_saved
+        >>> with reading_saved("state.npz"):
+        ...     {}["arrays"]
+        Traceback (most recent call last):
+        ValueError: state.npz: not a readable checkpoint file (damaged or truncated: it lacks the key 'arrays'); ...
+    """
     try:
         yield
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
@@ -178,7 +196,20 @@ class Checkpoint:
 def graceful_stop(message: Optional[str] = None):
     """Within the block, SIGINT (Ctrl-C) and SIGTERM request a stop instead of killing: yields a
     callable that says whether one was requested. A second SIGINT raises KeyboardInterrupt at once.
-    Outside the main thread it installs nothing (the callable always says no)."""
+    Outside the main thread it installs nothing (the callable always says no).
+
+    Args:
+        message: printed to stderr when a stop is requested (None: nothing).
+
+    Yields:
+        A callable ``stop_requested() -> bool``; the previous handlers are restored on exit.
+
+    Examples:
+        >>> from jaxbandits.engine.checkpoint import graceful_stop
+        >>> with graceful_stop("stopping at the next chunk") as stop_requested:
+        ...     stop_requested()
+        False
+    """
     flag = {"stop": False}
     if threading.current_thread() is not threading.main_thread():
         yield lambda: False
@@ -209,7 +240,20 @@ class MissingUnit(LookupError):
 
 
 def unit_bytes(kind: str, value) -> bytes:
-    """One unit's result as bytes: ``sim`` (``{label: SimOutput}``) as an ``.npz``, ``json`` as UTF-8."""
+    """One unit's result as bytes: ``sim`` (``{label: SimOutput}``) as an ``.npz``, ``json`` as UTF-8.
+
+    Args:
+        kind: ``"sim"`` or ``"json"``.
+        value: ``{label: SimOutput}`` (``sim``) or a JSON-serialisable value (``json``).
+
+    Returns:
+        The bytes :func:`unit_value` reads back (the same arrays, so the same bits).
+
+    Examples:
+        >>> from jaxbandits.engine.checkpoint import unit_bytes
+        >>> unit_bytes("json", {"mean": 0.5})
+        b'{"mean": 0.5}'
+    """
     import io
 
     if kind == "json":
@@ -229,7 +273,25 @@ def unit_bytes(kind: str, value) -> bytes:
 
 
 def unit_value(kind: str, data: bytes):
-    """Inverse of :func:`unit_bytes`."""
+    """Inverse of :func:`unit_bytes`.
+
+    Args:
+        kind: ``"sim"`` or ``"json"``, as written.
+        data: the bytes :func:`unit_bytes` returned.
+
+    Returns:
+        The value: ``{label: SimOutput}`` (``sim``, its statistics included) or the JSON value.
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxbandits.engine.checkpoint import unit_bytes, unit_value
+        >>> from jaxbandits.engine.recording import SimOutput
+        >>> out = SimOutput(t=np.array([50, 100]), regret=np.ones((2, 2), np.float32), expected_regret=None,
+        ...                 reward=None, pulls=None, lost_to_W=np.zeros(2, np.int32), width=8, timing={})
+        >>> back = unit_value("sim", unit_bytes("sim", {"ucb1": out}))["ucb1"]
+        >>> back.regret.tolist(), back.width, back.reward
+        ([[1.0, 1.0], [1.0, 1.0]], 8, None)
+    """
     import io
 
     from .recording import SimOutput

@@ -32,7 +32,13 @@ __all__ = ["simulate", "simulate_grid", "choose_path", "PATHS", "prepare", "Prep
 
 
 class Plan(NamedTuple):
-    """Static description of one compiled program (hashable)."""
+    """Static description of one compiled program (hashable).
+
+    Attributes:
+        problems: ``((label, Problem), ...)``, the problems traced into the program.
+        n_dev: the number of devices the runs are sharded over.
+        gridded: the program runs a grid of parameters (:func:`simulate_grid`).
+    """
 
     problems: Tuple[Tuple[str, R.Problem], ...]
     n_dev: int
@@ -215,7 +221,15 @@ def check_stats_block(stats_block):
 
 
 def clear_cache():
-    """Forget every compiled program (frees their memory and the worlds they hold)."""
+    """Forget every compiled program (frees their memory and the worlds they hold).
+
+    Returns:
+        None. The next ``simulate`` of any problem compiles again.
+
+    Examples:
+        >>> from jaxbandits import engine
+        >>> engine.clear_cache()
+    """
     _COMPILED.clear()
     _REDUCERS.clear()
 
@@ -356,7 +370,46 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
     runtime (``jaxbandits.distributed``; every process calls this with the same arguments and gets
     every record). A checkpoint is then written by process 0 (the whole state, gathered) and read by
     every process on resume, so its folder must be one they share; no ``stop`` (one process cannot
-    stop alone)."""
+    stop alone).
+
+    Args:
+        problems: ``{label: Problem}``, one compiled program for all of them (the same horizon).
+        grid_params: ``{name: [G, ...]}``, a grid's parameters (None: no grid).
+        key: the experiment's key.
+        n_runs: the runs of this call.
+        record_at: the record rounds (:func:`~jaxbandits.engine.recording.record_points`).
+        chunk: rounds per compiled chunk (None: the whole horizon at once).
+        progress: show a progress bar over the chunks.
+        shard: the devices (as :func:`simulate`'s ``shard``).
+        first_run: the global index of this call's first run.
+        checkpoint: a folder or a :class:`~jaxbandits.engine.checkpoint.Checkpoint` (None: none).
+        resume: continue from ``checkpoint``.
+        stop: a callable asked after every chunk (None: never stop).
+        global_devices: shard over the devices of every process.
+        keep: the runs whose curves are returned (None: all).
+        block: the statistics' block size (None: ``block_size(n_runs)``).
+
+    Returns:
+        ``(final carries, Collected, timing)``; :func:`simulate` turns the last two into
+        ``SimOutput`` values.
+
+    Raises:
+        ValueError: ``stop`` with ``global_devices``, or a checkpoint of another simulation.
+        jaxbandits.engine.checkpoint.Interrupted: ``stop()`` said so (the work is saved).
+
+    Examples:
+        >>> import jax
+        >>> import jaxbandits as jb
+        >>> from jaxbandits import channels, delays, envs
+        >>> from jaxbandits.policies import classic
+        >>> world = envs.bernoulli([0.3, 0.6], delay=delays.geometric(mean=5.0))
+        >>> from jaxbandits.engine import driver, problem, record_points
+        >>> probs = {"ucb1": problem(world, channels.attributed(), classic.ucb1(), 200, n_runs=4)}
+        >>> carries, col, timing = driver.run_problems(probs, None, jax.random.key(0), 4,
+        ...                                            record_points(200, 100))  # doctest: +SKIP
+        >>> col.recs["ucb1"].regret.shape  # doctest: +SKIP
+        (4, 2)
+    """
     from .checkpoint import Checkpoint, Interrupted
 
     if global_devices:
@@ -619,7 +672,29 @@ def program_memory(problems: Dict[str, R.Problem], n_runs: int, record_at, grid_
     """Bytes of the compiled program of a whole run (one chunk), from XLA's memory analysis,
     without running it: ``state`` (the carried runs), ``records`` (the outputs written at the
     record points), and the program's ``arguments``, ``outputs``, ``temp`` and ``aliased`` (donated)
-    sizes; ``device = arguments + outputs + temp - aliased`` is the peak it needs."""
+    sizes; ``device = arguments + outputs + temp - aliased`` is the peak it needs.
+
+    Args:
+        problems: ``{label: Problem}``, as :func:`run_problems` takes them.
+        n_runs: the runs of the program.
+        record_at: the record rounds.
+        grid_params: a grid's parameters (None: no grid).
+
+    Returns:
+        ``{"state", "records", "arguments", "outputs", "temp", "aliased", "device"}``, in bytes.
+
+    Examples:
+        >>> import jax
+        >>> import jaxbandits as jb
+        >>> from jaxbandits import channels, delays, envs
+        >>> from jaxbandits.policies import classic
+        >>> world = envs.bernoulli([0.3, 0.6], delay=delays.geometric(mean=5.0))
+        >>> from jaxbandits.engine import driver, problem, record_points
+        >>> probs = {"ucb1": problem(world, channels.attributed(), classic.ucb1(), 200, n_runs=4)}
+        >>> mem = driver.program_memory(probs, 4, record_points(200, 100))  # doctest: +SKIP
+        >>> mem["device"] >= mem["state"]  # doctest: +SKIP
+        True
+    """
     plan = Plan(tuple(problems.items()), 1, grid_params is not None)
     T = plan.problems[0][1].horizon
     run_ids = jax.ShapeDtypeStruct((n_runs,), jnp.int32)
@@ -794,7 +869,20 @@ def check_common(horizon, n_runs, key):
 
 class Prepared(NamedTuple):
     """A ``simulate`` call's arguments, checked and resolved on the host (nothing compiled): what
-    runs it, and what names it (:func:`unit_fingerprint`)."""
+    runs it, and what names it (:func:`unit_fingerprint`).
+
+    Attributes:
+        single: one policy was given (not a dict): ``simulate`` returns its ``SimOutput`` alone.
+        problems: ``{label: Problem}``.
+        horizon: the number of rounds.
+        key: the experiment's key (a seed turned into a key).
+        n_runs: the runs of the call.
+        first_run: the global index of its first run.
+        record_at: the record rounds.
+        chunk: the chunk given, or the reduced form's automatic one.
+        keep: the runs whose curves are kept (:func:`resolve_keep`).
+        stats_block: the statistics' block size (None: the default).
+    """
 
     single: bool  # one policy given (not a dict): simulate returns its SimOutput alone
     problems: Dict[str, R.Problem]
@@ -812,7 +900,40 @@ def prepare(env, channel, policies, horizon: int, key, n_runs: int = 1, *, recor
             chunk: Optional[int] = None, first_run: int = 0, delayed_regret: Optional[bool] = None,
             keep=None, stats_block: Optional[int] = None) -> Prepared:
     """Every host check of :func:`simulate`'s arguments, in its order, and the sizes they fix:
-    a :class:`Prepared` (no compile, no device work)."""
+    a :class:`Prepared` (no compile, no device work).
+
+    Args:
+        env: the world.
+        channel: the channel.
+        policies: a policy or a ``{label: policy}`` dict.
+        horizon: the number of rounds, an integer in ``[1, 2**24]``.
+        key: a ``jax.random.key`` or an integer seed.
+        n_runs: the runs, an integer ``>= 1``.
+        record: the record points (:func:`~jaxbandits.engine.recording.record_points`).
+        chunk: rounds per compiled chunk (None: automatic in the reduced form, else one chunk).
+        first_run: the global index of the first run, ``>= 0``.
+        delayed_regret: track ``L(t)`` (None: for censoring channels).
+        keep: the per-run curves kept (:func:`resolve_keep`).
+        stats_block: the statistics' block size, a power of two (None: the default).
+
+    Returns:
+        The :class:`Prepared` call.
+
+    Raises:
+        TypeError: a component or argument of the wrong type.
+        ValueError: an argument out of range, or a policy the channel cannot serve.
+
+    Examples:
+        >>> import jax
+        >>> import jaxbandits as jb
+        >>> from jaxbandits import channels, delays, envs
+        >>> from jaxbandits.policies import classic
+        >>> world = envs.bernoulli([0.3, 0.6], delay=delays.geometric(mean=5.0))
+        >>> from jaxbandits.engine import driver
+        >>> p = driver.prepare(world, channels.attributed(), classic.ucb1(), 1000, 0, n_runs=8, record=250)
+        >>> p.single, list(p.problems), p.record_at.tolist(), p.keep
+        (True, ['UCB1'], [249, 499, 749, 999], 8)
+    """
     horizon, n_runs, key = check_common(horizon, n_runs, key)
     first_run = check_run_args(n_runs, first_run, chunk)
     record_at = record_points(horizon, record)
@@ -856,7 +977,34 @@ def choose_path(env, channel, policies, path: str = "auto", *, chunk=None, shard
 
     ``"auto"`` gives ``"fused"`` when ``backend`` (default: JAX's default backend) is ``"gpu"`` and
     the fused kernels cover the combination; ``"fused"`` on a combination they do not cover raises
-    a ``ValueError`` naming everything that is not covered."""
+    a ``ValueError`` naming everything that is not covered.
+
+    Args:
+        env: the world.
+        channel: the channel.
+        policies: a policy or a ``{label: policy}`` dict.
+        path: ``"auto"``, ``"fused"`` or ``"scan"`` (:data:`PATHS`).
+        chunk: as :func:`simulate`'s (a chunked run keeps the scan when the fused path cannot
+            chunk).
+        shard: as :func:`simulate`'s.
+        resume: as :func:`simulate`'s (a resume keeps the scan).
+        backend: the backend to decide for (None: JAX's default backend).
+
+    Returns:
+        ``"fused"`` or ``"scan"``.
+
+    Raises:
+        ValueError: ``path`` not one of :data:`PATHS`, or ``"fused"`` on a combination the fused
+            kernels do not cover.
+
+    Examples:
+        >>> from jaxbandits import channels, envs
+        >>> from jaxbandits.policies import classic
+        >>> from jaxbandits.simulate import choose_path
+        >>> world = envs.bernoulli([0.3, 0.6])
+        >>> choose_path(world, channels.attributed(), classic.ucb1(), "auto", backend="cpu")
+        'scan'
+    """
     if path not in PATHS:
         raise ValueError(f"path must be one of {', '.join(map(repr, PATHS))}, got {path!r}")
     if path == "scan":
@@ -916,6 +1064,52 @@ def simulate(env, channel, policies, horizon: int, key, n_runs: int = 1, *, reco
     A sweep that wants its calls saved, resumed or split into parts calls the ``simulate`` of the
     :class:`jaxbandits.sweeping.Sweep` it is given (docs/cluster.md); this function never looks
     for one. Returns ``SimOutput`` (or a dict of them for a dict of policies).
+
+    Args:
+        env: the world (:mod:`jaxbandits.envs`).
+        channel: the channel (:mod:`jaxbandits.channels`).
+        policies: a policy, or a non-empty ``{label: policy}`` dict.
+        horizon: the number of rounds ``T``, an integer in ``[1, 2**24]``.
+        key: a ``jax.random.key(...)`` or an integer seed in ``[0, 2**64 - 1]``.
+        n_runs: the number of runs, an integer ``>= 1``.
+        record: the record points: None (about 200), a stride, ``("log", n)`` or an array of
+            rounds (:func:`~jaxbandits.engine.recording.record_points`).
+        chunk: rounds per compiled scan, an integer ``>= 1`` (None: the whole horizon, or
+            automatic in the reduced form).
+        progress: show a progress bar over the chunks.
+        shard: the local devices: None (all, from 8 runs per device), True, False or a count.
+        first_run: the global index of the first run, ``>= 0``.
+        delayed_regret: track ``L(t)`` (None: on for censoring channels).
+        checkpoint: a folder to save the state and records after every chunk (None: none).
+        resume: continue an interrupted run from ``checkpoint``.
+        stop: a callable asked after every chunk; True stops the run there.
+        path: ``"auto"``, ``"scan"`` or ``"fused"`` (:func:`choose_path`).
+        keep: the per-run curves returned: ``"all"``, ``"none"``, an integer ``N`` or None
+            (:func:`resolve_keep`).
+        stats_block: the statistics' block size, a power of two (None: the default).
+
+    Returns:
+        A ``SimOutput`` (numpy arrays, leading axis the runs), or ``{label: SimOutput}`` for a
+        dict of policies.
+
+    Raises:
+        TypeError: a component, key or policies argument of the wrong type.
+        ValueError: an argument out of range (the message names it and the range), a policy the
+            channel cannot serve (the message names what is missing), a run too large for the
+            memory, or ``path="fused"`` on a combination the fused kernels do not cover.
+        jaxbandits.engine.checkpoint.Interrupted: ``stop()`` asked for a stop (the work is in the
+            checkpoint).
+
+    Examples:
+        >>> import jax
+        >>> import jaxbandits as jb
+        >>> from jaxbandits import channels, delays, envs
+        >>> from jaxbandits.policies import classic
+        >>> world = envs.bernoulli([0.3, 0.6], delay=delays.geometric(mean=5.0))
+        >>> out = jb.simulate(world, channels.attributed(), classic.ucb1(), 1000, jax.random.key(0),
+        ...                   n_runs=8, record=250)  # doctest: +SKIP
+        >>> out.t, out.regret.shape  # doctest: +SKIP
+        (array([ 250,  500,  750, 1000]), (8, 4))
     """
     if path == "fused":  # the scan path's argument checks first: a malformed call gets the same error
         _check_args(env, channel, policies, horizon, key, n_runs, record, chunk, first_run, delayed_regret)
@@ -979,7 +1173,34 @@ def unit_fingerprint(problems: Dict[str, R.Problem], grid_params, key, n_runs, r
                      extra: Optional[dict] = None) -> dict:
     """What names a simulation as a unit of a sweep (:class:`jaxbandits.sweeping.Sweep`): the
     checkpoint fingerprint of its program without the devices and the chunks (what a unit
-    computes depends on neither: tested), plus its grid and ``extra``."""
+    computes depends on neither: tested), plus its grid and ``extra``.
+
+    Args:
+        problems: ``{label: Problem}``.
+        grid_params: a grid's parameters (None: no grid).
+        key: the experiment's key.
+        n_runs: the runs.
+        record_at: the record rounds.
+        first_run: the global index of the first run.
+        shard: as :func:`simulate`'s.
+        extra: more JSON-serialisable fields (None: none).
+
+    Returns:
+        A JSON-serialisable ``dict``: the components (each policy by its digest), sizes, key, runs,
+        record points, grid and ``extra``.
+
+    Examples:
+        >>> import jax
+        >>> import jaxbandits as jb
+        >>> from jaxbandits import channels, delays, envs
+        >>> from jaxbandits.policies import classic
+        >>> world = envs.bernoulli([0.3, 0.6], delay=delays.geometric(mean=5.0))
+        >>> from jaxbandits.engine import driver, problem, record_points
+        >>> probs = {"ucb1": problem(world, channels.attributed(), classic.ucb1(), 200)}
+        >>> fp = driver.unit_fingerprint(probs, None, jax.random.key(0), 4, record_points(200, 100))
+        >>> "devices" in fp, "chunk" in fp
+        (False, False)
+    """
     plan = Plan(tuple(problems.items()), _devices(shard, n_runs), grid_params is not None)
     fp = _fingerprint(plan, key, n_runs, record_at, None, first_run,
                       {"grid": None if grid_params is None else {k: np.asarray(v).tolist() for k, v in grid_params.items()},
@@ -989,7 +1210,19 @@ def unit_fingerprint(problems: Dict[str, R.Problem], grid_params, key, n_runs, r
 
 
 class PreparedGrid(NamedTuple):
-    """A ``simulate_grid`` call's arguments, checked and resolved on the host."""
+    """A ``simulate_grid`` call's arguments, checked and resolved on the host.
+
+    Attributes:
+        label: the policy's name (of the first grid point).
+        problem: the :class:`~jaxbandits.engine.round.Problem`, its components built from the
+            parameters inside the program.
+        params: ``{name: jnp array [G, ...]}``.
+        n_grid: ``G``, the number of grid points.
+        horizon: the number of rounds.
+        key: the experiment's key.
+        n_runs: the runs of each grid point.
+        record_at: the record rounds.
+    """
 
     label: str
     problem: R.Problem
@@ -1004,7 +1237,35 @@ class PreparedGrid(NamedTuple):
 def prepare_grid(build: Callable, grid: Mapping[str, Any], channel, horizon: int, key, n_runs: int = 1, *,
                  record=None, chunk=None) -> PreparedGrid:
     """Every host check of :func:`simulate_grid`'s arguments (every grid point built once on the
-    host) and the problem it runs: a :class:`PreparedGrid`."""
+    host) and the problem it runs: a :class:`PreparedGrid`.
+
+    Args:
+        build: ``build(**params) -> (env, policy)``, or a pair ``(env, policy value)`` (a grid
+            over the policy's fields, :class:`~jaxbandits.values.FieldGrid`).
+        grid: ``{name: array [G, ...]}``, one common leading length ``G``.
+        channel: the channel.
+        horizon: the number of rounds.
+        key: a ``jax.random.key`` or an integer seed.
+        n_runs: the runs of each grid point, ``>= 1``.
+        record: the record points.
+        chunk: rounds per compiled chunk (None: one chunk).
+
+    Returns:
+        The :class:`PreparedGrid`.
+
+    Raises:
+        ValueError: an empty grid, arrays of different leading lengths, or a bad argument (also
+            from the constructors, run on every grid point).
+
+    Examples:
+        >>> from jaxbandits import channels, envs
+        >>> from jaxbandits.engine import driver
+        >>> from jaxbandits.policies import classic
+        >>> build = lambda alpha: (envs.bernoulli([0.3, 0.6]), classic.ucb1(alpha=alpha))
+        >>> g = driver.prepare_grid(build, {"alpha": [0.5, 1.0, 2.0]}, channels.attributed(), 500, 0)
+        >>> g.n_grid, g.label
+        (3, 'UCB1')
+    """
     if isinstance(build, tuple):  # (world, policy value): a grid over the policy's fields
         if len(build) != 2:
             raise ValueError(f"build must be a function or a pair (world, policy), got a tuple of {len(build)}")
@@ -1043,6 +1304,36 @@ def simulate_grid(build: Callable, grid: Mapping[str, Any], channel, horizon: in
     ``build`` may also be a pair ``(env, policy)`` of a world and a policy value: ``grid`` then maps
     fields of the policy to their values (``simulate_grid((env, classic.ucb1()), {"alpha": [0.5,
     2.0]}, ...)``; :class:`~jaxbandits.values.FieldGrid`).
+
+    Args:
+        build: ``build(**params) -> (env, policy)``, written with ``jnp`` so it traces.
+        grid: ``{name: array [G, ...]}``, one common leading length ``G``.
+        channel: the channel.
+        horizon: the number of rounds, an integer in ``[1, 2**24]``.
+        key: a ``jax.random.key`` or an integer seed.
+        n_runs: the runs of each grid point, ``>= 1``.
+        record: the record points (as :func:`simulate`'s).
+        chunk: rounds per compiled scan (None: the whole horizon).
+        progress: show a progress bar over the chunks.
+        shard: the local devices (as :func:`simulate`'s).
+
+    Returns:
+        A ``SimOutput`` with a leading grid axis: ``regret`` is ``[G, runs, R]``.
+
+    Raises:
+        ValueError: an empty grid, arrays of different leading lengths, a bad argument, or a grid
+            too large for the memory.
+
+    Examples:
+        >>> import jax
+        >>> import jaxbandits as jb
+        >>> from jaxbandits import channels, envs
+        >>> from jaxbandits.policies import classic
+        >>> build = lambda alpha: (envs.bernoulli([0.3, 0.6]), classic.ucb1(alpha=alpha))
+        >>> out = jb.simulate_grid(build, {"alpha": [0.5, 1.0, 2.0]}, channels.attributed(), 500,
+        ...                        jax.random.key(0), n_runs=4, record=250)  # doctest: +SKIP
+        >>> out.regret.shape  # doctest: +SKIP
+        (3, 4, 2)
     """
     g = prepare_grid(build, grid, channel, horizon, key, n_runs, record=record, chunk=chunk)
     probs = {g.label: g.problem}

@@ -20,7 +20,15 @@ class Accum(NamedTuple):
     compensation): a round's update is then elementwise, one fused kernel that XLA:CPU does in
     place (as separate arrays it took four kernels and a copy; as one real vector, one kernel and
     a copy of it every round). Pull counts are float32, exact: the horizon is at most 2**24
-    (conventions §1)."""
+    (conventions §1).
+
+    Attributes:
+        kahan: c64[4], the sums REGRET, EXP_REGRET, REWARD, EXP_REWARD (``sum <p_t, r_t>``,
+            adversarial): real part the float32 sum, imaginary part its Kahan compensation.
+        pulls: f32[K], the plays of every arm.
+        arm_totals: f32[K], the cumulative reward of every arm (adversarial ``G(t)``).
+        arm_totals_c: f32[K], the Kahan compensation of ``arm_totals``.
+    """
 
     kahan: Any  # c64[4]: REGRET, EXP_REGRET, REWARD, EXP_REWARD (sum <p_t, r_t>, adversarial);
     #             real part the float32 sum, imaginary part its Kahan compensation
@@ -37,7 +45,15 @@ class DelayedRegret(NamedTuple):
     kept exactly: geometric laws by O(1) recursions (censored: with a ring of the last ``m`` gaps),
     other laws by a ring of the last ``H`` gaps (``H = m``, or uncensored the length where
     ``1 - tau_H <= 1e-6``); the O(H) sum is taken only at record points. Ring order: write this
-    round's gap first, then read the one that leaves the window next round (carried in ``leave``)."""
+    round's gap first, then read the one that leaves the window next round (carried in ``leave``).
+
+    Attributes:
+        closed: f32, the sum of the gaps of pulls older than the window.
+        win: f32, the sum of the gaps in the window (geometric, censored).
+        geo: f32, the sum over the window of ``gap * rho^(age+1)`` (geometric).
+        ring: f32[H], the gaps of the last ``H`` pulls, slot ``s mod H``.
+        leave: f32, the gap of the pull that leaves the window at the next round.
+    """
 
     closed: Any  # f32 sum of the gaps of pulls older than the window
     win: Any  # f32 sum of the gaps in the window (geometric censored)
@@ -47,12 +63,30 @@ class DelayedRegret(NamedTuple):
 
 
 class Metrics(NamedTuple):
+    """The running sums one run carries (:func:`init`, :func:`update`).
+
+    Attributes:
+        acc: the :class:`Accum` sums (regret, reward, pulls, arm totals).
+        dl: the :class:`DelayedRegret` state of ``L(t)`` (empty when not tracked).
+    """
+
     acc: Accum
     dl: DelayedRegret
 
 
 class Records(NamedTuple):
-    """What is written at one record point (a scan output, never carried)."""
+    """What is written at one record point (a scan output, never carried).
+
+    Attributes:
+        regret: f32, the pseudo-regret (adversarial: against the best arm of the prefix, realised).
+        exp_regret: f32, the regret of the policy's expected reward (``memo.probs``), else
+            ``regret``.
+        reward: f32, the realised cumulative reward (generated, not arrived).
+        pulls: i32[K], the plays of every arm.
+        delayed_regret: f32, ``L(t)``, or f32[0] when not tracked.
+        arm_totals: f32[K], adversarial worlds: ``G(t)`` of every arm (f32[0] otherwise).
+        lost: i32, the records dropped by the channel so far (``lost_to_W``).
+    """
 
     regret: Any  # f32 pseudo-regret (adversarial: vs the best arm on the prefix, realised)
     exp_regret: Any  # f32 regret of the policy's expected reward (memo.probs), else = regret
@@ -64,6 +98,22 @@ class Records(NamedTuple):
 
 
 def init(prob) -> Metrics:
+    """The running sums before round 0: all zeros.
+
+    Args:
+        prob: the :class:`~jaxbandits.engine.round.Problem` (its ``n_arms`` and ``dl_len``).
+
+    Returns:
+        The :class:`Metrics` of zeros.
+
+    Examples:
+        >>> from jaxbandits import channels, engine, envs
+        >>> from jaxbandits.engine import metrics
+        >>> from jaxbandits.policies import classic
+        >>> prob = engine.problem(envs.bernoulli([0.3, 0.6]), channels.attributed(), classic.ucb1(), 100)
+        >>> metrics.init(prob).acc.pulls
+        Array([0., 0.], dtype=float32)
+    """
     K = prob.spec.n_arms
     z = jnp.zeros((), _F)
     zk = jnp.zeros((K,), _F)
@@ -113,7 +163,30 @@ def _dl_value(prob, world, dl: DelayedRegret, t, regret):
 
 
 def update(prob, world, met: Metrics, step) -> Metrics:
-    """Add one round's :class:`~jaxbandits.engine.round.Step` to the running sums."""
+    """Add one round's :class:`~jaxbandits.engine.round.Step` to the running sums.
+
+    Args:
+        prob: the :class:`~jaxbandits.engine.round.Problem`.
+        world: the world of the run (``prob.components(params)[0]`` on a grid).
+        met: the :class:`Metrics` after round ``t - 1``.
+        step: the :class:`~jaxbandits.engine.round.Step` of round ``t``.
+
+    Returns:
+        The :class:`Metrics` after round ``t`` (Kahan-compensated sums, pulls, ``L(t)`` state).
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxbandits import channels, engine, envs
+        >>> from jaxbandits.engine import metrics
+        >>> from jaxbandits.engine.round import Step
+        >>> from jaxbandits.policies import classic
+        >>> world = envs.bernoulli([0.3, 0.6])
+        >>> prob = engine.problem(world, channels.attributed(), classic.ucb1(), 100)
+        >>> step = Step(jnp.int32(0), jnp.int32(0), jnp.float32(1.0), jnp.int32(0), jnp.float32(0.3),
+        ...             jnp.float32(0.3), None, None, None)  # round 0: arm 0, reward 1, gap 0.3
+        >>> metrics.update(prob, world, metrics.init(prob), step).acc.pulls
+        Array([1., 0.], dtype=float32)
+    """
     acc = met.acc
     zero = jnp.zeros((), _F)
     if step.arm_rewards is not None:
@@ -131,7 +204,33 @@ def update(prob, world, met: Metrics, step) -> Metrics:
 
 
 def record(prob, world, met: Metrics, t, channel_state) -> Records:
-    """The records after round ``t``."""
+    """The records after round ``t``.
+
+    Args:
+        prob: the :class:`~jaxbandits.engine.round.Problem`.
+        world: the world of the run.
+        met: the :class:`Metrics` after round ``t``.
+        t: the round, i32.
+        channel_state: the channel's state after round ``t`` (for ``lost_to_W``).
+
+    Returns:
+        The :class:`Records` of round ``t``.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxbandits import channels, engine, envs
+        >>> from jaxbandits.engine import metrics
+        >>> from jaxbandits.engine.round import Step
+        >>> from jaxbandits.policies import classic
+        >>> world = envs.bernoulli([0.3, 0.6])
+        >>> prob = engine.problem(world, channels.attributed(), classic.ucb1(), 100)
+        >>> step = Step(jnp.int32(0), jnp.int32(0), jnp.float32(1.0), jnp.int32(0), jnp.float32(0.3),
+        ...             jnp.float32(0.3), None, None, None)  # round 0: arm 0, reward 1, gap 0.3
+        >>> met = metrics.update(prob, world, metrics.init(prob), step)
+        >>> rec = metrics.record(prob, world, met, 0, prob.channel.init(prob.cspec))
+        >>> float(rec.regret), float(rec.reward), rec.pulls
+        (0.3..., 1.0, Array([1, 0], dtype=int32))
+    """
     acc = met.acc
     sums = jnp.real(acc.kahan)
     if world.adversarial:

@@ -20,6 +20,26 @@ def record_points(horizon: int, record=None) -> np.ndarray:
 
     ``record`` is ``None`` (about 200 evenly spaced points), an int stride ``k`` (``k-1, 2k-1,
     ...``), ``("log", n)`` (``unique(ceil(geomspace(1, T, n))) - 1``) or an explicit array.
+
+    Args:
+        horizon: the number of rounds ``T``.
+        record: None, a stride ``k >= 1``, ``("log", n)`` with ``n`` in ``[1, 2**20]``, or a 1-d
+            integer array of rounds in ``[0, T-1]``.
+
+    Returns:
+        i32[R], the sorted record rounds, ``T - 1`` included.
+
+    Raises:
+        ValueError: a stride or ``n`` out of range, or rounds outside ``[0, T-1]``.
+
+    Examples:
+        >>> from jaxbandits.engine import record_points
+        >>> record_points(1000, 250)
+        array([249, 499, 749, 999], dtype=int32)
+        >>> record_points(1000, ("log", 4))
+        array([  0,   9,  99, 999], dtype=int32)
+        >>> len(record_points(1000))
+        200
     """
     T = horizon
     if record is None:
@@ -41,7 +61,13 @@ def record_points(horizon: int, record=None) -> np.ndarray:
 
 
 class SegmentPlan(NamedTuple):
-    """Segments ``[lo, hi)`` grouped into chunks of equal segment count (padding: empty segments)."""
+    """Segments ``[lo, hi)`` grouped into chunks of equal segment count (padding: empty segments).
+
+    Attributes:
+        chunks: per chunk, ``(lo i32[S], hi i32[S])``, the bounds of its segments.
+        keep: per chunk, bool[S]: the segment ends at a record point.
+        rounds: the rounds of each chunk (the progress bar's).
+    """
 
     chunks: List[Tuple[np.ndarray, np.ndarray]]  # per chunk: (lo i32[S], hi i32[S])
     keep: List[np.ndarray]  # per chunk: bool[S], the segment ends at a record point
@@ -49,6 +75,29 @@ class SegmentPlan(NamedTuple):
 
 
 def segment_plan(horizon: int, record_at: np.ndarray, chunk: Optional[int] = None) -> SegmentPlan:
+    """Cut ``[0, T)`` at the record points and every ``chunk`` rounds into segments, grouped by
+    chunk (module docstring).
+
+    Args:
+        horizon: the number of rounds ``T``.
+        record_at: the record rounds (:func:`record_points`).
+        chunk: the rounds per compiled chunk, an integer ``>= 1`` (None: one chunk).
+
+    Returns:
+        The :class:`SegmentPlan`: per chunk the segments' bounds, which end at a record point, and
+        its rounds.
+
+    Raises:
+        ValueError: ``chunk`` below 1.
+
+    Examples:
+        >>> from jaxbandits.engine.recording import record_points, segment_plan
+        >>> plan = segment_plan(10, record_points(10, 5), chunk=4)
+        >>> plan.rounds
+        [4, 4, 2]
+        >>> [hi.tolist() for lo, hi in plan.chunks]
+        [[4, 4], [5, 8], [10, 10]]
+    """
     T = horizon
     ends = set((np.asarray(record_at, np.int64) + 1).tolist()) | {T}
     if chunk is not None and chunk < T:
@@ -88,7 +137,22 @@ class SimOutput(NamedTuple):
     ``expected_regret``, ``reward``, ``pulls``, ``delayed_regret`` hold every run (``keep="all"``),
     the first ``N`` runs (``keep=N``) or are ``None`` (``keep="none"``, the reduced form); ``stats``
     (:class:`jaxbandits.engine.stats.Stats`) holds the statistics over all ``runs`` runs, computed on
-    the device, in both forms (``None`` for grids: ``simulate_grid`` returns per-run curves)."""
+    the device, in both forms (``None`` for grids: ``simulate_grid`` returns per-run curves).
+
+    Attributes:
+        t: the rounds completed at each record point (``record_at + 1``), ``[R]``.
+        regret: ``[.., kept runs, R]``, the pseudo-regret (None in the reduced form).
+        expected_regret: ``[.., kept runs, R]``, the regret of the policy's expected reward.
+        reward: ``[.., kept runs, R]``, the realised cumulative reward.
+        pulls: ``[.., kept runs, R, K]``, the plays of every arm.
+        lost_to_W: ``[.., runs]``, the records the channel dropped (lag ``>= W``).
+        width: the calendar length ``W`` used.
+        timing: where the time went: ``compile_s``, ``run_s``, ``run_steps_per_s``, ``devices``, ...
+        delayed_regret: ``[.., kept runs, R]``, ``L(t)`` (censoring channels), else None.
+        arm_totals: ``[.., runs, R, K]``, ``G(t)`` (adversarial worlds), else None.
+        stats: the :class:`~jaxbandits.engine.stats.Stats` over all runs (None for grids).
+        runs: the number of runs (None: as many as the curves hold).
+    """
 
     t: np.ndarray  # rounds completed at each record point (record_at + 1)
     regret: Optional[np.ndarray]  # [.., kept runs, R]

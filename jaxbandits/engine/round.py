@@ -42,6 +42,18 @@ __all__ = ["Problem", "problem", "init", "round", "act", "policy_shapes", "Polic
 
 
 class RunKeys(NamedTuple):
+    """The per-round key streams of one run (conventions §8): round ``t`` draws from
+    ``fold_in(stream, t)``.
+
+    Attributes:
+        reward: the world's REWARD stream, ``fold_in(k_env, 1)`` (the uniform ``u`` of round t).
+        delay: the world's DELAY stream, ``fold_in(k_env, 2)`` (the uniform ``v`` of round t).
+        context: the world's CONTEXT stream, ``fold_in(k_env, 3)``.
+        world: the world's own stream, ``fold_in(k_env, 4)``.
+        act: the policy's act stream, ``fold_in(k_pol, 1)``.
+        channel: the channel's round stream, ``fold_in(k_ch, 1)`` (``Play.key`` of round t).
+    """
+
     reward: Any
     delay: Any
     context: Any
@@ -51,7 +63,14 @@ class RunKeys(NamedTuple):
 
 
 class RunState(NamedTuple):
-    """Everything one run carries from round to round (and nothing else)."""
+    """Everything one run carries from round to round (and nothing else).
+
+    Attributes:
+        keys: the run's key streams (:class:`RunKeys`).
+        world: the world's state.
+        policy: the policy's state.
+        channel: the channel's state.
+    """
 
     keys: RunKeys
     world: Any  # the world's state
@@ -60,7 +79,20 @@ class RunState(NamedTuple):
 
 
 class Step(NamedTuple):
-    """What one round produced (per-round quantities; sums over rounds are the recorder's)."""
+    """What one round produced (per-round quantities; sums over rounds are the recorder's).
+
+    Attributes:
+        t: the round, i32.
+        action: i32, the arm played.
+        reward: f32, the realised reward of the action (generated now, arriving whenever it does).
+        delay: i32, its delay (``NEVER``: never).
+        gap: f32, ``max_a mu_t[a] - mu_t[A_t]`` (stochastic worlds; 0 for adversarial ones).
+        expected_gap: f32, the gap of the policy's law ``memo.probs`` (``memo_probs``), else
+            ``gap``.
+        arm_rewards: f32[K], every arm's reward this round (adversarial worlds), else None.
+        expected_reward: f32, ``<memo.probs, arm_rewards>`` (adversarial worlds), else None.
+        arrivals: the :class:`~jaxbandits.types.Arrivals` the policy received this round.
+    """
 
     t: Any  # i32
     action: Any  # i32
@@ -250,7 +282,40 @@ def problem(world, channel, policy, horizon: int, *, n_runs: int = 1, delayed_re
             label: Optional[str] = None, build: Optional[Callable] = None) -> Problem:
     """Check a (world, channel, policy) triple and fix its static sizes (calendar width ``W``,
     payload size ``P``, reveal ring): everything before compiling. ``build(params) -> (world,
-    policy)`` (grids) rebuilds the components from traced parameters inside the program."""
+    policy)`` (grids) rebuilds the components from traced parameters inside the program.
+
+    Nothing compiles: the policy's and the world's functions are traced abstractly
+    (``jax.eval_shape``) to check what they return and to size the payload.
+
+    Args:
+        world: the world, a :class:`jaxbandits.envs.World`.
+        channel: the channel, a :class:`jaxbandits.channels.Channel`.
+        policy: the policy, a :class:`jaxbandits.Policy` whose ``needs`` the channel meets.
+        horizon: the number of rounds ``T``, an integer ``>= 1`` (at most the world's
+            ``max_horizon`` when it has one).
+        n_runs: the number of runs the calendars are sized for, an integer ``>= 1``.
+        delayed_regret: track the delayed regret ``L(t)`` (None: for a censoring channel of a
+            stochastic K-armed world with a delay law).
+        label: the policy's name in error messages (None: ``policy.name``).
+        build: ``build(params) -> (world, policy)``, the components of a grid point (None: the
+            given ones).
+
+    Returns:
+        The :class:`Problem`: the components and ``spec``, ``cspec`` (``W``, ``P``, ``H``),
+        hashable so an equal problem reuses a compiled program.
+
+    Raises:
+        TypeError: a component of the wrong type, or an action or outcome of the wrong dtype.
+        ValueError: a bad horizon or ``n_runs``, a policy whose needs the channel does not meet
+            (the message names what is missing), or a width too large.
+
+    Examples:
+        >>> from jaxbandits import channels, delays, engine, envs
+        >>> from jaxbandits.policies import classic
+        >>> world = envs.bernoulli([0.3, 0.6], delay=delays.geometric(mean=5.0))
+        >>> engine.problem(world, channels.attributed(), classic.ucb1(), 100)
+        Problem(BanditEnv, attributed(), UCB1, T=100, W=100, P=4)
+    """
     horizon = V.horizon("horizon", horizon)
     n_runs = V.integer("n_runs", n_runs, lo=1)
     label = policy.name if label is None and is_policy(policy) else label
@@ -292,13 +357,47 @@ def problem(world, channel, policy, horizon: int, *, n_runs: int = 1, delayed_re
 def channel_keys(key, run):
     """The channel's keys of run ``run`` (conventions §8): ``(init key, round stream)``, from
     ``k_ch = fold_in(k_run, 2)``, a key no other stream is derived from (the world's and the
-    policy's, ``fold_in(k_run, 0)`` and ``fold_in(k_run, 1)``, are untouched by it)."""
+    policy's, ``fold_in(k_run, 0)`` and ``fold_in(k_run, 1)``, are untouched by it).
+
+    Args:
+        key: the experiment's key (``jax.random.key``).
+        run: the global run index ``r`` (an integer or i32).
+
+    Returns:
+        ``(init key, round stream)``: ``fold_in(k_ch, 0)``, what ``Channel.init_keyed`` receives,
+        and ``fold_in(k_ch, 1)``, from which round ``t``'s ``Play.key`` is ``fold_in(., t)``.
+
+    Examples:
+        >>> import jax
+        >>> from jaxbandits import engine
+        >>> k_init, k_rounds = engine.channel_keys(jax.random.key(0), 3)
+        >>> k_ch = jax.random.fold_in(jax.random.fold_in(jax.random.key(0), 3), 2)
+        >>> bool((jax.random.key_data(k_init) == jax.random.key_data(jax.random.fold_in(k_ch, 0))).all())
+        True
+    """
     k_ch = jax.random.fold_in(jax.random.fold_in(key, run), 2)
     return jax.random.fold_in(k_ch, 0), jax.random.fold_in(k_ch, 1)
 
 
 def run_keys(key, run):
-    """The keys of run ``run`` (conventions §8): ``(RunKeys, setup key, policy init key)``."""
+    """The keys of run ``run`` (conventions §8): ``(RunKeys, setup key, policy init key)``.
+
+    Args:
+        key: the experiment's key (``jax.random.key``).
+        run: the global run index ``r`` (an integer or i32), independent of the number of runs,
+            shards and chunks.
+
+    Returns:
+        ``(keys, setup key, policy init key)``: the run's :class:`RunKeys`, the world's SETUP key
+        ``fold_in(k_env, 0)`` and the policy's init key ``fold_in(k_pol, 0)``.
+
+    Examples:
+        >>> import jax
+        >>> from jaxbandits import engine
+        >>> keys, k_setup, k_init = engine.run_keys(jax.random.key(0), 3)
+        >>> keys._fields
+        ('reward', 'delay', 'context', 'world', 'act', 'channel')
+    """
     k_run = jax.random.fold_in(key, run)
     k_env, k_pol = jax.random.fold_in(k_run, 0), jax.random.fold_in(k_run, 1)
     s = lambda i: jax.random.fold_in(k_env, i)
@@ -307,7 +406,28 @@ def run_keys(key, run):
 
 
 def init(prob: Problem, key, run=0, params=None) -> RunState:
-    """The state of run ``run`` before round 0 (pure)."""
+    """The state of run ``run`` before round 0 (pure).
+
+    Args:
+        prob: the :class:`Problem` (:func:`problem`).
+        key: the experiment's key (``jax.random.key``).
+        run: the global run index (an integer or i32).
+        params: a grid point's parameters, passed to ``prob.build`` (None without a grid).
+
+    Returns:
+        The :class:`RunState`: the run's keys, the world's state (``setup``), the policy's
+        (``init``) and the channel's (``init_keyed`` with the channel's init key).
+
+    Examples:
+        >>> import jax
+        >>> from jaxbandits import channels, delays, engine, envs
+        >>> from jaxbandits.policies import classic
+        >>> world = envs.bernoulli([0.3, 0.6], delay=delays.geometric(mean=5.0))
+        >>> prob = engine.problem(world, channels.attributed(), classic.ucb1(), 100)
+        >>> state = engine.init(prob, jax.random.key(0), run=0)
+        >>> state.channel.cal.buf.shape  # the calendar: W x P
+        (100, 4)
+    """
     world, policy = prob.components(params)
     keys, k_setup, k_init = run_keys(key, run)
     k_chan = channel_keys(key, run)[0]
@@ -324,7 +444,32 @@ def act(policy, pstate, ctx: Context, act_key):
 
 
 def round(prob: Problem, state: RunState, t, params=None):  # noqa: A001  (the round of the papers)
-    """One round ``t`` of world + channel + policy: ``(state, t) -> (state, Step)`` (pure)."""
+    """One round ``t`` of world + channel + policy: ``(state, t) -> (state, Step)`` (pure).
+
+    Context, act, outcome, channel (insert, then read slot ``t``), update (conventions §2); call
+    it under ``jit``, ``vmap`` or in a ``lax.scan`` of your own (docs/composing.md).
+
+    Args:
+        prob: the :class:`Problem` (:func:`problem`).
+        state: the :class:`RunState` after round ``t - 1`` (:func:`init` for round 0).
+        t: the round, an integer or i32 in ``[0, horizon)``.
+        params: a grid point's parameters, passed to ``prob.build`` (None without a grid).
+
+    Returns:
+        ``(state, step)``: the :class:`RunState` after round ``t`` and its :class:`Step`.
+
+    Examples:
+        >>> import jax
+        >>> from jaxbandits import channels, delays, engine, envs
+        >>> from jaxbandits.policies import classic
+        >>> world = envs.bernoulli([0.3, 0.6], delay=delays.geometric(mean=5.0))
+        >>> prob = engine.problem(world, channels.attributed(), classic.ucb1(), 100)
+        >>> state = engine.init(prob, jax.random.key(0))
+        >>> step_fn = jax.jit(lambda s, t: engine.round(prob, s, t))
+        >>> state, step = step_fn(state, 0)  # doctest: +SKIP
+        >>> int(step.action), float(step.gap)  # doctest: +SKIP
+        (0, 0.3...)
+    """
     world, policy = prob.components(params)
     channel, fb = prob.channel, prob.spec.feedback
     keys = state.keys

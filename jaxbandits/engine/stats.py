@@ -40,7 +40,19 @@ MAX_BLOCKS = 64
 
 def block_size(total_runs: int) -> int:
     """``B``: the power of two ``>= total_runs / MAX_BLOCKS`` (1 up to 64 runs, 16 at 1001 runs, 2048
-    at 1e5, 16384 at 1e6). A function of the experiment's total run count only."""
+    at 1e5, 16384 at 1e6). A function of the experiment's total run count only.
+
+    Args:
+        total_runs: the experiment's total number of runs (every part together).
+
+    Returns:
+        ``B``, a power of two.
+
+    Examples:
+        >>> from jaxbandits.engine.stats import block_size
+        >>> block_size(64), block_size(1001), block_size(10**6)
+        (1, 16, 16384)
+    """
     return 1 << max(0, math.ceil(math.log2(max(1, -(-int(total_runs) // MAX_BLOCKS)))))
 
 
@@ -62,7 +74,24 @@ def block_moments(x, valid, B: int):
     Only subtractions, products, selections and adds: XLA:CPU divides approximately and
     contracts a product and an add into one fused multiply-add where it vectorises, which gives
     other bits for other batch shapes; so the division is the host's, and no product feeds an add
-    directly (a selection lies between them)."""
+    directly (a selection lies between them).
+
+    Args:
+        x: ``[nb * B, ...]``, one value per run (any float dtype; summed in float64).
+        valid: bool ``[nb * B]``, False for padded runs.
+        B: the block size (:func:`block_size`), a power of two.
+
+    Returns:
+        ``(count, shift, s1, s2)``: float64 ``[nb]`` and ``[nb, ...]``.
+
+    Examples:
+        >>> import jax, jax.numpy as jnp
+        >>> from jaxbandits.engine.stats import block_moments
+        >>> with jax.enable_x64(True):
+        ...     cnt, shift, s1, s2 = block_moments(jnp.arange(8.0), jnp.ones(8, bool), 4)
+        >>> cnt.tolist(), shift.tolist(), s1.tolist(), s2.tolist()
+        ([4.0, 4.0], [0.0, 4.0], [6.0, 6.0], [14.0, 14.0])
+    """
     n = x.shape[0]
     nb = n // B
     x = jnp.asarray(x).astype(jnp.float64).reshape((nb, B) + x.shape[1:])
@@ -78,7 +107,22 @@ def block_moments(x, valid, B: int):
 def host_moments(cnt, shift, s1, s2):
     """``(mean, m2)`` of each block, float64 on the host, from :func:`block_moments`' sums about
     the block's shift: ``mean = shift + s1 / n``, ``m2 = s2 - s1^2 / n`` (about a value of the
-    block itself, so little cancels)."""
+    block itself, so little cancels).
+
+    Args:
+        cnt: ``[nb]``, the valid runs of each block.
+        shift: ``[nb, ...]``, each block's first value.
+        s1: ``[nb, ...]``, the sums of the deviations from ``shift``.
+        s2: ``[nb, ...]``, the sums of their squares.
+
+    Returns:
+        ``(mean, m2)``, float64 ``[nb, ...]`` (zero for an empty block).
+
+    Examples:
+        >>> from jaxbandits.engine.stats import host_moments
+        >>> host_moments([4, 4], [0.0, 4.0], [6.0, 6.0], [14.0, 14.0])
+        (array([1.5, 5.5]), array([5., 5.]))
+    """
     c = np.asarray(cnt, np.float64).reshape((-1,) + (1,) * (np.ndim(s1) - 1))
     s1 = np.asarray(s1, np.float64)
     safe = np.where(c > 0, c, 1.0)
@@ -90,7 +134,23 @@ def host_moments(cnt, shift, s1, s2):
 def combine(count, mean, m2) -> Tuple[int, np.ndarray, np.ndarray]:
     """Chan et al.'s pairwise update over the blocks, in block order, in float64 on the host:
     ``(n, mean, m2)`` of all runs from per-block ``count [nb]``, ``mean`` and ``m2`` ``[nb, ...]``.
-    Empty blocks (padding) are skipped."""
+    Empty blocks (padding) are skipped.
+
+    Args:
+        count: ``[nb]``, the runs of each block.
+        mean: ``[nb, ...]``, each block's mean (:func:`host_moments`).
+        m2: ``[nb, ...]``, each block's sum of squared deviations from its mean.
+
+    Returns:
+        ``(n, mean, m2)`` of all runs: an int and float64 arrays ``[...]``.
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxbandits.engine.stats import combine
+        >>> n, mean, m2 = combine([4, 4], np.array([1.5, 5.5]), np.array([5.0, 5.0]))  # runs 0 .. 7
+        >>> n, float(mean), float(m2)
+        (8, 3.5, 42.0)
+    """
     count = np.asarray(count, np.float64)
     mean, m2 = np.asarray(mean, np.float64), np.asarray(m2, np.float64)
     n, m, M = 0.0, np.zeros(mean.shape[1:]), np.zeros(mean.shape[1:])
@@ -116,7 +176,15 @@ class Stats(NamedTuple):
 
     ``moments[metric] = (mean, m2)``, each ``[blocks, R, ...]`` (``pulls``: ``[blocks, R, K]``);
     ``paired[other][metric] = (mean, m2)`` of ``self - other`` per run; ``final[metric]``: ``[runs]``
-    per-run values at the last record point (float32 as recorded; ``lost_to_W`` int32)."""
+    per-run values at the last record point (float32 as recorded; ``lost_to_W`` int32).
+
+    Attributes:
+        block: the block size ``B`` (:func:`block_size`).
+        count: f64 ``[blocks]``, the runs of each block.
+        moments: ``{metric: (mean, m2)}``, each ``[blocks, R, ...]``.
+        paired: ``{other: {metric: (mean, m2)}}`` of ``self - other`` per run.
+        final: ``{metric: [runs]}``, each run's value at the last record point.
+    """
 
     block: int
     count: np.ndarray  # f64 [blocks]
@@ -188,7 +256,21 @@ class Stats(NamedTuple):
 
 
 def nbytes(tree) -> int:
-    """Bytes of the numpy arrays of ``tree`` (a SimOutput, Stats, dict ...)."""
+    """Bytes of the numpy arrays of ``tree`` (a SimOutput, Stats, dict ...).
+
+    Args:
+        tree: nested tuples, lists, dicts and numpy arrays; an array reached twice counts once.
+
+    Returns:
+        The total ``nbytes`` of its distinct numpy arrays.
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxbandits.engine.stats import nbytes
+        >>> a = np.zeros(3)
+        >>> nbytes({"a": a, "b": (a, np.zeros(2, np.int32))})
+        32
+    """
     total = 0
     seen = set()
 
@@ -215,7 +297,27 @@ def device_stats(records: dict, pairs_of: dict, valid, B: int):
     ``records``: ``{label: {metric: array [S, runs_pad, ...]}}``; ``pairs_of``: ``{(a, b): [metrics]}``
     the policy pairs and the metrics they share; ``valid`` bool ``[runs_pad]``. Returns
     ``({label: {metric: (shift, s1, s2)}}, {(a, b): {metric: (shift, s1, s2)}}, count)`` with
-    leading axes ``[S, blocks]`` (:func:`block_moments`)."""
+    leading axes ``[S, blocks]`` (:func:`block_moments`).
+
+    Args:
+        records: ``{label: {metric: [S, runs_pad, ...]}}``, a chunk's records.
+        pairs_of: ``{(a, b): [metrics]}``, the policy pairs and the metrics they share.
+        valid: bool ``[runs_pad]``, False for padded runs.
+        B: the block size (:func:`block_size`); ``runs_pad`` is a multiple of it.
+
+    Returns:
+        ``(moments, pair moments, count)``: ``{label: {metric: (shift, s1, s2)}}``,
+        ``{(a, b): {metric: (shift, s1, s2)}}`` and ``count [blocks]``.
+
+    Examples:
+        >>> import jax, jax.numpy as jnp
+        >>> from jaxbandits.engine.stats import device_stats
+        >>> recs = {"a": {"regret": jnp.arange(8.0)[None]}, "b": {"regret": jnp.zeros((1, 8))}}
+        >>> with jax.enable_x64(True):  # doctest: +SKIP
+        ...     mom, pair, count = device_stats(recs, {("a", "b"): ["regret"]}, jnp.ones(8, bool), 4)
+        >>> count.tolist(), pair[("a", "b")]["regret"][1].tolist()  # doctest: +SKIP
+        ([4.0, 4.0], [[6.0, 6.0]])
+    """
     def per_seg(x):  # [S, runs, ...] -> sums [S, nb, ...]
         f = lambda xs: block_moments(xs, valid, B)
         cnt, sh, s1, s2 = jax.vmap(f)(x)
