@@ -51,9 +51,10 @@ class _Compiles(logging.Handler):
 def _hlo_sizes():
     """Lines and characters of the optimised HLO of the programs the driver holds."""
     from jaxbandits.engine import driver as D
+    from jaxbandits.engine import reduce as RD
 
     out = {}
-    progs = [(str(k[0]), e) for k, e in D._COMPILED.items()] + [("reduce", e) for e in D._REDUCERS.values()]
+    progs = [(str(k[0]), e) for k, e in D._COMPILED.items()] + [("reduce", e) for e in RD.programs()]
     for name, exe in progs:
         try:
             text = exe.as_text()

@@ -214,6 +214,7 @@ def reduction(n, R, K, points=None):
     import jax.numpy as jnp
 
     from jaxbandits.engine import driver as DR
+    from jaxbandits.engine import reduce as RD
     from jaxbandits.engine import stats as ST
 
     DR.clear_cache()
@@ -227,9 +228,9 @@ def reduction(n, R, K, points=None):
                          "pulls": jax.random.randint(k, (points, n_pad, K), 0, 1000, jnp.int32)}}
         valid = jnp.arange(n_pad) < n
         jax.block_until_ready(recs)
-        red, dt = DR.reduce_on_device(recs, valid, B, ("UCB1",), ())
+        red, dt = RD.reduce_on_device(recs, valid, B, ("UCB1",), ())
         jax.block_until_ready(red)
-        s = _timed(lambda: jax.block_until_ready(DR.reduce_on_device(recs, valid, B, ("UCB1",), ())[0]))
+        s = _timed(lambda: jax.block_until_ready(RD.reduce_on_device(recs, valid, B, ("UCB1",), ())[0]))
         t0 = time.perf_counter()
         jax.device_get(red)
         host = time.perf_counter() - t0

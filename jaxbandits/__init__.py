@@ -4,7 +4,7 @@ Public API: ``delays``, ``envs``, ``channels``, ``policies``, ``simulate``, ``si
 ``experiments``, ``Results``.
 
 Internal, not public API (each says so in its docstring; docs/api/internal.md): ``jaxbandits._io``,
-``jaxbandits._validate``, ``jaxbandits._pytree``, ``jaxbandits.fused._registry`` and the fused
+``jaxbandits._validate``, ``jaxbandits._pytree``, ``jaxbandits._version``, ``jaxbandits.fused._registry`` and the fused
 backend's ``jaxbandits.fused.kernels``, ``.lanes``, ``.rng`` and ``.lowering``.
 """
 from ._version import __version__  # noqa: E402

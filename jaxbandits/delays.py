@@ -98,7 +98,22 @@ def _safe_pos(x):
 def floor_log_pmf(log_sf_x, d):
     """``log P(floor X = d)`` for integers ``d >= 0`` from the log-survival ``log_sf_x(x) = log P(X > x)``
     of ``X``: ``log S(d) + log(-expm1(log S(d+1) - log S(d)))`` (never a difference of survivals in
-    linear space: conventions §9)."""
+    linear space: conventions §9).
+
+    Args:
+        log_sf_x: ``x -> log P(X > x)``, elementwise (a law's :meth:`log_sf_x`).
+        d: integers ``>= 0`` (any shape).
+
+    Returns:
+        ``log P(floor X = d)``, float32 of ``d``'s shape.
+
+    Examples:
+        >>> import jax.numpy as jnp
+        >>> from jaxbandits import delays
+        >>> lp = delays.floor_log_pmf(lambda x: -x / 2.0, jnp.arange(3))  # X exponential, mean 2
+        >>> [round(float(v), 4) for v in jnp.exp(lp)]
+        [0.3935, 0.2387, 0.1448]
+    """
     d = jnp.asarray(d, _F)
     s0 = log_sf_x(d)
     s1 = log_sf_x(d + 1.0)

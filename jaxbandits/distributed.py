@@ -107,6 +107,7 @@ def simulate_global(env, channel, policies, horizon: int, key, n_runs: int = 1, 
     :class:`~jaxbandits.engine.checkpoint.Checkpoint`) is written by process 0 after every chunk;
     ``resume=True`` continues from it on every process, bitwise as if never stopped."""
     from .engine import driver as DR
+    from .engine import reduce as RD
     from .engine.round import problem
     from .engine.recording import record_points
 
@@ -116,7 +117,7 @@ def simulate_global(env, channel, policies, horizon: int, key, n_runs: int = 1, 
     single, pols = DR.policies_dict(policies)
     problems = {lab: problem(env, channel, pol, horizon, n_runs=n_runs, delayed_regret=delayed_regret, label=lab)
                 for lab, pol in pols.items()}
-    keep_n = DR.resolve_keep(keep, [p.spec.n_arms for p in problems.values()], n_runs, len(record_at),
+    keep_n = RD.resolve_keep(keep, [p.spec.n_arms for p in problems.values()], n_runs, len(record_at),
                              any(p.world.adversarial for p in problems.values()))
     # every process carries its share of the runs and receives every record: refused before allocating
     DR.check_memory(problems, n_runs, record_at, keep=keep_n, runs_here=-(-n_runs // process_count()))

@@ -26,6 +26,7 @@ from typing import Any, Callable, List, Optional, Tuple
 import numpy as np
 
 from .engine import driver as DR
+from .engine import reduce as RD
 from .engine import stats as ST
 from .engine.checkpoint import (CallCache, Interrupted, MissingUnit, SweepShare, reading_saved, unit_bytes,
                                 unit_value)
@@ -319,11 +320,11 @@ def placeholder_outputs(problems, n_runs, record_at, grid_params=None, keep=None
         st = None
         if grid_params is None:
             zm = lambda *s: (np.zeros((1, R) + s), np.zeros((1, R) + s))
-            mets = DR.stat_metrics(prob)
+            mets = RD.stat_metrics(prob)
             st = ST.Stats(1, np.zeros(1), {k: zm(K) if k == "pulls" else zm() for k in mets},
-                          {o: {k: zm() for k in mets if k != "pulls" and k in DR.stat_metrics(problems[o])}
+                          {o: {k: zm() for k in mets if k != "pulls" and k in RD.stat_metrics(problems[o])}
                            for o in labels if o != lab},
-                          {k: np.zeros(n_runs, np.int32 if k == "lost_to_W" else np.float32) for k, _ in DR.FINAL_FIELDS
+                          {k: np.zeros(n_runs, np.int32 if k == "lost_to_W" else np.float32) for k, _ in RD.FINAL_FIELDS
                            if k != "delayed_regret" or prob.dl_mode})
         kept = n_keep > 0
         outs[lab] = SimOutput(t=np.asarray(record_at, np.int64) + 1, regret=z if kept else None,

@@ -295,6 +295,7 @@ def test_docstring_examples_run(modname):
 #: modules that are not public API: each says so in its docstring's first line and is rendered
 #: only on docs/api/internal.md (docs/contributing.md, "Public and internal")
 INTERNAL = [
+    "jaxbandits._version",
     "jaxbandits._io",
     "jaxbandits._validate",
     "jaxbandits._pytree",

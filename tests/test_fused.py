@@ -618,13 +618,13 @@ def test_statistics_reduced_by_groups_of_record_points_are_the_same(monkeypatch)
     """The fused path reduces its records on the device by groups of record points (bounded
     float64 temporaries, small programs, as the scan path's chunks): any grouping gives bitwise
     the same statistics."""
-    from jaxbandits.engine import driver as DR
+    from jaxbandits.engine import reduce as RD
 
     env, ch = jb.envs.bernoulli(MEANS), jb.channels.attributed()
     pols = {"u": classic.ucb1(), "k": classic.kl_ucb()}
     whole = jb.simulate(env, ch, pols, 120, KEY, 64, record=10, path="fused")
     # a record point of both policies takes 2 x 4 bytes x 64 runs x (4 + K) = 3584 bytes: groups of 5, 5, 2
-    monkeypatch.setattr(DR, "CHUNK_RECORD_BYTES", 18000)
+    monkeypatch.setattr(RD, "CHUNK_RECORD_BYTES", 18000)
     grouped = jb.simulate(env, ch, pols, 120, KEY, 64, record=10, path="fused")
     for lab in pols:
         fa, fb = whole[lab].stats.to_flat(), grouped[lab].stats.to_flat()

@@ -441,10 +441,10 @@ def test_a_reproduction_sweep_in_the_reduced_form_completes(monkeypatch):
     """Past KEEP_BYTES of curves (here: any) the default keeps none: a sweep that reads each run's
     final regret (Pike-Burke et al.'s App. F) reads it from the statistics (``SimOutput.final``)."""
     from jaxbandits import experiments as X
-    from jaxbandits.engine import driver
+    from jaxbandits.engine import reduce
 
-    monkeypatch.setattr(driver, "KEEP_BYTES", 0)
-    assert driver.resolve_keep(None, [2], 4, 1) == 0  # the default rule now gives the reduced form
+    monkeypatch.setattr(reduce, "KEEP_BYTES", 0)
+    assert reduce.resolve_keep(None, [2], 4, 1) == 0  # the default rule now gives the reduced form
     exp = X.get("pikeburke2018-appF")
     cfg = dict(exp.config, delays=[0, 3], families=["const"], horizon=30)
     res = exp.runner(cfg, 4, 0, 30)

@@ -225,7 +225,12 @@ def check_outcome(world, out):
 
 
 class PolicyShapes(NamedTuple):
-    """What a policy's program looks like, traced: its memo (abstract) and the payload size ``P``."""
+    """What a policy's program looks like, traced: its memo (abstract) and the payload size ``P``.
+
+    Attributes:
+        memo: the memo ``act`` returns, as abstract values (``jax.ShapeDtypeStruct`` leaves).
+        payload_size: ``P``, the length of the policy's payload (1 without attributed feedback).
+    """
 
     memo: Any
     payload_size: int
@@ -236,7 +241,33 @@ def policy_shapes(policy, spec: ProblemSpec, ctx: Context, label) -> PolicyShape
     compiled) against ``spec`` and a context of the round's shapes: ``act``'s action an integer
     scalar, the memo fields the policy declares (``memo_hold``, ``memo_probs``) present, the payload
     a 1-d array (attributed feedback; ``P = 1`` otherwise). The simulator's :func:`problem` and the
-    online learner (:mod:`jaxbandits.online`) both check a policy here."""
+    online learner (:mod:`jaxbandits.online`) both check a policy here.
+
+    Args:
+        policy: the policy value.
+        spec: the problem's static sizes (:class:`~jaxbandits.types.ProblemSpec`).
+        ctx: a :class:`~jaxbandits.types.Context` of the round's shapes.
+        label: the policy's label, for the error messages.
+
+    Returns:
+        The :class:`PolicyShapes`.
+
+    Raises:
+        ValueError: ``act`` gives no integer scalar action, a declared memo field is missing, or
+            the payload is not 1-d.
+
+    Examples:
+        >>> import jax
+        >>> import jax.numpy as jnp
+        >>> from jaxbandits import channels, envs
+        >>> from jaxbandits.engine.round import policy_shapes, problem
+        >>> from jaxbandits.policies import classic
+        >>> from jaxbandits.types import Context
+        >>> p = problem(envs.bernoulli([0.3, 0.6]), channels.attributed(), classic.ucb1(), 100)
+        >>> i32 = jax.ShapeDtypeStruct((), jnp.int32)
+        >>> policy_shapes(p.policy, p.spec, Context(i32, None, None, i32), "UCB1").payload_size  # 2K
+        4
+    """
     k = jax.eval_shape(lambda: jax.random.key(0))
     st = jax.eval_shape(lambda k: policy.init(spec, k), k)
     action, memo = jax.eval_shape(lambda s, c, k: policy.act(s, c, k), st, ctx, k)
@@ -438,7 +469,31 @@ def init(prob: Problem, key, run=0, params=None) -> RunState:
 def act(policy, pstate, ctx: Context, act_key):
     """Step 2 of round ``ctx.t``: the policy acts with the round's key ``fold_in(act_key, t)``
     (conventions §8); ``(action i32, memo)``. The online learner acts through this too, so its
-    decisions are the simulator's bit for bit."""
+    decisions are the simulator's bit for bit.
+
+    Args:
+        policy: the policy value.
+        pstate: the policy's state.
+        ctx: the round's :class:`~jaxbandits.types.Context` (``ctx.t`` the round).
+        act_key: the run's ACT-stream key (:class:`RunKeys`).
+
+    Returns:
+        ``(action, memo)``: the arm, int32, and the policy's memo of the play.
+
+    Examples:
+        >>> import jax
+        >>> import jax.numpy as jnp
+        >>> from jaxbandits import channels, envs
+        >>> from jaxbandits.engine.round import act, init, problem
+        >>> from jaxbandits.policies import classic
+        >>> from jaxbandits.types import Context
+        >>> p = problem(envs.bernoulli([0.3, 0.6]), channels.attributed(), classic.ucb1(), 100)
+        >>> s = init(p, jax.random.key(0), 0)
+        >>> ctx = Context(jnp.int32(0), None, None, jnp.int32(-1))
+        >>> action, memo = act(p.policy, s.policy, ctx, s.keys.act)
+        >>> int(action)  # round 0 of UCB1 pulls arm 0
+        0
+    """
     action, memo = policy.act(pstate, ctx, fold_in(act_key, ctx.t))
     return jnp.asarray(action, jnp.int32), memo
 

@@ -186,7 +186,7 @@ def check_keep(keep):
 def _panel_keep(p, horizon, runs, n_rec, keep, first, n_here):
     """The curves a panel (or a part of it: runs ``first .. first + n_here - 1``) keeps: the rule
     applied to the whole run's runs, so a part keeps its share of what the whole keeps."""
-    from ..engine.driver import resolve_keep
+    from ..engine.reduce import resolve_keep
     from ..engine.round import problem
 
     probs = [problem(p.env, p.channel, pol, horizon, n_runs=runs, label=lab) for lab, pol in p.policies.items()]

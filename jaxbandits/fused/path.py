@@ -353,7 +353,7 @@ def simulate_fused(env, channel, policies, horizon, key, n_runs=1, *, record=Non
         >>> out = path.simulate_fused(envs.bernoulli([0.1, 0.5]), channels.attributed(), classic.ucb1(),
         ...                           100, jax.random.key(0), 8)  # doctest: +SKIP
     """
-    from ..engine import driver as DR
+    from ..engine import reduce as RD
     from ..engine import stats as ST
     from . import kernels as Kn
 
@@ -430,19 +430,19 @@ def simulate_fused(env, channel, policies, horizon, key, n_runs=1, *, record=Non
         return d
 
     mets = {lab: tuple(cut(o, 0, 1)) for lab, o in outs.items()}
-    pairs = DR.stat_pairs(labels, mets)
+    pairs = RD.stat_pairs(labels, mets)
     valid = jnp.arange(n_pad) < n_runs
-    # reduced by groups of record points of about DR.CHUNK_RECORD_BYTES, as the scan path reduces
+    # reduced by groups of record points of about RD.CHUNK_RECORD_BYTES, as the scan path reduces
     # its chunks: the same statistics (each record point's are its own), bounded float64
     # temporaries, and one small program compiled per group size
     per_point = sum(4 * n_pad * (4 + o["K"]) for o in outs.values())
-    step = max(1, min(R, int(DR.CHUNK_RECORD_BYTES // per_point)))
+    step = max(1, min(R, int(RD.CHUNK_RECORD_BYTES // per_point)))
     pieces, dt = [], 0.0
     for lo in range(0, R, step):
         sub = {lab: cut(o, lo, min(R, lo + step)) for lab, o in outs.items()}
-        red, dti = DR.reduce_on_device(sub, valid, B, labels, pairs)
+        red, dti = RD.reduce_on_device(sub, valid, B, labels, pairs)
         dt += dti
-        pieces.append(DR.host_block_stats(jax.device_get(red), np.arange(min(step, R - lo)), labels, -(-n_runs // B)))
+        pieces.append(RD.host_block_stats(jax.device_get(red), np.arange(min(step, R - lo)), labels, -(-n_runs // B)))
     compile_s += dt
     final = {}
     for j, lab in enumerate(labels):
@@ -453,8 +453,8 @@ def simulate_fused(env, channel, policies, horizon, key, n_runs=1, *, record=Non
         lost = outs[lab]["lost"]
         final[f"f/{j}/lost_to_W"] = lost[:n_runs] if lost is not None else jnp.zeros((n_runs,), jnp.int32)
     final = jax.device_get(final)
-    stats = DR.host_stats(labels, mets, pairs, B, pieces, final)
-    n_keep = DR.resolve_keep(keep, [env.n_arms] * len(labels), n_runs, R)
+    stats = RD.host_stats(labels, mets, pairs, B, pieces, final)
+    n_keep = RD.resolve_keep(keep, [env.n_arms] * len(labels), n_runs, R)
     def first_runs(o):  # every record of the first n_keep runs: [n_keep, R, ...]
         ex = o["regret"] if o.get("exp") is None else jnp.swapaxes(o["exp"], 0, 1)
         d = {"regret": o["regret"], "expected_regret": ex, "reward": o["reward"]}
