@@ -108,7 +108,7 @@ FILE_KEYS: Dict[str, str] = {
     "panels": "an array of tables [[panels]], each with name, world, channel, policies, log_lines",
     "grid": "a table {\"dotted.key\" = [values]}: one panel per combination (e.g. \"world.delay.mean\" = [10.0, 50.0])",
     "build": "\"package.module:function\": build(config) returns (world, channel, {label: policy}) or a list of Panels",
-    "runner": "\"package.module:function\": a sweep, runner(config, runs, seed, horizon) -> results",
+    "runner": "\"package.module:function\": a sweep, runner(config, runs, seed, horizon, sweep) -> results",
     "config": "the table passed to build or runner (its keys may be changed with --set key=value)",
     "ignores": "run options a runner does not use ([\"horizon\"]): giving one is an error",
     "horizon_keys": "config keys that a horizon given to run replaces (giving both is an error)",

@@ -195,15 +195,16 @@ def _panel_keep(p, horizon, runs, n_rec, keep, first, n_here):
 
 
 def _check_path(name, exp, path):
-    """``path`` (docs/fused.md) is one of the simulator's; a sweep or an offline study always runs its
-    own loop on the scan path, so forcing the fused one there is an error rather than ignored."""
+    """``path`` (docs/fused.md) is one of the simulator's; a sweep or an offline study runs its own
+    loop, whose simulations take the path ``"auto"`` picks (``Sweep.simulate``), so forcing the
+    fused one there is an error rather than ignored."""
     from ..simulate import PATHS
 
     if path not in PATHS:
         raise ValueError(f"path must be one of {', '.join(PATHS)}, got {path!r}")
     if path == "fused" and exp.runner is not None:
-        raise ValueError(f"experiment {name!r} is a sweep or study with its own loop: it runs on the scan path "
-                         "(leave --path out, or give --path scan)")
+        raise ValueError(f"experiment {name!r} is a sweep or study with its own loop: each of its simulations "
+                         "takes the path 'auto' picks (leave --path out, or give --path scan)")
 
 
 def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizon, job):
