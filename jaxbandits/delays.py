@@ -101,7 +101,7 @@ def floor_log_pmf(log_sf_x, d):
     linear space: conventions §9).
 
     Args:
-        log_sf_x: ``x -> log P(X > x)``, elementwise (a law's :meth:`log_sf_x`).
+        log_sf_x: ``x -> log P(X > x)``, elementwise (a law's ``log_sf_x``).
         d: integers ``>= 0`` (any shape).
 
     Returns:

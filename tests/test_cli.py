@@ -127,6 +127,10 @@ def test_compile_cache_in_process_restores_jax_settings(tmp_path, capsys):
         n_mine = count(mine)
         assert n_mine > 0  # the process's own cache is initialised and in use
         before = {k: getattr(jax.config, k) for k in keys}
+        from jaxbandits import engine
+
+        engine.clear_cache()  # an equal run earlier in this process would otherwise compile nothing
+        jax.clear_caches()
         assert main(["run", "classic-bernoulli", "--runs", "2", "--horizon", "50", "--out", str(tmp_path / "o"),
                      "--no-progress", "--single-device"]) == 0
         assert f"compilation cache {ours}" in capsys.readouterr().out
