@@ -57,7 +57,6 @@ import json
 import math
 import os
 import re
-import sys
 import tomllib
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -914,20 +913,9 @@ def _fn_kind(fn) -> Optional[str]:
 
 
 def _policy_kind(pol) -> Optional[str]:
-    """The ``kind`` of the constructor that makes values of ``pol``'s type: in :data:`KINDS`, else
-    in the user's module that defines it."""
-    for prefix, modname in KINDS.items():
-        mod = importlib.import_module(modname)
-        for name, fn in vars(mod).items():
-            if not name.startswith("_") and getattr(fn, "value_type", None) is type(pol):
-                return f"{prefix}.{name}"
-    modname = type(pol).__module__  # a value type of a user's package: package.module:function
-    mod = sys.modules.get(modname)
-    if mod is not None and not modname.startswith("jaxbandits") and modname != "__main__":
-        for name, fn in vars(mod).items():
-            if not name.startswith("_") and getattr(fn, "value_type", None) is type(pol):
-                return f"{modname}:{name}"
-    return None
+    """The ``kind`` of the constructor that makes values of ``pol``'s type (its declared
+    ``constructor_fn``): in :data:`KINDS`, else ``package.module:function`` of one's own."""
+    return _fn_kind(type(pol).constructor_fn)
 
 
 def _encode(x, path, seen=()):

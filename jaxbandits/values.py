@@ -39,6 +39,9 @@ class PolicyValue:
     #: ``(kind, field names)`` of the fused kernel that implements this policy, else ``None``
     #: (read by ``jaxbandits.fused.spec_of``)
     fused: ClassVar[Optional[Tuple[str, Tuple[str, ...]]]] = None
+    #: the public constructor that makes values of this class (set by :func:`policy_value`; an
+    #: experiment file names it as its ``kind``)
+    constructor_fn: ClassVar[Callable[..., Any]]
 
     def __post_init__(self):
         kw = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -155,6 +158,7 @@ def policy_value(cls_name: str, fused: Optional[Tuple[str, Tuple[str, ...]]] = N
             return cls(**{ren.get(k, k): v for k, v in b.arguments.items()})
 
         make.value_type = cls
+        cls.constructor_fn = staticmethod(make)  # declared: the public function that makes this class's values
         return make
 
     return wrap

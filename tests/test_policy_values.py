@@ -239,10 +239,12 @@ def test_fresh_equal_world_compiles_nothing():
     assert h.timing["compile_s"] == 0.0 and c.n == 0
 
 
-def test_second_cli_run_in_process_compiles_nothing(tmp_path):
+def test_second_cli_run_in_process_compiles_nothing(tmp_path, monkeypatch):
     """``jaxbandits run quickstart`` twice in one process (the experiment's build makes new worlds,
     channels and policies each time): the second run compiles nothing and gives the same numbers."""
     from jaxbandits.cli import main
+
+    monkeypatch.setenv("JAXBANDITS_CACHE_DIR", str(tmp_path / "jax-cache"))  # run's persistent cache: not the home's
 
     args = ["run", "quickstart", "--runs", "2", "--horizon", "200", "--no-progress", "--single-device"]
     assert main(args + ["--out", str(tmp_path / "a")]) == 0
