@@ -301,3 +301,28 @@ def test_every_registered_experiment_reports_at_its_horizon_on_a_tight_layout():
             assert rows * cols >= n > max((rows - 1) * cols, rows * (cols - 1)), (name, exp.layout, n)
             seen += 1
     assert seen >= 8
+
+
+def test_shown_values_are_cut_at_80_characters_at_the_bound():
+    """Every bound at the bound: a value whose JSON is 80 characters is shown whole; 81 is cut to 77
+    and '...' (80 in all)."""
+    from jaxbandits.parts import _show
+
+    for n in (2, 79, 80, 81, 200):
+        v = "x" * (n - 2)  # JSON adds the quotes
+        s = _show(v)
+        assert s == (f'"{v}"' if n <= 80 else f'"{v}"'[:77] + "..."), n
+        assert len(s) == min(n, 80)
+
+
+def test_integer_config_values_are_int64_at_both_bounds():
+    """Every bound at the bound: an integer config value is accepted from -2^63 to 2^63 - 1 and
+    refused just outside, with the whole message."""
+    from jaxbandits.experiments import _check_value
+
+    for ok in (-(2**63), -1, 0, 2**62, 2**63 - 1):
+        _check_value("k", 1, ok)
+    for bad in (-(2**63) - 1, 2**63, 2**64):
+        with pytest.raises(ValueError) as e:
+            _check_value("k", 1, bad)
+        assert str(e.value) == f"config key 'k' must be an integer within int64, got {bad!r}"
