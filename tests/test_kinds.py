@@ -326,3 +326,29 @@ def test_integer_config_values_are_int64_at_both_bounds():
         with pytest.raises(ValueError) as e:
             _check_value("k", 1, bad)
         assert str(e.value) == f"config key 'k' must be an integer within int64, got {bad!r}"
+
+
+def test_every_label_count_gets_distinct_colours_up_to_twenty():
+    """Every size at the bound: up to 20 labels in a panel each get their own colour (10: the first
+    palette; 11 to 20: the larger one), the same for a label in every call."""
+    from jaxbandits.plotting import colors
+
+    for n in (1, 9, 10, 11, 12, 19, 20):
+        labels = [f"p{i}" for i in range(n)]
+        c = colors(labels)
+        assert len({tuple(x) for x in c.values()}) == n, n
+        assert colors(labels) == c
+
+
+def test_every_delay_family_gives_init_values_of_the_asked_shape():
+    """Every registered item: each delay family's initial values, one array of the asked shape per
+    parameter, finite and positive (where the sampler starts)."""
+    from jaxbandits.bayes.families import FAMILIES
+
+    for name, fam in FAMILIES.items():
+        for shape in ((), (3,)):
+            v = fam.init_values(8.0, shape)
+            assert set(fam.params) <= set(v), (name, v)
+            for k in fam.params:
+                a = np.asarray(v[k])
+                assert a.shape[: len(shape)] == shape and np.all(np.isfinite(a)) and np.all(a > 0), (name, k, a)
