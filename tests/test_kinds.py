@@ -352,3 +352,25 @@ def test_every_delay_family_gives_init_values_of_the_asked_shape():
             for k in fam.params:
                 a = np.asarray(v[k])
                 assert a.shape[: len(shape)] == shape and np.all(np.isfinite(a)) and np.all(a > 0), (name, k, a)
+
+
+def test_every_policy_that_logs_its_law_logs_a_law_under_a_mask():
+    """A law in the fast suite, every policy that declares ``memo_probs`` and reads the mask (the
+    adversarial and composite ones do not read it): under a mask, the logged law sums to 1, is 0 on
+    the ruled-out arms, and the action is one it allows."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxbandits.policies import classic
+    from jaxbandits.types import Context, ProblemSpec
+
+    K = 4
+    mask = jnp.array([True, False, True, True])
+    pols = [classic.uniform_random(), classic.exp3(), classic.exp3(gamma=0.2), classic.exp3(eta=5.0)]
+    for pol in pols:
+        assert pol.memo_probs, pol.name
+        st = pol.init(ProblemSpec(n_arms=K, horizon=100), jax.random.key(0))
+        for s in range(3):
+            a, memo = pol.act(st, Context(jnp.asarray(0, jnp.int32), mask=mask), jax.random.key(s))
+            p = np.asarray(memo.probs, np.float64)
+            assert p.sum() == pytest.approx(1.0, abs=1e-6) and p[1] == 0.0 and bool(mask[int(a)]), (pol.name, p, a)
