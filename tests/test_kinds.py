@@ -374,3 +374,27 @@ def test_every_policy_that_logs_its_law_logs_a_law_under_a_mask():
             a, memo = pol.act(st, Context(jnp.asarray(0, jnp.int32), mask=mask), jax.random.key(s))
             p = np.asarray(memo.probs, np.float64)
             assert p.sum() == pytest.approx(1.0, abs=1e-6) and p[1] == 0.0 and bool(mask[int(a)]), (pol.name, p, a)
+
+
+def test_compile_cache_dir_follows_each_documented_source_in_turn(tmp_path, monkeypatch):
+    """Every case of a documented rule: $JAXBANDITS_CACHE_DIR, else JAX's configured folder, else
+    $XDG_CACHE_HOME/jaxbandits/jax, else ~/.cache/jaxbandits/jax."""
+    import jax
+
+    from jaxbandits import cli
+
+    before = jax.config.jax_compilation_cache_dir
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    try:
+        jax.config.update("jax_compilation_cache_dir", None)
+        monkeypatch.delenv(cli.CACHE_ENV, raising=False)
+        monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+        assert cli.compile_cache_dir() == str(tmp_path / "home" / ".cache" / "jaxbandits" / "jax")
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+        assert cli.compile_cache_dir() == str(tmp_path / "xdg" / "jaxbandits" / "jax")
+        jax.config.update("jax_compilation_cache_dir", str(tmp_path / "jaxdir"))
+        assert cli.compile_cache_dir() == str(tmp_path / "jaxdir")
+        monkeypatch.setenv(cli.CACHE_ENV, str(tmp_path / "mine"))
+        assert cli.compile_cache_dir() == str(tmp_path / "mine")
+    finally:
+        jax.config.update("jax_compilation_cache_dir", before)
