@@ -398,3 +398,17 @@ def test_compile_cache_dir_follows_each_documented_source_in_turn(tmp_path, monk
         assert cli.compile_cache_dir() == str(tmp_path / "mine")
     finally:
         jax.config.update("jax_compilation_cache_dir", before)
+
+
+def test_serve_param_flags_give_the_policy_table_of_the_same_config_file():
+    """Every CLI flag against its config-file form: ``--param KEY=VALUE`` (values read as JSON)
+    gives the policy table a file would."""
+    from jaxbandits import cli, serve
+
+    a = cli.parser().parse_args(["serve", "--arms", "a,b", "--policy", "ucb1", "--channel", "attributed",
+                                 "--param", "alpha=2.5", "--param", "propensity_samples=64"])
+    got = serve.config_from_args(a).policy
+    assert got == {"name": "ucb1", "alpha": 2.5, "propensity_samples": 64}
+    want = serve.load_config(arms=["a", "b"], policy={"name": "ucb1", "alpha": 2.5, "propensity_samples": 64},
+                             channel={"kind": "attributed"})
+    assert serve.config_from_args(a) == want
