@@ -412,3 +412,21 @@ def test_serve_param_flags_give_the_policy_table_of_the_same_config_file():
     want = serve.load_config(arms=["a", "b"], policy={"name": "ucb1", "alpha": 2.5, "propensity_samples": 64},
                              channel={"kind": "attributed"})
     assert serve.config_from_args(a) == want
+
+
+@pytest.mark.parametrize("make, inside, outside", [
+    ("poisson", [(1e-6,), (0.5,), (1.0,)], [(0.0,), (-1.0,)]),
+    ("exponential", [(1e-6,), (0.5,)], [(0.0,)]),
+    ("uniform", [(0, 0), (3, 3)], [(-1, 2), (3, 2)]),
+    ("pareto", [(1e-3, 1.0), (0.5, 1e-3)], [(0.0, 1.0), (1.0, 0.0)]),
+])
+def test_delay_laws_accept_every_parameter_just_inside_an_open_bound(make, inside, outside):
+    """Every bound at the bound: each law is built just inside its parameters' ranges (small
+    positive means, a point uniform) and refused at or past the bound, naming the parameter."""
+    import jaxbandits.delays as D
+
+    for args in inside:
+        getattr(D, make)(*args)
+    for args in outside:
+        with pytest.raises(ValueError):
+            getattr(D, make)(*args)
