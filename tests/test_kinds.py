@@ -318,7 +318,7 @@ def test_shown_values_are_cut_at_80_characters_at_the_bound():
 def test_integer_config_values_are_int64_at_both_bounds():
     """Every bound at the bound: an integer config value is accepted from -2^63 to 2^63 - 1 and
     refused just outside, with the whole message."""
-    from jaxbandits.experiments import _check_value
+    from jaxbandits.experiments.specs import _check_value
 
     for ok in (-(2**63), -1, 0, 2**62, 2**63 - 1):
         _check_value("k", 1, ok)
