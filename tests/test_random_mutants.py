@@ -41,3 +41,22 @@ def test_sample_is_seeded_and_each_mutant_is_unique_in_its_file():
         r = RM.as_runnable(m, cache, cur)
         text = (ROOT / m["file"]).read_text()
         assert text.count(r["old"]) == 1 and r["old"] != r["new"]
+
+
+def test_covering_tests_order_and_fallback():
+    """A mutant runs the tests that executed its line: its module's own test files first, then the
+    rest fastest first; tests failing unmutated are never used; a line no test executed gives None
+    (the module's files are run instead). The score counts capped mutants as not killed."""
+    cmap = {"lines": {"jaxbandits/x.py": {"3": ["tests/b.py::slow", "tests/a.py::t", "tests/b.py::fast",
+                                                "tests/c.py::broken"], "4": []}},
+            "durations": {"tests/b.py::slow": 9.0, "tests/b.py::fast": 0.5, "tests/a.py::t": 5.0,
+                          "tests/c.py::broken": 0.1},
+            "failed": ["tests/c.py::broken"]}
+    m = {"file": "jaxbandits/x.py", "line": 3}
+    assert RM.covering_tests(m, cmap, ["tests/a.py"]) == ["tests/a.py::t", "tests/b.py::fast", "tests/b.py::slow"]
+    assert RM.covering_tests(m, cmap, []) == ["tests/b.py::fast", "tests/a.py::t", "tests/b.py::slow"]
+    assert RM.covering_tests({"file": "jaxbandits/x.py", "line": 4}, cmap, []) is None
+    assert RM.covering_tests({"file": "jaxbandits/y.py", "line": 1}, cmap, []) is None
+    res = [{"file": "jaxbandits/x.py", "status": s} for s in ("killed", "killed", "survived", "capped", "invalid")]
+    text = RM.summary(res)
+    assert "2/4 killed (50%)" in text and "capped 1" in text and "invalid 1" in text

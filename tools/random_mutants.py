@@ -241,8 +241,6 @@ CACHE = os.path.join(ROOT, ".mutants_cache")
 
 def build_map(out=MAP):
     """Run the default suite once under coverage, one context per test, and write the map."""
-    import coverage
-
     data_file = os.path.join(ROOT, ".mutants_coverage")
     for f in os.listdir(ROOT):
         if f.startswith(".mutants_coverage"):
@@ -259,8 +257,19 @@ def build_map(out=MAP):
             durations[m.group(3).strip()] += float(m.group(1))
         elif ln.startswith(("FAILED ", "ERROR ")):
             failed.add(ln.split(" ")[1])
-    cov = coverage.Coverage(data_file=data_file)
-    data = cov.get_data()
+    json.dump({"durations": durations, "failed": sorted(failed), "lines": {}, "tail": r.stdout[-3000:]},
+              open(out, "w"))
+    print(r.stdout[-1500:])
+    return lines_from_coverage(data_file, out)
+
+
+def lines_from_coverage(data_file=os.path.join(ROOT, ".mutants_coverage"), out=MAP):
+    """Fill the map's ``lines`` from the coverage data of :func:`build_map`'s run."""
+    import coverage
+
+    cmap = json.load(open(out))
+    data = coverage.CoverageData(basename=data_file)
+    data.read()
     lines = {}
     for f in data.measured_files():
         rel = os.path.relpath(f, ROOT)
@@ -268,10 +277,10 @@ def build_map(out=MAP):
             continue
         by = data.contexts_by_lineno(f)
         lines[rel] = {str(n): sorted({c.rsplit("|", 1)[0] for c in cs if c}) for n, cs in by.items()}
-    json.dump({"durations": durations, "failed": sorted(failed), "lines": lines,
-               "tail": r.stdout[-3000:]}, open(out, "w"))
-    print(r.stdout[-1500:])
-    print(f"map: {len(lines)} files, {len(durations)} tests timed, {len(failed)} failing unmutated -> {out}")
+    cmap["lines"] = lines
+    json.dump(cmap, open(out, "w"))
+    print(f"map: {len(lines)} files, {len(cmap['durations'])} tests timed, {len(cmap['failed'])} failing "
+          f"unmutated -> {out}")
     return 0
 
 
@@ -361,7 +370,13 @@ def main(argv=None):
     ap.add_argument("--cap", type=float, default=240.0, help="seconds of tests per mutant")
     ap.add_argument("--report")
     ap.add_argument("--dry", action="store_true", help="print the sample, run nothing")
+    ap.add_argument("--resume", action="store_true", help="skip the mutants already in --report")
+    ap.add_argument("--retry-capped", action="store_true", help="with --resume: run the capped ones again")
+    ap.add_argument("--score", action="store_true", help="print the score of --report, run nothing")
     a = ap.parse_args(argv)
+    if a.score:
+        print(summary(json.load(open(a.report))))
+        return 0
     if a.map:
         return build_map()
     muts = all_mutants()
@@ -390,6 +405,11 @@ def main(argv=None):
 
     files = T.tracked_files()
     res = []
+    if a.resume and a.report and os.path.exists(a.report):  # a stopped run goes on where it stopped
+        res = [r for r in json.load(open(a.report)) if r["status"] != "capped" or not a.retry_capped]
+        done = {r["id"] for r in res}
+        runnable = [m for m in runnable if m["id"] not in done]
+        print(f"resuming: {len(res)} done, {len(runnable)} to run", flush=True)
     with cf.ThreadPoolExecutor(max_workers=a.jobs) as ex:
         for r in ex.map(lambda m: run_covered(m, files, a.cap), runnable):
             print(f"{r['status']:9s} {r['seconds']:7.1f}s  {r['id']}  {r['from']!r} -> {r['to']!r}"
