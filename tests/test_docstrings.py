@@ -67,6 +67,7 @@ DOCUMENTED = [
     "jaxbandits.sweeps",
     "jaxbandits.sweeping",
     "jaxbandits.parts",
+    "jaxbandits.intervals",
 ]
 
 #: documented in the same form but not yet enforced: ``jaxbandits.engine.driver`` re-exports
