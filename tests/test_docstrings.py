@@ -68,6 +68,7 @@ DOCUMENTED = [
     "jaxbandits.sweeping",
     "jaxbandits.parts",
     "jaxbandits.intervals",
+    "jaxbandits.labels",
 ]
 
 #: documented in the same form but not yet enforced: ``jaxbandits.engine.driver`` re-exports
