@@ -69,6 +69,7 @@ DOCUMENTED = [
     "jaxbandits.parts",
     "jaxbandits.intervals",
     "jaxbandits.labels",
+    "jaxbandits.compare",
 ]
 
 #: documented in the same form but not yet enforced: ``jaxbandits.engine.driver`` re-exports
