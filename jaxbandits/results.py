@@ -20,6 +20,18 @@ import numpy as np
 from .intervals import t_interval, t_interval_moments
 
 def versions() -> dict:
+    """The versions and settings a result was computed with (the ``versions`` entry of
+    ``summary.json``): jaxbandits, JAX, NumPy and Python, JAX's default backend and the two JAX
+    settings that change the random draws (``x64``, ``threefry_partitionable``).
+
+    Returns:
+        A dict of str to str or bool.
+
+    Examples:
+        >>> from jaxbandits.results import versions
+        >>> sorted(versions())
+        ['backend', 'jax', 'jaxbandits', 'numpy', 'python', 'threefry_partitionable', 'x64']
+    """
     import jax
 
     from ._version import __version__
@@ -39,6 +51,49 @@ FIGURES = None
 
 @dataclass
 class Results:
+    """The results of an experiment: per-policy curves over runs at the record points ``t``, the
+    statistics over all runs reduced on the device, configuration, versions and timing
+    (docs/results.md). Made by :func:`jaxbandits.experiments.run` (:meth:`from_sim`), read back with
+    :meth:`load`, written with :meth:`save`. Either form: every run's curves held (the per-run
+    form, :attr:`per_run`), or the curves of the first :attr:`kept` runs (possibly none) and
+    ``stats`` over all runs; every method gives the same numbers from either.
+
+    Attributes:
+        experiment: the experiment's name.
+        config: the configuration it ran with.
+        seed: the seed of the run.
+        runs: the number of runs.
+        horizon: the number of rounds.
+        t: the record points (rounds completed), an int array of length ``R``.
+        curves: ``{label: {metric: array [kept, R], "pulls": array [kept, K]}}`` (``regret``,
+            ``expected_regret``, ``reward``, optionally ``delayed_regret`` / ``fixed_regret``).
+        metric: the experiment's metric (default ``"regret"``).
+        width: the channel's window width (0 without one).
+        lost_to_W: ``{label: feedback lost beyond the window}``.
+        timing: compile and run times (``compile_s``, ``run_s``, ``run_steps_per_s``...).
+        versions: :func:`versions` at the run.
+        panels: ``{label: panel name}`` of a multi-panel experiment (empty: one panel).
+        log_lines: ``{panel: {line label: c}}``, reference lines ``c log t`` drawn in the figures.
+        checkpoints: the rounds reported in :meth:`table`.
+        layout: the figure's layout of the panels (None: the default).
+        ratio_to: a policy label: the figures also draw ``ratio.png`` against it (None: not).
+        stats: ``{label: jaxbandits.engine.stats.Stats}`` over all runs (empty: computed from
+            ``curves``).
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxbandits import Results
+        >>> c = {"regret": np.array([[1.0, 2.0], [3.0, 4.0]]), "pulls": np.array([[5, 15], [10, 10]])}
+        >>> r = Results("demo", {}, 0, 2, 20, np.array([10, 20]), {"UCB1": c})
+        >>> r.per_run, r.kept
+        (True, 2)
+        >>> m, se = r.mean_se("UCB1")
+        >>> m.tolist(), se.tolist()
+        ([2.0, 3.0], [1.0, 1.0])
+        >>> r.mean_pulls("UCB1").tolist()
+        [7.5, 12.5]
+    """
+
     experiment: str
     config: dict
     seed: int
@@ -375,6 +430,21 @@ def _finite(x):
 
 
 def jsonable(x):
+    """``x`` as plain JSON values: dicts (keys as str), lists (from lists, tuples and arrays),
+    Python numbers (from NumPy scalars), str, bool and None; any other object as its ``str``.
+
+    Args:
+        x: a value (a configuration, timing, log lines...).
+
+    Returns:
+        The value ``json.dumps`` writes.
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxbandits.results import jsonable
+        >>> jsonable({1: (np.int64(2), np.arange(2)), "a": np.float32(0.5), "b": None})
+        {'1': [2, [0, 1]], 'a': 0.5, 'b': None}
+    """
     if isinstance(x, dict):
         return {str(k): jsonable(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):

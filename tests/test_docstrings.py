@@ -70,6 +70,7 @@ DOCUMENTED = [
     "jaxbandits.intervals",
     "jaxbandits.labels",
     "jaxbandits.compare",
+    "jaxbandits.results",
 ]
 
 #: documented in the same form but not yet enforced: ``jaxbandits.engine.driver`` re-exports
