@@ -71,6 +71,7 @@ DOCUMENTED = [
     "jaxbandits.labels",
     "jaxbandits.compare",
     "jaxbandits.results",
+    "jaxbandits.experiments.specs",
 ]
 
 #: documented in the same form but not yet enforced: ``jaxbandits.engine.driver`` re-exports
