@@ -72,6 +72,7 @@ DOCUMENTED = [
     "jaxbandits.compare",
     "jaxbandits.results",
     "jaxbandits.experiments.specs",
+    "jaxbandits.experiments.registry",
 ]
 
 #: documented in the same form but not yet enforced: ``jaxbandits.engine.driver`` re-exports
