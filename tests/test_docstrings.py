@@ -73,6 +73,7 @@ DOCUMENTED = [
     "jaxbandits.results",
     "jaxbandits.experiments.specs",
     "jaxbandits.experiments.registry",
+    "jaxbandits.experiments.runner",
 ]
 
 #: documented in the same form but not yet enforced: ``jaxbandits.engine.driver`` re-exports
