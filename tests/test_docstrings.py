@@ -74,6 +74,7 @@ DOCUMENTED = [
     "jaxbandits.experiments.specs",
     "jaxbandits.experiments.registry",
     "jaxbandits.experiments.runner",
+    "jaxbandits.experiments.assemble",
 ]
 
 #: documented in the same form but not yet enforced: ``jaxbandits.engine.driver`` re-exports
