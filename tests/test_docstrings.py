@@ -76,6 +76,7 @@ DOCUMENTED = [
     "jaxbandits.experiments.runner",
     "jaxbandits.experiments.assemble",
     "jaxbandits.experiments",
+    "jaxbandits.distributed",
 ]
 
 #: documented in the same form but not yet enforced: ``jaxbandits.engine.driver`` re-exports
