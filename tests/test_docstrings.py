@@ -77,6 +77,7 @@ DOCUMENTED = [
     "jaxbandits.experiments.assemble",
     "jaxbandits.experiments",
     "jaxbandits.distributed",
+    "jaxbandits.plotting",
 ]
 
 #: documented in the same form but not yet enforced: ``jaxbandits.engine.driver`` re-exports
