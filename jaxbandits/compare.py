@@ -48,7 +48,7 @@ class Comparison:
         method: the interval method, ``"t"`` or ``"bootstrap"``.
         baselines: ``{panel name: baseline label}`` (panel ``""`` without panels).
         diffs: ``{label: {"baseline", "mean", "lo", "hi"}}``, the arrays over ``t``.
-        checkpoints: the rounds shown in :meth:`table` (empty: about T/4, T/2, T).
+        checkpoints: the rounds shown in :meth:`~jaxbandits.compare.Comparison.table` (empty: about T/4, T/2, T).
         n_boot: the bootstrap's number of resamples (None for the t interval).
         short: ``{label: label within its panel}``.
     """
@@ -226,7 +226,7 @@ def save_comparison(out, comparison: Comparison, results=None, plot: bool = True
     atomically, under the folder's lock, and recorded in its manifest. Returns the paths written.
 
     Args:
-        out: the results folder (written by :meth:`jaxbandits.Results.save`).
+        out: the results folder (written by :meth:`~jaxbandits.results.Results.save`).
         comparison: the :class:`Comparison` to record.
         results: the folder's :class:`jaxbandits.Results` (for older summaries' intervals and the
             figure's curves; None: neither).

@@ -237,7 +237,7 @@ def run_sweep_global(runner, cfg, runs: int, seed: int, horizon, folder: Optiona
     every process sees) keeps each unit as its process completes it: a rerun replays them.
 
     Args:
-        runner: the sweep's loop (:attr:`jaxbandits.experiments.Experiment.runner`).
+        runner: the sweep's loop (:attr:`~jaxbandits.experiments.specs.Experiment.runner`).
         cfg: its config.
         runs: the number of runs.
         seed: the seed.

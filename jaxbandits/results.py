@@ -53,9 +53,9 @@ FIGURES = None
 class Results:
     """The results of an experiment: per-policy curves over runs at the record points ``t``, the
     statistics over all runs reduced on the device, configuration, versions and timing
-    (docs/results.md). Made by :func:`jaxbandits.experiments.run` (:meth:`from_sim`), read back with
-    :meth:`load`, written with :meth:`save`. Either form: every run's curves held (the per-run
-    form, :attr:`per_run`), or the curves of the first :attr:`kept` runs (possibly none) and
+    (docs/results.md). Made by :func:`~jaxbandits.experiments.runner.run` (:meth:`~jaxbandits.results.Results.from_sim`), read back with
+    :meth:`~jaxbandits.results.Results.load`, written with :meth:`~jaxbandits.results.Results.save`. Either form: every run's curves held (the per-run
+    form, :attr:`~jaxbandits.results.Results.per_run`), or the curves of the first :attr:`~jaxbandits.results.Results.kept` runs (possibly none) and
     ``stats`` over all runs; every method gives the same numbers from either.
 
     Attributes:
@@ -74,7 +74,7 @@ class Results:
         versions: :func:`versions` at the run.
         panels: ``{label: panel name}`` of a multi-panel experiment (empty: one panel).
         log_lines: ``{panel: {line label: c}}``, reference lines ``c log t`` drawn in the figures.
-        checkpoints: the rounds reported in :meth:`table`.
+        checkpoints: the rounds reported in :meth:`~jaxbandits.results.Results.table`.
         layout: the figure's layout of the panels (None: the default).
         ratio_to: a policy label: the figures also draw ``ratio.png`` against it (None: not).
         stats: ``{label: jaxbandits.engine.stats.Stats}`` over all runs (empty: computed from

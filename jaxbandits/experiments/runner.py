@@ -57,7 +57,7 @@ def run(name, runs: Optional[int] = None, horizon: Optional[int] = None, seed: i
     ``N`` runs; default: every run while they are small, the statistics alone beyond: docs/simulate.md).
 
     Args:
-        name: the experiment's name (:func:`jaxbandits.experiments.names`) or an :class:`Experiment`.
+        name: the experiment's name (:func:`~jaxbandits.experiments.registry.names`) or an :class:`Experiment`.
         runs: the number of runs, >= 1 (None: the experiment's).
         horizon: the number of rounds, in ``[1, 2**24]`` (None: the experiment's).
         seed: the seed, in ``[0, 2**64 - 1]``.
@@ -69,7 +69,7 @@ def run(name, runs: Optional[int] = None, horizon: Optional[int] = None, seed: i
         force: replace other results in ``out``.
         part: ``(i, n)`` or ``"i/n"``: run part ``i`` of ``n`` only.
         distributed: shard the runs over the processes of ``jax.distributed``.
-        path: the simulation path, one of :data:`jaxbandits.simulate.PATHS` (``"auto"``: chosen).
+        path: the simulation path, one of ``"auto"`` (chosen), ``"scan"`` or ``"fused"``.
         keep: the per-run curves kept: ``"all"``, ``"none"`` or a number of runs (None: the
             experiment's, else the default rule).
 

@@ -39,9 +39,9 @@ class Panel:
 class Experiment:
     """A named experiment: a config of defaults and a ``build(config)`` that turns it into
     ``(env, channel, {label: policy})`` or a list of :class:`Panel`, with the run's settings
-    (docs/experiments.md). Registered by :func:`jaxbandits.experiments.register` (or listed in
+    (docs/experiments.md). Registered by :func:`~jaxbandits.experiments.registry.register` (or listed in
     :data:`jaxbandits.experiments.BUILTIN`, or an entry point) and run by
-    :func:`jaxbandits.experiments.run`.
+    :func:`~jaxbandits.experiments.runner.run`.
 
     Attributes:
         name: the experiment's name (``jaxbandits run NAME``).
