@@ -117,6 +117,25 @@ class Results:
 
     @classmethod
     def from_sim(cls, experiment, config, seed, runs, horizon, outs, metric="regret", timing=None):
+        """The results of a simulation's outputs ``{label: SimOutput}`` (the per-run curves, or the
+        statistics of the reduced form).
+
+        Args:
+            experiment: the experiment's name.
+            config: its config.
+            seed: the seed.
+            runs: the number of runs.
+            horizon: the number of rounds.
+            outs: ``{label: SimOutput}``.
+            metric: the experiment's metric.
+            timing: the run's timing (None: ``{}``).
+
+        Returns:
+            The :class:`~jaxbandits.results.Results`.
+
+        Raises:
+            ValueError: ``outs`` is empty (the message names the config's empty lists).
+        """
         if not outs:
             empty = sorted(k for k, v in (config or {}).items()
                            if isinstance(v, (list, tuple)) and len(v) == 0 and k != "channels")
@@ -183,6 +202,16 @@ class Results:
         return x.shape[0], m, ((x - m) ** 2).sum(0)
 
     def mean_se(self, label, metric=None):
+        """``(mean, se)`` of ``metric`` (default the experiment's) of ``label`` over runs at every
+        record point, float64; ``se`` is 0 for one run.
+
+        Args:
+            label: the policy's label.
+            metric: the recorded curve (None: the experiment's metric).
+
+        Returns:
+            Two arrays of length ``R``.
+        """
         metric = metric or self.metric
         if self._stats_of(label, metric) is None:
             x = np.asarray(self.curves[label][metric], np.float64)
@@ -216,6 +245,13 @@ class Results:
         return np.asarray(self.curves[label]["pulls"], np.float64).mean(0)
 
     def summary(self) -> dict:
+        """The contents of ``summary.json`` (the module docstring lists its keys): per policy the
+        mean, standard error and 95% t interval of the metric at every record point and at the
+        checkpoints, every run's final value and the mean pulls.
+
+        Returns:
+            A dict of plain JSON values.
+        """
         pol = {}
         for lab in self.curves:
             m, se = self.mean_se(lab)
@@ -273,6 +309,12 @@ class Results:
         return "\n".join(rows + note) + "\n"
 
     def to_xarray(self):
+        """The results as an ``xarray.Dataset`` (what ``results.nc`` holds): the kept runs' curves
+        by policy, run and record point, the statistics over all runs, and the settings as attributes.
+
+        Returns:
+            An ``xarray.Dataset``.
+        """
         import xarray as xr
 
         labs = list(self.curves)
@@ -361,6 +403,19 @@ class Results:
 
     @classmethod
     def load(cls, out_dir) -> "Results":
+        """The results saved in ``out_dir`` (its ``results.nc``), after finishing a save that a
+        crash interrupted.
+
+        Args:
+            out_dir: a results folder written by :meth:`~jaxbandits.results.Results.save`.
+
+        Returns:
+            The :class:`~jaxbandits.results.Results`.
+
+        Raises:
+            FileNotFoundError: the folder or its ``results.nc`` does not exist.
+            ValueError: the file is damaged, of another version, or holds no regret curves.
+        """
         import xarray as xr
 
         from . import _io
