@@ -36,7 +36,22 @@ class Comparison:
 
     ``diffs[label]`` holds ``mean``, ``lo``, ``hi`` (arrays over record points ``t``) of
     ``R^label(t) - R^baseline(t)`` and the ``baseline`` label it is paired with; the baselines
-    themselves have no entry. Negative differences: the policy has less regret than the baseline."""
+    themselves have no entry. Negative differences: the policy has less regret than the baseline.
+    Made by :func:`compare`.
+
+    Attributes:
+        experiment: the experiment's name.
+        runs: the number of paired runs.
+        t: the record points (rounds completed), an array of length ``R``.
+        metric: the curve compared (``regret``, ``expected_regret``...).
+        level: the intervals' confidence level.
+        method: the interval method, ``"t"`` or ``"bootstrap"``.
+        baselines: ``{panel name: baseline label}`` (panel ``""`` without panels).
+        diffs: ``{label: {"baseline", "mean", "lo", "hi"}}``, the arrays over ``t``.
+        checkpoints: the rounds shown in :meth:`~jaxbandits.compare.Comparison.table` (empty: about T/4, T/2, T).
+        n_boot: the bootstrap's number of resamples (None for the t interval).
+        short: ``{label: label within its panel}``.
+    """
 
     experiment: str
     runs: int
@@ -111,7 +126,50 @@ def compare(results, baseline: Optional[str] = None, level: float = 0.95, method
     ``None`` takes the first policy of each panel. ``metric`` is a recorded curve (default the
     experiment's metric: ``regret``, ``expected_regret``, ``delayed_regret``...). ``only`` /
     ``exclude`` (labels or labels within a panel) choose the policies compared with the baseline.
-    Every argument is checked first, with an error naming it and what is allowed."""
+    Every argument is checked first, with an error naming it and what is allowed.
+
+    Args:
+        results: a :class:`jaxbandits.Results` (per-run curves, or the statistics reduced on the
+            device: then the bootstrap has an interval at the last record point only).
+        baseline: the baseline's label or label within each panel (None: each panel's first policy).
+        level: the confidence level, in (0, 1).
+        method: ``"t"`` or ``"bootstrap"``.
+        metric: the recorded curve compared (None: the experiment's metric).
+        n_boot: the bootstrap's number of resamples, an integer >= 10.
+        seed: the bootstrap's seed.
+        only: a label or labels to compare with the baseline (None: all).
+        exclude: a label or labels not to compare.
+
+    Returns:
+        A :class:`Comparison`.
+
+    Raises:
+        ValueError: ``baseline`` is no policy, ``level`` / ``method`` / ``n_boot`` is out of
+            range, ``metric`` is not recorded, or ``only`` / ``exclude`` name no policy.
+        TypeError: ``baseline`` is not a string.
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxbandits import Results
+        >>> from jaxbandits.compare import compare
+        >>> curves = {"Random": {"regret": np.array([[5.0, 9, 14], [6, 10, 15], [4, 8, 13]])},
+        ...           "UCB1": {"regret": np.array([[3.0, 4, 5], [4, 5, 5], [3, 4, 6]])}}
+        >>> r = Results("demo", {}, 0, 3, 30, np.array([10, 20, 30]), curves)
+        >>> c = compare(r, baseline="Random")
+        >>> c.baselines, list(c.diffs)
+        ({'': 'Random'}, ['UCB1'])
+        >>> np.round(c.diffs["UCB1"]["mean"], 3).tolist()
+        [-1.667, -4.667, -8.667]
+        >>> print(c.table())
+        | policy | baseline | ΔR(10) [95% CI] | ΔR(20) [95% CI] | ΔR(30) [95% CI] |
+        |---|---|---|---|---|
+        | UCB1 | Random | -1.7 [-3.1, -0.2] | -4.7 [-6.1, -3.2] | -8.7 [-12.5, -4.9] |
+        <BLANKLINE>
+        >>> compare(r, baseline="TS")
+        Traceback (most recent call last):
+        ...
+        ValueError: baseline 'TS' is not a policy of 'demo'; policies: Random, UCB1
+    """
     sh = short_labels(results)
     chosen = set(select_labels(list(results.curves), only, exclude, short=sh))
     level = check_level(level)
@@ -165,7 +223,31 @@ def save_comparison(out, comparison: Comparison, results=None, plot: bool = True
     a ``summary.json`` written before intervals existed also gains each policy's 95% intervals
     (``final_regret_ci95``, ``regret_ci95_lo``, ``regret_ci95_hi``, from ``results``); and, with
     ``plot``, ``compare.png`` (:func:`jaxbandits.plotting.plot_compare`). Each file is written
-    atomically, under the folder's lock, and recorded in its manifest. Returns the paths written."""
+    atomically, under the folder's lock, and recorded in its manifest. Returns the paths written.
+
+    Args:
+        out: the results folder (written by :meth:`~jaxbandits.results.Results.save`).
+        comparison: the :class:`Comparison` to record.
+        results: the folder's :class:`jaxbandits.Results` (for older summaries' intervals and the
+            figure's curves; None: neither).
+        plot: also write ``compare.png``.
+        logx: the figure's rounds on a log scale.
+
+    Returns:
+        The paths written, a list of str.
+
+    Raises:
+        ValueError: ``out`` has no readable ``summary.json`` of a run, or its run was interrupted.
+
+    Examples:
+        >>> import tempfile
+        >>> from jaxbandits.experiments import run
+        >>> from jaxbandits.compare import compare, save_comparison
+        >>> out = tempfile.mkdtemp()
+        >>> r = run("classic-bernoulli", runs=4, horizon=200, out=out)  # doctest: +SKIP
+        >>> [p.rsplit("/", 1)[-1] for p in save_comparison(out, compare(r), r)]  # doctest: +SKIP
+        ['summary.json', 'compare.png']
+    """
     import json
 
     from . import _io

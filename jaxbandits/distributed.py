@@ -36,7 +36,29 @@ def initialize(coordinator: Optional[str] = None, num_processes: Optional[int] =
     """Join the distributed runtime: ``jax.distributed.initialize`` with the coordinator
     ``host:port``, the number of processes and this process's id; any of them left ``None`` is read
     from the environment as JAX reads it (SLURM: ``SLURM_*`` variables; Kubernetes indexed jobs,
-    Open MPI, ... : JAX's cluster detection). Must be called before anything runs on a device."""
+    Open MPI, ... : JAX's cluster detection). Must be called before anything runs on a device.
+    Every argument is checked before the runtime is touched; a second call does nothing.
+
+    Args:
+        coordinator: the coordinator's ``HOST:PORT`` (None: from the environment).
+        num_processes: the number of processes, >= 1 (None: from the environment).
+        process_id: this process's id, in ``[0, num_processes - 1]`` (None: from the environment).
+
+    Returns:
+        None.
+
+    Raises:
+        ValueError: an argument is out of range, JAX has already started in this process, or
+            nothing was given and no cluster is detected (the message says what to give).
+
+    Examples:
+        >>> from jaxbandits import distributed
+        >>> distributed.initialize("127.0.0.1:1234", num_processes=2, process_id=0)  # doctest: +SKIP
+        >>> distributed.initialize("localhost")
+        Traceback (most recent call last):
+        ...
+        ValueError: coordinator must be HOST:PORT (a port in 1..65535), got 'localhost'
+    """
     import jax
 
     from . import _validate as V
@@ -67,16 +89,47 @@ def initialize(coordinator: Optional[str] = None, num_processes: Optional[int] =
 
 
 def is_initialized() -> bool:
+    """Whether this process has joined the distributed runtime through :func:`initialize`.
+
+    Returns:
+        A bool.
+
+    Examples:
+        >>> from jaxbandits import distributed
+        >>> distributed.is_initialized()
+        False
+    """
     return _STATE["initialized"]
 
 
 def process_index() -> int:
+    """This process's index among the processes of the runtime (``jax.process_index``; 0 without
+    :func:`initialize`); process 0 writes the outputs.
+
+    Returns:
+        An int.
+
+    Examples:
+        >>> from jaxbandits import distributed
+        >>> distributed.process_index()
+        0
+    """
     import jax
 
     return int(jax.process_index())
 
 
 def process_count() -> int:
+    """The number of processes of the runtime (``jax.process_count``; 1 without :func:`initialize`).
+
+    Returns:
+        An int.
+
+    Examples:
+        >>> from jaxbandits import distributed
+        >>> distributed.process_count()
+        1
+    """
     import jax
 
     return int(jax.process_count())
@@ -105,7 +158,43 @@ def simulate_global(env, channel, policies, horizon: int, key, n_runs: int = 1, 
     process must call it with the same arguments; every process gets the whole outputs.
     ``checkpoint`` (a folder every process sees, or a
     :class:`~jaxbandits.engine.checkpoint.Checkpoint`) is written by process 0 after every chunk;
-    ``resume=True`` continues from it on every process, bitwise as if never stopped."""
+    ``resume=True`` continues from it on every process, bitwise as if never stopped.
+
+    Args:
+        env: the world.
+        channel: the feedback channel.
+        policies: a policy, or ``{label: policy}``.
+        horizon: the number of rounds.
+        key: the PRNG key (or an int seed, as :func:`jaxbandits.simulate` takes it).
+        n_runs: the number of runs.
+        record: the record points (None: the default; :func:`jaxbandits.simulate`).
+        chunk: rounds per chunk (None: the default).
+        progress: print progress.
+        first_run: the index of the first run (runs ``first_run ..`` are keyed as in a whole run).
+        delayed_regret: record ``L(t)`` (None: where the channel censors).
+        checkpoint: a shared folder or a ``Checkpoint`` (None: none).
+        resume: continue from ``checkpoint``.
+        keep: the per-run curves kept (``"all"``, ``"none"``, N; None: the default rule).
+        stats_block: runs per block of the statistics (None: the default).
+
+    Returns:
+        A :class:`~jaxbandits.engine.recording.SimOutput`, or ``{label: SimOutput}`` for a dict of
+        policies, the same on every process.
+
+    Raises:
+        ValueError: an argument is out of range, or the records would not fit in memory (checked
+            before anything is allocated).
+        TypeError: ``key`` is neither a PRNG key nor an int seed.
+
+    Examples:
+        >>> from jaxbandits import channels, envs
+        >>> from jaxbandits.distributed import simulate_global
+        >>> from jaxbandits.policies import classic
+        >>> out = simulate_global(envs.bernoulli([0.3, 0.6]), channels.attributed(), classic.ucb1(),
+        ...                       200, 0, n_runs=8)  # doctest: +SKIP
+        >>> out.regret.shape[0]  # doctest: +SKIP
+        8
+    """
     from .engine import driver as DR
     from .engine import reduce as RD
     from .engine.round import problem
@@ -145,7 +234,28 @@ def run_sweep_global(runner, cfg, runs: int, seed: int, horizon, folder: Optiona
     :class:`jaxbandits.engine.checkpoint.SweepShare` does for ``--part``), the units are exchanged,
     and every process replays the sweep over all of them. The results are those of one process,
     bit for bit: a unit's numbers do not depend on the process that computes it. ``folder`` (one
-    every process sees) keeps each unit as its process completes it: a rerun replays them."""
+    every process sees) keeps each unit as its process completes it: a rerun replays them.
+
+    Args:
+        runner: the sweep's loop (:attr:`~jaxbandits.experiments.specs.Experiment.runner`).
+        cfg: its config.
+        runs: the number of runs.
+        seed: the seed.
+        horizon: a horizon given to the run (None: the sweep's own).
+        folder: a shared folder keeping the units (None: none).
+
+    Returns:
+        What ``runner`` returns (its results), the same on every process.
+
+    Raises:
+        RuntimeError: the processes asked for different units.
+
+    Examples:
+        >>> from jaxbandits.distributed import run_sweep_global
+        >>> from jaxbandits.experiments import get
+        >>> exp = get("thune2019-bounds")  # doctest: +SKIP
+        >>> res = run_sweep_global(exp.runner, exp.config, exp.runs, 0, None)  # doctest: +SKIP
+    """
     from .engine.checkpoint import SweepShare
     from .sweeping import call_runner, sweep_checkpoints
 
@@ -186,7 +296,28 @@ def launch_local(args: List[str], n_processes: int, devices_per_process: Optiona
     and wait for them. Returns the first non-zero exit status (the others are then stopped), else
     0. Process 0 prints and writes; the others' output goes to stderr. ``command`` replaces
     ``[python, -m, jaxbandits.cli]``: e.g. a script that registers experiments of its own and then
-    calls :func:`jaxbandits.cli.main`."""
+    calls :func:`jaxbandits.cli.main`.
+
+    Args:
+        args: the command line's arguments after ``jaxbandits`` (e.g. ``["run", NAME, ...]``).
+        n_processes: the number of processes, in ``[1, 1024]``.
+        devices_per_process: CPU devices per process, >= 1 (None: the cores shared out).
+        timeout: seconds before the processes are killed (status 124; None: no limit).
+        command: the program started instead of ``python -m jaxbandits.cli`` (None: that).
+
+    Returns:
+        The first non-zero exit status, else 0.
+
+    Raises:
+        ValueError: ``n_processes`` or ``devices_per_process`` is out of range.
+
+    Examples:
+        >>> import tempfile
+        >>> from jaxbandits.distributed import launch_local
+        >>> launch_local(["run", "classic-bernoulli", "--runs", "8", "--horizon", "200",
+        ...               "--out", tempfile.mkdtemp()], 2)  # doctest: +SKIP
+        0
+    """
     from . import _validate as V
 
     n = V.integer("processes", n_processes, lo=1, hi=1024)

@@ -29,7 +29,24 @@ _REF_COLOR = "0.55"
 
 def save_figure(fig, path):
     """Save ``fig`` at ``path`` atomically and close it; a path without an extension gets
-    matplotlib's default format's (as ``savefig`` does). Returns the path written."""
+    matplotlib's default format's (as ``savefig`` does). Returns the path written.
+
+    Args:
+        fig: a matplotlib figure.
+        path: the file to write (str or path-like).
+
+    Returns:
+        The path written, a str.
+
+    Examples:
+        >>> from jaxbandits.plotting import load_pyplot, save_figure
+        >>> import os, shutil, tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> fig = load_pyplot().figure()
+        >>> os.path.basename(save_figure(fig, os.path.join(folder, "empty")))
+        'empty.png'
+        >>> shutil.rmtree(folder)
+    """
     import matplotlib
     import matplotlib.pyplot as plt
 
@@ -44,7 +61,16 @@ def save_figure(fig, path):
 
 
 def load_pyplot():
-    """``matplotlib.pyplot`` on the Agg backend (files, no window), imported on first use."""
+    """``matplotlib.pyplot`` on the Agg backend (files, no window), imported on first use.
+
+    Returns:
+        The ``matplotlib.pyplot`` module.
+
+    Examples:
+        >>> from jaxbandits.plotting import load_pyplot
+        >>> load_pyplot().__name__
+        'matplotlib.pyplot'
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -55,7 +81,17 @@ def load_pyplot():
 
 @contextlib.contextmanager
 def style():
-    """The jaxbandits style (:data:`STYLE`) on the Agg backend, for the duration of the block."""
+    """The jaxbandits style (:data:`STYLE`) on the Agg backend, for the duration of the block.
+
+    Returns:
+        A context manager yielding ``matplotlib.pyplot``.
+
+    Examples:
+        >>> from jaxbandits.plotting import style
+        >>> with style() as plt:
+        ...     print(plt.rcParams["figure.dpi"])
+        110.0
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -73,7 +109,20 @@ def _ylabel(metric):
 
 def colors(short: Iterable[str]) -> Dict[str, object]:
     """One colour per label within a panel (``short``, in order of appearance), so a policy has
-    the same colour in every panel and every figure of the same results."""
+    the same colour in every panel and every figure of the same results.
+
+    Args:
+        short: the labels within a panel (repeats are ignored).
+
+    Returns:
+        ``{label: RGBA colour}`` from matplotlib's ``tab10`` (``tab20`` beyond 10 labels).
+
+    Examples:
+        >>> from jaxbandits.plotting import colors
+        >>> c = colors(["UCB1", "TS", "UCB1"])
+        >>> list(c), len(c["UCB1"])
+        (['UCB1', 'TS'], 4)
+    """
     import matplotlib
 
     short = list(dict.fromkeys(short))
@@ -84,7 +133,25 @@ def colors(short: Iterable[str]) -> Dict[str, object]:
 def overrides(results) -> Optional[dict]:
     """The settings of ``results`` that differ from its experiment's defaults (``{}``: defaults), or
     None when the experiment is not registered in this session (then the caption lists the whole
-    config)."""
+    config).
+
+    Args:
+        results: a :class:`jaxbandits.Results`.
+
+    Returns:
+        ``{key: value}`` of the changed settings, or None.
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxbandits import Results
+        >>> from jaxbandits.plotting import overrides
+        >>> c = {"regret": np.zeros((1, 1)), "pulls": np.zeros((1, 5), int)}
+        >>> cfg = {"n_arms": 5, "low": 0.1, "high": 0.9}
+        >>> overrides(Results("classic-bernoulli", cfg, 0, 1, 10, np.array([10]), {"UCB1": c}))
+        {'n_arms': 5}
+        >>> overrides(Results("not-registered", cfg, 0, 1, 10, np.array([10]), {"UCB1": c})) is None
+        True
+    """
     try:
         from . import experiments
 
@@ -112,7 +179,25 @@ DESCRIPTIVE_KEYS = ("channels", "description", "overrides", "delays")
 def caption(results, extra: str = "") -> str:
     """The caption of a figure of ``results``: the experiment's description, the settings changed
     from its defaults or its file (``--set``), in words; seed, runs and horizon, what the bands are
-    (``extra``)."""
+    (``extra``).
+
+    Args:
+        results: a :class:`jaxbandits.Results`.
+        extra: words appended (what the bands are; ``""``: none).
+
+    Returns:
+        The caption, a str.
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxbandits import Results
+        >>> curves = {"Random": {"regret": np.array([[5.0, 9, 14], [6, 10, 15], [4, 8, 13]]), "pulls": np.full((3, 2), 5)},
+        ...           "UCB1": {"regret": np.array([[3.0, 4, 5], [4, 5, 5], [3, 4, 6]]), "pulls": np.array([[2, 8]] * 3)}}
+        >>> r = Results("demo", {"n_arms": 2}, 0, 3, 30, np.array([10, 20, 30]), curves)
+        >>> from jaxbandits.plotting import caption
+        >>> caption(r, "bands: 95% t intervals")
+        'config: n_arms=2 · seed 0, 3 runs × 30 rounds · bands: 95% t intervals'
+    """
     cfg = results.config or {}
     if isinstance(cfg.get("overrides"), dict):  # a run that recorded its description (experiments.run)
         ov = cfg["overrides"]
@@ -226,7 +311,40 @@ def _pulls_axis(ax, results, labs, refs, sh):
 
 def figure_regret(results, metric=None, logx=False, logy=False, title=None, bands="ci", only=None,
                   exclude=None, references=None, pulls=False, show_caption=True):
-    """The figure of ``plot_regret`` (returned, not saved). See :func:`plot_regret`."""
+    """The figure of ``plot_regret`` (returned, not saved). See :func:`plot_regret`.
+
+    Args:
+        results: a :class:`jaxbandits.Results`.
+        metric: the recorded curve (None: the experiment's).
+        logx: log scale of the rounds.
+        logy: log scale of the regret.
+        title: the title (None: the experiment's name and setting).
+        bands: ``"ci"``, ``"se"``, a number of standard errors, or ``"none"``.
+        only: labels to draw (None: all).
+        exclude: labels to leave out.
+        references: labels drawn as reference curves (None: the uniform-random policy).
+        pulls: also draw the shares of pulls at the horizon.
+        show_caption: add the caption (:func:`caption`).
+
+    Returns:
+        The matplotlib figure.
+
+    Raises:
+        ValueError: ``metric`` is not recorded, or ``only`` / ``exclude`` / ``references`` name
+            no policy.
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxbandits import Results
+        >>> curves = {"Random": {"regret": np.array([[5.0, 9, 14], [6, 10, 15], [4, 8, 13]]), "pulls": np.full((3, 2), 5)},
+        ...           "UCB1": {"regret": np.array([[3.0, 4, 5], [4, 5, 5], [3, 4, 6]]), "pulls": np.array([[2, 8]] * 3)}}
+        >>> r = Results("demo", {"n_arms": 2}, 0, 3, 30, np.array([10, 20, 30]), curves)
+        >>> from jaxbandits.plotting import figure_regret, load_pyplot
+        >>> fig = figure_regret(r)
+        >>> len(fig.axes)
+        1
+        >>> load_pyplot().close(fig)
+    """
     sh = short_labels(results)
     labels = select_labels(list(results.curves), only, exclude, short=sh)
     metric = check_metric(results, metric, labels)
@@ -310,13 +428,70 @@ def plot_regret(results, path, metric=None, logx=False, title=None, bands="ci", 
     * ``show_caption``: the caption names the settings that differ from the experiment's defaults,
       seed, runs and horizon, and what the bands are.
 
-    Returns the path written."""
+    Returns the path written.
+
+    Args:
+        results: a :class:`jaxbandits.Results`.
+        path: the file to write.
+        metric: the recorded curve (None: the experiment's).
+        logx: log scale of the rounds.
+        title: the title (None: the experiment's name and setting).
+        bands: ``"ci"``, ``"se"``, a number of standard errors, or ``"none"``.
+        logy: log scale of the regret.
+        only: labels to draw (None: all).
+        exclude: labels to leave out.
+        references: labels drawn as reference curves (None: the uniform-random policy).
+        pulls: also draw the shares of pulls at the horizon.
+        show_caption: add the caption.
+
+    Returns:
+        The path written, a str.
+
+    Raises:
+        ValueError: as :func:`figure_regret`.
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxbandits import Results
+        >>> curves = {"Random": {"regret": np.array([[5.0, 9, 14], [6, 10, 15], [4, 8, 13]]), "pulls": np.full((3, 2), 5)},
+        ...           "UCB1": {"regret": np.array([[3.0, 4, 5], [4, 5, 5], [3, 4, 6]]), "pulls": np.array([[2, 8]] * 3)}}
+        >>> r = Results("demo", {"n_arms": 2}, 0, 3, 30, np.array([10, 20, 30]), curves)
+        >>> import os, shutil, tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> from jaxbandits.plotting import plot_regret
+        >>> os.path.basename(plot_regret(r, os.path.join(folder, "regret.png"), bands="se"))
+        'regret.png'
+        >>> shutil.rmtree(folder)
+    """
     return save_figure(figure_regret(results, metric, logx, logy, title, bands, only, exclude, references,
                                      pulls, show_caption), path)
 
 
 def figure_ratio(results, reference: str, t0: int = 100, logx=False, logy=False):
-    """The figure of :func:`plot_ratio` (returned, not saved)."""
+    """The figure of :func:`plot_ratio` (returned, not saved).
+
+    Args:
+        results: a :class:`jaxbandits.Results`.
+        reference: the label (within each panel) whose mean regret divides.
+        t0: the first round drawn.
+        logx: log scale of the rounds.
+        logy: log scale of the ratio.
+
+    Returns:
+        The matplotlib figure.
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxbandits import Results
+        >>> curves = {"Random": {"regret": np.array([[5.0, 9, 14], [6, 10, 15], [4, 8, 13]]), "pulls": np.full((3, 2), 5)},
+        ...           "UCB1": {"regret": np.array([[3.0, 4, 5], [4, 5, 5], [3, 4, 6]]), "pulls": np.array([[2, 8]] * 3)}}
+        >>> r = Results("demo", {"n_arms": 2}, 0, 3, 30, np.array([10, 20, 30]), curves)
+        >>> from jaxbandits.plotting import figure_ratio, load_pyplot
+        >>> fig = figure_ratio(r, "Random", t0=10)
+        >>> len(fig.axes)
+        1
+        >>> load_pyplot().close(fig)
+    """
     panels = list(dict.fromkeys(results.panels.values())) if results.panels else [""]
     rows, cols = _grid(len(panels), results.layout)
     sh = short_labels(results)
@@ -356,12 +531,66 @@ def figure_ratio(results, reference: str, t0: int = 100, logx=False, logy=False)
 
 def plot_ratio(results, path, reference: str, t0: int = 100, logx=False, logy=False):
     """Per panel, ``mean R_t(policy) / mean R_t(reference)`` for ``t >= t0`` (Pike-Burke et al.
-    Fig. 3: ratios of averaged regrets). Returns the path written."""
+    Fig. 3: ratios of averaged regrets). Returns the path written.
+
+    Args:
+        results: a :class:`jaxbandits.Results`.
+        path: the file to write.
+        reference: the label (within each panel) whose mean regret divides.
+        t0: the first round drawn.
+        logx: log scale of the rounds.
+        logy: log scale of the ratio.
+
+    Returns:
+        The path written, a str.
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxbandits import Results
+        >>> curves = {"Random": {"regret": np.array([[5.0, 9, 14], [6, 10, 15], [4, 8, 13]]), "pulls": np.full((3, 2), 5)},
+        ...           "UCB1": {"regret": np.array([[3.0, 4, 5], [4, 5, 5], [3, 4, 6]]), "pulls": np.array([[2, 8]] * 3)}}
+        >>> r = Results("demo", {"n_arms": 2}, 0, 3, 30, np.array([10, 20, 30]), curves)
+        >>> import os, shutil, tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> from jaxbandits.plotting import plot_ratio
+        >>> os.path.basename(plot_ratio(r, os.path.join(folder, "ratio.png"), "Random", t0=10))
+        'ratio.png'
+        >>> shutil.rmtree(folder)
+    """
     return save_figure(figure_ratio(results, reference, t0, logx, logy), path)
 
 
 def figure_compare(comparison, results=None, logx=False, logy=False, only=None, exclude=None, references=None):
-    """The figure of :func:`plot_compare` (returned, not saved)."""
+    """The figure of :func:`plot_compare` (returned, not saved).
+
+    Args:
+        comparison: a :class:`jaxbandits.compare.Comparison`.
+        results: the compared :class:`jaxbandits.Results` (for the caption and layout; None: none).
+        logx: log scale of the rounds.
+        logy: symmetric log scale of the differences.
+        only: labels to draw (None: all).
+        exclude: labels to leave out.
+        references: labels drawn as reference curves (None: the uniform-random policy).
+
+    Returns:
+        The matplotlib figure.
+
+    Raises:
+        ValueError: ``only`` / ``exclude`` name no policy compared.
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxbandits import Results
+        >>> curves = {"Random": {"regret": np.array([[5.0, 9, 14], [6, 10, 15], [4, 8, 13]]), "pulls": np.full((3, 2), 5)},
+        ...           "UCB1": {"regret": np.array([[3.0, 4, 5], [4, 5, 5], [3, 4, 6]]), "pulls": np.array([[2, 8]] * 3)}}
+        >>> r = Results("demo", {"n_arms": 2}, 0, 3, 30, np.array([10, 20, 30]), curves)
+        >>> from jaxbandits.compare import compare
+        >>> from jaxbandits.plotting import figure_compare, load_pyplot
+        >>> fig = figure_compare(compare(r, "Random"), r)
+        >>> len(fig.axes)
+        1
+        >>> load_pyplot().close(fig)
+    """
     sh = {l: comparison.short.get(l, l) for l in list(comparison.diffs) + list(comparison.baselines.values())}
     labels = select_labels(list(comparison.diffs), only, exclude, short=sh)
     isref = lambda l: is_reference(l, references, sh[l])
@@ -425,7 +654,38 @@ def plot_compare(comparison, path, results=None, logx=False, logy=False, only=No
     bands, one subplot per panel, a dashed zero line for the baseline; ``results`` (the compared
     :class:`jaxbandits.Results`) adds the settings to the caption; ``logy`` is a symmetric log scale
     (differences change sign); ``references`` as in :func:`plot_regret` (default: the uniform-random
-    policy, drawn thin and grey, outside the y-limits). Returns the path written."""
+    policy, drawn thin and grey, outside the y-limits). Returns the path written.
+
+    Args:
+        comparison: a :class:`jaxbandits.compare.Comparison`.
+        path: the file to write.
+        results: the compared :class:`jaxbandits.Results` (None: no settings in the caption).
+        logx: log scale of the rounds.
+        logy: symmetric log scale of the differences.
+        only: labels to draw (None: all).
+        exclude: labels to leave out.
+        references: labels drawn as reference curves (None: the uniform-random policy).
+
+    Returns:
+        The path written, a str.
+
+    Raises:
+        ValueError: as :func:`figure_compare`.
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxbandits import Results
+        >>> curves = {"Random": {"regret": np.array([[5.0, 9, 14], [6, 10, 15], [4, 8, 13]]), "pulls": np.full((3, 2), 5)},
+        ...           "UCB1": {"regret": np.array([[3.0, 4, 5], [4, 5, 5], [3, 4, 6]]), "pulls": np.array([[2, 8]] * 3)}}
+        >>> r = Results("demo", {"n_arms": 2}, 0, 3, 30, np.array([10, 20, 30]), curves)
+        >>> import os, shutil, tempfile
+        >>> folder = tempfile.mkdtemp()
+        >>> from jaxbandits.compare import compare
+        >>> from jaxbandits.plotting import plot_compare
+        >>> os.path.basename(plot_compare(compare(r, "Random"), os.path.join(folder, "compare.png"), r))
+        'compare.png'
+        >>> shutil.rmtree(folder)
+    """
     return save_figure(figure_compare(comparison, results, logx, logy, only, exclude, references), path)
 
 
@@ -433,7 +693,24 @@ def results_figures(results) -> dict:
     """The figures of a :class:`jaxbandits.Results` that :meth:`~jaxbandits.results.Results.save` writes with
     ``plot=True``: ``{file name: (key, writer(path))}``: ``regret.png`` (key ``plot``), ``ratio.png``
     (``plot_ratio``, for results with a ``ratio_to``), and ``delayed_regret.png`` / ``fixed_regret.png``
-    (``plot_delayed`` / ``plot_fixed``) when every policy records that metric."""
+    (``plot_delayed`` / ``plot_fixed``) when every policy records that metric.
+
+    Args:
+        results: a :class:`jaxbandits.Results`.
+
+    Returns:
+        ``{file name: (key, writer)}``, each writer a function of the path that draws and saves.
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxbandits import Results
+        >>> curves = {"Random": {"regret": np.array([[5.0, 9, 14], [6, 10, 15], [4, 8, 13]]), "pulls": np.full((3, 2), 5)},
+        ...           "UCB1": {"regret": np.array([[3.0, 4, 5], [4, 5, 5], [3, 4, 6]]), "pulls": np.array([[2, 8]] * 3)}}
+        >>> r = Results("demo", {"n_arms": 2}, 0, 3, 30, np.array([10, 20, 30]), curves)
+        >>> from jaxbandits.plotting import results_figures
+        >>> {name: key for name, (key, _) in results_figures(r).items()}
+        {'regret.png': 'plot'}
+    """
     out = {"regret.png": ("plot", lambda p: plot_regret(results, p))}
     if results.ratio_to:
         out["ratio.png"] = ("plot_ratio", lambda p: plot_ratio(results, p, results.ratio_to))

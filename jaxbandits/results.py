@@ -20,6 +20,18 @@ import numpy as np
 from .intervals import t_interval, t_interval_moments
 
 def versions() -> dict:
+    """The versions and settings a result was computed with (the ``versions`` entry of
+    ``summary.json``): jaxbandits, JAX, NumPy and Python, JAX's default backend and the two JAX
+    settings that change the random draws (``x64``, ``threefry_partitionable``).
+
+    Returns:
+        A dict of str to str or bool.
+
+    Examples:
+        >>> from jaxbandits.results import versions
+        >>> sorted(versions())
+        ['backend', 'jax', 'jaxbandits', 'numpy', 'python', 'threefry_partitionable', 'x64']
+    """
     import jax
 
     from ._version import __version__
@@ -39,6 +51,49 @@ FIGURES = None
 
 @dataclass
 class Results:
+    """The results of an experiment: per-policy curves over runs at the record points ``t``, the
+    statistics over all runs reduced on the device, configuration, versions and timing
+    (docs/results.md). Made by :func:`~jaxbandits.experiments.runner.run` (:meth:`~jaxbandits.results.Results.from_sim`), read back with
+    :meth:`~jaxbandits.results.Results.load`, written with :meth:`~jaxbandits.results.Results.save`. Either form: every run's curves held (the per-run
+    form, :attr:`~jaxbandits.results.Results.per_run`), or the curves of the first :attr:`~jaxbandits.results.Results.kept` runs (possibly none) and
+    ``stats`` over all runs; every method gives the same numbers from either.
+
+    Attributes:
+        experiment: the experiment's name.
+        config: the configuration it ran with.
+        seed: the seed of the run.
+        runs: the number of runs.
+        horizon: the number of rounds.
+        t: the record points (rounds completed), an int array of length ``R``.
+        curves: ``{label: {metric: array [kept, R], "pulls": array [kept, K]}}`` (``regret``,
+            ``expected_regret``, ``reward``, optionally ``delayed_regret`` / ``fixed_regret``).
+        metric: the experiment's metric (default ``"regret"``).
+        width: the channel's window width (0 without one).
+        lost_to_W: ``{label: feedback lost beyond the window}``.
+        timing: compile and run times (``compile_s``, ``run_s``, ``run_steps_per_s``...).
+        versions: :func:`versions` at the run.
+        panels: ``{label: panel name}`` of a multi-panel experiment (empty: one panel).
+        log_lines: ``{panel: {line label: c}}``, reference lines ``c log t`` drawn in the figures.
+        checkpoints: the rounds reported in :meth:`~jaxbandits.results.Results.table`.
+        layout: the figure's layout of the panels (None: the default).
+        ratio_to: a policy label: the figures also draw ``ratio.png`` against it (None: not).
+        stats: ``{label: jaxbandits.engine.stats.Stats}`` over all runs (empty: computed from
+            ``curves``).
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxbandits import Results
+        >>> c = {"regret": np.array([[1.0, 2.0], [3.0, 4.0]]), "pulls": np.array([[5, 15], [10, 10]])}
+        >>> r = Results("demo", {}, 0, 2, 20, np.array([10, 20]), {"UCB1": c})
+        >>> r.per_run, r.kept
+        (True, 2)
+        >>> m, se = r.mean_se("UCB1")
+        >>> m.tolist(), se.tolist()
+        ([2.0, 3.0], [1.0, 1.0])
+        >>> r.mean_pulls("UCB1").tolist()
+        [7.5, 12.5]
+    """
+
     experiment: str
     config: dict
     seed: int
@@ -62,6 +117,25 @@ class Results:
 
     @classmethod
     def from_sim(cls, experiment, config, seed, runs, horizon, outs, metric="regret", timing=None):
+        """The results of a simulation's outputs ``{label: SimOutput}`` (the per-run curves, or the
+        statistics of the reduced form).
+
+        Args:
+            experiment: the experiment's name.
+            config: its config.
+            seed: the seed.
+            runs: the number of runs.
+            horizon: the number of rounds.
+            outs: ``{label: SimOutput}``.
+            metric: the experiment's metric.
+            timing: the run's timing (None: ``{}``).
+
+        Returns:
+            The :class:`~jaxbandits.results.Results`.
+
+        Raises:
+            ValueError: ``outs`` is empty (the message names the config's empty lists).
+        """
         if not outs:
             empty = sorted(k for k, v in (config or {}).items()
                            if isinstance(v, (list, tuple)) and len(v) == 0 and k != "channels")
@@ -128,6 +202,16 @@ class Results:
         return x.shape[0], m, ((x - m) ** 2).sum(0)
 
     def mean_se(self, label, metric=None):
+        """``(mean, se)`` of ``metric`` (default the experiment's) of ``label`` over runs at every
+        record point, float64; ``se`` is 0 for one run.
+
+        Args:
+            label: the policy's label.
+            metric: the recorded curve (None: the experiment's metric).
+
+        Returns:
+            Two arrays of length ``R``.
+        """
         metric = metric or self.metric
         if self._stats_of(label, metric) is None:
             x = np.asarray(self.curves[label][metric], np.float64)
@@ -161,6 +245,13 @@ class Results:
         return np.asarray(self.curves[label]["pulls"], np.float64).mean(0)
 
     def summary(self) -> dict:
+        """The contents of ``summary.json`` (the module docstring lists its keys): per policy the
+        mean, standard error and 95% t interval of the metric at every record point and at the
+        checkpoints, every run's final value and the mean pulls.
+
+        Returns:
+            A dict of plain JSON values.
+        """
         pol = {}
         for lab in self.curves:
             m, se = self.mean_se(lab)
@@ -218,6 +309,12 @@ class Results:
         return "\n".join(rows + note) + "\n"
 
     def to_xarray(self):
+        """The results as an ``xarray.Dataset`` (what ``results.nc`` holds): the kept runs' curves
+        by policy, run and record point, the statistics over all runs, and the settings as attributes.
+
+        Returns:
+            An ``xarray.Dataset``.
+        """
         import xarray as xr
 
         labs = list(self.curves)
@@ -306,6 +403,19 @@ class Results:
 
     @classmethod
     def load(cls, out_dir) -> "Results":
+        """The results saved in ``out_dir`` (its ``results.nc``), after finishing a save that a
+        crash interrupted.
+
+        Args:
+            out_dir: a results folder written by :meth:`~jaxbandits.results.Results.save`.
+
+        Returns:
+            The :class:`~jaxbandits.results.Results`.
+
+        Raises:
+            FileNotFoundError: the folder or its ``results.nc`` does not exist.
+            ValueError: the file is damaged, of another version, or holds no regret curves.
+        """
         import xarray as xr
 
         from . import _io
@@ -375,6 +485,21 @@ def _finite(x):
 
 
 def jsonable(x):
+    """``x`` as plain JSON values: dicts (keys as str), lists (from lists, tuples and arrays),
+    Python numbers (from NumPy scalars), str, bool and None; any other object as its ``str``.
+
+    Args:
+        x: a value (a configuration, timing, log lines...).
+
+    Returns:
+        The value ``json.dumps`` writes.
+
+    Examples:
+        >>> import numpy as np
+        >>> from jaxbandits.results import jsonable
+        >>> jsonable({1: (np.int64(2), np.arange(2)), "a": np.float32(0.5), "b": None})
+        {'1': [2, [0, 1]], 'a': 0.5, 'b': None}
+    """
     if isinstance(x, dict):
         return {str(k): jsonable(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):

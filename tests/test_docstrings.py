@@ -67,6 +67,17 @@ DOCUMENTED = [
     "jaxbandits.sweeps",
     "jaxbandits.sweeping",
     "jaxbandits.parts",
+    "jaxbandits.intervals",
+    "jaxbandits.labels",
+    "jaxbandits.compare",
+    "jaxbandits.results",
+    "jaxbandits.experiments.specs",
+    "jaxbandits.experiments.registry",
+    "jaxbandits.experiments.runner",
+    "jaxbandits.experiments.assemble",
+    "jaxbandits.experiments",
+    "jaxbandits.distributed",
+    "jaxbandits.plotting",
 ]
 
 #: documented in the same form but not yet enforced: ``jaxbandits.engine.driver`` re-exports
@@ -82,7 +93,8 @@ DOCTESTED = [m for m in DOCUMENTED if m not in ("jaxbandits.mathlib", "jaxbandit
                                                 # classes only: exempt, no examples
                                                 "jaxbandits.reproductions.bayes", "jaxbandits.reproductions.ope",
                                                 # re-exports: their examples run in the defining modules
-                                                "jaxbandits.engine", "jaxbandits.simulate")] + DOCUMENTED_PARTLY
+                                                "jaxbandits.engine", "jaxbandits.simulate",
+                                                "jaxbandits.experiments")] + DOCUMENTED_PARTLY
 
 #: modules whose examples are many small eager JAX calls (about 10 s each on 2 cores): ``-m slow``
 DOCTESTED_SLOW = ["jaxbandits.mathlib", "jaxbandits.bayes.model", "jaxbandits.delays"]

@@ -100,12 +100,45 @@ def _load(name: str, where: str, target) -> Experiment:
 
 def names() -> List[str]:
     """The names of every experiment (built in, entry points, registered), sorted; imports no
-    experiment module."""
+    experiment module.
+
+    Returns:
+        The names, a sorted list of str.
+
+    Raises:
+        ValueError: a name is defined in two places.
+
+    Examples:
+        >>> from jaxbandits.experiments import names
+        >>> "quickstart" in names(), names() == sorted(names())
+        (True, True)
+    """
     return sorted(_table())
 
 
 def get(name: str) -> Experiment:
-    """The experiment called ``name``; imports the module that defines it (only that one)."""
+    """The experiment called ``name``; imports the module that defines it (only that one).
+
+    Args:
+        name: the experiment's name (:func:`names`).
+
+    Returns:
+        The :class:`~jaxbandits.experiments.Experiment`.
+
+    Raises:
+        ValueError: no experiment has that name (the message lists those there are), or the
+            object found is named otherwise.
+        TypeError: what the name points to is not an Experiment.
+
+    Examples:
+        >>> from jaxbandits.experiments import get
+        >>> get("quickstart").horizon
+        10000
+        >>> get("nope")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: unknown experiment 'nope'; registered: ...
+    """
     table = _table()
     if name not in table:
         raise ValueError(f"unknown experiment {name!r}; registered: {', '.join(sorted(table))}")
@@ -113,14 +146,47 @@ def get(name: str) -> Experiment:
 
 
 def load_all() -> Dict[str, Experiment]:
-    """Every experiment, by name (sorted); imports every module that defines one."""
+    """Every experiment, by name (sorted); imports every module that defines one.
+
+    Returns:
+        ``{name: Experiment}``, sorted by name.
+
+    Raises:
+        ValueError: a name is defined twice or names an Experiment called otherwise.
+        TypeError: a name points to something that is not an Experiment.
+
+    Examples:
+        >>> from jaxbandits.experiments import load_all, names
+        >>> list(load_all()) == names()  # doctest: +SKIP
+        True
+    """
     return {name: _load(name, *src) for name, src in sorted(_table().items())}
 
 
 def register(exp: Experiment, *, replace: bool = False) -> Experiment:
     """Make ``exp`` available by its name in this process (``get``, ``run``, ``names``). A name
     already used by a built-in or entry-point experiment is an error; one registered earlier in
-    this session is an error unless ``replace=True``."""
+    this session is an error unless ``replace=True``.
+
+    Args:
+        exp: the :class:`~jaxbandits.experiments.Experiment`.
+        replace: replace an experiment of that name registered earlier in this session.
+
+    Returns:
+        ``exp``.
+
+    Raises:
+        TypeError: ``exp`` is not an Experiment.
+        ValueError: its name is empty or already used.
+
+    Examples:
+        >>> import dataclasses
+        >>> from jaxbandits.experiments import get, names, register, unregister
+        >>> mine = register(dataclasses.replace(get("classic-bernoulli"), name="my-exp", runs=10))
+        >>> get("my-exp").runs, "my-exp" in names()
+        (10, True)
+        >>> unregister("my-exp")
+    """
     if not isinstance(exp, Experiment):
         raise TypeError(f"register expects a jaxbandits.experiments.Experiment, got {type(exp).__name__}")
     if not isinstance(exp.name, str) or not exp.name:
@@ -135,7 +201,29 @@ def register(exp: Experiment, *, replace: bool = False) -> Experiment:
 
 
 def unregister(name: str) -> None:
-    """Remove an experiment added by :func:`register` in this session."""
+    """Remove an experiment added by :func:`register` in this session.
+
+    Args:
+        name: the experiment's name.
+
+    Returns:
+        None.
+
+    Raises:
+        ValueError: ``name`` was not added by :func:`register` in this session.
+
+    Examples:
+        >>> import dataclasses
+        >>> from jaxbandits.experiments import get, names, register, unregister
+        >>> _ = register(dataclasses.replace(get("classic-bernoulli"), name="my-exp"))
+        >>> unregister("my-exp")
+        >>> "my-exp" in names()
+        False
+        >>> unregister("my-exp")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: experiment 'my-exp' was not added by register(); registered in this session: ...
+    """
     if name not in _SESSION:
         raise ValueError(f"experiment {name!r} was not added by register(); registered in this session: "
                          f"{', '.join(sorted(_SESSION)) or 'none'}")

@@ -55,6 +55,45 @@ def run(name, runs: Optional[int] = None, horizon: Optional[int] = None, seed: i
     ``jax.distributed`` (:func:`jaxbandits.distributed.initialize` first); process 0 writes ``out``
     (docs/cluster.md). ``keep`` chooses the per-run curves kept (``"all"``, ``"none"``, the first
     ``N`` runs; default: every run while they are small, the statistics alone beyond: docs/simulate.md).
+
+    Args:
+        name: the experiment's name (:func:`~jaxbandits.experiments.registry.names`) or an :class:`Experiment`.
+        runs: the number of runs, >= 1 (None: the experiment's).
+        horizon: the number of rounds, in ``[1, 2**24]`` (None: the experiment's).
+        seed: the seed, in ``[0, 2**64 - 1]``.
+        overrides: ``{config key: value}`` (None: the defaults).
+        out: the output folder (None: nothing is written and nothing checkpointed).
+        progress: print progress.
+        chunk: rounds per chunk, >= 1 (None: the default; not for a sweep).
+        resume: continue the interrupted run in ``out``.
+        force: replace other results in ``out``.
+        part: ``(i, n)`` or ``"i/n"``: run part ``i`` of ``n`` only.
+        distributed: shard the runs over the processes of ``jax.distributed``.
+        path: the simulation path, one of ``"auto"`` (chosen), ``"scan"`` or ``"fused"``.
+        keep: the per-run curves kept: ``"all"``, ``"none"`` or a number of runs (None: the
+            experiment's, else the default rule).
+
+    Returns:
+        The :class:`jaxbandits.Results` (of a part: its runs alone; a sweep's results object of
+        its own; None for a sweep's part).
+
+    Raises:
+        ValueError: an argument is out of range or not used by the experiment, or the name is
+            unknown (each message names the argument).
+        jaxbandits._io.OutputFolderError: ``out`` cannot be written (its subclasses
+            ``FolderInUseError``, ``ResultsExistError`` as above).
+        jaxbandits.engine.checkpoint.Interrupted: SIGINT / SIGTERM stopped a run with ``out``.
+
+    Examples:
+        >>> import tempfile
+        >>> from jaxbandits.experiments import run
+        >>> r = run("classic-bernoulli", runs=4, horizon=200, out=tempfile.mkdtemp())  # doctest: +SKIP
+        >>> r.runs, int(r.t[-1]), list(r.curves)  # doctest: +SKIP
+        (4, 200, ['UCB1', 'KL-UCB', 'Thompson', 'Exp3'])
+        >>> run("classic-bernoulli", runs=0)
+        Traceback (most recent call last):
+        ...
+        ValueError: runs must be >= 1, got 0
     """
     exp = name if isinstance(name, Experiment) else get(name)
     name = exp.name
@@ -173,7 +212,26 @@ def _scale_out_checks(name, exp, runs, out, resume, part, distributed, job):
 
 def check_keep(keep):
     """``keep`` as the simulator takes it: ``None``, ``"all"``, ``"none"`` or an int ``>= 0`` (a
-    string of digits from the command line is that int); anything else a ValueError naming it."""
+    string of digits from the command line is that int); anything else a ValueError naming it.
+
+    Args:
+        keep: the per-run curves kept.
+
+    Returns:
+        ``keep`` as the simulator takes it.
+
+    Raises:
+        ValueError: ``keep`` is none of these.
+
+    Examples:
+        >>> from jaxbandits.experiments import check_keep
+        >>> check_keep("all"), check_keep("12"), check_keep(3), check_keep(None)
+        ('all', 12, 3, None)
+        >>> check_keep(-1)
+        Traceback (most recent call last):
+        ...
+        ValueError: keep must be 'all', 'none' or a number of runs >= 0, got -1
+    """
     if keep is None or keep in ("all", "none"):
         return keep
     if isinstance(keep, str) and keep.strip().isdigit():
@@ -407,6 +465,29 @@ def _saved_chunk(ckpt_root, default):
 
 
 def resume_command(name, runs, horizon, seed, overrides, out, chunk, part=None) -> str:
+    """The ``jaxbandits run`` command line that resumes an interrupted run (written into a partial
+    ``summary.json`` and printed on an interrupt; docs/results.md).
+
+    Args:
+        name: the experiment's name, or the words naming an experiment file (a sequence of str).
+        runs: the number of runs (None: left out).
+        horizon: the number of rounds (None: left out).
+        seed: the seed.
+        overrides: ``{config key: value}`` (None: none), each a ``--set key=repr(value)``.
+        out: the output folder.
+        chunk: rounds per chunk (None: left out).
+        part: ``(i, n)``: the part run (None: a whole run).
+
+    Returns:
+        The command, a str quoted for a POSIX shell.
+
+    Examples:
+        >>> from jaxbandits.experiments import resume_command
+        >>> resume_command("classic-bernoulli", 8, 500, 0, {"n_arms": 5}, "out", None)
+        'jaxbandits run classic-bernoulli --runs 8 --horizon 500 --seed 0 --set n_arms=5 --out out --resume'
+        >>> resume_command("classic-bernoulli", 8, None, 0, None, "out", 100, part=(1, 4))
+        'jaxbandits run classic-bernoulli --runs 8 --seed 0 --chunk 100 --part 1/4 --out out --resume'
+    """
     import shlex
 
     cmd = ["jaxbandits", "run", *((name,) if isinstance(name, str) else name)]

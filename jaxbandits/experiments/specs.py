@@ -18,7 +18,15 @@ from .. import _validate as V
 @dataclasses.dataclass(frozen=True)
 class Panel:
     """One panel of a figure: a world, a channel and the policies compared on it (one compiled
-    program), plus reference lines ``{label: coefficient c}`` drawn as ``c log t``."""
+    program), plus reference lines ``{label: coefficient c}`` drawn as ``c log t``.
+
+    Attributes:
+        name: the panel's name (its policies are labelled ``"name: policy"``; ``""``: no prefix).
+        env: the world (an environment of :mod:`jaxbandits.envs`).
+        channel: the feedback channel (:mod:`jaxbandits.channels`).
+        policies: ``{label: policy}``.
+        log_lines: ``{line label: c}``, reference lines ``c log t`` drawn in the panel.
+    """
 
     name: str
     env: object
@@ -29,6 +37,44 @@ class Panel:
 
 @dataclasses.dataclass(frozen=True)
 class Experiment:
+    """A named experiment: a config of defaults and a ``build(config)`` that turns it into
+    ``(env, channel, {label: policy})`` or a list of :class:`Panel`, with the run's settings
+    (docs/experiments.md). Registered by :func:`~jaxbandits.experiments.registry.register` (or listed in
+    :data:`jaxbandits.experiments.BUILTIN`, or an entry point) and run by
+    :func:`~jaxbandits.experiments.runner.run`.
+
+    Attributes:
+        name: the experiment's name (``jaxbandits run NAME``).
+        description: one line saying what it compares.
+        build: ``config -> (env, channel, {label: policy})`` or ``config -> [Panel, ...]``.
+        config: the defaults; every key may be overridden (``--set key=value``, ``overrides``).
+        horizon: the default number of rounds.
+        runs: the default number of runs.
+        record: the record points (None: about 200 evenly spaced; a tuple whose second entry is
+            ``n``: n points spaced evenly in log t; see docs/simulate.md).
+        metric: the metric reported (default ``"regret"``).
+        chunk: the default rounds per chunk (None: the runner's default).
+        keep: the per-run curves kept: ``"all"``, ``"none"``, N (None: the default rule).
+        checkpoints: the rounds at which the summary and table report R(t).
+        layout: ``(rows, cols)`` of the figure's panels (None: the default).
+        runner: a sweep's own loop ``(config, runs, seed, horizon, sweep) -> SweepResults``
+            (None: a simulation).
+        ratio_to: a policy label: the curves are also drawn as ratios to its mean regret.
+        ignores: the run options it does not use (``"horizon"``, ``"chunk"``): giving one is an error.
+        horizon_keys: the config keys that a horizon given to ``run`` replaces.
+        ranges: ``{config key: its allowed values, in words}`` (``jaxbandits show NAME``).
+        source: read from a file: the words naming it to ``jaxbandits run`` (None: not).
+
+    Examples:
+        >>> import dataclasses
+        >>> from jaxbandits.experiments import get
+        >>> e = get("classic-bernoulli")
+        >>> e.horizon, e.runs, e.config
+        (10000, 200, {'n_arms': 10, 'low': 0.1, 'high': 0.9})
+        >>> dataclasses.replace(e, name="mine", runs=10).runs
+        10
+    """
+
     name: str
     description: str
     build: Callable  # config -> (env, channel, {label: policy}) or [Panel, ...]
@@ -51,7 +97,26 @@ class Experiment:
 
 def parse_set(items) -> dict:
     """``["key=value", ...]`` -> dict; values are Python literals (numbers, lists, True, None) or
-    plain strings."""
+    plain strings.
+
+    Args:
+        items: the ``"key=value"`` strings (None: none).
+
+    Returns:
+        ``{key: value}``.
+
+    Raises:
+        ValueError: an item is not ``key=value`` or its key is not an identifier.
+
+    Examples:
+        >>> from jaxbandits.experiments import parse_set
+        >>> parse_set(["n_arms=5", "low=0.2", "name=abc", "xs=[1, 2]"])
+        {'n_arms': 5, 'low': 0.2, 'name': 'abc', 'xs': [1, 2]}
+        >>> parse_set(["n_arms"])
+        Traceback (most recent call last):
+        ...
+        ValueError: --set expects key=value, got 'n_arms'
+    """
     out = {}
     for it in items or []:
         if not isinstance(it, str) or "=" not in it:
@@ -148,7 +213,29 @@ def _widest(entries):
 def resolve_config(exp: Experiment, overrides: Optional[dict]) -> dict:
     """The experiment's config with ``overrides`` applied. Every override names a known key and has
     the kind of its default (a number, a non-empty list of numbers, a string, ...): errors name the
-    key before anything is built or compiled."""
+    key before anything is built or compiled.
+
+    Args:
+        exp: the :class:`Experiment`.
+        overrides: ``{key: value}`` (None: none).
+
+    Returns:
+        The config, a new dict.
+
+    Raises:
+        ValueError: a key is unknown or a value is not of its default's kind (or not finite).
+        TypeError: ``overrides`` is not a dict.
+
+    Examples:
+        >>> from jaxbandits.experiments import get, resolve_config
+        >>> e = get("classic-bernoulli")
+        >>> resolve_config(e, {"n_arms": 5})
+        {'n_arms': 5, 'low': 0.1, 'high': 0.9}
+        >>> resolve_config(e, {"n_arms": 2.5})
+        Traceback (most recent call last):
+        ...
+        ValueError: config key 'n_arms' must be an integer like its default 10, got 2.5
+    """
     cfg = dict(exp.config)
     if overrides is not None and not isinstance(overrides, dict):
         raise TypeError(f"overrides must be a dict {{key: value}}, got {type(overrides).__name__}")
@@ -162,7 +249,19 @@ def resolve_config(exp: Experiment, overrides: Optional[dict]) -> dict:
 
 def type_name(v) -> str:
     """The type of a config value in words: ``int``, ``float``, ``str``, ``list[float]``,
-    ``list[list[int]]``, ``list[str | int]``..."""
+    ``list[list[int]]``, ``list[str | int]``...
+
+    Args:
+        v: a config value.
+
+    Returns:
+        Its type, a str.
+
+    Examples:
+        >>> from jaxbandits.experiments import type_name
+        >>> type_name(3), type_name([0.1, 2]), type_name([[1]])
+        ('int', 'list[float | int]', 'list[list[int]]')
+    """
     k = _kind(v)
     if k != "list":
         return k
@@ -173,7 +272,30 @@ def type_name(v) -> str:
 def show(exp: Experiment, overrides: Optional[dict] = None) -> str:
     """What ``jaxbandits show NAME`` prints: the description, the run settings, and every key
     ``--set`` accepts with its type, default (and value, if ``overrides`` changes it) and allowed
-    values (:attr:`Experiment.ranges`)."""
+    values (:attr:`Experiment.ranges`).
+
+    Args:
+        exp: the :class:`Experiment`.
+        overrides: ``{key: value}`` changing the config (None: none).
+
+    Returns:
+        The text, a str of several lines.
+
+    Raises:
+        ValueError: an override is unknown or of the wrong kind (:func:`resolve_config`).
+
+    Examples:
+        >>> from jaxbandits.experiments import get, show
+        >>> print(show(get("classic-bernoulli"), {"n_arms": 5}))  # doctest: +ELLIPSIS
+        classic-bernoulli: K=10 Bernoulli arms, means linspace(0.1, 0.9), no delay: UCB1, KL-UCB, Thompson, Exp3
+        <BLANKLINE>
+        horizon 10000, 200 runs, about 200 evenly spaced record points
+        <BLANKLINE>
+        settable keys (--set KEY=VALUE):
+          key     type   default       allowed
+          n_arms  int    10 (now 5)    integer in [2, 2**20]
+        ...
+    """
     cfg = resolve_config(exp, overrides)
     lines = [f"{exp.name}: {exp.description}", ""]
     if exp.runner is not None:
@@ -203,7 +325,22 @@ def show(exp: Experiment, overrides: Optional[dict] = None) -> str:
 
 
 def delay_words(law) -> Optional[str]:
-    """A delay law in words for a figure's title: ``geometric delays, mean 50``."""
+    """A delay law in words for a figure's title: ``geometric delays, mean 50``.
+
+    Args:
+        law: a delay law (:mod:`jaxbandits.delays`), or None.
+
+    Returns:
+        The words (without the mean for a law that has none), or None for None.
+
+    Examples:
+        >>> from jaxbandits import delays
+        >>> from jaxbandits.experiments import delay_words
+        >>> delay_words(delays.geometric(mean=50.0))
+        'geometric delays, mean 50'
+        >>> delay_words(None) is None
+        True
+    """
     if law is None:
         return None
     name = type(law).__name__.lower()
@@ -216,7 +353,24 @@ def delay_words(law) -> Optional[str]:
 def describe_run(exp, panels, overrides) -> dict:
     """What the figures say of a run besides its numbers (plotting.caption, plotting.figure_regret):
     the experiment's ``description``, the settings changed from its defaults or its file (``--set``),
-    and the delay laws of its worlds in words."""
+    and the delay laws of its worlds in words.
+
+    Args:
+        exp: the :class:`Experiment`.
+        panels: the run's panels (:class:`Panel`; their worlds' ``delay`` is described).
+        overrides: the config overrides (None: none).
+
+    Returns:
+        ``{"description": str, "overrides": dict, "delays": [str, ...]}``.
+
+    Examples:
+        >>> from jaxbandits.experiments import Panel, describe_run, get
+        >>> e = get("classic-bernoulli")
+        >>> env, channel, policies = e.build(e.config)
+        >>> d = describe_run(e, [Panel("", env, channel, policies)], {"n_arms": 5})
+        >>> d["overrides"], d["delays"]
+        ({'n_arms': 5}, ['fixed delays, mean 0'])
+    """
     changed = {str(k): v for k, v in (overrides or {}).items()}
     src = list(exp.source or ())[1:]  # an experiment file's own --set words: "--set", "key=value", ...
     for flag, kv in zip(src[::2], src[1::2]):
