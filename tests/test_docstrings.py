@@ -63,17 +63,12 @@ DOCUMENTED = [
     "jaxbandits.engine.recording",
     "jaxbandits.engine.stats",
     "jaxbandits.engine.checkpoint",
+    "jaxbandits.engine.driver",
     "jaxbandits.simulate",
     "jaxbandits.sweeps",
     "jaxbandits.sweeping",
     "jaxbandits.parts",
 ]
-
-#: documented in the same form but not yet enforced: ``jaxbandits.engine.driver`` re-exports
-#: ``policy_digest`` in its ``__all__``, whose docstring (in ``jaxbandits.values``) has no
-#: Args / Returns / Example yet; every other public name of the driver has them, and its examples
-#: run below
-DOCUMENTED_PARTLY = ["jaxbandits.engine.driver"]
 
 #: modules whose examples run in the default suite (cheap: constructors, numpy, small eager array
 #: calls; about 15 s together on 2 cores); examples that compile a simulation, run MCMC or need a
@@ -82,7 +77,7 @@ DOCTESTED = [m for m in DOCUMENTED if m not in ("jaxbandits.mathlib", "jaxbandit
                                                 # classes only: exempt, no examples
                                                 "jaxbandits.reproductions.bayes", "jaxbandits.reproductions.ope",
                                                 # re-exports: their examples run in the defining modules
-                                                "jaxbandits.engine", "jaxbandits.simulate")] + DOCUMENTED_PARTLY
+                                                "jaxbandits.engine", "jaxbandits.simulate")]
 
 #: modules whose examples are many small eager JAX calls (about 10 s each on 2 cores): ``-m slow``
 DOCTESTED_SLOW = ["jaxbandits.mathlib", "jaxbandits.bayes.model", "jaxbandits.delays"]
