@@ -68,6 +68,7 @@ DOCUMENTED = [
     "jaxbandits.sweeps",
     "jaxbandits.sweeping",
     "jaxbandits.parts",
+    "jaxbandits.online.state",
 ]
 
 #: modules whose examples run in the default suite (cheap: constructors, numpy, small eager array
