@@ -69,6 +69,7 @@ DOCUMENTED = [
     "jaxbandits.sweeping",
     "jaxbandits.parts",
     "jaxbandits.online.state",
+    "jaxbandits.online.clock",
 ]
 
 #: modules whose examples run in the default suite (cheap: constructors, numpy, small eager array
