@@ -70,6 +70,7 @@ DOCUMENTED = [
     "jaxbandits.parts",
     "jaxbandits.online.state",
     "jaxbandits.online.clock",
+    "jaxbandits.online.pure",
 ]
 
 #: modules whose examples run in the default suite (cheap: constructors, numpy, small eager array
