@@ -71,6 +71,7 @@ DOCUMENTED = [
     "jaxbandits.online.state",
     "jaxbandits.online.clock",
     "jaxbandits.online.pure",
+    "jaxbandits.online.persistence",
 ]
 
 #: modules whose examples run in the default suite (cheap: constructors, numpy, small eager array
