@@ -72,6 +72,7 @@ DOCUMENTED = [
     "jaxbandits.online.clock",
     "jaxbandits.online.pure",
     "jaxbandits.online.persistence",
+    "jaxbandits.online.learner",
 ]
 
 #: modules whose examples run in the default suite (cheap: constructors, numpy, small eager array
