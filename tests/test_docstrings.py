@@ -73,6 +73,7 @@ DOCUMENTED = [
     "jaxbandits.online.pure",
     "jaxbandits.online.persistence",
     "jaxbandits.online.learner",
+    "jaxbandits.online",
 ]
 
 #: modules whose examples run in the default suite (cheap: constructors, numpy, small eager array
@@ -82,7 +83,8 @@ DOCTESTED = [m for m in DOCUMENTED if m not in ("jaxbandits.mathlib", "jaxbandit
                                                 # classes only: exempt, no examples
                                                 "jaxbandits.reproductions.bayes", "jaxbandits.reproductions.ope",
                                                 # re-exports: their examples run in the defining modules
-                                                "jaxbandits.engine", "jaxbandits.simulate")]
+                                                "jaxbandits.engine", "jaxbandits.simulate",
+                                                "jaxbandits.online")]
 
 #: modules whose examples are many small eager JAX calls (about 10 s each on 2 cores): ``-m slow``
 DOCTESTED_SLOW = ["jaxbandits.mathlib", "jaxbandits.bayes.model", "jaxbandits.delays"]
