@@ -74,6 +74,7 @@ DOCUMENTED = [
     "jaxbandits.online.persistence",
     "jaxbandits.online.learner",
     "jaxbandits.online",
+    "jaxbandits.serve.config",
 ]
 
 #: modules whose examples run in the default suite (cheap: constructors, numpy, small eager array
