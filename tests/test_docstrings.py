@@ -75,6 +75,7 @@ DOCUMENTED = [
     "jaxbandits.online.learner",
     "jaxbandits.online",
     "jaxbandits.serve.config",
+    "jaxbandits.serve.service",
 ]
 
 #: modules whose examples run in the default suite (cheap: constructors, numpy, small eager array
