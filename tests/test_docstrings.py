@@ -76,6 +76,7 @@ DOCUMENTED = [
     "jaxbandits.online",
     "jaxbandits.serve.config",
     "jaxbandits.serve.service",
+    "jaxbandits.serve.http",
 ]
 
 #: modules whose examples run in the default suite (cheap: constructors, numpy, small eager array
