@@ -77,6 +77,7 @@ DOCUMENTED = [
     "jaxbandits.serve.config",
     "jaxbandits.serve.service",
     "jaxbandits.serve.http",
+    "jaxbandits.serve",
 ]
 
 #: modules whose examples run in the default suite (cheap: constructors, numpy, small eager array
@@ -87,7 +88,7 @@ DOCTESTED = [m for m in DOCUMENTED if m not in ("jaxbandits.mathlib", "jaxbandit
                                                 "jaxbandits.reproductions.bayes", "jaxbandits.reproductions.ope",
                                                 # re-exports: their examples run in the defining modules
                                                 "jaxbandits.engine", "jaxbandits.simulate",
-                                                "jaxbandits.online")]
+                                                "jaxbandits.online", "jaxbandits.serve")]
 
 #: modules whose examples are many small eager JAX calls (about 10 s each on 2 cores): ``-m slow``
 DOCTESTED_SLOW = ["jaxbandits.mathlib", "jaxbandits.bayes.model", "jaxbandits.delays"]
