@@ -78,6 +78,7 @@ DOCUMENTED = [
     "jaxbandits.serve.service",
     "jaxbandits.serve.http",
     "jaxbandits.serve",
+    "jaxbandits.dashboard",
 ]
 
 #: modules whose examples run in the default suite (cheap: constructors, numpy, small eager array
