@@ -37,7 +37,7 @@ class Learner:
         dim: the feature dimension of a contextual policy.
         max_pending: slots of the pending ring (see :func:`~jaxbandits.online.state.init`).
         clock: a :class:`Clock` mapping your timestamps to rounds (``None``: rounds are
-            decisions, or round numbers given to :meth:`advance`).
+            decisions, or round numbers given to :meth:`~jaxbandits.online.learner.Learner.advance`).
 
     Attributes:
         arms: the arm names, in order.

@@ -500,7 +500,8 @@ def stats(state: LearnerState) -> dict:
         >>> from jaxbandits.policies import classic
         >>> st = online.init(classic.ucb1(), channels.attributed(), 3, 0)
         >>> stats(st)
-        {'decisions': 0, 'accepted': 0, 'unknown': 0, 'outside_window': 0, 'expired': 0, 'duplicate': 0, 'invalid': 0, 'round': -1, 'pending': 0}
+        {'decisions': 0, 'accepted': 0, 'unknown': 0, 'outside_window': 0, 'expired': 0, 'duplicate': 0,
+         'invalid': 0, 'round': -1, 'pending': 0}
     """
     c = {k: int(v) for k, v in state.counts._asdict().items()}
     p = state.pending

@@ -99,7 +99,7 @@ class LearnerState:
     Attributes:
         policy: the policy's state.
         t: i32, the open round (-1: none yet).
-        play: bool, the open round has its decision (``False``: reached by :func:`advance`,
+        play: bool, the open round has its decision (``False``: reached by :func:`~jaxbandits.online.pure.advance`,
             idle so far).
         act_key: the key the rounds' action keys are folded from (``fold_in(act_key, t)``).
         pending: the :class:`Pending` ring of decisions awaiting feedback.

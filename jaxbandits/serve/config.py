@@ -108,7 +108,9 @@ class ServeConfig:
 
     Example:
         >>> ServeConfig(arms=["a", "b"], policy={"name": "ucb1"}, channel={"kind": "attributed"})
-        ServeConfig(arms=['a', 'b'], policy={'name': 'ucb1'}, channel={'kind': 'attributed'}, seed=0, horizon=None, max_pending=None, clock=None, max_batch=1000, snapshot_every=1000, max_advance=10000000)
+        ServeConfig(arms=['a', 'b'], policy={'name': 'ucb1'}, channel={'kind': 'attributed'}, seed=0,
+                    horizon=None, max_pending=None, clock=None, max_batch=1000, snapshot_every=1000,
+                    max_advance=10000000)
     """
 
     arms: List[str]
