@@ -386,7 +386,25 @@ def policy_digest(policy) -> str:
     """What identifies a policy in checkpoints and split sweeps, the same in every process: a
     library :class:`PolicyValue` by its type and fields (``v:`` and :meth:`PolicyValue.digest`), a
     user's :class:`~jaxbandits.types.Policy` NamedTuple by its name and functions' names
-    (:func:`user_policy_id`: closures are not read)."""
+    (:func:`user_policy_id`: closures are not read).
+
+    Args:
+        policy: a library :class:`PolicyValue` (what the constructors in
+            :mod:`jaxbandits.policies` return) or a user's :class:`~jaxbandits.types.Policy`
+            NamedTuple.
+
+    Returns:
+        str: ``"v:"`` and 16 hex digits for a library value (equal for equal types and fields),
+        ``"u:"`` and 16 hex digits for a user's NamedTuple.
+
+    Example:
+        >>> from jaxbandits.policies import classic
+        >>> d = policy_digest(classic.ucb1())
+        >>> d.startswith("v:"), len(d)
+        (True, 18)
+        >>> policy_digest(classic.ucb1()) == d, policy_digest(classic.ucb1(alpha=1.0)) == d
+        (True, False)
+    """
     if isinstance(policy, PolicyValue):
         return "v:" + policy.digest()
     return user_policy_id(policy)

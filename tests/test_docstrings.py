@@ -63,6 +63,7 @@ DOCUMENTED = [
     "jaxbandits.engine.recording",
     "jaxbandits.engine.stats",
     "jaxbandits.engine.checkpoint",
+    "jaxbandits.engine.driver",
     "jaxbandits.simulate",
     "jaxbandits.sweeps",
     "jaxbandits.sweeping",
@@ -78,13 +79,18 @@ DOCUMENTED = [
     "jaxbandits.experiments",
     "jaxbandits.distributed",
     "jaxbandits.plotting",
+    "jaxbandits.online.state",
+    "jaxbandits.online.clock",
+    "jaxbandits.online.pure",
+    "jaxbandits.online.persistence",
+    "jaxbandits.online.learner",
+    "jaxbandits.online",
+    "jaxbandits.serve.config",
+    "jaxbandits.serve.service",
+    "jaxbandits.serve.http",
+    "jaxbandits.serve",
+    "jaxbandits.dashboard",
 ]
-
-#: documented in the same form but not yet enforced: ``jaxbandits.engine.driver`` re-exports
-#: ``policy_digest`` in its ``__all__``, whose docstring (in ``jaxbandits.values``) has no
-#: Args / Returns / Example yet; every other public name of the driver has them, and its examples
-#: run below
-DOCUMENTED_PARTLY = ["jaxbandits.engine.driver"]
 
 #: modules whose examples run in the default suite (cheap: constructors, numpy, small eager array
 #: calls; about 15 s together on 2 cores); examples that compile a simulation, run MCMC or need a
@@ -94,7 +100,7 @@ DOCTESTED = [m for m in DOCUMENTED if m not in ("jaxbandits.mathlib", "jaxbandit
                                                 "jaxbandits.reproductions.bayes", "jaxbandits.reproductions.ope",
                                                 # re-exports: their examples run in the defining modules
                                                 "jaxbandits.engine", "jaxbandits.simulate",
-                                                "jaxbandits.experiments")] + DOCUMENTED_PARTLY
+                                                "jaxbandits.experiments", "jaxbandits.online", "jaxbandits.serve")]
 
 #: modules whose examples are many small eager JAX calls (about 10 s each on 2 cores): ``-m slow``
 DOCTESTED_SLOW = ["jaxbandits.mathlib", "jaxbandits.bayes.model", "jaxbandits.delays"]

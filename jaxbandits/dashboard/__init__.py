@@ -51,7 +51,26 @@ _Z95 = 1.959964
 
 def tokens_from_env(environ=None):
     """``(read_token, write_token)`` from ``JAXBANDITS_READ_TOKEN`` / ``JAXBANDITS_WRITE_TOKEN``
-    (``None`` where unset; a variable set to an empty string is an error, not an open door)."""
+    (``None`` where unset; a variable set to an empty string is an error, not an open door).
+
+    Args:
+        environ: the environment to read (a mapping; ``None``: ``os.environ``).
+
+    Returns:
+        tuple: ``(read_token, write_token)``, each a string with its surrounding blanks removed,
+        or ``None``.
+
+    Raises:
+        ValueError: a variable set to an empty (or blank) string, named.
+
+    Example:
+        >>> tokens_from_env({"JAXBANDITS_READ_TOKEN": " r3ad "})
+        ('r3ad', None)
+        >>> tokens_from_env({"JAXBANDITS_WRITE_TOKEN": ""})
+        Traceback (most recent call last):
+        ...
+        ValueError: JAXBANDITS_WRITE_TOKEN is set but empty: unset it (no token) or give a token
+    """
     env = os.environ if environ is None else environ
     out = []
     for name in (READ_TOKEN_ENV, WRITE_TOKEN_ENV):
@@ -81,7 +100,32 @@ def _num(x):
 class Monitor:
     """The dashboard's view of a :class:`jaxbandits.serve.Service`: summaries of its state, and the
     bounded time series of them (``capacity`` points at most, sampled every ``period`` seconds at
-    most)."""
+    most).
+
+    Args:
+        service: the :class:`jaxbandits.serve.Service` to watch.
+        capacity: the most points the time series keeps, ``>= 4`` (default 512).
+        period: the least seconds between two samples, ``> 0`` (default 1.0).
+        clock: the time source, seconds (default ``time.time``).
+
+    Attributes:
+        service: the service watched.
+        capacity: the most points kept.
+        period: the least seconds between two samples.
+        samples: the time series, oldest first (a list of dicts).
+
+    Raises:
+        ValueError: ``capacity`` or ``period`` out of range.
+
+    Example:
+        >>> import os, tempfile
+        >>> from jaxbandits.serve import ServeConfig, Service
+        >>> cfg = ServeConfig(arms=["a", "b"], policy={"name": "ucb1"}, channel={"kind": "attributed"})
+        >>> svc = Service(cfg, os.path.join(tempfile.mkdtemp(), "serve.db"))  # doctest: +SKIP
+        >>> mon = Monitor(svc, capacity=64, period=5.0)  # doctest: +SKIP
+        >>> mon.capacity, mon.period  # doctest: +SKIP
+        (64, 5.0)
+    """
 
     def __init__(self, service, capacity: int = 512, period: float = 1.0, clock=time.time):
         import jax
@@ -344,7 +388,34 @@ def install(app, service, read_token: Optional[str] = None, write_token: Optiona
             capacity: int = 512, period: float = 1.0) -> Monitor:
     """Add the dashboard, its JSON endpoints and the access tokens to ``app`` (the FastAPI
     application of ``service``); returns its :class:`Monitor`, also ``app.state.dashboard`` (one
-    first sample taken: its programs are compiled before the first request)."""
+    first sample taken: its programs are compiled before the first request).
+
+    Args:
+        app: the FastAPI application of ``service`` (what :func:`jaxbandits.serve.create_app`
+            builds; it calls this).
+        service: the :class:`jaxbandits.serve.Service`.
+        read_token: the token the reading routes require (``None``: open).
+        write_token: the token the writing routes require (``None``: open).
+        capacity: the most points of the time series, ``>= 4`` (default 512).
+        period: the least seconds between two samples, ``> 0`` (default 1.0).
+
+    Returns:
+        Monitor: the dashboard's monitor (also ``app.state.dashboard``).
+
+    Raises:
+        ValueError: ``capacity`` or ``period`` out of range.
+
+    Example:
+        >>> import os, tempfile
+        >>> from fastapi import FastAPI  # doctest: +SKIP
+        >>> from jaxbandits.serve import ServeConfig, Service
+        >>> cfg = ServeConfig(arms=["a", "b"], policy={"name": "ucb1"}, channel={"kind": "attributed"})
+        >>> svc = Service(cfg, os.path.join(tempfile.mkdtemp(), "serve.db"))  # doctest: +SKIP
+        >>> app = FastAPI()  # doctest: +SKIP
+        >>> mon = install(app, svc, read_token="r3ad")  # doctest: +SKIP
+        >>> app.state.dashboard is mon  # doctest: +SKIP
+        True
+    """
     from fastapi import HTTPException
     from fastapi.responses import JSONResponse, Response
 

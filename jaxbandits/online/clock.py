@@ -17,7 +17,21 @@ class Clock(NamedTuple):
     ``60.0``: one-minute rounds), or a ``datetime.datetime`` and a ``datetime.timedelta`` (or
     numpy ``datetime64`` / ``timedelta64``). The mapping runs on the host, exactly for integers,
     datetimes and timedeltas and in float64 for other numbers (a float32 cannot tell seconds apart
-    near 1.7e9), so the learner only ever sees integer rounds."""
+    near 1.7e9), so the learner only ever sees integer rounds.
+
+    Attributes:
+        origin: the time of round 0's start: a number (default 0) or a datetime.
+        round_length: the length of a round, ``> 0``: a number in the origin's unit (default 1)
+            or a timedelta.
+
+    Example:
+        >>> import datetime
+        >>> Clock(origin=1000.0, round_length=60.0).round(1130.0)
+        2
+        >>> t0 = datetime.datetime(2026, 1, 1)
+        >>> Clock(t0, datetime.timedelta(hours=1)).round(datetime.datetime(2026, 1, 2, 0, 30))
+        24
+    """
 
     origin: Any = 0
     round_length: Any = 1

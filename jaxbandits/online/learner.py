@@ -24,7 +24,44 @@ def _pad(n, least=1):
 class Learner:
     """A stateful wrapper with arm names (strings or any hashable), for people who want
     ``learner.decide()``. ``arms``: a list of names, or the number of arms (names ``0..K-1``).
-    Decision and feedback batches are padded to powers of two (few compilations)."""
+    Decision and feedback batches are padded to powers of two (few compilations).
+
+    Args:
+        policy: the policy (a :class:`~jaxbandits.types.Policy`).
+        channel: a :class:`~jaxbandits.channels.Channel` with attributed, conversion or
+            anonymous feedback.
+        arms: a list of distinct arm names (at least one), or the number of arms ``K >= 1``
+            (names ``0..K-1``).
+        key: a JAX PRNG key, or an int seed (default 0).
+        horizon: what the policy may plan for (see :func:`~jaxbandits.online.state.init`).
+        dim: the feature dimension of a contextual policy.
+        max_pending: slots of the pending ring (see :func:`~jaxbandits.online.state.init`).
+        clock: a :class:`Clock` mapping your timestamps to rounds (``None``: rounds are
+            decisions, or round numbers given to :meth:`~jaxbandits.online.learner.Learner.advance`).
+
+    Attributes:
+        arms: the arm names, in order.
+        index: ``{arm name: its index}``.
+        policy: the policy.
+        channel: the channel.
+        clock: the clock, or ``None``.
+        state: the pure learner's :class:`~jaxbandits.online.state.LearnerState`.
+
+    Raises:
+        ValueError: no arms, arm names that repeat, or an argument out of range (see
+            :func:`~jaxbandits.online.state.init`).
+
+    Example:
+        >>> from jaxbandits import channels
+        >>> from jaxbandits.policies import classic
+        >>> learner = Learner(classic.ucb1(), channels.attributed(), ["a", "b", "c"])
+        >>> learner.stats()["decisions"]
+        0
+        >>> learner.decide(3)  # doctest: +SKIP
+        ([0, 1, 2], ['a', 'a', 'a'])
+        >>> learner.feedback([0, 1], [1.0, 0.0])  # doctest: +SKIP
+        ['accepted', 'accepted']
+    """
 
     def __init__(self, policy: Policy, channel, arms, key=0, *, horizon=None, dim=None, max_pending=None,
                  clock: Optional[Clock] = None, _state=None):

@@ -68,7 +68,26 @@ def save(state: LearnerState, path, extra: Optional[dict] = None) -> None:
     ``leaf_0..leaf_{n-1}`` (the state's leaves; PRNG keys as their key data) and ``header``, a JSON
     document (format ``"jaxbandits.online"``, ``format_version``, ``library_version``, policy
     name, channel, sizes, the state's tree layout, and ``extra``: JSON-able data of the caller).
-    The file is written atomically (a temporary file flushed to disk, then renamed)."""
+    The file is written atomically (a temporary file flushed to disk, then renamed).
+
+    Args:
+        state: the learner.
+        path: the file to write (a ``.npz`` name).
+        extra: JSON-able data of the caller, kept in the header (optional).
+
+    Returns:
+        None.
+
+    Example:
+        >>> import os, tempfile
+        >>> from jaxbandits import channels, online
+        >>> from jaxbandits.policies import classic
+        >>> st = online.init(classic.ucb1(), channels.attributed(), 3, 0)
+        >>> path = os.path.join(tempfile.mkdtemp(), "learner.npz")
+        >>> save(st, path, extra={"site": "a"})
+        >>> read_header(path)["extra"]
+        {'site': 'a'}
+    """
     from .._io import atomic_write
 
     def writer(tmp):
@@ -79,7 +98,23 @@ def save(state: LearnerState, path, extra: Optional[dict] = None) -> None:
 
 
 def dumps(state: LearnerState, extra: Optional[dict] = None) -> bytes:
-    """The bytes :func:`save` would write (for a database blob)."""
+    """The bytes :func:`save` would write (for a database blob).
+
+    Args:
+        state: the learner.
+        extra: JSON-able data of the caller, kept in the header (optional).
+
+    Returns:
+        bytes: the ``.npz`` file's contents.
+
+    Example:
+        >>> from jaxbandits import channels, online
+        >>> from jaxbandits.policies import classic
+        >>> st = online.init(classic.ucb1(), channels.attributed(), 3, 0)
+        >>> blob = dumps(st)
+        >>> blob[:2]  # a zip archive
+        b'PK'
+    """
     import io
 
     buf = io.BytesIO()
@@ -88,7 +123,29 @@ def dumps(state: LearnerState, extra: Optional[dict] = None) -> bytes:
 
 
 def loads(data: bytes, policy: Policy, channel, *, return_extra: bool = False):
-    """:func:`load` from the bytes of :func:`dumps`."""
+    """:func:`load` from the bytes of :func:`dumps`.
+
+    Args:
+        data: the bytes of :func:`dumps`.
+        policy: the policy the learner was saved with (its name must match).
+        channel: the channel it was saved with (equal as text).
+        return_extra: also return the caller's ``extra`` data.
+
+    Returns:
+        LearnerState, or ``(state, extra)`` with ``return_extra``.
+
+    Raises:
+        ValueError: damaged bytes, or a learner of another format version, library version,
+            policy, channel or state layout (see :func:`load`).
+        TypeError: ``policy`` is not a jaxbandits policy.
+
+    Example:
+        >>> from jaxbandits import channels, online
+        >>> from jaxbandits.policies import classic
+        >>> st = online.init(classic.ucb1(), channels.attributed(), 3, 0)
+        >>> loads(dumps(st, extra={"n": 1}), classic.ucb1(), channels.attributed(), return_extra=True)
+        (LearnerState(UCB1, attributed(), t=-1), {'n': 1})
+    """
     import io
 
     return load(io.BytesIO(data), policy, channel, return_extra=return_extra)
@@ -115,7 +172,28 @@ def _open(path):
 
 
 def read_header(path) -> dict:
-    """The JSON header of a saved learner (no arrays are built)."""
+    """The JSON header of a saved learner (no arrays are built).
+
+    Args:
+        path: the file (or a binary file object) written by :func:`save` / :func:`dumps`.
+
+    Returns:
+        dict: ``format``, ``format_version``, ``library_version``, ``policy``, ``channel``, the
+        sizes (``n_arms``, ``horizon``, ``dim``, ``max_pending``, ``payload_size``,
+        ``reveal``), the state's layout (``treedef``, ``leaves``) and ``extra`` if one was saved.
+
+    Raises:
+        ValueError: a damaged file, or one that is not a saved learner.
+
+    Example:
+        >>> import io
+        >>> from jaxbandits import channels, online
+        >>> from jaxbandits.policies import classic
+        >>> st = online.init(classic.ucb1(), channels.attributed(), 3, 0)
+        >>> h = read_header(io.BytesIO(dumps(st)))
+        >>> h["format"], h["policy"], h["channel"], h["n_arms"], h["max_pending"]
+        ('jaxbandits.online', 'UCB1', 'attributed()', 3, 4096)
+    """
     with _open(path) as z:
         if "header" not in z.files:
             raise ValueError(f"{_name(path)}: not a saved jaxbandits learner (no header)")
@@ -145,7 +223,36 @@ def _compatible(a: str, b: str) -> bool:
 def load(path, policy: Policy, channel, *, return_extra: bool = False):
     """The learner saved in ``path``, for ``policy`` on ``channel`` (the functions are yours; the
     file holds their state). Refuses, naming what differs: another format version, a library
-    version of another major.minor, another policy name or channel, or another state layout."""
+    version of another major.minor, another policy name or channel, or another state layout.
+
+    Args:
+        path: the file (or a binary file object) written by :func:`save`.
+        policy: the policy the learner was saved with (its name must match).
+        channel: the channel it was saved with (equal as text).
+        return_extra: also return the caller's ``extra`` data (``None`` if none was saved).
+
+    Returns:
+        LearnerState, or ``(state, extra)`` with ``return_extra``.
+
+    Raises:
+        ValueError: a damaged file, or a learner of another format version, library version,
+            policy, channel or state layout, each named.
+        TypeError: ``policy`` is not a jaxbandits policy.
+
+    Example:
+        >>> import os, tempfile
+        >>> from jaxbandits import channels, online
+        >>> from jaxbandits.policies import classic
+        >>> st = online.init(classic.ucb1(), channels.attributed(), 3, 0)
+        >>> path = os.path.join(tempfile.mkdtemp(), "learner.npz")
+        >>> save(st, path)
+        >>> load(path, classic.ucb1(), channels.attributed())
+        LearnerState(UCB1, attributed(), t=-1)
+        >>> load(path, classic.ucb1(), channels.conversions(window=5))
+        Traceback (most recent call last):
+        ...
+        ValueError: ...: saved for channel attributed(), cannot load into conversions(window=5)
+    """
     h = read_header(path)
     name = _name(path)
     if h["format_version"] != FORMAT_VERSION:

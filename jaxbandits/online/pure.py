@@ -140,7 +140,35 @@ def decide(state: LearnerState, n: Optional[int] = None, contexts=None, masks=No
     chosen arm (docs/ope.md): exact for a policy with ``memo_probs`` (explicitly randomised, or
     with an exploration floor, :func:`jaxbandits.policies.explore.explore`), else the frequency of
     the arm over ``S`` draws of the policy's randomness (1 for a deterministic choice); the
-    decisions are the same bits either way."""
+    decisions are the same bits either way.
+
+    Args:
+        state: the learner.
+        n: the number of decisions, ``>= 1``; ``None``: the length of ``contexts`` (or
+            ``masks``, ``delays``), else 1.
+        contexts: f32[n, K, d], the arms' features of each decision (contextual policies only).
+        masks: bool[n, K], which arms exist at each decision (optional).
+        delays: i32[n], the delays shown before acting (action-time channels only).
+        propensity: ``S``, ``0 <= S <= 2^16``; ``S >= 1`` also returns the chosen arms'
+            probabilities (0: not).
+
+    Returns:
+        tuple: ``(state, ids, arms)``: the learner after the decisions, the decision ids i32[n]
+        (their rounds) and the chosen arms i32[n]; with ``propensity`` also ``probs`` f32[n].
+
+    Raises:
+        ValueError: ``n`` or ``propensity`` out of range, rows of different lengths, contexts
+            missing for a contextual policy (or given for a K-armed one), masks of the wrong
+            shape, delays missing for an action-time channel (or given for another).
+
+    Example:
+        >>> from jaxbandits import channels, online
+        >>> from jaxbandits.policies import classic
+        >>> st = online.init(classic.ucb1(), channels.attributed(), 3, 0)
+        >>> st, ids, arms = decide(st, n=3)  # doctest: +SKIP
+        >>> ids.tolist()  # doctest: +SKIP
+        [0, 1, 2]
+    """
     spec = state.config.spec
     lead = [x.shape[0] for x in (contexts, masks, delays) if x is not None]
     if n is None:
@@ -174,7 +202,22 @@ def decide(state: LearnerState, n: Optional[int] = None, contexts=None, masks=No
 
 def arm_estimates(policy, pstate):
     """``Policy.estimate`` of a policy state as a list of floats, ``None`` for each arm without one
-    yet (NaN), or ``None`` when the policy declares no estimate (docs/online.md)."""
+    yet (NaN), or ``None`` when the policy declares no estimate (docs/online.md).
+
+    Args:
+        policy: the learner's policy (``state.config.policy``).
+        pstate: a state of that policy (``state.policy``, or :func:`close_round`'s).
+
+    Returns:
+        list or None: one float or ``None`` per arm, or ``None``.
+
+    Example:
+        >>> from jaxbandits import channels, online
+        >>> from jaxbandits.policies import classic
+        >>> st = online.init(classic.ucb1(), channels.attributed(), 3, 0)
+        >>> arm_estimates(st.config.policy, st.policy)
+        [None, None, None]
+    """
     if policy.estimate is None:
         return None
     return [float(x) if np.isfinite(x) else None for x in np.asarray(policy.estimate(pstate))]
@@ -182,7 +225,25 @@ def arm_estimates(policy, pstate):
 
 def close_round(state: LearnerState):
     """The policy's state with the open round's arrivals applied (what the next ``decide`` will
-    start from): read estimates between decisions without changing the learner."""
+    start from): read estimates between decisions without changing the learner.
+
+    Args:
+        state: the learner.
+
+    Returns:
+        The policy's state after the open round's update (``state.policy`` itself when the open
+        round has no decision).
+
+    Example:
+        >>> from jaxbandits import channels, online
+        >>> from jaxbandits.policies import classic
+        >>> st = online.init(classic.ucb1(), channels.attributed(), 3, 0)
+        >>> st, ids, arms = decide(st, n=3)  # doctest: +SKIP
+        >>> st, codes = feedback(st, ids, [1.0, 0.0, 1.0])  # doctest: +SKIP
+        >>> est = arm_estimates(st.config.policy, close_round(st))  # doctest: +SKIP
+        >>> [None if e is None else round(e, 3) for e in est]  # doctest: +SKIP
+        [0.667, None, None]
+    """
     return _close_jit(state)
 
 
@@ -212,7 +273,31 @@ def advance(state: LearnerState, now, clock: Optional[Clock] = None) -> LearnerS
     next :func:`decide` decides in it. A round holds at most one decision (conventions §2): a
     decision when the open round has one takes the next round, so a burst of decisions runs
     ahead of the clock until it catches up. A time not later than the open round changes nothing
-    (clocks never go back). Cost: one ``update`` per round passed."""
+    (clocks never go back). Cost: one ``update`` per round passed.
+
+    Args:
+        state: the learner (on an attributed or conversion channel).
+        now: the round to move to, ``0 <= now <= MAX_ROUND``; with ``clock``, your timestamp.
+        clock: a :class:`~jaxbandits.online.clock.Clock` mapping ``now`` to a round; ``None``:
+            ``now`` is a round.
+
+    Returns:
+        LearnerState: the learner with round ``now`` open (unchanged if ``now`` is not later than
+        the open round).
+
+    Raises:
+        ValueError: an anonymous channel (its rounds cannot be left idle), or ``now`` out of
+            range (before the clock's origin, beyond its last round).
+        TypeError: a timestamp of the wrong type for ``clock``.
+
+    Example:
+        >>> from jaxbandits import channels, online
+        >>> from jaxbandits.policies import classic
+        >>> st = online.init(classic.ucb1(), channels.attributed(), 3, 0)
+        >>> st = advance(st, 10)  # doctest: +SKIP
+        >>> stats(st)["round"]  # doctest: +SKIP
+        10
+    """
     cfg = state.config
     if not cfg.spec.feedback.attributed:
         raise ValueError(f"the clock cannot leave rounds idle on the anonymous channel {cfg.channel}: its policies "
@@ -285,7 +370,21 @@ REWARD_LIMIT = 2.0**96
 
 def decision_ids(ids) -> np.ndarray:
     """Decision ids as int64[E]: integers only (no booleans, no fractions: an id is never rounded);
-    ids outside int64 (Python ints of any size) are no decision's, and become -1 (code unknown)."""
+    ids outside int64 (Python ints of any size) are no decision's, and become -1 (code unknown).
+
+    Args:
+        ids: a 1-d sequence or array of integer decision ids (``None``: none).
+
+    Returns:
+        numpy.ndarray: int64[E], the ids (-1 for those outside int64).
+
+    Raises:
+        ValueError: ids that are not a 1-d list, or an id that is not an integer.
+
+    Example:
+        >>> decision_ids([3, 2**70, -5]).tolist()
+        [3, -1, -1]
+    """
     try:
         a = np.atleast_1d(np.asarray([] if ids is None else ids))
     except (OverflowError, ValueError):
@@ -317,7 +416,34 @@ def feedback(state: LearnerState, ids=None, rewards=None, *, y=None, valid=None)
 
     ``valid`` (``bool[E]``, optional) marks padding rows (``False``: ignored, code ``-1``), so a
     caller can pad batches to a few fixed sizes and compile once per size. Codes: see the module
-    docstring (:data:`CODES`). Nothing is raised for a bad event: it is counted."""
+    docstring (:data:`CODES`). Nothing is raised for a bad event: it is counted.
+
+    Args:
+        state: the learner.
+        ids: int[E], the decision ids the events are about (attributed and conversion channels).
+        rewards: f32[E], the rewards (channels that observe every outcome; a conversion
+            channel takes none, or all ones).
+        y: f32[E], aggregate rewards arriving now (anonymous channels only).
+        valid: bool[E], ``False`` for padding rows (optional).
+
+    Returns:
+        tuple: ``(state, codes)``: the learner with the events stored and counted, and each
+        event's code i32[E] (0 accepted ... 5 invalid; -1 for padding).
+
+    Raises:
+        ValueError: the wrong arguments for the channel (``y`` for an attributed one, ``ids``
+            for an anonymous one, rewards missing where every outcome is observed, rewards other
+            than 1 for conversions), ids that are not integers, or shapes that differ.
+
+    Example:
+        >>> from jaxbandits import channels, online
+        >>> from jaxbandits.policies import classic
+        >>> st = online.init(classic.ucb1(), channels.conversions(window=10), 3, 0)
+        >>> st, ids, arms = decide(st, n=2)  # doctest: +SKIP
+        >>> st, codes = feedback(st, [1, 5])  # doctest: +SKIP
+        >>> [online.CODES[c] for c in codes.tolist()]  # doctest: +SKIP
+        ['accepted', 'unknown']
+    """
     cfg = state.config
     fb = cfg.spec.feedback
     if not fb.attributed:
@@ -360,7 +486,23 @@ def feedback(state: LearnerState, ids=None, rewards=None, *, y=None, valid=None)
 
 
 def stats(state: LearnerState) -> dict:
-    """Counters and the clock, as Python numbers."""
+    """Counters and the clock, as Python numbers.
+
+    Args:
+        state: the learner.
+
+    Returns:
+        dict: the :class:`~jaxbandits.online.state.Counters` by name, ``round`` (the open round,
+        -1 before the first) and ``pending`` (decisions still in the pending ring).
+
+    Example:
+        >>> from jaxbandits import channels, online
+        >>> from jaxbandits.policies import classic
+        >>> st = online.init(classic.ucb1(), channels.attributed(), 3, 0)
+        >>> stats(st)
+        {'decisions': 0, 'accepted': 0, 'unknown': 0, 'outside_window': 0, 'expired': 0, 'duplicate': 0,
+         'invalid': 0, 'round': -1, 'pending': 0}
+    """
     c = {k: int(v) for k, v in state.counts._asdict().items()}
     p = state.pending
     t = int(state.t)

@@ -29,7 +29,17 @@ CODES = ("accepted", "unknown", "outside_window", "expired", "duplicate", "inval
 
 
 class Config(NamedTuple):
-    """Everything static about a learner (hashable: the jitted functions specialise on it)."""
+    """Everything static about a learner (hashable: the jitted functions specialise on it).
+
+    Attributes:
+        policy: the policy (a library value or a user's :class:`~jaxbandits.types.Policy`).
+        channel: the feedback channel (:mod:`jaxbandits.channels`).
+        spec: the :class:`~jaxbandits.types.ProblemSpec` the policy was set up for (arms,
+            horizon, feature dimension, feedback).
+        pending: ``H``, the slots of the pending ring (see :mod:`jaxbandits.online`).
+        payload_size: ``P``, the length of the policy's feedback payload.
+        reveal: the policy's reveal window (0: none).
+    """
 
     policy: Policy
     channel: Any
@@ -40,7 +50,16 @@ class Config(NamedTuple):
 
 
 class Pending(NamedTuple):
-    """The ring of pending decisions: decision ``s`` at slot ``s mod H``."""
+    """The ring of pending decisions: decision ``s`` at slot ``s mod H``.
+
+    Attributes:
+        memo: the policy's memos, each leaf with a leading ``[H]``.
+        action: i32[H], the arm each slot's decision chose.
+        round: i32[H], the decision round of each slot (-1: empty).
+        due: i32[H], the delivery round of the slot's accepted event (``NEVER``: none).
+        seen: bool[H], an event was accepted for the slot (duplicates are refused).
+        payload: f32[H, P], the policy's payload of the accepted event.
+    """
 
     memo: Any  # the policy's memos, each leaf with a leading [H]
     action: Any  # i32[H]
@@ -51,6 +70,19 @@ class Pending(NamedTuple):
 
 
 class Counters(NamedTuple):
+    """How many decisions were made and how many events got each code (i32 scalars; the codes
+    are in :mod:`jaxbandits.online`'s module docstring and :data:`CODES`).
+
+    Attributes:
+        decisions: decisions made.
+        accepted: events stored (code 0).
+        unknown: events about no decision made (code 1).
+        outside_window: conversions later than the channel's window (code 2).
+        expired: events about decisions that left the pending ring (code 3).
+        duplicate: second events about the same decision (code 4).
+        invalid: rewards or aggregates that are not finite (code 5).
+    """
+
     decisions: Any
     accepted: Any
     unknown: Any
@@ -62,7 +94,18 @@ class Counters(NamedTuple):
 
 @jax.tree_util.register_pytree_node_class
 class LearnerState:
-    """The learner's state: a pytree (its :class:`Config` is static aux data)."""
+    """The learner's state: a pytree (its :class:`Config` is static aux data, ``config``).
+
+    Attributes:
+        policy: the policy's state.
+        t: i32, the open round (-1: none yet).
+        play: bool, the open round has its decision (``False``: reached by :func:`~jaxbandits.online.pure.advance`,
+            idle so far).
+        act_key: the key the rounds' action keys are folded from (``fold_in(act_key, t)``).
+        pending: the :class:`Pending` ring of decisions awaiting feedback.
+        acc: f32[P], the anonymous channels' sum of the aggregates of round ``t``.
+        counts: the :class:`Counters`.
+    """
 
     _fields = ("policy", "t", "play", "act_key", "pending", "acc", "counts")
     __slots__ = _fields + ("config",)
@@ -92,7 +135,33 @@ class LearnerState:
 def configure(policy, channel, n_arms, horizon, dim, max_pending) -> Config:
     """The learner's :class:`Config`: every argument checked, the pending ring sized (see
     :mod:`jaxbandits.online`), the policy traced against its channel as the simulator's
-    :func:`~jaxbandits.engine.round.problem` traces it; nothing is allocated or compiled."""
+    :func:`~jaxbandits.engine.round.problem` traces it; nothing is allocated or compiled.
+
+    Args:
+        policy: the policy (a :class:`~jaxbandits.types.Policy`).
+        channel: a :class:`~jaxbandits.channels.Channel` with attributed, conversion or
+            anonymous feedback (not one that spreads rewards over later rounds).
+        n_arms: the number of arms, ``>= 1``.
+        horizon: what the policy may plan for, ``1 <= horizon < 2^30``; ``None``: ``2^30 - 1``.
+        dim: the feature dimension of a contextual policy, ``>= 1``; ``None``: K-armed.
+        max_pending: slots of the pending ring, ``>= 1`` (and at least the policy's reveal
+            window and ``max_hold + 1``); ``None``: the channel's window ``+ 1``, else 4096.
+
+    Returns:
+        Config: the learner's static description.
+
+    Raises:
+        TypeError: ``channel`` is not a :class:`~jaxbandits.channels.Channel`.
+        ValueError: an argument out of its range, a policy that does not fit the channel, a
+            spreading channel, or a state larger than the memory available.
+
+    Example:
+        >>> from jaxbandits import channels
+        >>> from jaxbandits.policies import classic
+        >>> cfg = configure(classic.ucb1(), channels.conversions(window=10), 3, None, None, None)
+        >>> cfg.pending, cfg.spec.n_arms
+        (11, 3)
+    """
     if not isinstance(channel, Channel):
         raise TypeError(f"channel must be a jaxbandits.channels.Channel (e.g. channels.conversions(window=m)), "
                         f"got {type(channel).__name__}")
@@ -160,7 +229,32 @@ def init(policy: Policy, channel, n_arms: int, key, *, horizon: Optional[int] = 
     """A learner before its first decision. ``key``: a JAX key (or an int seed); ``horizon``: what
     the policy may plan for (``ProblemSpec.horizon``; policies tuned to a known horizon, such as
     Exp3 or ODAAF, need it; default ``2^30 - 1``); ``dim``: the feature dimension of contextual
-    policies; ``max_pending``: slots of the pending ring (see the module docstring)."""
+    policies; ``max_pending``: slots of the pending ring (see the module docstring).
+
+    Args:
+        policy: the policy (a :class:`~jaxbandits.types.Policy`).
+        channel: a :class:`~jaxbandits.channels.Channel` with attributed, conversion or
+            anonymous feedback.
+        n_arms: the number of arms, ``>= 1``.
+        key: a JAX PRNG key, or an int seed.
+        horizon: what the policy may plan for, ``1 <= horizon < 2^30``; ``None``: ``2^30 - 1``.
+        dim: the feature dimension of a contextual policy, ``>= 1``; ``None``: K-armed.
+        max_pending: slots of the pending ring, ``>= 1``; ``None``: sized from the channel.
+
+    Returns:
+        LearnerState: the learner before its first decision (no round open, ``t = -1``).
+
+    Raises:
+        TypeError: ``channel`` is not a :class:`~jaxbandits.channels.Channel`.
+        ValueError: an argument out of its range or a policy that does not fit the channel
+            (see :func:`configure`).
+
+    Example:
+        >>> from jaxbandits import channels
+        >>> from jaxbandits.policies import classic
+        >>> init(classic.ucb1(), channels.attributed(), 3, 0)
+        LearnerState(UCB1, attributed(), t=-1)
+    """
     cfg = configure(policy, channel, n_arms, horizon, dim, max_pending)
     if isinstance(key, (int, np.integer)):
         key = jax.random.key(int(key))
@@ -168,7 +262,23 @@ def init(policy: Policy, channel, n_arms: int, key, *, horizon: Optional[int] = 
 
 
 def initial_state(cfg: Config, key) -> LearnerState:
-    """The state of a learner of ``cfg`` before its first decision, from ``key`` (run 0's keys)."""
+    """The state of a learner of ``cfg`` before its first decision, from ``key`` (run 0's keys).
+
+    Args:
+        cfg: the learner's :class:`Config` (from :func:`configure`).
+        key: a JAX PRNG key.
+
+    Returns:
+        LearnerState: the learner before its first decision (``t = -1``).
+
+    Example:
+        >>> import jax
+        >>> from jaxbandits import channels
+        >>> from jaxbandits.policies import classic
+        >>> cfg = configure(classic.ucb1(), channels.conversions(window=10), 3, None, None, None)
+        >>> initial_state(cfg, jax.random.key(0))
+        LearnerState(UCB1, conversions(window=10), t=-1)
+    """
     keys, _, k_init = run_keys(key, 0)
     pstate = cfg.policy.init(cfg.spec, k_init)
     H, P = cfg.pending, cfg.payload_size

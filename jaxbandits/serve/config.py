@@ -23,7 +23,17 @@ DEFAULT_PROPENSITY_SAMPLES = 256
 
 
 def policy_table():
-    """``{name: constructor}`` of the policies a serve config may name (``[policy] name``)."""
+    """``{name: constructor}`` of the policies a serve config may name (``[policy] name``).
+
+    Returns:
+        dict: the policy names of :data:`POLICIES`, each with its constructor in
+        :mod:`jaxbandits.policies`.
+
+    Example:
+        >>> table = policy_table()
+        >>> sorted(table) == sorted(POLICIES), table["ucb1"].__name__
+        (True, 'ucb1')
+    """
     from ..policies import bayes, classic
     from ..policies import conversions as C
 
@@ -82,7 +92,26 @@ class ServeConfig:
     is one round) or ``{"origin": t0, "round_length": L}`` in the unit of the timestamps (requests
     without ``now`` then use the server's time, seconds since the epoch); ``max_batch``: the most
     decisions or events in one request; ``snapshot_every``: events logged between two snapshots;
-    ``max_advance``: the most rounds one request may move the clock (each costs an ``update``)."""
+    ``max_advance``: the most rounds one request may move the clock (each costs an ``update``).
+
+    Attributes:
+        arms: the arm names (strings).
+        policy: ``{"name": one of POLICIES, parameters...}``.
+        channel: ``{"kind": "attributed"}`` or ``{"kind": "conversions", "window": m}``.
+        seed: the learner's seed (default 0).
+        horizon: what the policy may plan for (``None``: ``2^30 - 1``).
+        max_pending: slots of the pending ring (``None``: from the channel).
+        clock: ``None`` or ``{"origin": t0, "round_length": L}``.
+        max_batch: the most decisions or events in one request (default 1000).
+        snapshot_every: events logged between two snapshots (default 1000).
+        max_advance: the most rounds one request may move the clock (default ``10^7``).
+
+    Example:
+        >>> ServeConfig(arms=["a", "b"], policy={"name": "ucb1"}, channel={"kind": "attributed"})
+        ServeConfig(arms=['a', 'b'], policy={'name': 'ucb1'}, channel={'kind': 'attributed'}, seed=0,
+                    horizon=None, max_pending=None, clock=None, max_batch=1000, snapshot_every=1000,
+                    max_advance=10000000)
+    """
 
     arms: List[str]
     policy: Dict[str, Any]
@@ -214,7 +243,36 @@ class ServeConfig:
 
 def load_config(path=None, **overrides) -> ServeConfig:
     """A :class:`ServeConfig` from a TOML (``.toml``) or JSON file, then ``overrides`` (the
-    command line's flags; ``None`` values are ignored). Unknown keys are refused, naming them."""
+    command line's flags; ``None`` values are ignored). Unknown keys are refused, naming them.
+
+    Args:
+        path: the config file (``.json``: JSON, else TOML; limits may sit in a ``[serve]``
+            table); ``None``: the overrides alone.
+        **overrides: :class:`ServeConfig` fields (``policy`` and ``channel`` tables are merged
+            into the file's); ``None`` values are ignored.
+
+    Returns:
+        ServeConfig: the configuration, checked.
+
+    Raises:
+        ValueError: a file that does not parse, an unknown key (named with its file and line),
+            a missing ``arms``, ``policy`` or ``channel``, or a value out of its range.
+        OSError: the file cannot be read.
+
+    Example:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "serve.toml")
+        >>> with open(path, "w") as f:
+        ...     _ = f.write('arms = ["a", "b"]\\n[policy]\\nname = "ucb1"\\n'
+        ...                 '[channel]\\nkind = "conversions"\\nwindow = 50\\n')
+        >>> cfg = load_config(path, seed=3)
+        >>> cfg.arms, cfg.channel, cfg.seed
+        (['a', 'b'], {'kind': 'conversions', 'window': 50}, 3)
+        >>> load_config(path, colour="red")
+        Traceback (most recent call last):
+        ...
+        ValueError: config key colour (given on the command line): unknown key 'colour' in the config; ...
+    """
     raw: Dict[str, Any] = {}
     text = None
     if path is not None:
@@ -293,7 +351,30 @@ def _parse_value(text):
 
 
 def config_from_args(a) -> ServeConfig:
-    """The :class:`ServeConfig` of ``jaxbandits serve``'s arguments (a file, then the flags)."""
+    """The :class:`ServeConfig` of ``jaxbandits serve``'s arguments (a file, then the flags).
+
+    Args:
+        a: the parsed arguments (``argparse.Namespace``) of ``jaxbandits serve``: ``config``,
+            ``arms`` (comma-separated), ``policy``, ``params`` (``KEY=VALUE`` strings),
+            ``channel``, ``window``, ``origin``, ``round_length``, ``seed``, ``max_batch``,
+            ``snapshot_every``, ``max_pending``, ``horizon``, ``max_advance`` (``None``: not
+            given).
+
+    Returns:
+        ServeConfig: the file's configuration with the flags applied, checked.
+
+    Raises:
+        ValueError: a ``--param`` without ``=``, or what :func:`load_config` refuses.
+
+    Example:
+        >>> import argparse
+        >>> flags = dict.fromkeys(["config", "window", "origin", "round_length", "seed", "max_batch",
+        ...                        "snapshot_every", "max_pending", "horizon", "max_advance"])
+        >>> a = argparse.Namespace(arms="a,b", policy="ucb1", params=["alpha=1.0"], channel="attributed", **flags)
+        >>> cfg = config_from_args(a)
+        >>> cfg.arms, cfg.policy
+        (['a', 'b'], {'name': 'ucb1', 'alpha': 1.0})
+    """
     policy = None
     if a.policy is not None or a.params:
         policy = {} if a.policy is None else {"name": a.policy}

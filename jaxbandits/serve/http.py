@@ -17,7 +17,22 @@ def request_models():
     bounds on each field. :func:`create_app` parses and validates each body with them in one step
     (pydantic's own JSON parser: its nesting limit turns a deeply nested body into a 400, never a
     500); what depends on the config (``max_batch``, the arms, the channel's rewards, the clock) is
-    checked by :class:`Service` afterwards."""
+    checked by :class:`Service` afterwards.
+
+    Returns:
+        tuple: the pydantic model classes ``(Decide, Feedback, Advance)`` (built once, then
+        cached).
+
+    Example:
+        >>> Decide, Feedback, Advance = request_models()
+        >>> Decide(n=3).n
+        3
+        >>> Decide(n="3")
+        Traceback (most recent call last):
+        ...
+        pydantic_core._pydantic_core.ValidationError: 1 validation error for Decide
+        ...
+    """
     global _BODIES
     if _BODIES is None:
         from typing import Annotated, Union
@@ -96,7 +111,28 @@ def _validation_message(errors, allowed) -> str:
 
 def create_app(service: Service, read_token: Optional[str] = None, write_token: Optional[str] = None):
     """The FastAPI application of ``service`` (requests are served one at a time), with the
-    dashboard and the optional access tokens (:mod:`jaxbandits.dashboard`)."""
+    dashboard and the optional access tokens (:mod:`jaxbandits.dashboard`).
+
+    Args:
+        service: the :class:`Service` to serve.
+        read_token: the token the reading routes require (``None``: open).
+        write_token: the token the writing routes require (``None``: open).
+
+    Returns:
+        fastapi.FastAPI: the application (``POST /decide``, ``/feedback``, ``/advance``,
+        ``GET /stats``, ``/health`` and the dashboard's routes).
+
+    Example:
+        >>> import os, tempfile
+        >>> from fastapi.testclient import TestClient  # doctest: +SKIP
+        >>> cfg = ServeConfig(arms=["a", "b"], policy={"name": "ucb1"}, channel={"kind": "attributed"})
+        >>> svc = Service(cfg, os.path.join(tempfile.mkdtemp(), "serve.db"))  # doctest: +SKIP
+        >>> client = TestClient(create_app(svc))  # doctest: +SKIP
+        >>> client.get("/health").json()  # doctest: +SKIP
+        {'ok': True, 'log_seq': 0}
+        >>> client.post("/decide", json={"n": 2}).json()  # doctest: +SKIP
+        {'ids': [0, 1], 'arms': ['a', 'a']}
+    """
     from fastapi import FastAPI, Request
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse
@@ -183,7 +219,27 @@ def create_app(service: Service, read_token: Optional[str] = None, write_token: 
 
 
 def run(config: ServeConfig, db: str, host: str = "127.0.0.1", port: int = 8000, log_level: str = "warning"):
-    """Start the service and serve it with uvicorn until interrupted."""
+    """Start the service and serve it with uvicorn until interrupted.
+
+    Args:
+        config: the :class:`ServeConfig`.
+        db: the SQLite database's path (see :class:`Service`).
+        host: the address to listen on (default ``127.0.0.1``).
+        port: the port (default 8000).
+        log_level: uvicorn's log level (default ``"warning"``).
+
+    Returns:
+        None, once the server stops.
+
+    Raises:
+        ImportError: FastAPI or uvicorn is not installed (``pip install 'jaxbandits[serve]'``).
+        ValueError: bad access tokens in the environment, or a database the service refuses.
+
+    Example:
+        >>> from jaxbandits.serve import load_config
+        >>> cfg = load_config("serve.toml")  # doctest: +SKIP
+        >>> run(cfg, "serve.db", port=8000)  # doctest: +SKIP
+    """
     try:
         import uvicorn
     except ImportError:

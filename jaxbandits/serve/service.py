@@ -49,7 +49,34 @@ def _number(name, x):
 
 class Service:
     """The learner of a :class:`ServeConfig` and its SQLite database at ``db`` (created if absent;
-    recovered from its snapshot and log if present; refused if it was created for another config)."""
+    recovered from its snapshot and log if present; refused if it was created for another config).
+
+    Args:
+        config: the :class:`ServeConfig` (checked again here).
+        db: the SQLite database's path (one service at a time: it is locked while open).
+
+    Attributes:
+        config: the configuration.
+        policy: the policy the config names.
+        channel: the channel the config names.
+        clock: the :class:`~jaxbandits.online.Clock`, or ``None``.
+        db_path: the database's path.
+        learner: the :class:`~jaxbandits.online.Learner`.
+        seq: the log position (requests logged so far).
+        recovered_events: the events replayed on start (after the latest snapshot).
+
+    Raises:
+        ValueError: a damaged database, one that is not SQLite, or one created for another
+            config; a config out of range.
+
+    Example:
+        >>> import os, tempfile
+        >>> cfg = ServeConfig(arms=["a", "b"], policy={"name": "ucb1"}, channel={"kind": "attributed"})
+        >>> svc = Service(cfg, os.path.join(tempfile.mkdtemp(), "serve.db"))  # doctest: +SKIP
+        >>> svc.decide(n=2)  # doctest: +SKIP
+        {'ids': [0, 1], 'arms': ['a', 'a']}
+        >>> svc.close()  # doctest: +SKIP
+    """
 
     def __init__(self, config: ServeConfig, db: str):
         from .. import online
@@ -374,7 +401,25 @@ class Service:
 
 def replay_events(config: ServeConfig, rows):
     """A fresh learner of ``config`` driven through ``rows`` of ``(kind, body)`` (the ``events``
-    table, in order, bodies as JSON text or dicts): what the log implies, without any snapshot."""
+    table, in order, bodies as JSON text or dicts): what the log implies, without any snapshot.
+
+    Args:
+        config: the :class:`ServeConfig` the log was written for.
+        rows: ``(kind, body)`` pairs: ``kind`` one of ``"decide"``, ``"feedback"``,
+            ``"advance"``; ``body`` a dict or its JSON text (``n``; ``ids`` and ``rewards``;
+            ``now``).
+
+    Returns:
+        Learner: the :class:`~jaxbandits.online.Learner` after the requests.
+
+    Example:
+        >>> cfg = ServeConfig(arms=["a", "b"], policy={"name": "ucb1"}, channel={"kind": "attributed"})
+        >>> replay_events(cfg, []).stats()["decisions"]
+        0
+        >>> rows = [("decide", {"n": 2}), ("feedback", '{"ids": [0, 1], "rewards": [1.0, 0.0]}')]
+        >>> replay_events(cfg, rows).stats()["accepted"]  # doctest: +SKIP
+        2
+    """
     from .. import online
 
     pol, ch, clock = config.build()
