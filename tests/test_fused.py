@@ -469,7 +469,7 @@ def test_cli_path_flag(capsys):
 
     sweeps = [n for n in X.names() if X.get(n).runner is not None]
     assert sweeps
-    with pytest.raises(ValueError, match="runs on the scan path"):
+    with pytest.raises(ValueError, match="sweep or study with its own loop: each of its simulations takes the path .auto. picks"):
         X.run(sweeps[0], runs=1, path="fused")
 
 
