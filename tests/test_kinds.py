@@ -60,7 +60,7 @@ def test_vernade_lower_bound_constants_against_the_theorems(tau_m):
     where multiplying and dividing by tau_m differ."""
     from jaxbandits.policies import conversions as P
 
-    theta = [0.5, 0.4, 0.3, 0.5 - 1e-3 * 0]  # a tie with the best counts as best (no term)
+    theta = [0.5, 0.4, 0.3, 0.5]  # a tie with the best counts as best (no term)
     best = max(theta)
     subs = [x for x in theta if x < best]
     want = sum(tau_m * (best - x) / _kl(tau_m * x, tau_m * best) for x in subs)
