@@ -31,13 +31,13 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import erf, erfinv, gammaincc, log_ndtr, ndtr, ndtri
+from jax.scipy.special import erf, erfinv, gammaincc, log_ndtr, ndtr
 from scipy.special import erfc as _erfc_np  # float64 host sums (scipy ships with jax)
 
 from . import _validate as V
 from ._pytree import pytree as _pytree
 from ._pytree import static as _static
-from .mathlib import open_uniform
+from .mathlib import ndtri, open_uniform
 from .types import NEVER
 from .values import constructor
 
@@ -133,9 +133,21 @@ class _Floored:
 
 
 class DelayLaw:
-    """Common methods; subclasses define ``ppf``, ``cdf``, ``mean``, ``variance``."""
+    """Common methods; subclasses define ``ppf``, ``cdf``, ``mean``, ``variance``.
+
+    A closed-form law (``closed_form = True``) also defines ``ppf_float(u)``, ``floor(F^-1(u))`` as
+    float32 before it is made an integer (``inf`` or beyond ``NEVER`` for a huge draw), from which
+    ``ppf`` is derived: the fused kernels draw its delays with that same function, so a delay law's
+    inverse CDF is written once (docs/fused.md)."""
 
     support_max: int = NEVER
+    #: whether ``ppf_float`` is a formula of the law's scalars and ``u`` alone (no tables): what the
+    #: fused kernels can draw in-kernel (:func:`jaxbandits.fused.path.kernel_law`)
+    closed_form = False
+
+    def ppf_float(self, u):
+        """``floor(F^-1(u))`` as float32; by default ``ppf`` made a float."""
+        return self.ppf(u).astype(_F)
 
     def draw(self, u, t):
         del t
@@ -157,6 +169,7 @@ class DelayLaw:
 class Fixed(DelayLaw):
     d: jax.Array
     support_max: int = _static(NEVER)
+    closed_form = True
 
     def ppf(self, u):
         return jnp.broadcast_to(jnp.asarray(self.d, jnp.int32), jnp.shape(u))
@@ -201,6 +214,7 @@ class Uniform(DelayLaw):
     lo: jax.Array
     hi: jax.Array
     support_max: int = _static(NEVER)
+    closed_form = True
 
     def ppf(self, u):
         n = self.hi - self.lo + 1
@@ -258,10 +272,15 @@ class Geometric(DelayLaw):
     def rho(self):
         return jnp.exp(self.log_rho)
 
-    def ppf(self, u):
-        # smallest n with 1 - rho^(n+1) >= u
+    closed_form = True
+
+    def ppf_float(self, u):
+        # smallest n >= 0 with 1 - rho^(n+1) >= u (rho = 0: log_rho = -inf, every delay 0)
         x = jnp.log1p(-u) / self.log_rho
-        return _floor_int(jnp.ceil(x) - 1.0)
+        return jnp.maximum(jnp.ceil(x) - 1.0, 0.0)
+
+    def ppf(self, u):
+        return _floor_int(self.ppf_float(u))
 
     def cdf(self, n):
         n = jnp.asarray(n)
@@ -384,8 +403,13 @@ class Exponential(_Floored, DelayLaw):
         x = jnp.asarray(x, _F)
         return -jnp.log(self.scale) - x / self.scale
 
+    closed_form = True
+
+    def ppf_float(self, u):
+        return jnp.floor(-self.scale * jnp.log1p(-u))
+
     def ppf(self, u):
-        return _floor_int(-self.scale * jnp.log1p(-u))
+        return _floor_int(self.ppf_float(u))
 
     def cdf(self, n):
         n = jnp.asarray(n)
@@ -503,8 +527,13 @@ class Weibull(_Floored, _SummedMoments, DelayLaw):
         v = jnp.log(k) - jnp.log(scale) + (k - 1.0) * jnp.log(z) - z**k
         return jnp.where(x > 0, v, jnp.where(k < 1, jnp.inf, jnp.where(k == 1, -jnp.log(scale), -jnp.inf)))
 
+    closed_form = True
+
+    def ppf_float(self, u):
+        return jnp.floor(self.scale * (-jnp.log1p(-u)) ** (1.0 / self.shape))
+
     def ppf(self, u):
-        return _floor_int(self.scale * (-jnp.log1p(-u)) ** (1.0 / self.shape))
+        return _floor_int(self.ppf_float(u))
 
     def cdf(self, n):
         n = jnp.asarray(n)
@@ -575,8 +604,13 @@ class LogNormal(_Floored, _SummedMoments, DelayLaw):
              - 0.5 * math.log(2 * math.pi) - jnp.log(xs))
         return jnp.where(x > 0, v, -jnp.inf)
 
+    closed_form = True
+
+    def ppf_float(self, u):
+        return jnp.floor(jnp.exp(self.mu + self.sigma * ndtri(u)))
+
     def ppf(self, u):
-        return _floor_int(jnp.exp(self.mu + self.sigma * ndtri(u)))
+        return _floor_int(self.ppf_float(u))
 
     def cdf(self, n):
         n = jnp.asarray(n)
@@ -622,8 +656,13 @@ class Pareto(_SummedMoments, DelayLaw):
     alpha: jax.Array
     scale: jax.Array
 
+    closed_form = True
+
+    def ppf_float(self, u):
+        return jnp.floor(self.scale * jnp.expm1(-jnp.log1p(-u) / self.alpha))
+
     def ppf(self, u):
-        return _floor_int(self.scale * jnp.expm1(-jnp.log1p(-u) / self.alpha))
+        return _floor_int(self.ppf_float(u))
 
     def cdf(self, n):
         n = jnp.asarray(n)

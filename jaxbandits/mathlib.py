@@ -751,3 +751,70 @@ def poisson_kl_ucb_bisect(p_hat, n_eff, beta, cap=1.0, iters: int = 60):
         u = jnp.where(kl_poisson(p, jnp.full_like(p, cap)) <= c, cap, u)
         u = jnp.where(p >= cap, p, u)
     return jnp.where(ok_n, u, jnp.inf)
+
+
+# jax.scipy.special.ndtri's coefficients (Cephes' ndtri), as Python floats: jax holds them as
+# arrays and evaluates them by a scan, which a Pallas kernel cannot capture; here each is a
+# constant of the program, applied in the same order, so the result is the same float32.
+_NDTRI_P0 = (-5.99633501014107895267E1, 9.80010754185999661536E1, -5.66762857469070293439E1,
+             1.39312609387279679503E1, -1.23916583867381258016E0)
+_NDTRI_Q0 = (1.0, 1.95448858338141759834E0, 4.67627912898881538453E0, 8.63602421390890590575E1,
+             -2.25462687854119370527E2, 2.00260212380060660359E2, -8.20372256168333339912E1,
+             1.59056225126211695515E1, -1.18331621121330003142E0)
+_NDTRI_P1 = (4.05544892305962419923E0, 3.15251094599893866154E1, 5.71628192246421288162E1,
+             4.40805073893200834700E1, 1.46849561928858024014E1, 2.18663306850790267539E0,
+             -1.40256079171354495875E-1, -3.50424626827848203418E-2, -8.57456785154685413611E-4)
+_NDTRI_Q1 = (1.0, 1.57799883256466749731E1, 4.53907635128879210584E1, 4.13172038254672030440E1,
+             1.50425385692907503408E1, 2.50464946208309415979E0, -1.42182922854787788574E-1,
+             -3.80806407691578277194E-2, -9.33259480895457427372E-4)
+_NDTRI_P2 = (3.23774891776946035970E0, 6.91522889068984211695E0, 3.93881025292474443415E0,
+             1.33303460815807542389E0, 2.01485389549179081538E-1, 1.23716634817820021358E-2,
+             3.01581553508235416007E-4, 2.65806974686737550832E-6, 6.23974539184983293730E-9)
+_NDTRI_Q2 = (1.0, 6.02427039364742014255E0, 3.67983563856160859403E0, 1.37702099489081330271E0,
+             2.16236993594496635890E-1, 1.34204006088543189037E-2, 3.28014464682127739104E-4,
+             2.89247864745380683936E-6, 6.79019408009981274425E-9)
+
+
+def _polyval32(coeffs, x):
+    """Horner's rule from ``0`` as ``jnp.polyval`` runs it, each coefficient a float32 constant."""
+    y = jnp.zeros_like(x)
+    for c in coeffs:
+        y = y * x + np.float32(c)
+    return y
+
+
+def ndtri(p):
+    """The standard normal quantile ``Phi^-1(p)`` of float32 ``p``, computed as
+    :func:`jax.scipy.special.ndtri` computes it (the same operations on the same float32
+    constants: equal bit for bit, tested), but with no array constant, so it also runs inside a
+    fused Pallas kernel (the log-normal delay law's inverse CDF, :mod:`jaxbandits.delays`).
+
+    Args:
+        p: probabilities, float32, in ``[0, 1]`` (``0`` and ``1`` give ``-inf`` and ``inf``).
+
+    Returns:
+        ``Phi^-1(p)``, float32 of ``p``'s shape.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from jaxbandits import mathlib
+        >>> [round(float(x), 4) for x in mathlib.ndtri(jnp.array([0.5, 0.975, 0.0], jnp.float32))]
+        [0.0, 1.96, -inf]
+    """
+    p = jnp.asarray(p, jnp.float32)
+    f = np.float32
+    mcp = jnp.where(p > f(-np.expm1(-2.0)), f(1.0) - p, p)
+    mcp = jnp.where(mcp == f(0.0), jnp.full(p.shape, f(0.5)), mcp)
+    w = mcp - f(0.5)
+    ww = lax.square(w)
+    big = w + w * ww * (_polyval32(_NDTRI_P0, ww) / _polyval32(_NDTRI_Q0, ww))
+    big = big * -f(np.sqrt(2.0 * np.pi))
+    z = lax.sqrt(f(-2.0) * lax.log(mcp))
+    first = z - lax.log(z) / z
+    iz = 1 / z
+    small = first - _polyval32(_NDTRI_P2, iz) / _polyval32(_NDTRI_Q2, iz) / z
+    other = first - _polyval32(_NDTRI_P1, iz) / _polyval32(_NDTRI_Q1, iz) / z
+    x = jnp.where(mcp > f(np.exp(-2.0)), big, jnp.where(z >= f(8.0), small, other))
+    x = jnp.where(p > f(1.0 - np.exp(-2.0)), x, -x)
+    inf = jnp.full(p.shape, f(np.inf))
+    return jnp.where(p == f(0.0), -inf, jnp.where(p == f(1.0), inf, x))

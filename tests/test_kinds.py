@@ -124,14 +124,14 @@ def test_max_proposals_is_the_smallest_cap_by_an_independent_tail():
 
 
 def test_every_fused_delay_law_has_the_whole_distribution_of_its_law():
-    """The whole distribution, every law: the fused kernels' inverse CDF at a fine grid of
-    uniforms gives, for every n, the fraction ``law.cdf(n)`` (to the grid's step), at parameters
-    where terms differ (a uniform law not starting at 0)."""
+    """The whole distribution, every law: the fused kernels' inverse CDF (the law's own
+    ``ppf_float``, on the law as the kernel holds it) at a fine grid of uniforms gives, for every n,
+    the fraction ``law.cdf(n)`` (to the grid's step), at parameters where terms differ (a uniform
+    law not starting at 0), and the scan path's ``ppf`` at every uniform."""
     import jax.numpy as jnp
 
     import jaxbandits.delays as D
-    from jaxbandits.fused.kernels import delay_value
-    from jaxbandits.fused.path import law_tuple
+    from jaxbandits.fused.path import kernel_law
 
     N = 20000
     v = (jnp.arange(N, dtype=jnp.float32) + 0.5) / N
@@ -139,7 +139,8 @@ def test_every_fused_delay_law_has_the_whole_distribution_of_its_law():
             D.weibull(1.5, 6.0), D.log_normal(1.0, 0.8), D.pareto(1.7, 3.0)]
     ns = np.arange(0, 30)
     for law in laws:
-        d = np.asarray(delay_value(law_tuple(law), v))
+        d = np.asarray(kernel_law(law).ppf_float(v))
+        np.testing.assert_array_equal(np.minimum(d, D.NEVER), np.asarray(law.ppf(v)), err_msg=repr(law))
         got = (d[None, :] <= ns[:, None]).mean(axis=1)
         want = np.asarray(law.cdf(jnp.asarray(ns)), np.float64)
         assert np.abs(got - want).max() <= 2.0 / N + 1e-5, (law, got, want)

@@ -327,3 +327,22 @@ def test_fold_in_is_jax_fold_in_bitwise():
     # another key implementation goes to jax.random.fold_in
     r = jax.random.key(3, impl="rbg")
     np.testing.assert_array_equal(jax.random.key_data(M.fold_in(r, 5)), jax.random.key_data(jax.random.fold_in(r, 5)))
+
+
+def test_ndtri_is_jaxs_bit_for_bit_and_has_no_array_constant():
+    """``mathlib.ndtri`` (the log-normal delay's quantile, also run inside the fused kernels) gives
+    jax.scipy.special.ndtri's float32 bits at every 97th float32 of [0, 1] and the edges, and its
+    program captures no array constant (what a Pallas kernel refuses)."""
+    import jax
+    import jax.numpy as jnp
+    from jax.scipy.special import ndtri as jax_ndtri
+
+    from jaxbandits.mathlib import ndtri
+
+    p = np.arange(0, 0x3F800001, 97, dtype=np.uint32).view(np.float32)
+    p = np.concatenate([p, np.float32([0.0, 1.0, 0.5, np.nextafter(np.float32(1), np.float32(0))])])
+    a = np.asarray(jax.jit(jax_ndtri)(jnp.asarray(p))).view(np.uint32)
+    b = np.asarray(jax.jit(ndtri)(jnp.asarray(p))).view(np.uint32)
+    np.testing.assert_array_equal(a, b)
+    consts = jax.make_jaxpr(ndtri)(jnp.float32(0.3)).consts
+    assert all(np.ndim(c) == 0 for c in consts), [np.shape(c) for c in consts]

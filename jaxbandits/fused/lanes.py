@@ -212,7 +212,7 @@ def _lanes_delayed_kernel(ks, *refs):
     ``delayed_klucb_index``; the tie word is the policy key's ``(t, TIE)`` (``v_t`` draws the delay)."""
     from ..policies import conversions as CV
     from ..ring import discounted_value, discounted_window
-    from .kernels import TIE, delay_value
+    from .kernels import TIE
 
     n_rep = 3 if ks.replay else 0
     mu_ref, rec_ref, tau_ref, ke0_ref, ke1_ref, kp0_ref, kp1_ref = refs[:7]
@@ -278,7 +278,7 @@ def _lanes_delayed_kernel(ks, *refs):
         oh = [h.astype(_F) for h in hit]
         mu_a = _select(a, [jnp.broadcast_to(x, (B,)) for x in mus])
         conv = u < mu_a
-        d = delay_value(law, v)
+        d = law.ppf_float(v)  # the law's own inverse CDF (jaxbandits.delays), float32
         inwin = conv & (d <= _F(m))
         di = jnp.where(inwin, d, 0.0).astype(_I)
         now = inwin & (di == 0)

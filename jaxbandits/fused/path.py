@@ -7,6 +7,7 @@ empty list: it is covered); :func:`simulate_fused` runs a covered one and return
 from __future__ import annotations
 
 import collections
+import dataclasses
 import time
 from typing import Dict, List
 
@@ -105,25 +106,32 @@ def unsupported(env, channel, policies, *, chunk=None, shard=None, resume=False,
     return why
 
 
-def law_tuple(law):
-    """A closed-form delay law as a hashable ``(name, params...)`` of Python numbers (the kernels'
-    in-kernel inverse CDF), or ``None`` when it has no fused sampler."""
-    t = type(law)
-    if t is D.Fixed:
-        return ("fixed", float(law.d))
-    if t is D.Uniform:
-        return ("uniform", int(law.lo), int(law.hi))
-    if t is D.Geometric:
-        return ("geometric", float(law.log_rho))
-    if t is D.Exponential:
-        return ("exponential", float(law.scale))
-    if t is D.Weibull:
-        return ("weibull", float(law.shape), float(law.scale))
-    if t is D.LogNormal:
-        return ("log_normal", float(law.mu), float(law.sigma))
-    if t is D.Pareto:
-        return ("pareto", float(law.alpha), float(law.scale))
-    return None
+def kernel_law(law):
+    """The delay law as the fused kernels hold it, or ``None`` when it has no in-kernel sampler.
+
+    A closed-form law (:attr:`jaxbandits.delays.DelayLaw.closed_form`) with each array field made a
+    NumPy scalar of the same dtype and value: hashable (it is part of the kernel's compile key) and
+    a constant inside the kernel, where its own ``ppf_float`` draws the delays, so the kernels and
+    the scan path share one inverse CDF, computed in the same float32 operations.
+
+    Args:
+        law: a delay law (:mod:`jaxbandits.delays`).
+
+    Returns:
+        The law with NumPy scalar fields, or ``None`` for a law that is not closed-form (a
+        histogram, Poisson, a mixture, a shift, a user's law).
+
+    Example:
+        >>> from jaxbandits import delays
+        >>> k = kernel_law(delays.uniform(3, 11))
+        >>> type(k).__name__, k == kernel_law(delays.uniform(3, 11)), kernel_law(delays.poisson(4.0))
+        ('Uniform', True, None)
+    """
+    if not getattr(type(law), "closed_form", False):
+        return None
+    fields = {f.name: np.asarray(getattr(law, f.name))[()] for f in dataclasses.fields(law)
+              if not f.metadata.get("static")}
+    return dataclasses.replace(law, **fields)
 
 
 def _conversions_unsupported(lab, pol, m, law):
@@ -131,7 +139,7 @@ def _conversions_unsupported(lab, pol, m, law):
     if m is None or m < 1:
         why.append(f"policy {lab!r} ({pol.name}): on the conversions channel the fused kernels need a censoring "
                    f"window m >= 1, got window={m}")
-    if law is not None and law_tuple(law) is None:
+    if law is not None and kernel_law(law) is None:
         why.append(f"the delay law {type(law).__name__} has no closed-form fused sampler (covered: fixed, "
                    "uniform, geometric, exponential, weibull, log_normal, pareto)")
     return why
@@ -145,8 +153,8 @@ def _delayed_unsupported(lab, pol, sp, env, law, channel):
         why.append(f"policy {lab!r} ({pol.name}) runs fused only on the conversions channel, not {channel}")
     else:
         why += _conversions_unsupported(lab, pol, sp.get("window"), law)
-    if law is not None and law_tuple(law) is not None:
-        if sp.get("delay") is not law and law_tuple(sp.get("delay")) != law_tuple(law):
+    if law is not None and kernel_law(law) is not None:
+        if sp.get("delay") != law:
             why.append(f"policy {lab!r} ({pol.name}) was built for another delay law than the world's")
     return why
 
@@ -306,7 +314,7 @@ def kernel_spec(env, channel, pol, horizon, n_rec, *, block, interpret, num_warp
         lr = None if lr is None else float(lr)
         tau = np.zeros((Wp,), np.float32)
         tau[: H + 1] = np.asarray(law.cdf_table(H + 1), np.float32)
-        params = params + (("window", m), ("H", H), ("T", horizon), ("Wp", Wp), ("law", law_tuple(law)),
+        params = params + (("window", m), ("H", H), ("T", horizon), ("Wp", Wp), ("law", kernel_law(law)),
                            ("log_rho", lr))
     ks = Kn.KernelSpec(sp.kind, tuple(sorted(params, key=lambda kv: kv[0])), K, kp, n_rec,
                        n_rec, block, world, interpret, num_warps, replay)
