@@ -457,6 +457,11 @@ def test_forced_fused_names_what_it_does_not_cover():
     # the scan path's own checks come first, with its messages
     with pytest.raises(ValueError, match="n_runs"):
         jb.simulate(jb.envs.bernoulli(MEANS), jb.channels.attributed(), classic.ucb1(), 20, 0, 0, path="fused")
+    # a direct call of the fused backend names the same reasons (it was an AttributeError on None)
+    from jaxbandits.fused import simulate_fused
+
+    with pytest.raises(ValueError, match=r"simulate_fused: .*'e' \(Exp3\) has no fused kernel"):
+        simulate_fused(env, jb.channels.attributed(), pols, 20, jax.random.key(0), 2)
 
 
 def test_cli_path_flag(capsys):

@@ -365,6 +365,10 @@ def simulate_fused(env, channel, policies, horizon, key, n_runs=1, *, record=Non
     from ..engine import stats as ST
     from . import kernels as Kn
 
+    why = unsupported(env, channel, policies)
+    if why:  # a direct call gets the reasons jaxbandits.simulate(..., path="fused") gives, before compiling
+        raise ValueError("simulate_fused: the fused kernels do not cover this simulation: " + "; ".join(why)
+                         + " (jaxbandits.simulate with path='scan' or 'auto' runs it)")
     single = is_policy(policies)
     pols = {policies.name: policies} if single else dict(policies)
     if interpret is None:
