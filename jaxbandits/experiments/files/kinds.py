@@ -29,9 +29,26 @@ KINDS: Dict[str, str] = {
 _ALIASES = {f"policies.{k}": k for k in ("classic", "conversions", "adversarial", "anonymous", "linear",
                                           "composite", "bayes")}
 
-# ----------------------------------------------------------------------------- kinds
+
 def import_ref(ref: str):
-    """``package.module:attribute.path`` -> the object."""
+    """The object a reference ``package.module:attribute.path`` names (a file's ``build``,
+    ``runner`` and ``package.module:function`` kinds).
+
+    Args:
+        ref: ``"package.module:attribute"``, the attribute possibly dotted (``"module:Class.method"``).
+
+    Returns:
+        The object, imported.
+
+    Raises:
+        ValueError: ``ref`` is not of that form, its module cannot be imported (its syntax error or
+            the exception its import raised, with file and line), or it has no such attribute.
+
+    Example:
+        >>> from jaxbandits.experiments.files import import_ref
+        >>> import_ref("math:sqrt")(4.0)
+        2.0
+    """
     module, _, attr = ref.partition(":")
     if not module or not attr:
         raise ValueError(f"{ref!r} is not of the form package.module:function")
@@ -57,7 +74,29 @@ def import_ref(ref: str):
 
 def resolve_kind(kind) -> Any:
     """The constructor a ``kind`` names: ``PREFIX.function`` of :data:`KINDS` or
-    ``package.module:function``."""
+    ``package.module:function``.
+
+    Args:
+        kind: a non-empty string: ``PREFIX.function`` with ``PREFIX`` a key of :data:`KINDS` (or a
+            policy family spelled with its package, ``policies.classic.kl_ucb``), or
+            ``"package.module:function"``.
+
+    Returns:
+        The function (a public function of the module, or the one the reference names).
+
+    Raises:
+        ValueError: not a string, an unknown prefix, a name the module does not export as a public
+            function (with the closest names), or a reference that names no function.
+
+    Example:
+        >>> from jaxbandits.experiments.files import resolve_kind
+        >>> resolve_kind("classic.ucb1").__name__
+        'ucb1'
+        >>> resolve_kind("delays.geometrc")
+        Traceback (most recent call last):
+        ...
+        ValueError: unknown kind 'delays.geometrc': jaxbandits.delays has no public function 'geometrc' ...
+    """
     if not isinstance(kind, str) or not kind:
         raise ValueError(f"kind must be a string such as \"classic.ucb1\" or \"package.module:function\", got {kind!r}")
     if ":" in kind:
@@ -81,6 +120,19 @@ def resolve_kind(kind) -> Any:
 
 
 def signature(fn):
+    """``fn``'s signature, or None where Python cannot read one (some builtins).
+
+    Args:
+        fn: a callable.
+
+    Returns:
+        An :class:`inspect.Signature`, or None.
+
+    Example:
+        >>> from jaxbandits.experiments.files import signature
+        >>> str(signature(lambda mean, n=2: None))
+        '(mean, n=2)'
+    """
     try:
         return inspect.signature(fn)
     except (TypeError, ValueError):
@@ -88,7 +140,25 @@ def signature(fn):
 
 
 def check_params(kind, fn, params: dict) -> List[Tuple[str, str]]:
-    """Problems of ``params`` against ``fn``'s signature: ``[(parameter or "", message)]``."""
+    """Problems of ``params`` against ``fn``'s signature: parameters it does not take (with the
+    closest name and the list of those it takes) and required ones missing. A function that takes
+    ``**kwargs`` or has no readable signature takes anything.
+
+    Args:
+        kind: the kind as written in the file, for the messages.
+        fn: the constructor it names (:func:`resolve_kind`).
+        params: the entry's parameters, ``{name: value}`` (the values are not looked at).
+
+    Returns:
+        ``[(parameter or "", message)]``, empty when the parameters fit.
+
+    Example:
+        >>> from jaxbandits.experiments.files import check_params, resolve_kind
+        >>> check_params("classic.ucb1", resolve_kind("classic.ucb1"), {"alpah": 2.0})[0][0]
+        'alpah'
+        >>> check_params("classic.ucb1", resolve_kind("classic.ucb1"), {"alpha": 2.0})
+        []
+    """
     sig = signature(fn)
     if sig is None:
         return []

@@ -18,7 +18,7 @@ from .reading import read
 from .schema import FILE_KEYS, PANEL_KEYS, FileContext, FileError, get_path
 from .tomlwriter import dotted, toml_value
 
-# ----------------------------------------------------------------------------- building
+
 def _call(entry, path, ctx):
     """Build a value of the file: {kind = ...} tables are constructor calls (innermost first)."""
     if isinstance(entry, dict):
@@ -63,11 +63,35 @@ def _grid_panels(doc: dict) -> List[Tuple[tuple, dict]]:
 
 def build_panels(doc: dict, ctx: Optional[FileContext] = None) -> list:
     """The panels of a declarative file: every world, channel and policy built (on the host, no
-    compilation); an object of the wrong sort is an error naming its key and line."""
+    compilation); an object of the wrong sort is an error naming its key and line.
+
+    Args:
+        doc: the declarative part of a checked file (``world``, ``channel``, ``policies``,
+            ``log_lines``, or ``panels``; and ``grid``): ``{kind = ...}`` tables are constructor
+            calls, innermost first.
+        ctx: where the file's keys are, for the messages (default: none known).
+
+    Returns:
+        A list of :class:`~jaxbandits.experiments.Panel`, one per panel and grid point (a grid
+        point's panel named by its values).
+
+    Raises:
+        FileError: a constructor refused its arguments (the message names the key and its line),
+            a call returned no world, channel or policy, a grid value is repeated, or two panels
+            of the same name share a policy label.
+
+    Example:
+        >>> from jaxbandits.experiments.files import build_panels
+        >>> [p] = build_panels({"world": {"kind": "envs.bernoulli", "means": [0.5, 0.4]},
+        ...                     "channel": {"kind": "channels.attributed"},
+        ...                     "policies": {"UCB1": {"kind": "classic.ucb1"}}})
+        >>> p.env.n_arms, list(p.policies)
+        (2, ['UCB1'])
+    """
     from ...channels import Channel
     from ...envs.base import World
-    from ..specs import Panel
     from ...values import is_policy
+    from ..specs import Panel
 
     ctx = ctx or FileContext("<experiment file>", {})
     panels = []
@@ -119,7 +143,34 @@ def experiment(path: str, sets: Optional[dict] = None, *, doc_ctx=None):
     """The :class:`~jaxbandits.experiments.Experiment` of a file, checked, with every object of a
     declarative file already built once (so every constructor's check has run before anything
     compiles). ``sets``: ``--set`` overrides (dotted keys of the file; keys of [config] for build
-    and runner files)."""
+    and runner files).
+
+    Args:
+        path: the experiment file.
+        sets: ``--set`` overrides, ``{dotted key: value}``
+            (:func:`~jaxbandits.experiments.files.reading.parse_sets`).
+        doc_ctx: the file already read and checked, ``(document, context)`` as
+            :func:`~jaxbandits.experiments.files.reading.read` returns it (it is not read again).
+
+    Returns:
+        The :class:`~jaxbandits.experiments.Experiment`: named by the file's ``name`` (else its
+        stem), with the file (and the overrides) as its source.
+
+    Raises:
+        FileError: any problem of the file, or a constructor's refusal, naming the key and its
+            line.
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "e.toml"
+        >>> _ = path.write_text('horizon = 100\\nworld = {kind = "envs.bernoulli", means = [0.5, 0.4]}\\n'
+        ...                 'channel = {kind = "channels.attributed"}\\n[policies]\\n'
+        ...                 'UCB1 = {kind = "classic.ucb1", alpha = 2.0}\\n')
+        >>> from jaxbandits.experiments.files import experiment
+        >>> exp = experiment(path, {"horizon": 50})
+        >>> exp.name, exp.horizon, exp.runs
+        ('e', 50, 100)
+    """
     from ..specs import Experiment
 
     doc, ctx = doc_ctx or read(path, sets)
@@ -146,7 +197,19 @@ def experiment(path: str, sets: Optional[dict] = None, *, doc_ctx=None):
 
 def settable_keys(doc: dict) -> List[Tuple[str, Any, str]]:
     """``[(dotted key, value, what it is)]`` of a declarative file: every value ``--set`` can change
-    (kinds excepted: a different constructor is a different file)."""
+    (kinds excepted: a different constructor is a different file).
+
+    Args:
+        doc: a read file (:func:`~jaxbandits.experiments.files.reading.read`).
+
+    Returns:
+        ``[(dotted key, value, what it is)]``, in the file's order.
+
+    Example:
+        >>> from jaxbandits.experiments.files import settable_keys
+        >>> settable_keys({"horizon": 100, "world": {"kind": "envs.bernoulli", "means": [0.5, 0.4]}})[1]
+        ('world.means', [0.5, 0.4], "parameter 'means' of envs.bernoulli")
+    """
     out = []
 
     def walk(path, x, what):
@@ -172,7 +235,28 @@ def settable_keys(doc: dict) -> List[Tuple[str, Any, str]]:
 
 def show_file(exp, path, sets: Optional[dict] = None) -> str:
     """What ``jaxbandits show FILE.toml [--set ...]`` prints (``sets``: the [config] overrides of a
-    build/runner file, the dotted keys of a declarative one)."""
+    build/runner file, the dotted keys of a declarative one).
+
+    Args:
+        exp: the file's experiment (:func:`experiment`).
+        path: the file.
+        sets: the overrides it was read with.
+
+    Returns:
+        The text: the name and description, horizon and runs, and a table of the settable keys
+        (:func:`settable_keys`) with their types and values; for a build or runner file, what
+        :func:`~jaxbandits.experiments.show` says of its config.
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "e.toml"
+        >>> _ = path.write_text('horizon = 100\\nworld = {kind = "envs.bernoulli", means = [0.5, 0.4]}\\n'
+        ...                 'channel = {kind = "channels.attributed"}\\n[policies]\\n'
+        ...                 'UCB1 = {kind = "classic.ucb1", alpha = 2.0}\\n')
+        >>> from jaxbandits.experiments.files import experiment, show_file
+        >>> print(show_file(experiment(path), path).splitlines()[-1])
+          policies.UCB1.alpha  float  2.0    parameter 'alpha' of classic.ucb1
+    """
     from ..specs import show as show_exp
 
     if exp.runner is not None or exp.build is not _build_from_spec:

@@ -11,6 +11,7 @@ from .scanner import key_lines, toml_error
 from .schema import FILE_KEYS, FileContext, FileError, check, get_path
 from .tomlwriter import dotted
 
+
 def _apply_sets(doc: dict, sets: dict, ctx: FileContext) -> dict:
     """``--set dotted.key=value`` on the file: the key must exist, except a new parameter of a
     {kind = ...} entry (checked against its signature like any other)."""
@@ -44,7 +45,23 @@ def _apply_sets(doc: dict, sets: dict, ctx: FileContext) -> dict:
 
 def parse_sets(items) -> dict:
     """``["dotted.key=value", ...]`` -> dict (values: Python literals, else plain strings), for
-    ``--set`` on a file: ``world.delay.mean=20``, ``policies.UCB1.alpha=1.5``, ``horizon=500``."""
+    ``--set`` on a file: ``world.delay.mean=20``, ``policies.UCB1.alpha=1.5``, ``horizon=500``.
+
+    Args:
+        items: the ``--set`` arguments, each ``"dotted.key=value"`` (None: none).
+
+    Returns:
+        ``{dotted key: value}``, each value read as a Python literal where it is one
+        (:func:`ast.literal_eval`), else kept as the string written.
+
+    Raises:
+        ValueError: an item without ``=``, or a key with an empty part.
+
+    Example:
+        >>> from jaxbandits.experiments.files import parse_sets
+        >>> parse_sets(["world.delay.mean=20", "policies.UCB1.alpha=1.5", "name=run 2"])
+        {'world.delay.mean': 20, 'policies.UCB1.alpha': 1.5, 'name': 'run 2'}
+    """
     import ast
 
     out = {}
@@ -63,7 +80,34 @@ def parse_sets(items) -> dict:
 
 def read(path: str, sets: Optional[dict] = None) -> Tuple[dict, FileContext]:
     """Read and check a file (``sets``: ``--set`` overrides of its dotted keys). Raises
-    :class:`FileError` naming the file, the line and the key of every problem."""
+    :class:`~jaxbandits.experiments.files.schema.FileError` naming the file, the line and the key of
+    every problem.
+
+    Args:
+        path: the experiment file (TOML, UTF-8).
+        sets: ``--set`` overrides, ``{dotted key: value}`` (:func:`parse_sets`): a key of the file,
+            or a new parameter of a ``{kind = ...}`` entry; for a build or runner file, a key of
+            its ``[config]``.
+
+    Returns:
+        ``(document, context)``: the file as a dict, overrides applied and checked, and the
+        :class:`~jaxbandits.experiments.files.schema.FileContext` that locates its keys.
+
+    Raises:
+        FileError: the file cannot be read, is not UTF-8 or not TOML, an override names no key, or
+            the document breaks the schema (every problem in one message).
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> from jaxbandits.experiments.files import read
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "e.toml"
+        >>> _ = path.write_text('horizon = 100\\nworld = {kind = "envs.bernoulli", means = [0.5, 0.4]}\\n'
+        ...                 'channel = {kind = "channels.attributed"}\\n[policies]\\n'
+        ...                 'UCB1 = {kind = "classic.ucb1", alpha = 9.0}\\n')
+        >>> doc, ctx = read(path, {"policies.UCB1.alpha": 2.0})
+        >>> doc["policies"], ctx.lines[("policies", "UCB1")]
+        ({'UCB1': {'kind': 'classic.ucb1', 'alpha': 2.0}}, 5)
+    """
     path = os.fspath(path)
     try:
         with open(path, "rb") as fh:

@@ -16,7 +16,6 @@ import json
 import re
 from typing import Dict, List, Optional, Tuple
 
-# ----------------------------------------------------------------------------- lines of keys
 _KEY_RE = re.compile(r"""\s*(?:[A-Za-z0-9_-]+|"(?:[^"\\]|\\.)*"|'[^']*')""")
 
 
@@ -82,7 +81,21 @@ def _scan_value(s: str, i: int, depth: int, in_ml: Optional[str]):
 def key_lines(text: str) -> Dict[tuple, int]:
     """Path of every key of a TOML document -> its line (from 1). Paths are tuples of keys, with
     the index of an array of tables (``("panels", 1, "world")``). Keys inside an inline table share
-    its line, and are not listed (:func:`line_of` falls back to the nearest listed prefix)."""
+    its line, and are not listed (:func:`line_of` falls back to the nearest listed prefix).
+
+    Args:
+        text: a TOML document that ``tomllib`` reads (the scanner does not check the syntax).
+
+    Returns:
+        ``{path: line}``, for every table header, array-of-tables element and ``key = value``
+        line, and every prefix of a dotted key.
+
+    Example:
+        >>> from jaxbandits.experiments.files import key_lines
+        >>> lines = key_lines("horizon = 100\\n\\n[[panels]]\\nworld = {kind = 'envs.bernoulli'}\\n")
+        >>> lines[("horizon",)], lines[("panels", 0)], lines[("panels", 0, "world")]
+        (1, 3, 4)
+    """
     out: Dict[tuple, int] = {}
     table: tuple = ()
     counts: Dict[tuple, int] = {}
@@ -122,7 +135,27 @@ def key_lines(text: str) -> Dict[tuple, int]:
 
 def toml_error(path, raw: bytes, e) -> str:
     """tomllib's error, with the line that opens an unclosed array or inline table (tomllib names
-    the line where it noticed, often the next key's)."""
+    the line where it noticed, often the next key's).
+
+    Args:
+        path: the file's name, for the message.
+        raw: the file's bytes.
+        e: the :class:`tomllib.TOMLDecodeError` that reading ``raw`` raised.
+
+    Returns:
+        The message: ``"PATH: not valid TOML: ERROR"``, or for an unclosed bracket
+        ``"PATH, line N, key KEY: this value's brackets are never closed (tomllib: ERROR)"``.
+
+    Example:
+        >>> import tomllib
+        >>> from jaxbandits.experiments.files import toml_error
+        >>> raw = b"means = [0.5, 0.4\\nhorizon = 100\\n"
+        >>> try:
+        ...     tomllib.loads(raw.decode())
+        ... except tomllib.TOMLDecodeError as e:
+        ...     print(toml_error("e.toml", raw, e))
+        e.toml, line 1, key means: this value's brackets are never closed (tomllib: ...)
+    """
     msg = f"{path}: not valid TOML: {e}"
     if "Unclosed" not in str(e):
         return msg
@@ -167,7 +200,21 @@ def _resolve(table, parts, counts, header):
 
 
 def line_of(lines: Dict[tuple, int], path) -> Optional[int]:
-    """The line of ``path``, or of its longest prefix that has one."""
+    """The line of ``path``, or of its longest prefix that has one.
+
+    Args:
+        lines: the lines of a document's keys (:func:`key_lines`).
+        path: a key path, e.g. ``("world", "delay", "mean")``.
+
+    Returns:
+        The line (from 1), or None where no prefix of ``path`` has one.
+
+    Example:
+        >>> from jaxbandits.experiments.files import key_lines, line_of
+        >>> lines = key_lines("horizon = 100\\nworld = {kind = 'envs.bernoulli', means = [0.5]}\\n")
+        >>> line_of(lines, ("world", "means")), line_of(lines, ("seed",))
+        (2, None)
+    """
     path = tuple(path)
     for k in range(len(path), 0, -1):
         if path[:k] in lines:

@@ -48,21 +48,39 @@ FILE_KEYS: Dict[str, str] = {
     "ignores": "run options a runner does not use ([\"horizon\"]): giving one is an error",
     "horizon_keys": "config keys that a horizon given to run replaces (giving both is an error)",
 }
+#: The keys of a ``[[panels]]`` entry.
 PANEL_KEYS = ("name", "world", "channel", "policies", "log_lines")
 _METRICS = ("regret", "expected_regret", "delayed_regret", "fixed_regret")
+
 
 class FileError(ValueError):
     """A bad experiment file: names the file, the line and the key."""
 
-# ----------------------------------------------------------------------------- reading and checking
+
 @dataclasses.dataclass
 class FileContext:
+    """Where a file's problems are, and the problems found: what every error message names.
+
+    Attributes:
+        file: the file's path as given (or a placeholder such as ``"<experiment file>"``).
+        lines: the line of every key (:func:`~jaxbandits.experiments.files.scanner.key_lines`).
+        errors: the problems collected so far, ``[(key path, message)]``.
+        sets: the key paths given by ``--set`` (their messages say so).
+
+    Example:
+        >>> from jaxbandits.experiments.files import FileContext, key_lines
+        >>> ctx = FileContext("e.toml", key_lines("horizon = 0\\n"))
+        >>> ctx.where(("horizon",))
+        'e.toml, line 1, key horizon'
+    """
+
     file: str
     lines: Dict[tuple, int]
     errors: List[tuple] = dataclasses.field(default_factory=list)
     sets: tuple = ()  # dotted keys given by --set
 
     def where(self, path, file=True) -> str:
+        """``"FILE, line N, key K"`` of a key path (the line of its longest prefix that has one)."""
         path = tuple(path)
         given = [k for k in self.sets if path and (path[:len(k)] == k or k[:len(path)] == path)]
         n = line_of(self.lines, path)
@@ -72,9 +90,11 @@ class FileContext:
         return ", ".join(at) + (" (given by --set)" if given else "")
 
     def err(self, path, msg):
+        """Record a problem of the key at ``path``."""
         self.errors.append((tuple(path), msg))
 
     def raise_if_any(self):
+        """Raise a :class:`FileError` naming every problem recorded, if any."""
         if len(self.errors) == 1:
             path, msg = self.errors[0]
             raise FileError(f"{self.where(path)}: {msg}")
@@ -159,6 +179,23 @@ def _check_panel(ctx, path, p, *, top):
 
 
 def get_path(doc, path):
+    """The value at a key path of a document.
+
+    Args:
+        doc: the document (nested dicts and lists).
+        path: its keys and indices, e.g. ``("panels", 0, "world")``.
+
+    Returns:
+        The value there.
+
+    Raises:
+        KeyError, IndexError, TypeError: the path leads nowhere.
+
+    Example:
+        >>> from jaxbandits.experiments.files import get_path
+        >>> get_path({"panels": [{"world": {"mean": 2.0}}]}, ("panels", 0, "world", "mean"))
+        2.0
+    """
     x = doc
     for p in path:
         x = x[p]
@@ -167,7 +204,23 @@ def get_path(doc, path):
 
 def check(doc: dict, ctx: FileContext) -> None:
     """The schema: every key known and of its type and range; one form (world/channel/policies,
-    panels, build or runner); every kind and its parameters known. Collects every problem."""
+    panels, build or runner); every kind and its parameters known. Collects every problem.
+
+    Args:
+        doc: the parsed file (``tomllib``'s dict, ``--set`` applied).
+        ctx: where its keys are; the problems are recorded in it (``ctx.errors``), not raised
+            (:meth:`FileContext.raise_if_any` raises them).
+
+    Returns:
+        None.
+
+    Example:
+        >>> from jaxbandits.experiments.files import FileContext, check
+        >>> ctx = FileContext("e.toml", {("horizon",): 1})
+        >>> check({"horizon": 0, "build": "math:sqrt"}, ctx)
+        >>> ctx.errors
+        [(('horizon',), 'must lie in [1, 16777216], got 0')]
+    """
     for k in doc:
         if k not in FILE_KEYS:
             close = difflib.get_close_matches(k, list(FILE_KEYS), n=1)

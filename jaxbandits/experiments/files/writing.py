@@ -26,7 +26,7 @@ import numpy as np
 from .kinds import KINDS, import_ref, resolve_kind, signature
 from .tomlwriter import NotExpressible, dotted, dumps
 
-# ----------------------------------------------------------------------------- describing
+
 def _fn_kind(fn) -> Optional[str]:
     """The ``kind`` of a :func:`~jaxbandits.values.constructor` ``fn``: ``PREFIX.name`` where a module of
     :data:`KINDS` exports it, else ``package.module:function`` for a function of one's own."""
@@ -107,7 +107,29 @@ def _same(v, d) -> bool:
 def describe(exp, overrides: Optional[dict] = None) -> Tuple[dict, str]:
     """A registered experiment as a file: ``(document, comment)``. A build's values are written
     declaratively (module docstring); a sweep (``runner``) as its function and config.
-    Raises :class:`NotExpressible` (saying why) when neither can be written."""
+    Raises :class:`~jaxbandits.experiments.files.tomlwriter.NotExpressible` (saying why) when
+    neither can be written.
+
+    Args:
+        exp: a registered :class:`~jaxbandits.experiments.Experiment`.
+        overrides: ``--set`` overrides of its config (checked as for a run).
+
+    Returns:
+        ``(document, comment)``: the file as a dict (written with
+        :func:`~jaxbandits.experiments.files.tomlwriter.dumps`), and the comment at its top
+        (how it was written, the config).
+
+    Raises:
+        NotExpressible: an object of the build is not a constructor call of the table and the
+            build is not a module-level function, or a sweep's runner is not one.
+
+    Example:
+        >>> from jaxbandits.experiments import get
+        >>> from jaxbandits.experiments.files import describe
+        >>> doc, comment = describe(get("quickstart"))
+        >>> doc["world"]["kind"], doc["policies"]["UCB1"]
+        ('envs.conversions', {'kind': 'classic.ucb1'})
+    """
     from ..specs import resolve_config
 
     cfg = resolve_config(exp, overrides)
@@ -222,7 +244,26 @@ def _ref_of(fn) -> Optional[str]:
 
 
 def to_toml(exp, overrides: Optional[dict] = None) -> str:
-    """The file of a registered experiment (see :func:`describe`)."""
+    """The file of a registered experiment (see :func:`describe`): what
+    ``jaxbandits show NAME --toml`` writes. The text is read back with ``tomllib`` before it is
+    returned.
+
+    Args:
+        exp: a registered :class:`~jaxbandits.experiments.Experiment`.
+        overrides: ``--set`` overrides of its config.
+
+    Returns:
+        The TOML text; run as a file, it builds the same objects as the experiment.
+
+    Raises:
+        NotExpressible: as :func:`describe`.
+
+    Example:
+        >>> from jaxbandits.experiments import get
+        >>> from jaxbandits.experiments.files import to_toml
+        >>> print(to_toml(get("quickstart")).splitlines()[8])
+        world = {kind = "envs.conversions", theta = [0.5, 0.4, 0.3, 0.2], delay = {kind = "delays.geometric", mean = 50.0}}
+    """
     doc, comment = describe(exp, overrides)
     text = dumps(doc, comment)
     tomllib.loads(text)  # what we write, we can read
