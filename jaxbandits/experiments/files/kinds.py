@@ -44,7 +44,7 @@ def import_ref(ref: str):
         ValueError: ``ref`` is not of that form, its module cannot be imported (its syntax error or
             the exception its import raised, with file and line), or it has no such attribute.
 
-    Example:
+    Examples:
         >>> from jaxbandits.experiments.files import import_ref
         >>> import_ref("math:sqrt")(4.0)
         2.0
@@ -88,7 +88,7 @@ def resolve_kind(kind) -> Any:
         ValueError: not a string, an unknown prefix, a name the module does not export as a public
             function (with the closest names), or a reference that names no function.
 
-    Example:
+    Examples:
         >>> from jaxbandits.experiments.files import resolve_kind
         >>> resolve_kind("classic.ucb1").__name__
         'ucb1'
@@ -126,9 +126,9 @@ def signature(fn):
         fn: a callable.
 
     Returns:
-        An :class:`inspect.Signature`, or None.
+        An ``inspect.Signature``, or None.
 
-    Example:
+    Examples:
         >>> from jaxbandits.experiments.files import signature
         >>> str(signature(lambda mean, n=2: None))
         '(mean, n=2)'
@@ -152,7 +152,7 @@ def check_params(kind, fn, params: dict) -> List[Tuple[str, str]]:
     Returns:
         ``[(parameter or "", message)]``, empty when the parameters fit.
 
-    Example:
+    Examples:
         >>> from jaxbandits.experiments.files import check_params, resolve_kind
         >>> check_params("classic.ucb1", resolve_kind("classic.ucb1"), {"alpah": 2.0})[0][0]
         'alpah'

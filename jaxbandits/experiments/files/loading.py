@@ -80,7 +80,7 @@ def build_panels(doc: dict, ctx: Optional[FileContext] = None) -> list:
             a call returned no world, channel or policy, a grid value is repeated, or two panels
             of the same name share a policy label.
 
-    Example:
+    Examples:
         >>> from jaxbandits.experiments.files import build_panels
         >>> [p] = build_panels({"world": {"kind": "envs.bernoulli", "means": [0.5, 0.4]},
         ...                     "channel": {"kind": "channels.attributed"},
@@ -160,7 +160,7 @@ def experiment(path: str, sets: Optional[dict] = None, *, doc_ctx=None):
         FileError: any problem of the file, or a constructor's refusal, naming the key and its
             line.
 
-    Example:
+    Examples:
         >>> import pathlib, tempfile
         >>> path = pathlib.Path(tempfile.mkdtemp()) / "e.toml"
         >>> _ = path.write_text('horizon = 100\\nworld = {kind = "envs.bernoulli", means = [0.5, 0.4]}\\n'
@@ -205,7 +205,7 @@ def settable_keys(doc: dict) -> List[Tuple[str, Any, str]]:
     Returns:
         ``[(dotted key, value, what it is)]``, in the file's order.
 
-    Example:
+    Examples:
         >>> from jaxbandits.experiments.files import settable_keys
         >>> settable_keys({"horizon": 100, "world": {"kind": "envs.bernoulli", "means": [0.5, 0.4]}})[1]
         ('world.means', [0.5, 0.4], "parameter 'means' of envs.bernoulli")
@@ -247,7 +247,7 @@ def show_file(exp, path, sets: Optional[dict] = None) -> str:
         (:func:`settable_keys`) with their types and values; for a build or runner file, what
         :func:`~jaxbandits.experiments.show` says of its config.
 
-    Example:
+    Examples:
         >>> import pathlib, tempfile
         >>> path = pathlib.Path(tempfile.mkdtemp()) / "e.toml"
         >>> _ = path.write_text('horizon = 100\\nworld = {kind = "envs.bernoulli", means = [0.5, 0.4]}\\n'

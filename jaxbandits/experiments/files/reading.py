@@ -57,7 +57,7 @@ def parse_sets(items) -> dict:
     Raises:
         ValueError: an item without ``=``, or a key with an empty part.
 
-    Example:
+    Examples:
         >>> from jaxbandits.experiments.files import parse_sets
         >>> parse_sets(["world.delay.mean=20", "policies.UCB1.alpha=1.5", "name=run 2"])
         {'world.delay.mean': 20, 'policies.UCB1.alpha': 1.5, 'name': 'run 2'}
@@ -97,7 +97,7 @@ def read(path: str, sets: Optional[dict] = None) -> Tuple[dict, FileContext]:
         FileError: the file cannot be read, is not UTF-8 or not TOML, an override names no key, or
             the document breaks the schema (every problem in one message).
 
-    Example:
+    Examples:
         >>> import pathlib, tempfile
         >>> from jaxbandits.experiments.files import read
         >>> path = pathlib.Path(tempfile.mkdtemp()) / "e.toml"

@@ -90,7 +90,7 @@ def key_lines(text: str) -> Dict[tuple, int]:
         ``{path: line}``, for every table header, array-of-tables element and ``key = value``
         line, and every prefix of a dotted key.
 
-    Example:
+    Examples:
         >>> from jaxbandits.experiments.files import key_lines
         >>> lines = key_lines("horizon = 100\\n\\n[[panels]]\\nworld = {kind = 'envs.bernoulli'}\\n")
         >>> lines[("horizon",)], lines[("panels", 0)], lines[("panels", 0, "world")]
@@ -140,13 +140,13 @@ def toml_error(path, raw: bytes, e) -> str:
     Args:
         path: the file's name, for the message.
         raw: the file's bytes.
-        e: the :class:`tomllib.TOMLDecodeError` that reading ``raw`` raised.
+        e: the ``tomllib.TOMLDecodeError`` that reading ``raw`` raised.
 
     Returns:
         The message: ``"PATH: not valid TOML: ERROR"``, or for an unclosed bracket
         ``"PATH, line N, key KEY: this value's brackets are never closed (tomllib: ERROR)"``.
 
-    Example:
+    Examples:
         >>> import tomllib
         >>> from jaxbandits.experiments.files import toml_error
         >>> raw = b"means = [0.5, 0.4\\nhorizon = 100\\n"
@@ -209,7 +209,7 @@ def line_of(lines: Dict[tuple, int], path) -> Optional[int]:
     Returns:
         The line (from 1), or None where no prefix of ``path`` has one.
 
-    Example:
+    Examples:
         >>> from jaxbandits.experiments.files import key_lines, line_of
         >>> lines = key_lines("horizon = 100\\nworld = {kind = 'envs.bernoulli', means = [0.5]}\\n")
         >>> line_of(lines, ("world", "means")), line_of(lines, ("seed",))

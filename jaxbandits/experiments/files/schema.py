@@ -67,7 +67,7 @@ class FileContext:
         errors: the problems collected so far, ``[(key path, message)]``.
         sets: the key paths given by ``--set`` (their messages say so).
 
-    Example:
+    Examples:
         >>> from jaxbandits.experiments.files import FileContext, key_lines
         >>> ctx = FileContext("e.toml", key_lines("horizon = 0\\n"))
         >>> ctx.where(("horizon",))
@@ -189,9 +189,10 @@ def get_path(doc, path):
         The value there.
 
     Raises:
-        KeyError, IndexError, TypeError: the path leads nowhere.
+        KeyError: a key of the path is not there (IndexError, TypeError: an index out of range, or a
+            step into a value that is not a table or an array).
 
-    Example:
+    Examples:
         >>> from jaxbandits.experiments.files import get_path
         >>> get_path({"panels": [{"world": {"mean": 2.0}}]}, ("panels", 0, "world", "mean"))
         2.0
@@ -214,7 +215,7 @@ def check(doc: dict, ctx: FileContext) -> None:
     Returns:
         None.
 
-    Example:
+    Examples:
         >>> from jaxbandits.experiments.files import FileContext, check
         >>> ctx = FileContext("e.toml", {("horizon",): 1})
         >>> check({"horizon": 0, "build": "math:sqrt"}, ctx)

@@ -31,7 +31,7 @@ def toml_key(k) -> str:
     Returns:
         The key's TOML text.
 
-    Example:
+    Examples:
         >>> from jaxbandits.experiments.files import toml_key
         >>> toml_key("UCB1"), toml_key("KL-UCB"), toml_key("KL UCB")
         ('UCB1', 'KL-UCB', '"KL UCB"')
@@ -58,7 +58,7 @@ def toml_value(v) -> str:
     Raises:
         NotExpressible: a value of another type (None included: TOML has no null).
 
-    Example:
+    Examples:
         >>> from jaxbandits.experiments.files import toml_value
         >>> toml_value({"kind": "delays.geometric", "mean": 50})
         '{kind = "delays.geometric", mean = 50}'
@@ -101,7 +101,7 @@ def dumps(doc: dict, comment: str = "") -> str:
     Raises:
         NotExpressible: a value TOML cannot hold.
 
-    Example:
+    Examples:
         >>> from jaxbandits.experiments.files import dumps
         >>> print(dumps({"horizon": 100, "world": {"kind": "envs.bernoulli", "means": [0.5, 0.4]},
         ...              "policies": {"UCB1": {"kind": "classic.ucb1"}}}, comment="an example"), end="")
@@ -154,7 +154,7 @@ def dotted(path) -> str:
     Returns:
         The dotted key (empty for an empty path).
 
-    Example:
+    Examples:
         >>> from jaxbandits.experiments.files import dotted
         >>> dotted(("panels", 1, "policies", "KL UCB", "alpha"))
         'panels[1].policies."KL UCB".alpha'

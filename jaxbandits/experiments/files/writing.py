@@ -123,7 +123,7 @@ def describe(exp, overrides: Optional[dict] = None) -> Tuple[dict, str]:
         NotExpressible: an object of the build is not a constructor call of the table and the
             build is not a module-level function, or a sweep's runner is not one.
 
-    Example:
+    Examples:
         >>> from jaxbandits.experiments import get
         >>> from jaxbandits.experiments.files import describe
         >>> doc, comment = describe(get("quickstart"))
@@ -258,7 +258,7 @@ def to_toml(exp, overrides: Optional[dict] = None) -> str:
     Raises:
         NotExpressible: as :func:`describe`.
 
-    Example:
+    Examples:
         >>> from jaxbandits.experiments import get
         >>> from jaxbandits.experiments.files import to_toml
         >>> print(to_toml(get("quickstart")).splitlines()[8])
