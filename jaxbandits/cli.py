@@ -522,7 +522,7 @@ def is_file(name: str) -> bool:
 def _file_experiment(path, sets):
     """``(Experiment, overrides, seed)`` of an experiment file: ``--set`` changes the dotted keys of
     a declarative file, the [config] keys of a build/runner file (as for a registered experiment)."""
-    from . import expfile as F
+    from .experiments import files as F
     from . import experiments as X
 
     doc, ctx = F.read(path)
@@ -542,7 +542,7 @@ def _show(a):
     if is_file(a.name):
         if a.toml:
             raise ValueError(f"{a.name} is already an experiment file: show --toml writes a registered experiment's")
-        from . import expfile as F
+        from .experiments import files as F
 
         exp, overrides, _ = _file_experiment(a.name, a.sets)
         print(F.show_file(exp, a.name, overrides if overrides is not None else F.parse_sets(a.sets)))
@@ -550,7 +550,7 @@ def _show(a):
     exp = X.get(a.name)
     overrides = X.parse_set(a.sets)
     if a.toml:
-        from . import expfile as F
+        from .experiments import files as F
 
         text = F.to_toml(exp, overrides)
         if a.output is None:

@@ -464,7 +464,7 @@ def _sweep_experiment(ref: dict):
     from .experiments import registry as X
 
     if ref.get("source"):
-        from . import expfile
+        from .experiments import files as expfile
 
         path, *rest = ref["source"]
         sets = {}

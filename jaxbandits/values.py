@@ -167,8 +167,8 @@ def policy_value(cls_name: str, fused: Optional[Tuple[str, Tuple[str, ...]]] = N
 class Made:
     """How a value was made: ``fn``, the public constructor (as its module exports it), and
     ``arguments``, the arguments it was called with (defaults filled in), by name. What
-    :func:`jaxbandits.expfile.describe` writes as ``{kind = ..., arguments}``. Not pickled (a value
-    read back from a pickle says nothing of how it was made)."""
+    :func:`~jaxbandits.experiments.files.writing.describe` writes as ``{kind = ..., arguments}``.
+    Not pickled (a value read back from a pickle says nothing of how it was made)."""
 
     __slots__ = ("fn", "arguments")
 

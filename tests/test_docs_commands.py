@@ -158,7 +158,7 @@ def _check_page_file(name):
     """The file a page shows, read as the page says to run it: its objects build."""
     import tempfile
 
-    from jaxbandits import expfile
+    from jaxbandits.experiments import files as expfile
 
     text = (ROOT / PAGE_FILES[name]).read_text()
     block = re.search(r"```toml\n(.*?)```", text, re.S).group(1)

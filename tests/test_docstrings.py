@@ -77,6 +77,14 @@ DOCUMENTED = [
     "jaxbandits.experiments.runner",
     "jaxbandits.experiments.assemble",
     "jaxbandits.experiments",
+    "jaxbandits.experiments.files.kinds",
+    "jaxbandits.experiments.files.scanner",
+    "jaxbandits.experiments.files.tomlwriter",
+    "jaxbandits.experiments.files.schema",
+    "jaxbandits.experiments.files.reading",
+    "jaxbandits.experiments.files.loading",
+    "jaxbandits.experiments.files.writing",
+    "jaxbandits.experiments.files",
     "jaxbandits.distributed",
     "jaxbandits.plotting",
     "jaxbandits.online.state",
@@ -100,7 +108,8 @@ DOCTESTED = [m for m in DOCUMENTED if m not in ("jaxbandits.mathlib", "jaxbandit
                                                 "jaxbandits.reproductions.bayes", "jaxbandits.reproductions.ope",
                                                 # re-exports: their examples run in the defining modules
                                                 "jaxbandits.engine", "jaxbandits.simulate",
-                                                "jaxbandits.experiments", "jaxbandits.online", "jaxbandits.serve")]
+                                                "jaxbandits.experiments", "jaxbandits.experiments.files",
+                                                "jaxbandits.online", "jaxbandits.serve")]
 
 #: modules whose examples are many small eager JAX calls (about 10 s each on 2 cores): ``-m slow``
 DOCTESTED_SLOW = ["jaxbandits.mathlib", "jaxbandits.bayes.model", "jaxbandits.delays"]

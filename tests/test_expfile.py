@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jaxbandits import experiments as X
-from jaxbandits import expfile as F
+from jaxbandits.experiments import files as F
 from jaxbandits.cli import main, parser
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -573,17 +573,17 @@ def test_key_lines_point_at_each_key(doc):
             p = path + (k,)
             row = rows[lines[p] - 1].strip()
             if isinstance(v, dict) and "kind" in v:  # a {kind = ...} entry: inline, its keys on its line
-                assert row.startswith(F._key(k) + " = {"), (p, row)
+                assert row.startswith(F.toml_key(k) + " = {"), (p, row)
             elif isinstance(v, dict):
-                assert row.startswith("[") and row.endswith(F._key(k) + "]"), (p, row)
+                assert row.startswith("[") and row.endswith(F.toml_key(k) + "]"), (p, row)
                 walk(p, v)
             elif isinstance(v, list) and v and all(isinstance(x, dict) and "kind" not in x for x in v):
-                assert row.startswith("[[") and row.endswith(F._key(k) + "]]"), (p, row)
+                assert row.startswith("[[") and row.endswith(F.toml_key(k) + "]]"), (p, row)
                 for i, x in enumerate(v):
                     assert rows[lines[p + (i,)] - 1].strip() == row
                     walk(p + (i,), x)
             else:
-                assert row.startswith(F._key(k) + " = "), (p, row)
+                assert row.startswith(F.toml_key(k) + " = "), (p, row)
 
     walk((), doc)
 

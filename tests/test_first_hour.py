@@ -217,7 +217,7 @@ policies = {UCB1 = {kind = "classic.ucb1"}}
     ("checkpoints = [30, 61]\n" + BASE, r"line 1, key checkpoints\[1\]: must lie in \[1, 60\], got 61"),
 ])
 def test_experiment_file_refuses_what_it_would_drop(tmp_path, text, match):
-    from jaxbandits import expfile
+    from jaxbandits.experiments import files as expfile
 
     f = tmp_path / "e.toml"
     f.write_text(text)
@@ -509,7 +509,8 @@ def test_damaged_serving_database_names_the_file(tmp_path):
     ('horizon = 10\n[policies]\nA = {kind = "classic.ucb1"\nB = 3\n', "line 3, key A"),
 ])
 def test_unclosed_toml_names_the_line_that_opens_it(tmp_path, text, where):
-    from jaxbandits import expfile, serve
+    from jaxbandits import serve
+    from jaxbandits.experiments import files as expfile
 
     f = tmp_path / "e.toml"
     f.write_text(text)

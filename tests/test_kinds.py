@@ -199,7 +199,7 @@ def test_n_tilde_direct_against_its_definition_with_arms_inferred():
 def test_every_bad_set_key_is_refused_read_whole(key):
     """Bad input, every malformed dotted key (empty, empty parts at either end or inside): refused
     with the whole message."""
-    from jaxbandits.expfile import parse_sets
+    from jaxbandits.experiments.files import parse_sets
 
     with pytest.raises(ValueError) as e:
         parse_sets([f"{key}=1"])
@@ -208,7 +208,7 @@ def test_every_bad_set_key_is_refused_read_whole(key):
 
 def test_unknown_parameter_messages_read_whole():
     """Error messages read whole: the unknown name, the close match, and every parameter (or 'none')."""
-    from jaxbandits.expfile import check_params
+    from jaxbandits.experiments.files import check_params
 
     def two(alpha=0.5, beta=1):
         pass
@@ -229,7 +229,7 @@ def test_key_lines_of_every_kind_of_value_against_the_document_built_line_by_lin
     with quotes, brackets inside strings, multi-line arrays); tomllib reads the same keys."""
     import tomllib
 
-    from jaxbandits.expfile import key_lines
+    from jaxbandits.experiments.files import key_lines
 
     values = ['""""""', "''''''", '"""""x"""', "'''''x'''", '"""x"""""', '""" [ """', '"[" ', "'{'",
               '"""\nline [\n"""', "'''\n'' x\n'''", "[1,\n 2, [3,\n 4]]", '{ a = "}" }', '"a\\"b"', "1 # ["]

@@ -139,7 +139,7 @@ def test_show_toml_writes_policies_from_their_fields(tmp_path):
     import tomllib
 
     from jaxbandits import experiments as XP
-    from jaxbandits import expfile as F
+    from jaxbandits.experiments import files as F
 
     def build(cfg):
         law = D.geometric(mean=20.0)  # made in the build: written from its made-by record

@@ -26,7 +26,8 @@ def run(name, runs: Optional[int] = None, horizon: Optional[int] = None, seed: i
         chunk: Optional[int] = None, resume: bool = False, force: bool = False, part=None,
         distributed: bool = False, path: str = "auto", keep=None) -> Results:
     """Run a registered experiment (all its policies in one compiled program); save to ``out``.
-    ``name`` may also be an :class:`Experiment` (one read from a file: :func:`jaxbandits.expfile.experiment`).
+    ``name`` may also be an :class:`Experiment` (one read from a file:
+    :func:`~jaxbandits.experiments.files.loading.experiment`).
 
     ``out`` is checked and locked before anything runs: a folder that cannot be written raises
     :class:`jaxbandits._io.OutputFolderError`, one another run is writing

@@ -2,7 +2,7 @@
 a world, a channel and policies, or into :class:`Panel` s), the checks of ``--set`` overrides
 against the config's kinds (:func:`resolve_config`), and the words that describe one
 (:func:`show`, :func:`describe_run`). No running and no registry: the experiment files
-(:mod:`jaxbandits.expfile`) and the runner build on this.
+(:mod:`jaxbandits.experiments.files`) and the runner build on this.
 """
 from __future__ import annotations
 

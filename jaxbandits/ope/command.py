@@ -127,7 +127,7 @@ def parse_policy(spec: str, log: DecisionLog, delay=None) -> Target:
         [0.5, 0.5]
     """
     from .. import channels as C
-    from ..expfile import resolve_kind
+    from ..experiments.files import resolve_kind
     from ..values import is_policy
 
     s = spec.strip()

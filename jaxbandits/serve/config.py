@@ -288,7 +288,7 @@ def load_config(path=None, **overrides) -> ServeConfig:
 
                 raw = tomllib.loads(data.decode())
         except (ValueError, UnicodeDecodeError) as e:  # tomllib.TOMLDecodeError and JSONDecodeError
-            from ..expfile import toml_error
+            from ..experiments.files import toml_error
 
             raise ValueError(f"{path}: not valid JSON: {e}" if path.endswith(".json")
                              else toml_error(path, data, e)) from None
@@ -336,7 +336,7 @@ def _where(path, text, from_file, key) -> str:
                 line = n
                 break
     else:
-        from ..expfile import key_lines, line_of
+        from ..experiments.files import key_lines, line_of
 
         lines = key_lines(text)
         line = line_of(lines, key) or line_of(lines, ("serve",) + tuple(key))
