@@ -60,3 +60,33 @@ def test_covering_tests_order_and_fallback():
     res = [{"file": "jaxbandits/x.py", "status": s} for s in ("killed", "killed", "survived", "capped", "invalid")]
     text = RM.summary(res)
     assert "2/4 killed (50%)" in text and "capped 1" in text and "invalid 1" in text
+
+
+def test_import_time_lines_run_their_module_files_first(tmp_path, monkeypatch):
+    """Module and class bodies, decorators and default arguments run at import: coverage credits them
+    to the first test that imported the module, so a mutant there runs its module's test files, then
+    the covering tests; a line inside a function or lambda body keeps the covering tests alone."""
+    src = ("X = 2 ** 30\n"                      # 1 module level
+           "@deco(3)\n"                         # 2 decorator
+           "def f(a, b=4):\n"                   # 3 default argument
+           "    return a + b\n"                 # 4 body
+           "class C:\n"                         # 5
+           "    k = 5\n"                        # 6 class body
+           "    def g(self):\n"                 # 7
+           "        return [\n"                 # 8 body, continued
+           "            1]\n"                   # 9
+           "h = lambda x: (\n"                  # 10 the assignment (its body starts on 11)
+           "    x + 1)\n")                      # 11 body
+    (tmp_path / "jaxbandits").mkdir()
+    (tmp_path / "jaxbandits" / "x.py").write_text(src)
+    monkeypatch.setattr(RM, "ROOT", str(tmp_path))
+    assert RM.import_time_lines("jaxbandits/x.py") == {1, 2, 3, 5, 6, 7, 10}
+    cmap = {"lines": {"jaxbandits/x.py": {"1": ["tests/other.py::first_importer"], "4": ["tests/a.py::t"]}},
+            "durations": {}, "failed": []}
+    at = RM.import_time_lines("jaxbandits/x.py")
+    sel, tests = RM.select_tests({"file": "jaxbandits/x.py", "line": 1}, cmap, ["tests/test_x.py"], at)
+    assert sel.startswith("import-time") and tests == ["tests/test_x.py", "tests/other.py::first_importer"]
+    assert RM.select_tests({"file": "jaxbandits/x.py", "line": 4}, cmap, ["tests/test_x.py"], at) == \
+        ("covering", ["tests/a.py::t"])
+    assert RM.select_tests({"file": "jaxbandits/x.py", "line": 9}, cmap, ["tests/test_x.py"], at) == \
+        ("module files", ["tests/test_x.py"])

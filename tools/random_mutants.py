@@ -28,9 +28,13 @@ writes ``.mutants_map.json``: for each line of the package the tests that execut
 test's duration and the tests that fail unmutated (never used). A mutant then runs its covering
 tests, those of its module's own test files first and the rest fastest first, with ``-x``, until
 one fails (killed) or all pass (survived) or ``--cap`` seconds pass (``capped``: counted as not
-killed). A line that no test executes in the test process (code run only at import, or only in a
-subprocess of the CLI tests) falls back to its module's test files (``tests_for``). A kill
-counts only when the failing test passes on the unmutated tree (``--verify``).
+killed). A line that runs at import (module and class bodies, decorators, default arguments:
+:func:`import_time_lines`) is credited by coverage to whichever test imported its module first,
+not to the tests that read what it defines: its mutant runs its module's test files
+(``tests_for``) first, then the covering tests. A line that no test executes in the test process
+(or only in a subprocess of the CLI tests) runs its module's test files. A kill counts only when
+the failing test passes on the unmutated tree (``--verify``). ``--resume --retry-import-time``
+reruns the surviving and capped import-time mutants of a report written before that rule.
 
 Usage::
 
@@ -284,6 +288,35 @@ def lines_from_coverage(data_file=os.path.join(ROOT, ".mutants_coverage"), out=M
     return 0
 
 
+def import_time_lines(path):
+    """The lines of ``path`` that run when its module is imported, not when a function is called:
+    module and class bodies, decorators and default arguments (everything outside a function's or a
+    lambda's body). Coverage credits such a line to whichever test imported the module first, not to
+    the tests that read what it defines, so a mutant there also runs its module's own test files."""
+    tree = ast.parse(open(os.path.join(ROOT, path)).read())
+    inside = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            inside.update(range(node.body[0].lineno, node.end_lineno + 1))
+        elif isinstance(node, ast.Lambda):
+            inside.update(range(node.body.lineno, node.body.end_lineno + 1))
+    n = len(open(os.path.join(ROOT, path)).read().splitlines())
+    return set(range(1, n + 1)) - inside
+
+
+def select_tests(m, cmap, module_files, import_time):
+    """What a mutant runs, and why: the covering tests (:func:`covering_tests`); for a line that runs
+    at import (:func:`import_time_lines`), its module's own test files first, then the covering
+    tests; for a line no test executed, its module's files alone."""
+    cov = covering_tests(m, cmap, module_files)
+    if m["line"] in import_time:
+        return "import-time line: module files, then covering", list(module_files) + [
+            t for t in (cov or []) if t.split("::")[0] not in module_files]
+    if cov:
+        return "covering", cov
+    return "module files", list(module_files)
+
+
 def covering_tests(m, cmap, own_files):
     """The default suite's tests that execute the mutant's line, its module's own test files first,
     then fastest first (``None``: no test executes it, in the test process)."""
@@ -372,6 +405,9 @@ def main(argv=None):
     ap.add_argument("--dry", action="store_true", help="print the sample, run nothing")
     ap.add_argument("--resume", action="store_true", help="skip the mutants already in --report")
     ap.add_argument("--retry-capped", action="store_true", help="with --resume: run the capped ones again")
+    ap.add_argument("--retry-import-time", action="store_true",
+                    help="with --resume: run again the survivors and capped mutants of import-time lines "
+                         "(reports written before those lines also ran their module's test files)")
     ap.add_argument("--score", action="store_true", help="print the score of --report, run nothing")
     a = ap.parse_args(argv)
     if a.score:
@@ -390,11 +426,11 @@ def main(argv=None):
     cache, cur = {}, curated_tests()
     runnable = [as_runnable(m, cache, cur) for m in sample]
     cmap = json.load(open(MAP))
+    at_import = {}
     for m in runnable:
-        cov = covering_tests(m, cmap, m["tests"])
-        m["selection"] = "covering" if cov else "module files"
-        if cov:
-            m["tests"] = cov
+        if m["file"] not in at_import:
+            at_import[m["file"]] = import_time_lines(m["file"])
+        m["selection"], m["tests"] = select_tests(m, cmap, m["tests"], at_import[m["file"]])
     if a.dry:
         for m in runnable:
             print(m["id"], "|", m["from"], "->", m["to"], "|", m["selection"], len(m["tests"]))
@@ -407,6 +443,8 @@ def main(argv=None):
     res = []
     if a.resume and a.report and os.path.exists(a.report):  # a stopped run goes on where it stopped
         res = [r for r in json.load(open(a.report)) if r["status"] != "capped" or not a.retry_capped]
+        if a.retry_import_time:
+            res = [r for r in res if r["status"] == "killed" or r["line"] not in at_import[r["file"]]]
         done = {r["id"] for r in res}
         runnable = [m for m in runnable if m["id"] not in done]
         print(f"resuming: {len(res)} done, {len(runnable)} to run", flush=True)
