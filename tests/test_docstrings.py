@@ -56,6 +56,7 @@ DOCUMENTED = [
     "jaxbandits.reproductions.bayes",
     "jaxbandits.reproductions.ope",
     "jaxbandits.types",
+    "jaxbandits.values",
     "jaxbandits.channels",
     "jaxbandits.engine",
     "jaxbandits.engine.round",
