@@ -91,6 +91,7 @@ DOCUMENTED = [
     "jaxbandits.serve.http",
     "jaxbandits.serve",
     "jaxbandits.dashboard",
+    "jaxbandits.cli",
 ]
 
 #: modules whose examples run in the default suite (cheap: constructors, numpy, small eager array
