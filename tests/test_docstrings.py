@@ -33,6 +33,7 @@ DOCUMENTED = [
     "jaxbandits.ope.command",
     "jaxbandits.fused",
     "jaxbandits.fused.path",
+    "jaxbandits.bayes.families",
     "jaxbandits.bayes.logs",
     "jaxbandits.bayes.model",
     "jaxbandits.bayes.synth",
