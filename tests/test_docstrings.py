@@ -93,6 +93,12 @@ DOCUMENTED = [
     "jaxbandits.serve",
     "jaxbandits.dashboard",
     "jaxbandits.cli",
+    # the packages that re-export their modules' names (and the package itself)
+    "jaxbandits",
+    "jaxbandits.bayes",
+    "jaxbandits.envs",
+    "jaxbandits.ope",
+    "jaxbandits.policies",
 ]
 
 #: modules whose examples run in the default suite (cheap: constructors, numpy, small eager array
@@ -103,7 +109,9 @@ DOCTESTED = [m for m in DOCUMENTED if m not in ("jaxbandits.mathlib", "jaxbandit
                                                 "jaxbandits.reproductions.bayes", "jaxbandits.reproductions.ope",
                                                 # re-exports: their examples run in the defining modules
                                                 "jaxbandits.engine", "jaxbandits.simulate",
-                                                "jaxbandits.experiments", "jaxbandits.online", "jaxbandits.serve")]
+                                                "jaxbandits.experiments", "jaxbandits.online", "jaxbandits.serve",
+                                                "jaxbandits", "jaxbandits.bayes", "jaxbandits.envs", "jaxbandits.ope",
+                                                "jaxbandits.policies")]
 
 #: modules whose examples are many small eager JAX calls (about 10 s each on 2 cores): ``-m slow``
 DOCTESTED_SLOW = ["jaxbandits.mathlib", "jaxbandits.bayes.model", "jaxbandits.delays"]
