@@ -17,7 +17,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from jaxbandits import bayes as B  # noqa: E402
+from jaxbandits.bayes.calibration import sbc  # noqa: E402
 from jaxbandits._io import write_text  # noqa: E402
 
 FAMILIES = ["exponential", "geometric", "weibull", "lognormal", "histogram"]
@@ -36,7 +36,7 @@ def main(argv=None):
     runs = [(m, 1.0) for m in a.models] + ([("weibull", a.misspecified)] if a.misspecified else [])
     for model, scale in runs:
         t0 = time.perf_counter()
-        res = B.sbc(model, a.reps, seed=a.seed, delay_scale=scale)
+        res = sbc(model, a.reps, seed=a.seed, delay_scale=scale)
         wall = time.perf_counter() - t0
         s = res.summary(level=0.01, n_bins=10)
         s["wall_s"] = round(wall, 1)

@@ -23,7 +23,18 @@ def _use_all_cores():
 def compile_cache_dir() -> str:
     """Where ``jaxbandits run`` keeps compiled programs: ``$JAXBANDITS_CACHE_DIR`` if set, else
     JAX's own ``jax_compilation_cache_dir`` if the user configured one (``JAX_COMPILATION_CACHE_DIR``),
-    else ``$XDG_CACHE_HOME/jaxbandits/jax`` (``~/.cache/jaxbandits/jax`` without XDG_CACHE_HOME)."""
+    else ``$XDG_CACHE_HOME/jaxbandits/jax`` (``~/.cache/jaxbandits/jax`` without XDG_CACHE_HOME).
+
+    Returns:
+        str: the folder, an absolute path (``~`` expanded; it need not exist yet).
+
+    Example:
+        >>> import os
+        >>> from unittest import mock
+        >>> with mock.patch.dict(os.environ, {"JAXBANDITS_CACHE_DIR": "/tmp/my-cache"}):
+        ...     compile_cache_dir()
+        '/tmp/my-cache'
+    """
     d = os.environ.get(CACHE_ENV)
     if not d:
         import jax
@@ -44,7 +55,21 @@ def compile_cache(enabled: bool = True):
     """JAX's persistent compilation cache on (at :func:`compile_cache_dir`, every program cached,
     however small or quick to compile) or off, for the duration of the block; yields the folder or
     None. JAX's settings are restored on exit, so calling :func:`main` in a process of one's own
-    leaves no trace. The folder is trusted: whoever can write to it can run code in this process."""
+    leaves no trace. The folder is trusted: whoever can write to it can run code in this process.
+    A folder that cannot be made is reported on stderr and the block runs without the cache.
+
+    Args:
+        enabled: ``True`` (the default) turns the cache on at :func:`compile_cache_dir` (made if
+            missing); ``False`` turns it off (``jaxbandits run --no-compile-cache``).
+
+    Yields:
+        The cache folder (str), or ``None`` when the cache is off.
+
+    Example:
+        >>> with compile_cache(enabled=False) as folder:
+        ...     print(folder)
+        None
+    """
     import jax
     from jax.experimental.compilation_cache import compilation_cache as cc
 
@@ -87,7 +112,20 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parser():
-    """The ``jaxbandits`` command line's argument parser (every subcommand)."""
+    """The ``jaxbandits`` command line's argument parser (every subcommand).
+
+    A command line it rejects raises an error that :func:`format_error` reports in the one error
+    format (argparse would print its usage block and exit).
+
+    Returns:
+        argparse.ArgumentParser: the parser; ``parse_args(argv)`` gives the namespace whose
+        ``cmd`` is the subcommand (``None`` for a bare ``jaxbandits``).
+
+    Example:
+        >>> a = parser().parse_args(["run", "quickstart", "--runs", "8"])
+        >>> a.cmd, a.name, a.runs
+        ('run', 'quickstart', 8)
+    """
     p = _Parser(prog="jaxbandits", description="Bandits with delayed feedback, in JAX.")
     p.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
     from ._version import __version__
@@ -300,7 +338,26 @@ def _one_line(text) -> str:
 def format_error(e: BaseException) -> str:
     """The one error format of the command line: ``jaxbandits: error: ...`` naming the parameter
     (or file and row) and the allowed values, on one line; a second line for a usage error (where
-    to read the usage) or an unexpected one (how to see its traceback)."""
+    to read the usage) or an unexpected one (how to see its traceback).
+
+    Args:
+        e: the exception the command met: a usage error of :func:`parser`, an output folder's
+            error, a ``ValueError`` / ``TypeError`` / ``OSError`` / ``ImportError`` of bad input,
+            or any other (reported as unexpected).
+
+    Returns:
+        str: the message, one line (two for a usage error or an unexpected one), no traceback.
+
+    Example:
+        >>> print(format_error(ValueError("runs must be >= 1, got 0")))
+        jaxbandits: error: runs must be >= 1, got 0
+        >>> try:
+        ...     parser().parse_args(["run"])
+        ... except Exception as e:
+        ...     print(format_error(e))
+        jaxbandits run: error: the following arguments are required: name
+        (see: jaxbandits run --help)
+    """
     from ._io import OutputFolderError
 
     if isinstance(e, _UsageError):
@@ -318,8 +375,31 @@ def format_error(e: BaseException) -> str:
 
 
 def main(argv=None):
-    """The ``jaxbandits`` command. Returns the exit status: 0, 2 for any error (printed in one or
-    two lines to stderr, no traceback unless ``--debug``), 130 when interrupted (Ctrl-C)."""
+    """The ``jaxbandits`` command (``list``, ``show``, ``run``, ``merge``, ``plot``, ``compare``,
+    ``fit``, ``evaluate``, ``serve``; docs/cli.md), callable from Python.
+
+    Every error is printed in :func:`format_error`'s format to stderr (no traceback unless
+    ``--debug``); nothing is raised, except the ``SystemExit`` of ``--help`` and ``--version``.
+
+    Args:
+        argv: the arguments after ``jaxbandits`` (each converted with ``str``); ``None`` (the
+            default) reads ``sys.argv[1:]``.
+
+    Returns:
+        int: the exit status: 0 on success, 2 for any error, 130 when interrupted (Ctrl-C).
+
+    Example:
+        >>> status = main(["list"])  # doctest: +ELLIPSIS
+        bayes-fit-recovery ...
+        quickstart               Conversions with geometric delays seen through a censored window: ...
+        >>> status
+        0
+        >>> main(["run", "no-such-experiment"])  # stderr: jaxbandits: error: unknown experiment ...
+        2
+        >>> import tempfile
+        >>> main(["run", "quickstart", "--runs", "8", "--out", tempfile.mkdtemp()])  # doctest: +SKIP
+        0
+    """
     argv = sys.argv[1:] if argv is None else [str(x) for x in argv]
     debug = "--debug" in argv
     try:
@@ -515,7 +595,19 @@ def _written(out) -> list:
 
 
 def is_file(name: str) -> bool:
-    """``run`` and ``show`` read an experiment file when the argument ends in ``.toml``."""
+    """Whether ``run`` and ``show`` read ``name`` as an experiment file: it ends in ``.toml``.
+
+    Args:
+        name: the ``NAME`` argument of ``jaxbandits run`` or ``show``.
+
+    Returns:
+        bool: ``True`` for an experiment file (``.toml``, any case), ``False`` for a registered
+        experiment's name.
+
+    Example:
+        >>> is_file("my_experiment.TOML"), is_file("quickstart")
+        (True, False)
+    """
     return str(name).lower().endswith(".toml")
 
 

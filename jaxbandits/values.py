@@ -128,8 +128,32 @@ def policy_value(cls_name: str, fused: Optional[Tuple[str, Tuple[str, ...]]] = N
 
     The decorated constructor keeps its signature and checks; its parameters become the fields of a
     new frozen dataclass ``cls_name`` (a parameter ``name``, the display name, becomes the field
-    ``label``: ``name`` is the interface's display name). ``fused``: the kernel kind and the fields
-    it takes. The class is ``constructor.value_type`` (``classic.ucb1.value_type`` is ``UCB1``)."""
+    ``label``: ``name`` is the interface's display name). The class is
+    ``constructor.value_type`` (``classic.ucb1.value_type`` is ``UCB1``). Two calls with equal
+    arguments make equal values, which share one compiled program.
+
+    Args:
+        cls_name: the name of the value's class, what its ``repr`` shows (``"UCB1"``).
+        fused: ``(kernel kind, field names)`` of the fused kernel that implements the policy, or
+            ``None`` (the default) when the fused path does not cover it (a policy of one's own).
+        renamed: ``(field, constructor argument)`` pairs where the two names differ (by default
+            the argument ``name`` is the field ``label``).
+
+    Returns:
+        A decorator: given the constructor ``fn`` (its arguments the hyper-parameters, returning a
+        :class:`~jaxbandits.types.Policy` or a :class:`PolicyValue`), a function of the same
+        signature that returns a value of the new class.
+
+    Example:
+        >>> from jaxbandits.policies import classic
+        >>> @policy_value("Cautious")
+        ... def cautious(alpha: float = 4.0):
+        ...     return classic.ucb1(alpha=alpha).as_tuple()
+        >>> cautious(), cautious(alpha=8.0)
+        (Cautious(), Cautious(alpha=8.0))
+        >>> cautious() == cautious(), cautious.value_type.__name__
+        (True, 'Cautious')
+    """
 
     def wrap(fn):
         import inspect
@@ -194,11 +218,35 @@ class MadeArray(np.ndarray):
 def constructor(fn):
     """Declare ``fn`` a public constructor of worlds, channels, delay laws, profiles or arrays of
     their parameters: each value it returns carries a :class:`Made` record (``fn`` and the bound
-    arguments), read by :func:`made_by`. The value's fields, equality, hash and pytree structure
-    are untouched; a value derived from it (``dataclasses.replace``, ``jax.tree.map``, a pickle)
-    carries none. A function of one's own decorated with it is written to experiment files as
-    ``package.module:function``. The innermost constructor's record is overwritten by the
-    outermost (``envs.conversions`` calling ``envs.bernoulli`` is ``envs.conversions``)."""
+    arguments), read by :func:`made_by`.
+
+    The value's fields, equality, hash and pytree structure are untouched; a value derived from it
+    (``dataclasses.replace``, ``jax.tree.map``, a pickle) carries none. A function of one's own
+    decorated with it is written to experiment files as ``package.module:function``. The innermost
+    constructor's record is overwritten by the outermost (``envs.conversions`` calling
+    ``envs.bernoulli`` is ``envs.conversions``). A return value that cannot carry the record (a
+    tuple, a number) is returned as it is.
+
+    Args:
+        fn: the constructor, a function of its parameters returning the value (a numpy array is
+            returned as a :class:`MadeArray` view of it).
+
+    Returns:
+        A function of the same signature returning the same value, with its :class:`Made` record.
+
+    Example:
+        >>> import dataclasses
+        >>> @dataclasses.dataclass(frozen=True)
+        ... class Gap:
+        ...     width: float
+        >>> @constructor
+        ... def gap(width: float = 1.0) -> Gap:
+        ...     return Gap(width)
+        >>> made_by(gap(2.0)).arguments
+        {'width': 2.0}
+        >>> gap(2.0) == Gap(2.0), made_by(Gap(2.0)) is None
+        (True, True)
+    """
     import inspect
 
     sig = inspect.signature(fn)
@@ -224,7 +272,25 @@ def constructor(fn):
 
 
 def made_by(x) -> Optional[Made]:
-    """The :class:`Made` record of a value returned by a :func:`constructor`, else ``None``."""
+    """The :class:`Made` record of a value returned by a :func:`constructor`, else ``None``.
+
+    Args:
+        x: any value.
+
+    Returns:
+        Its :class:`Made` record (``fn``, the constructor, and ``arguments``, by name with the
+        defaults filled in), or ``None`` when no constructor made it (or it was derived from one's
+        value: ``dataclasses.replace``, ``jax.tree.map``, a pickle).
+
+    Example:
+        >>> import dataclasses
+        >>> from jaxbandits import delays
+        >>> law = delays.geometric(mean=5.0)
+        >>> made_by(law)
+        Made('geometric', {'rho': None, 'mean': 5.0})
+        >>> made_by(dataclasses.replace(law)) is None, made_by(3) is None
+        (True, True)
+    """
     try:
         m = vars(x).get("_made")
     except TypeError:  # no __dict__ (a tuple, a number): nothing recorded
@@ -270,7 +336,20 @@ class FieldGrid:
 
 
 def is_policy(x) -> bool:
-    """A policy: a :class:`~jaxbandits.types.Policy` NamedTuple (a user's own) or a library :class:`PolicyValue`."""
+    """Whether ``x`` is a policy: a :class:`~jaxbandits.types.Policy` NamedTuple (a user's own) or
+    a library :class:`PolicyValue`.
+
+    Args:
+        x: any value.
+
+    Returns:
+        bool: ``True`` for a ``Policy`` NamedTuple or a :class:`PolicyValue`, ``False`` otherwise.
+
+    Example:
+        >>> from jaxbandits.policies import classic
+        >>> is_policy(classic.ucb1()), is_policy(classic.ucb1().as_tuple()), is_policy("ucb1")
+        (True, True, False)
+    """
     return isinstance(x, (Policy, PolicyValue))
 
 
@@ -373,7 +452,22 @@ def user_policy_id(policy) -> str:
     declarations (``needs``, ``max_hold``, ...). Nothing is read from code or closures, so the
     parameters a closure holds are *not* seen: give each differently parameterised policy its own
     ``name`` (``name=f"mine(alpha={alpha})"``), or write it as a value
-    (:func:`policy_value`), whose fields name it (docs/composing.md)."""
+    (:func:`policy_value`), whose fields name it (docs/composing.md).
+
+    Args:
+        policy: a user's :class:`~jaxbandits.types.Policy` NamedTuple.
+
+    Returns:
+        str: ``"u:"`` and 16 hex digits, the same in every process for the same name, functions
+        and declarations.
+
+    Example:
+        >>> from jaxbandits.policies import classic
+        >>> mine = classic.ucb1().as_tuple()._replace(name="mine(alpha=2)")
+        >>> u = user_policy_id(mine)
+        >>> u.startswith("u:"), len(u), user_policy_id(mine._replace(name="other")) == u
+        (True, 18, False)
+    """
     parts = []
     for field, v in zip(policy._fields, policy):
         if callable(v):

@@ -1,6 +1,7 @@
 """The models beyond the anchors (docs/bayes.md): hierarchical pooling across arms, the contextual
 (logistic) model with a delay law per segment, and posterior predictive checks."""
 import math
+import re
 
 import numpy as np
 import pytest
@@ -9,6 +10,7 @@ pytest.importorskip("numpyro")
 az = pytest.importorskip("arviz")
 
 from jaxbandits import bayes as B  # noqa: E402
+from jaxbandits.bayes import ppc as PPC  # noqa: E402  (the report layer: not re-exported by bayes)
 
 
 def _pop_log(K, plays_per_arm, seed, p_mu=math.log(0.1 / 0.9), p_sd=0.5, m_mu=math.log(30.0), m_sd=0.3):
@@ -218,8 +220,8 @@ def _point_idata(p, mean, shape, n=200, model="weibull"):
 
 def test_ppc_band_covers_the_data_under_the_truth_and_not_under_a_wrong_law():
     log = B.synthetic_log([0.1, 0.3], 4000, span=500, cutoff=500, delay="weibull", mean=40, shape=2.0, seed=3)
-    right = B.ppc_curves(_point_idata([0.1, 0.3], 40.0, 2.0), log, n_draws=100)
-    wrong = B.ppc_curves(_point_idata([0.1, 0.3], 80.0, 2.0), log, n_draws=100)
+    right = PPC.ppc_curves(_point_idata([0.1, 0.3], 40.0, 2.0), log, n_draws=100)
+    wrong = PPC.ppc_curves(_point_idata([0.1, 0.3], 80.0, 2.0), log, n_draws=100)
     assert right["replicated"].shape == (100, 2, right["ages"].size) and right["observed"].shape == (2, right["ages"].size)
 
     def inside(c):
@@ -230,7 +232,7 @@ def test_ppc_band_covers_the_data_under_the_truth_and_not_under_a_wrong_law():
     assert inside(wrong) < 0.5
     # without censoring (every play watched 1000 >> delays) the replicated curves average p F(a)
     log2 = B.synthetic_log([0.3], 5000, span=1, cutoff=1000, delay="weibull", mean=40, shape=2.0, seed=4)
-    c = B.ppc_curves(_point_idata([0.3], 40.0, 2.0), log2, ages=[20.0, 40.0, 80.0], n_draws=200)
+    c = PPC.ppc_curves(_point_idata([0.3], 40.0, 2.0), log2, ages=[20.0, 40.0, 80.0], n_draws=200)
     scale = 40.0 / math.gamma(1.5)
     exact = 0.3 * (1 - np.exp(-(np.array([20.0, 40.0, 80.0]) / scale) ** 2))
     np.testing.assert_allclose(c["replicated"].mean(0)[0], exact, atol=0.004)
@@ -239,15 +241,31 @@ def test_ppc_band_covers_the_data_under_the_truth_and_not_under_a_wrong_law():
 def test_ppc_plot_and_empty_arm(tmp_path):
     log = B.conversion_log(np.array([0, 0, 0, 0]), np.array([0.0, 1.0, 2.0, 3.0]), np.array([5.0, np.nan, 9.0, np.nan]),
                            20.0, 2)
-    c = B.ppc_curves(_point_idata([0.5, 0.5], 5.0, 1.0), log, n_draws=20)
+    c = PPC.ppc_curves(_point_idata([0.5, 0.5], 5.0, 1.0), log, n_draws=20)
     assert np.all(np.isnan(c["observed"][1])) and np.all(np.isfinite(c["observed"][0]))
-    B.plot_ppc(_point_idata([0.5, 0.5], 5.0, 1.0), log, tmp_path / "ppc.png", n_draws=20)
+    PPC.plot_ppc(_point_idata([0.5, 0.5], 5.0, 1.0), log, tmp_path / "ppc.png", n_draws=20)
     assert (tmp_path / "ppc.png").stat().st_size > 5000
 
 
 def test_km_seen_curve_by_hand():
     # events at 1, 3; censored at 2 and 3 (a tie: the event counts first)
-    km = B.km_seen_curve([True, False, True, False], [1.0, 2.0, 3.0, 3.0], [0.5, 1, 2, 3, 4])
+    km = PPC.km_seen_curve([True, False, True, False], [1.0, 2.0, 3.0, 3.0], [0.5, 1, 2, 3, 4])
     s1 = 1 - 1 / 4
     s3 = s1 * (1 - 1 / 2)
     np.testing.assert_allclose(km, [0, 1 - s1, 1 - s1, 1 - s3, 1 - s3])
+
+
+def test_the_report_layer_is_imported_from_its_modules():
+    """``jaxbandits.bayes`` no longer re-exports its report layer (docs/architecture.md): the names
+    it used to give raise an AttributeError that names the module to import them from, and that
+    module lists it."""
+    from jaxbandits.bayes import calibration
+
+    for name, module in [("plot_ppc", PPC), ("ppc_curves", PPC), ("km_seen_curve", PPC), ("sbc", calibration),
+                         ("SBCResult", calibration), ("rank_uniformity", calibration)]:
+        with pytest.raises(AttributeError, match=re.escape(f"import it from {module.__name__} "
+                                                           f"(from {module.__name__} import {name})")):
+            getattr(B, name)
+        assert name not in B.__all__ and name in module.__all__
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
+        B.no_such_name

@@ -10,16 +10,17 @@ import pytest
 pytest.importorskip("numpyro")
 
 from jaxbandits import bayes as B  # noqa: E402
+from jaxbandits.bayes import calibration as C  # noqa: E402  (the report layer: not re-exported by bayes)
 
 FAMILIES = ["exponential", "geometric", "weibull", "lognormal", "histogram"]
 
 
 def test_rank_uniformity_statistic():
     # exactly uniform ranks: p = 1; all ranks in the first bin: p ~ 0
-    assert B.rank_uniformity(np.repeat(np.arange(100), 2), 99, 10) == pytest.approx(1.0)
-    assert B.rank_uniformity(np.zeros(200, int), 99, 10) < 1e-30
+    assert C.rank_uniformity(np.repeat(np.arange(100), 2), 99, 10) == pytest.approx(1.0)
+    assert C.rank_uniformity(np.zeros(200, int), 99, 10) < 1e-30
     with pytest.raises(ValueError, match="n_bins=7 must divide n_draws"):
-        B.rank_uniformity(np.zeros(5, int), 99, 7)
+        C.rank_uniformity(np.zeros(5, int), 99, 7)
 
 
 def test_family_draws_have_the_models_law():
@@ -44,11 +45,11 @@ def test_family_draws_have_the_models_law():
 
 def test_sbc_fast_exponential_and_its_misspecified_control():
     kw = dict(n_plays=100, n_draws=19, thin=3, num_warmup=150, max_tree_depth=6, seed=3)
-    good = B.sbc("exponential", 40, **kw)
+    good = C.sbc("exponential", 40, **kw)
     assert set(good.ranks) == {"p[0]", "p[1]", "delay_mean"}
     assert all(r.min() >= 0 and r.max() <= 19 for r in good.ranks.values())
     assert good.passes(level=0.01, n_bins=5), good.pvalues(5)
-    bad = B.sbc("exponential", 40, delay_scale=2.5, **kw)  # same shapes: the compiled program is reused
+    bad = C.sbc("exponential", 40, delay_scale=2.5, **kw)  # same shapes: the compiled program is reused
     assert bad.pvalues(5)["delay_mean"] < 1e-4
     assert not bad.passes(level=0.01, n_bins=5)
 
@@ -56,7 +57,7 @@ def test_sbc_fast_exponential_and_its_misspecified_control():
 @pytest.mark.slow
 @pytest.mark.parametrize("model", FAMILIES)
 def test_sbc_every_family_200_prior_draws(model):
-    res = B.sbc(model, 200, seed=1)
+    res = C.sbc(model, 200, seed=1)
     s = res.summary(level=0.01, n_bins=10)
     assert s["passes"], s["pvalues"]
     assert s["divergences_total"] <= 10  # of 200 x 99 kept transitions
@@ -65,6 +66,6 @@ def test_sbc_every_family_200_prior_draws(model):
 
 @pytest.mark.slow
 def test_sbc_detects_a_misspecified_simulator():
-    res = B.sbc("weibull", 200, delay_scale=1.5, seed=1)
+    res = C.sbc("weibull", 200, delay_scale=1.5, seed=1)
     assert not res.passes(level=0.01)
     assert res.pvalues()["delay_mean"] < 1e-6

@@ -33,6 +33,7 @@ DOCUMENTED = [
     "jaxbandits.ope.command",
     "jaxbandits.fused",
     "jaxbandits.fused.path",
+    "jaxbandits.bayes.families",
     "jaxbandits.bayes.logs",
     "jaxbandits.bayes.model",
     "jaxbandits.bayes.synth",
@@ -56,6 +57,7 @@ DOCUMENTED = [
     "jaxbandits.reproductions.bayes",
     "jaxbandits.reproductions.ope",
     "jaxbandits.types",
+    "jaxbandits.values",
     "jaxbandits.channels",
     "jaxbandits.engine",
     "jaxbandits.engine.round",
@@ -98,6 +100,13 @@ DOCUMENTED = [
     "jaxbandits.serve.http",
     "jaxbandits.serve",
     "jaxbandits.dashboard",
+    "jaxbandits.cli",
+    # the packages that re-export their modules' names (and the package itself)
+    "jaxbandits",
+    "jaxbandits.bayes",
+    "jaxbandits.envs",
+    "jaxbandits.ope",
+    "jaxbandits.policies",
 ]
 
 #: modules whose examples run in the default suite (cheap: constructors, numpy, small eager array
@@ -109,7 +118,9 @@ DOCTESTED = [m for m in DOCUMENTED if m not in ("jaxbandits.mathlib", "jaxbandit
                                                 # re-exports: their examples run in the defining modules
                                                 "jaxbandits.engine", "jaxbandits.simulate",
                                                 "jaxbandits.experiments", "jaxbandits.experiments.files",
-                                                "jaxbandits.online", "jaxbandits.serve")]
+                                                "jaxbandits.online", "jaxbandits.serve",
+                                                "jaxbandits", "jaxbandits.bayes", "jaxbandits.envs", "jaxbandits.ope",
+                                                "jaxbandits.policies")]
 
 #: modules whose examples are many small eager JAX calls (about 10 s each on 2 cores): ``-m slow``
 DOCTESTED_SLOW = ["jaxbandits.mathlib", "jaxbandits.bayes.model", "jaxbandits.delays"]

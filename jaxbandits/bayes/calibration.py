@@ -125,8 +125,8 @@ def rank_uniformity(ranks, n_draws: int, n_bins: int = 10) -> float:
 
     Examples:
         >>> import numpy as np
-        >>> from jaxbandits import bayes
-        >>> bayes.rank_uniformity(np.arange(100), 99)  # exactly uniform ranks
+        >>> from jaxbandits.bayes.calibration import rank_uniformity
+        >>> rank_uniformity(np.arange(100), 99)  # exactly uniform ranks
         1.0
     """
     from scipy import stats
@@ -228,9 +228,9 @@ def sbc(model="exponential", n_reps: int = 200, *, n_arms: int = 2, n_plays: int
         The :class:`SBCResult` (the ranks of each scalar parameter).
 
     Examples:
-        >>> from jaxbandits import bayes
-        >>> res = bayes.sbc("exponential", n_reps=100)  # doctest: +SKIP
-        >>> {k: bayes.rank_uniformity(r, 99) for k, r in res.ranks.items()}  # doctest: +SKIP
+        >>> from jaxbandits.bayes.calibration import rank_uniformity, sbc
+        >>> res = sbc("exponential", n_reps=100)  # doctest: +SKIP
+        >>> {k: rank_uniformity(r, 99) for k, r in res.ranks.items()}  # doctest: +SKIP
     """
     from numpyro.infer import Predictive
 

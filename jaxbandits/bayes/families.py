@@ -55,7 +55,17 @@ class Family:
 
     Subclasses give ``default_priors``, ``sample``, ``at`` (or ``log_surv_c`` and ``log_pdf_c``),
     ``mean``, ``law`` and ``init_values``; the discrete law (``log_surv``, ``log_pmf``) follows from
-    the continuous survival unless a family overrides it (the histogram)."""
+    the continuous survival unless a family overrides it (the histogram). A family of one's own
+    is a frozen dataclass subclass; it works wherever a family's name does.
+
+    Attributes:
+        name: the family's name, as :func:`family` and ``fit(model=...)`` take it.
+        params: the names of its parameters, the keys of a parameter dict.
+        discrete_only: ``True`` when only the discrete law ``D`` is defined (no continuous ``X``:
+            the histogram), ``False`` otherwise.
+        edges: the histogram's integer bin edges (increasing from 0), ``None`` for the other
+            families.
+    """
 
     name: str
     params: tuple
@@ -152,7 +162,14 @@ class Family:
 
 @dataclasses.dataclass(frozen=True)
 class Exponential(Family):
-    """Exponential delays of mean ``delay_mean``."""
+    """Exponential delays of mean ``delay_mean``.
+
+    Attributes:
+        name: the family's name, as :func:`family` and ``fit(model=...)`` take it (``"exponential"``).
+        params: the names of its parameters, the keys of a parameter dict (``("delay_mean",)``).
+        discrete_only: ``False``: the continuous law is defined.
+        edges: ``None`` (no bins).
+    """
 
     name: str = "exponential"
     params: tuple = ("delay_mean",)
@@ -191,7 +208,14 @@ class Exponential(Family):
 class Geometric(Exponential):
     """The discretised exponential: ``D = floor(X)``, ``X`` exponential of mean ``delay_mean``, is
     geometric on ``{0, 1, ...}``. The same law and code as :class:`Exponential` under its own name
-    (the model of integer delays)."""
+    (the model of integer delays).
+
+    Attributes:
+        name: the family's name, as :func:`family` and ``fit(model=...)`` take it (``"geometric"``).
+        params: the names of its parameters, the keys of a parameter dict (``("delay_mean",)``).
+        discrete_only: ``False``: the continuous law is defined.
+        edges: ``None`` (no bins).
+    """
 
     name: str = "geometric"
     integer_times = True
@@ -199,7 +223,14 @@ class Geometric(Exponential):
 
 @dataclasses.dataclass(frozen=True)
 class Weibull(Family):
-    """Weibull delays of mean ``delay_mean`` and shape ``delay_shape`` (scale ``mean / Gamma(1 + 1/k)``)."""
+    """Weibull delays of mean ``delay_mean`` and shape ``delay_shape`` (scale ``mean / Gamma(1 + 1/k)``).
+
+    Attributes:
+        name: the family's name, as :func:`family` and ``fit(model=...)`` take it (``"weibull"``).
+        params: the names of its parameters, the keys of a parameter dict (``("delay_mean", "delay_shape")``).
+        discrete_only: ``False``: the continuous law is defined.
+        edges: ``None`` (no bins).
+    """
 
     name: str = "weibull"
     params: tuple = ("delay_mean", "delay_shape")
@@ -245,7 +276,14 @@ class Weibull(Family):
 
 @dataclasses.dataclass(frozen=True)
 class LogNormal(Family):
-    """Log-normal delays of median ``delay_median`` and log-scale sd ``delay_sigma``."""
+    """Log-normal delays of median ``delay_median`` and log-scale sd ``delay_sigma``.
+
+    Attributes:
+        name: the family's name, as :func:`family` and ``fit(model=...)`` take it (``"lognormal"``).
+        params: the names of its parameters, the keys of a parameter dict (``("delay_median", "delay_sigma")``).
+        discrete_only: ``False``: the continuous law is defined.
+        edges: ``None`` (no bins).
+    """
 
     name: str = "lognormal"
     params: tuple = ("delay_median", "delay_sigma")
@@ -288,7 +326,16 @@ class LogNormal(Family):
 class Histogram(Family):
     """Integer delays with bin weights ``delay_w`` on the integer ``edges`` (uniform within a bin):
     ``P(D = d) = w_b / (e_{b+1} - e_b)`` for ``e_b <= d < e_{b+1}``. Discrete only; offline fits
-    only (not the in-scan policy)."""
+    only (not the in-scan policy).
+
+    Attributes:
+        name: the family's name, as :func:`family` and ``fit(model=...)`` take it (``"histogram"``).
+        params: the names of its parameters, the keys of a parameter dict (``("delay_w",)``: the
+            bin weights, summing to 1).
+        discrete_only: ``True``: only the discrete law ``D`` is defined.
+        edges: the integer bin edges, increasing from 0 (``DEFAULT_EDGES`` unless set with
+            :func:`family`'s ``edges``).
+    """
 
     name: str = "histogram"
     params: tuple = ("delay_w",)
@@ -379,7 +426,26 @@ FAMILIES = {f.name: f for f in (Exponential(), Geometric(), Weibull(), LogNormal
 def family(name, edges=None) -> Family:
     """The family called ``name`` (``exponential``, ``geometric``, ``weibull``, ``lognormal``,
     ``histogram``; ``edges``: the histogram's integer bin edges, increasing from 0), or ``name``
-    itself when it is already a :class:`Family`."""
+    itself when it is already a :class:`Family`.
+
+    Args:
+        name: a family's name (a key of ``FAMILIES``) or a :class:`Family`.
+        edges: the histogram's bin edges, increasing integers starting at 0; ``None`` (the
+            default) keeps the family's own (``DEFAULT_EDGES`` for the histogram).
+
+    Returns:
+        Family: the family (a frozen value).
+
+    Raises:
+        ValueError: ``name`` is not a family's name, or ``edges`` are given for a family other
+            than the histogram or are not increasing integers from 0.
+
+    Example:
+        >>> family("weibull").params
+        ('delay_mean', 'delay_shape')
+        >>> family("histogram", edges=(0, 5, 10)).edges
+        (0, 5, 10)
+    """
     if isinstance(name, Family):
         return name
     if name not in FAMILIES:
@@ -400,12 +466,48 @@ def delay_law(fam, params: dict) -> D.DelayLaw:
     * log-normal (median ``q``, sigma ``s``): ``delays.log_normal(log q, s)``;
     * histogram (bin weights ``w`` on the integer edges ``e``, uniform within a bin):
       ``delays.histogram`` with ``P(D = d) = w_b / (e_{b+1} - e_b)`` for ``e_b <= d < e_{b+1}``.
+
+    Args:
+        fam: the family, a name (``"exponential"``, ...) or a :class:`Family`.
+        params: one parameter set, by the family's parameter names (``fam.params``): scalars, or
+            the histogram's bin weights (``delay_w``, one per bin, summing to 1).
+
+    Returns:
+        DelayLaw: the law, made by its public constructor (whose checks apply).
+
+    Example:
+        >>> delay_law("exponential", {"delay_mean": 10.0})
+        Exponential(scale=Array(10., dtype=float32))
+        >>> law = delay_law("weibull", {"delay_mean": 10.0, "delay_shape": 1.5})
+        >>> round(float(law.scale), 3)  # 10 / Gamma(1 + 1/1.5)
+        11.077
     """
     return family(fam).law({k: np.asarray(v, np.float64) for k, v in params.items()})
 
 
 def family_of(idata) -> Family:
-    """The family of a :func:`fit` result, as it was fitted (the histogram reads its bin edges back)."""
+    """The family of a :func:`~jaxbandits.bayes.fit.fit` result, as it was fitted (the histogram
+    reads its bin edges back from the posterior's ``delay_bin`` coordinates).
+
+    Args:
+        idata: an ``arviz.InferenceData`` with the ``model`` attribute that ``fit`` writes (on
+            its posterior group, or on the whole).
+
+    Returns:
+        Family: the fitted family.
+
+    Raises:
+        ValueError: ``idata`` has no ``model`` attribute (it is not a ``fit`` result).
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> idata = SimpleNamespace(posterior=SimpleNamespace(attrs={"model": "geometric"}))  # as fit() writes it
+        >>> family_of(idata).name
+        'geometric'
+        >>> from jaxbandits import bayes
+        >>> family_of(bayes.fit(log, model="histogram", edges=(0, 8, 32)))  # doctest: +SKIP
+        Histogram(name='histogram', params=('delay_w',), discrete_only=True, edges=(0, 8, 32))
+    """
     name = idata.posterior.attrs.get("model")  # where fit() writes its attributes
     if name is None and hasattr(idata, "attrs"):
         name = idata.attrs.get("model")

@@ -25,7 +25,7 @@ from .logs import ConversionLog, conversion_log, from_table, load_log, read_log,
 from .model import WeightedRows, compress_rows, conversion_model
 
 __all__ = ["ConversionLog", "conversion_log", "from_table", "load_log", "read_log", "write_log", "fit", "diagnostics",
-           "delay_cdf_grid", "compress_log", "AUTO_DISTINCT", "AUTO_RESOLUTION"]
+           "delay_cdf_grid", "delay_laws", "compress_log", "AUTO_DISTINCT", "AUTO_RESOLUTION"]
 
 AUTO_DISTINCT = 20_000  # resolution="auto": exact while the log has at most this many distinct rows
 AUTO_RESOLUTION = 1e-2  # ... else times on a geometric grid of ratio exp(0.01) (each moves by < 0.5%)
@@ -423,6 +423,32 @@ def delay_laws(idata, draws: Optional[int] = None, seed: int = 0):
     ``n`` laws at posterior draws picked at random (``seed``), for a simulation that averages over the
     posterior. A model with one law per arm gives a tuple of laws (one per arm, for
     :func:`jaxbandits.envs.conversions_arm_delays`) in place of each law.
+
+    Args:
+        idata: a :func:`fit` result (an ``arviz.InferenceData`` whose posterior holds the delay
+            parameters and the ``model`` attribute).
+        draws: ``None`` (the default) for the law at the posterior mean, or the number of
+            posterior draws to take laws at, an integer in ``[1, chains x draws]``.
+        seed: the seed of the draws picked (``draws`` an integer).
+
+    Returns:
+        A :mod:`jaxbandits.delays` law (``draws=None``) or a list of ``draws`` laws; with one law
+        per arm, a tuple of laws (one per arm) in place of each law.
+
+    Raises:
+        ValueError: ``draws`` is neither ``None`` nor an integer in ``[1, chains x draws]``.
+
+    Example:
+        >>> import arviz as az
+        >>> import numpy as np
+        >>> idata = az.from_dict(posterior={"p": np.full((1, 4), 0.1), "delay_mean": [[18.0, 20.0, 22.0, 20.0]]})
+        >>> idata.posterior.attrs["model"] = "exponential"  # as fit() writes it
+        >>> delay_laws(idata)  # at the posterior mean of delay_mean
+        Exponential(scale=Array(20., dtype=float32))
+        >>> len(delay_laws(idata, draws=3))
+        3
+        >>> from jaxbandits import bayes
+        >>> law = delay_laws(bayes.fit(log, model="weibull"))  # doctest: +SKIP
     """
     fam = family_of(idata)
     post = idata.posterior

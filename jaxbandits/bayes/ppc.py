@@ -36,9 +36,9 @@ def km_seen_curve(seen, time, ages):
 
     Examples:
         >>> import numpy as np
-        >>> from jaxbandits import bayes
-        >>> km = bayes.km_seen_curve(np.array([True, False, True]), np.array([1.0, 2.0, 3.0]),
-        ...                          np.array([0.0, 1.0, 3.0]))
+        >>> from jaxbandits.bayes.ppc import km_seen_curve
+        >>> km = km_seen_curve(np.array([True, False, True]), np.array([1.0, 2.0, 3.0]),
+        ...                    np.array([0.0, 1.0, 3.0]))
         >>> np.round(km, 4).tolist()
         [0.0, 0.3333, 1.0]
     """
@@ -72,8 +72,9 @@ def ppc_curves(idata, log: ConversionLog, ages=None, n_draws: int = 100, max_pla
 
     Examples:
         >>> from jaxbandits import bayes
+        >>> from jaxbandits.bayes.ppc import ppc_curves
         >>> log = bayes.synthetic_log([0.2, 0.4], 2000, 500.0, 600.0)
-        >>> curves = bayes.ppc_curves(bayes.fit(log, num_samples=200), log)  # doctest: +SKIP
+        >>> curves = ppc_curves(bayes.fit(log, num_samples=200), log)  # doctest: +SKIP
     """
     if not isinstance(log, ConversionLog):
         raise TypeError(f"log must be a ConversionLog, got {type(log).__name__}")
@@ -133,8 +134,9 @@ def plot_ppc(idata, log: ConversionLog, path, n_draws: int = 100, max_plays: int
 
     Examples:
         >>> from jaxbandits import bayes
+        >>> from jaxbandits.bayes.ppc import plot_ppc
         >>> log = bayes.synthetic_log([0.2, 0.4], 2000, 500.0, 600.0)
-        >>> bayes.plot_ppc(bayes.fit(log, num_samples=200), log, "ppc.png")  # doctest: +SKIP
+        >>> plot_ppc(bayes.fit(log, num_samples=200), log, "ppc.png")  # doctest: +SKIP
     """
     c = curves if curves is not None else ppc_curves(idata, log, n_draws=n_draws, max_plays=max_plays, seed=seed)
     plt = load_pyplot()
