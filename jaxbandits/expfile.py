@@ -62,15 +62,15 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from . import _validate as V
+from .core import _validate as V
 
 #: Short names of the library's constructor modules: ``kind = "PREFIX.function"``. A kind may also
 #: be ``"package.module:function"`` (any importable function, your own included).
 KINDS: Dict[str, str] = {
-    "delays": "jaxbandits.delays",
+    "delays": "jaxbandits.core.delays",
     "envs": "jaxbandits.envs",
     "channels": "jaxbandits.channels",
-    "profiles": "jaxbandits.profiles",
+    "profiles": "jaxbandits.core.profiles",
     "classic": "jaxbandits.policies.classic",
     "conversions": "jaxbandits.policies.conversions",
     "adversarial": "jaxbandits.policies.adversarial",
@@ -822,7 +822,7 @@ def build_panels(doc: dict, ctx: Optional[_Ctx] = None) -> list:
     from .channels import Channel
     from .envs.base import World
     from .experiments.specs import Panel
-    from .values import is_policy
+    from .core.values import is_policy
 
     ctx = ctx or _Ctx("<experiment file>", {})
     panels = []
@@ -921,7 +921,7 @@ def _policy_kind(pol) -> Optional[str]:
 def _encode(x, path, seen=()):
     """A Python value as a file value: a library policy as the call its fields make, a value made by
     a :func:`~jaxbandits.values.constructor` as that call (:func:`~jaxbandits.values.made_by`)."""
-    from .values import PolicyValue, made_by
+    from .core.values import PolicyValue, made_by
 
     if isinstance(x, PolicyValue):
         kind = _policy_kind(x)
@@ -1038,7 +1038,7 @@ def _common_keys(exp, doc):
 
 
 def _describe_declarative(exp, cfg, head, overrides):
-    from .values import PolicyValue, made_by
+    from .core.values import PolicyValue, made_by
 
     built = exp.build(cfg)
     panels = built if isinstance(built, list) else None

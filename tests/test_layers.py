@@ -23,30 +23,28 @@ ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
 #: unless a longer entry says otherwise). Imports go downwards or sideways, never upwards.
 CORE, COMPONENTS, ENGINE, EXPERIMENTS, STATISTICS, REPORT, APPS, FACADE = range(8)
 LAYERS = {
-    # core: types, math, the ring buffer, delay laws, plain helpers
-    "jaxbandits._version": CORE, "jaxbandits._pytree": CORE, "jaxbandits._validate": CORE, "jaxbandits._io": CORE,
-    "jaxbandits.types": CORE, "jaxbandits.values": CORE, "jaxbandits.mathlib": CORE, "jaxbandits.ring": CORE,
-    "jaxbandits.delays": CORE, "jaxbandits.profiles": CORE, "jaxbandits.intervals": CORE,
+    # core (jaxbandits/core/): types, values, math, the ring buffer, delay laws, plain helpers; the
+    # version and the table of moved modules (imports nothing of the package)
+    "jaxbandits._version": CORE, "jaxbandits._moved": CORE, "jaxbandits.core": CORE,
     # components: worlds, channels, policies (and the Bayesian families and priors the policies use)
     "jaxbandits.envs": COMPONENTS, "jaxbandits.channels": COMPONENTS, "jaxbandits.policies": COMPONENTS,
     "jaxbandits.bayes.families": COMPONENTS, "jaxbandits.bayes.model": COMPONENTS,
     "jaxbandits.bayes.hierarchical": COMPONENTS, "jaxbandits.bayes.logs": COMPONENTS,
     "jaxbandits.bayes.convert": COMPONENTS, "jaxbandits.bayes.warm": COMPONENTS,
-    # engine: the round, the driver, the fused backend, the public simulate
-    "jaxbandits.engine": ENGINE, "jaxbandits.fused": ENGINE, "jaxbandits.simulate": ENGINE,
-    # experiments: specs, registry, files, runner, parts, distributed, results; the online learner;
-    # off-policy evaluation of logs
-    "jaxbandits.experiments": EXPERIMENTS, "jaxbandits.expfile": EXPERIMENTS, "jaxbandits.parts": EXPERIMENTS,
-    "jaxbandits.distributed": EXPERIMENTS, "jaxbandits.results": EXPERIMENTS, "jaxbandits.online": EXPERIMENTS,
-    "jaxbandits.ope": EXPERIMENTS, "jaxbandits.sweeping": EXPERIMENTS,
+    # engine: the round, the driver and the public simulate, the fused backend
+    "jaxbandits.engine": ENGINE, "jaxbandits.fused": ENGINE,
+    # experiments (jaxbandits/experiments/: specs, registry, runner, sweeping, parts, distributed,
+    # results; the experiment files); the online learner; off-policy evaluation of logs
+    "jaxbandits.experiments": EXPERIMENTS, "jaxbandits.expfile": EXPERIMENTS, "jaxbandits.online": EXPERIMENTS,
+    "jaxbandits.ope": EXPERIMENTS,
     # report, statistics with no plotting: which policies a report shows, offline Bayesian fits
-    "jaxbandits.labels": STATISTICS, "jaxbandits.bayes.fit": STATISTICS, "jaxbandits.bayes.contextual": STATISTICS,
-    "jaxbandits.bayes.synth": STATISTICS,
-    # report, plots and comparisons (and what draws its own figures: sweeps, the reproductions)
-    "jaxbandits.plotting": REPORT, "jaxbandits.compare": REPORT, "jaxbandits.bayes": REPORT,
-    "jaxbandits.sweeps": REPORT, "jaxbandits.reproductions": REPORT,
-    # apps: the command line, the web service and its dashboard
-    "jaxbandits.cli": APPS, "jaxbandits.serve": APPS, "jaxbandits.dashboard": APPS, "jaxbandits.ope.command": APPS,
+    "jaxbandits.report.labels": STATISTICS, "jaxbandits.bayes.fit": STATISTICS,
+    "jaxbandits.bayes.contextual": STATISTICS, "jaxbandits.bayes.synth": STATISTICS,
+    # report, plots and comparisons (jaxbandits/report/: plotting, compare, sweeps; and what draws its
+    # own figures: the bayes reports, the reproductions)
+    "jaxbandits.report": REPORT, "jaxbandits.bayes": REPORT, "jaxbandits.reproductions": REPORT,
+    # apps (jaxbandits/apps/): the command line, the web service and its dashboard; ope's command
+    "jaxbandits.apps": APPS, "jaxbandits.ope.command": APPS,
     # the package itself: the facade that re-exports the public API and wires the layers together
     "jaxbandits": FACADE,
 }
@@ -219,10 +217,11 @@ def package_edges(mods, found):
 
 @pytest.mark.xfail(strict=True, reason="known: (1) jaxbandits.bayes/__init__ re-exports "
                    "its reports and plots, so policies.bayes and ope.log, importing bayes.families / bayes.logs, run "
-                   "a report-layer __init__; (2) expfile and parts import experiments.specs / .assemble / .registry, "
-                   "which runs experiments/__init__ (it re-exports the runner: jaxbandits.experiments.run) and the runner, which imports parts (a circle through the "
-                   "package's __init__). Fixed when bayes/__init__ stops importing its reports and expfile/parts "
-                   "move into the experiments package (or its __init__ stops aggregating the runner)")
+                   "a report-layer __init__; (2) expfile imports experiments.specs / .assemble / .registry, "
+                   "which runs experiments/__init__ (it re-exports the runner: jaxbandits.experiments.run) and the "
+                   "runner, which imports expfile (a circle through the package's __init__). Fixed when "
+                   "bayes/__init__ stops importing its reports and expfile moves into the experiments package "
+                   "(or its __init__ stops aggregating the runner)")
 def test_package_inits_add_no_circle_and_no_upward_import():
     edges = {(a, b) for a, b, _, _ in IMPORTS} | package_edges(MODS, IMPORTS)
     up = sorted(f"{a} -> {b}" for a, b in edges if b != PKG and layer_of(b) > layer_of(a))
@@ -250,15 +249,17 @@ def test_a_lazy_circle_is_found(tmp_path):
 
 
 def test_upward_and_private_imports_are_found(tmp_path):
-    mods = _tree(tmp_path, {"__init__.py": "", "types.py": "def g():\n    from .cli import main\n",
-                            "cli.py": "from . import types as T\nfrom .types import _hidden\nT._inner()\n"
-                                      "import jaxbandits\n"})
+    mods = _tree(tmp_path, {"__init__.py": "", "core/__init__.py": "", "apps/__init__.py": "",
+                            "core/types.py": "def g():\n    from ..apps.cli import main\n",
+                            "apps/cli.py": "from ..core import types as T\nfrom ..core.types import _hidden\nT._inner()\n"
+                                           "import jaxbandits\n"})
     found = imports(mods)
-    assert [(a, b) for a, b, _, _ in found if b != PKG and layer_of(b) > layer_of(a)] == [("jaxbandits.types", "jaxbandits.cli")]
+    assert ([(a, b) for a, b, _, _ in found if b != PKG and layer_of(b) > layer_of(a)]
+            == [("jaxbandits.core.types", "jaxbandits.apps.cli")])
     private = sorted(n if isinstance(n, str) else n[1] for _, _, _, ns in found for n in ns
                      if is_private(n if isinstance(n, str) else n[1]))
     assert private == ["_hidden", "_inner"]
-    assert [a for a, b, _, _ in found if b == PKG] == ["jaxbandits.cli"]
+    assert [a for a, b, _, _ in found if b == PKG] == ["jaxbandits.apps.cli"]
 
 
 def test_package_inits_are_edges_of_their_submodules_importers(tmp_path):
@@ -267,6 +268,7 @@ def test_package_inits_are_edges_of_their_submodules_importers(tmp_path):
     assert package_edges(mods, imports(mods)) == {("jaxbandits.a", "jaxbandits.sub")}
 
 
-@pytest.mark.parametrize("module", ["jaxbandits.experiments.runner", "jaxbandits.online", "jaxbandits.cli"])
+@pytest.mark.parametrize("module", ["jaxbandits.experiments.runner", "jaxbandits.online", "jaxbandits.apps.cli",
+                                    "jaxbandits.core.delays", "jaxbandits.report.plotting"])
 def test_the_table_places_modules_by_prefix(module):
     assert layer_of(module) is not None

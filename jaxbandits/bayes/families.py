@@ -30,7 +30,7 @@ import numpyro
 import numpyro.distributions as dist
 from jax.scipy.special import gammaln
 
-from .. import delays as D
+from ..core import delays as D
 
 __all__ = ["Family", "Exponential", "Geometric", "Weibull", "LogNormal", "Histogram", "FAMILIES", "family",
            "DEFAULT_EDGES", "delay_law", "family_of"]

@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 
-from ..plotting import load_pyplot
+from ..report.plotting import load_pyplot
 from .fit import ConversionLog, diagnostics
 
 __all__ = ["kaplan_meier_conversion", "save_fit", "fit_identity"]
@@ -116,7 +116,7 @@ def save_fit(idata, log: ConversionLog, out_dir: str, plot: bool = True, force: 
     """
     import arviz as az
 
-    from .._io import json_writer, save_files, text_writer
+    from ..core._io import json_writer, save_files, text_writer
 
     names = [v for v in idata.posterior.data_vars if v not in ("delay_cdf", "pending_conversions")]
     s = az.summary(idata, var_names=names)

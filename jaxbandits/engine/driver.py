@@ -19,9 +19,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from .. import _validate as V
-from ..types import Policy
-from ..values import FieldGrid, is_policy, policy_digest
+from ..core import _validate as V
+from ..core.types import Policy
+from ..core.values import FieldGrid, is_policy, policy_digest
 from . import metrics as M
 from . import reduce as RD
 from . import round as R

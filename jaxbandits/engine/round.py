@@ -28,11 +28,11 @@ from typing import Any, Callable, NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 
-from .. import _validate as V
+from ..core import _validate as V
 from ..channels import Channel, ChannelSpec
-from ..mathlib import fold_in, uniform
-from ..types import NEVER, Arrivals, Context, Play, Policy, ProblemSpec
-from ..values import ById, PolicyValue, is_policy
+from ..core.mathlib import fold_in, uniform
+from ..core.types import NEVER, Arrivals, Context, Play, Policy, ProblemSpec
+from ..core.values import ById, PolicyValue, is_policy
 
 _F = jnp.float32
 SETUP, REWARD, DELAY, CONTEXT, WORLD = range(5)
@@ -290,7 +290,7 @@ def policy_shapes(policy, spec: ProblemSpec, ctx: Context, label) -> PolicyShape
 def _delayed_regret_mode(world, channel, horizon, delayed_regret):
     """Which L(t) tracker to use: by default for a censoring channel (zeros hidden) of a stochastic
     K-armed world with a delay law."""
-    from ..delays import geometric_log_rho, truncation_length
+    from ..core.delays import geometric_log_rho, truncation_length
 
     fb = channel.feedback
     want = (not fb.zeros_observed and fb.attributed) if delayed_regret is None else bool(delayed_regret)

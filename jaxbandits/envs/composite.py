@@ -7,13 +7,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _validate as V
-from .. import delays as D
-from .. import mathlib as M
-from ..types import Outcome
+from ..core import _validate as V
+from ..core import delays as D
+from ..core import mathlib as M
+from ..core.types import Outcome
 from .base import World, pytree, static
 from .stochastic import check_delay, check_means, as_means
-from ..values import constructor
+from ..core.values import constructor
 
 _F = jnp.float32
 

@@ -6,11 +6,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _validate as V
-from .. import delays as D
+from ..core import _validate as V
+from ..core import delays as D
 from .base import World, pytree, static
 from .stochastic import check_delay
-from ..values import constructor
+from ..core.values import constructor
 
 _F = jnp.float32
 ACTION_SETS = ("fixed", "binary", "uniform", "gaussian", "sphere")

@@ -5,11 +5,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _validate as V
-from .. import delays as D
-from ..types import Outcome
+from ..core import _validate as V
+from ..core import delays as D
+from ..core.types import Outcome
 from .base import World, pytree, static
-from ..values import constructor
+from ..core.values import constructor
 
 _F = jnp.float32
 

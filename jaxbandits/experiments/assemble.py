@@ -3,7 +3,7 @@
 compute the same numbers."""
 from __future__ import annotations
 
-from ..results import Results
+from .results import Results
 
 
 def assemble_results(name, full_cfg, seed, runs, horizon, outs, metric, timing, panel_of, lines, checkpoints, layout,

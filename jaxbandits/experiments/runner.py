@@ -11,11 +11,11 @@ from typing import Optional
 
 import numpy as np
 
-from .. import _io
-from .. import _validate as V
+from ..core import _io
+from ..core import _validate as V
 from ..engine.checkpoint import CallCache, Checkpoint, Interrupted, graceful_stop
-from ..results import Results, versions
-from ..simulate import simulate
+from .results import Results, versions
+from ..engine import simulate
 from .assemble import assemble_results, collect_panel
 from .registry import get
 from .specs import Experiment, Panel, describe_run, resolve_config
@@ -192,7 +192,7 @@ def _scale_out_checks(name, exp, runs, out, resume, part, distributed, job):
         raise ValueError("part and distributed are exclusive: a part runs on one process (run the parts as "
                          "separate jobs), a distributed run is the whole run over many processes")
     if part is not None:
-        from .. import parts as _parts
+        from . import parts as _parts
 
         if out is None:
             raise ValueError("part needs out=, the part folder to write (--out)")
@@ -204,7 +204,7 @@ def _scale_out_checks(name, exp, runs, out, resume, part, distributed, job):
             raise ValueError(f"--out {out} holds part {held.get('part')}/{held.get('parts')}; give each part its own "
                              f"folder (or --force to replace it)")
     if distributed:
-        from .. import distributed as _dist
+        from . import distributed as _dist
 
         job["distributed"] = True
         job["process"] = _dist.process_index()
@@ -256,7 +256,7 @@ def _check_path(name, exp, path):
     """``path`` (docs/fused.md) is one of the simulator's; a sweep or an offline study runs its own
     loop, whose simulations take the path ``"auto"`` picks (``Sweep.simulate``), so forcing the
     fused one there is an error rather than ignored."""
-    from ..simulate import PATHS
+    from ..engine import PATHS
 
     if path not in PATHS:
         raise ValueError(f"path must be one of {', '.join(PATHS)}, got {path!r}")
@@ -310,7 +310,7 @@ def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizo
     checkpoints = tuple(c for c in exp.checkpoints if c <= horizon)  # run() said so of any dropped
     record = _record_within(exp.record, horizon)
     if checkpoints:  # make sure every checkpoint is a record point
-        from ..simulate import record_points
+        from ..engine import record_points
 
         record = np.union1d(record_points(horizon, record), np.asarray(checkpoints) - 1)
     outs, panel_of, lines, timing = {}, {}, {}, {"compile_s": 0.0, "run_s": 0.0, "devices": 1}
@@ -329,7 +329,7 @@ def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizo
                 cps.append(cp)
             try:
                 if dist:
-                    from ..distributed import simulate_global
+                    from .distributed import simulate_global
 
                     o = simulate_global(p.env, p.channel, p.policies, horizon, V.seed_key(seed), runs, record=record,
                                         chunk=ch, progress=progress, checkpoint=cp,
@@ -337,13 +337,13 @@ def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizo
                 else:
                     channel = p.channel
                     if part is not None:  # the calendar width of the whole run
-                        from ..parts import whole_width_channel
+                        from .parts import whole_width_channel
 
                         channel = whole_width_channel(p, horizon, runs, n_here)
                     keep = job.get("keep")
                     if part is not None:  # the whole run's block size and the share of its kept curves
                         from ..engine.stats import block_size
-                        from ..simulate import record_points
+                        from ..engine import record_points
 
                         keep = _panel_keep(p, horizon, runs, len(record_points(horizon, record)), keep, first,
                                            n_here)
@@ -367,7 +367,7 @@ def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizo
                     exp.layout, exp.ratio_to)
     try:
         if out is not None and part is not None:
-            from ..parts import save_part
+            from .parts import save_part
 
             save_part(out, {"experiment": name, "config": cfg, "full_config": full_cfg, "seed": seed, "runs": runs,
                             "horizon": horizon, "part": part[0], "parts": part[1], "first_run": first, "n_runs": n_here,
@@ -393,7 +393,7 @@ def _run_sweep(name, exp, runs, horizon, seed, cfg, out, chunk, sweep_horizon, j
     units, and replays the sweep on every process (docs/cluster.md)."""
     part, dist = job.get("part"), job.get("distributed", False)
     if dist:
-        from ..distributed import run_sweep_global
+        from .distributed import run_sweep_global
 
         folder = None if ckpt_root is None else os.path.join(ckpt_root, "sweep")
         res = run_sweep_global(exp.runner, cfg, runs, seed, sweep_horizon, folder)
@@ -403,7 +403,7 @@ def _run_sweep(name, exp, runs, horizon, seed, cfg, out, chunk, sweep_horizon, j
             with contextlib.suppress(OSError):
                 os.rmdir(ckpt_root)
         return res
-    from ..sweeping import call_runner, sweep_checkpoints
+    from .sweeping import call_runner, sweep_checkpoints
 
     if out is None:
         return call_runner(exp.runner, cfg, runs, seed, sweep_horizon)
@@ -426,7 +426,7 @@ def _run_sweep(name, exp, runs, horizon, seed, cfg, out, chunk, sweep_horizon, j
             raise
     try:
         if part is not None:
-            from ..parts import save_sweep_part
+            from .parts import save_sweep_part
 
             save_sweep_part(out, {"experiment": name, "source": list(exp.source) if exp.source else None,
                                   "config": cfg, "seed": seed, "runs": runs, "horizon": sweep_horizon,

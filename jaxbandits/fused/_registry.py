@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import NamedTuple, Optional
 
-from ..values import PolicyValue
+from ..core.values import PolicyValue
 
 __all__ = ["FusedSpec", "spec_of"]
 

@@ -37,7 +37,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
-from .. import mathlib as M
+from ..core import mathlib as M
 from ..policies import classic as P
 from . import rng
 
@@ -211,7 +211,7 @@ def _lanes_delayed_kernel(ks, *refs):
     The indices are :mod:`jaxbandits.policies.conversions`' ``delayed_ucb_index`` and
     ``delayed_klucb_index``; the tie word is the policy key's ``(t, TIE)`` (``v_t`` draws the delay)."""
     from ..policies import conversions as CV
-    from ..ring import discounted_value, discounted_window
+    from ..core.ring import discounted_value, discounted_window
     from .kernels import TIE, delay_value
 
     n_rep = 3 if ks.replay else 0

@@ -23,7 +23,7 @@ import math
 import jax.numpy as jnp
 from jax import lax
 
-from ..mathlib import mt_proposal
+from ..core.mathlib import mt_proposal
 
 _U = jnp.uint32
 _F = jnp.float32

@@ -7,8 +7,8 @@ from typing import Optional
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _validate as V
-from ..types import Policy
+from ..core import _validate as V
+from ..core.types import Policy
 from .clock import Clock
 from .persistence import load, save
 from .pure import REWARD_LIMIT, advance, arm_estimates, close_round, decide, decide_upto, decision_ids, feedback, stats

@@ -12,11 +12,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _validate as V
+from ..core import _validate as V
 from ..channels import Channel
 from ..engine.round import check_pair, policy_shapes, run_keys
-from ..types import NEVER, Context, Policy, ProblemSpec
-from ..values import is_policy
+from ..core.types import NEVER, Context, Policy, ProblemSpec
+from ..core.values import is_policy
 
 _F = jnp.float32
 _I = jnp.int32

@@ -36,7 +36,7 @@ def parse_delay(text: str):
         >>> command.parse_delay("fixed:d=3").mean
         3.0
     """
-    from .. import delays as D
+    from ..core import delays as D
     DELAY_LAWS = D.DELAY_LAWS
 
     law, _, rest = text.partition(":")
@@ -128,7 +128,7 @@ def parse_policy(spec: str, log: DecisionLog, delay=None) -> Target:
     """
     from .. import channels as C
     from ..expfile import resolve_kind
-    from ..values import is_policy
+    from ..core.values import is_policy
 
     s = spec.strip()
     K = log.n_arms
@@ -265,7 +265,7 @@ def plot(results: dict, path: str, level: float):
 
 def main(a) -> int:
     """The ``jaxbandits evaluate`` command (its arguments: :func:`jaxbandits.cli`'s parser)."""
-    from .._io import check_writable, file_sha256, json_writer, save_files, text_writer
+    from ..core._io import check_writable, file_sha256, json_writer, save_files, text_writer
     from .log import load
 
     if a.window is not None and a.window < 0:

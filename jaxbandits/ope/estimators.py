@@ -171,7 +171,7 @@ def _law_table(law, arms: int, c: np.ndarray, window) -> np.ndarray:
     (every arm) or a sequence of one law per arm."""
     import jax.numpy as jnp
 
-    from ..delays import DelayLaw
+    from ..core.delays import DelayLaw
 
     laws = [law] * arms if isinstance(law, DelayLaw) else list(law)
     if len(laws) != arms or not all(isinstance(x, DelayLaw) for x in laws):

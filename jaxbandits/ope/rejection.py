@@ -28,10 +28,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import mathlib as M
-from .. import ring as R
-from ..types import NEVER, Arrivals, Context, Policy, ProblemSpec
-from ..values import is_policy
+from ..core import mathlib as M
+from ..core import ring as R
+from ..core.types import NEVER, Arrivals, Context, Policy, ProblemSpec
+from ..core.values import is_policy
 from .estimators import Estimate, old_enough, seen_probability
 from .log import DecisionLog
 

@@ -14,7 +14,7 @@ __all__ = ["simulate_log", "true_value"]
 
 
 def _laws(delay, K):
-    from ..delays import DelayLaw
+    from ..core.delays import DelayLaw
 
     laws = [delay] * K if isinstance(delay, DelayLaw) else list(delay)
     if len(laws) != K or not all(isinstance(x, DelayLaw) for x in laws):

@@ -15,10 +15,10 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import cho_solve, solve_triangular
 
-from .. import _validate as V
-from .. import mathlib as M
-from ..types import Needs, Policy, ProblemSpec, one_hot
-from ..values import policy_value
+from ..core import _validate as V
+from ..core import mathlib as M
+from ..core.types import Needs, Policy, ProblemSpec, one_hot
+from ..core.values import policy_value
 
 __all__ = ["uniform_random", "ucb1", "kl_ucb", "thompson", "gaussian_thompson", "exp3", "linucb",
            "lints", "IndexState", "LinState", "ucb1_index", "kl_ucb_index", "beta_posterior",

@@ -33,13 +33,13 @@ from typing import Any, NamedTuple, Optional
 
 import jax.numpy as jnp
 
-from .. import _validate as V
-from .. import delays as D
-from .. import mathlib as M
-from .. import ring as R
-from ..ring import discounted_value, discounted_window
-from ..types import Needs, Policy, ProblemSpec, one_hot
-from ..values import policy_value
+from ..core import _validate as V
+from ..core import delays as D
+from ..core import mathlib as M
+from ..core import ring as R
+from ..core.ring import discounted_value, discounted_window
+from ..core.types import Needs, Policy, ProblemSpec, one_hot
+from ..core.values import policy_value
 
 __all__ = ["delayed_ucb", "delayed_klucb", "discarding_ucb", "discarding_klucb", "DelayedState",
            "DiscardingState", "n_tilde_direct", "delayed_ucb_index", "delayed_klucb_index", "exploration",

@@ -16,6 +16,7 @@ from typing import Any, Callable, ClassVar, Optional, Tuple
 import jax.numpy as jnp
 import numpy as np
 
+from .._moved import stable_module
 from .types import Policy
 
 __all__ = ["PolicyValue", "policy_value", "is_policy", "policy_digest", "user_policy_id", "ById", "constructor",
@@ -343,7 +344,10 @@ def _show(v) -> str:
 
 def _stable(v):
     """A nested form of ``v`` whose ``repr`` is the same in every process (no addresses): functions
-    by module and qualified name, arrays by a hash of their bytes."""
+    by module and qualified name, arrays by a hash of their bytes. A module is named by its path
+    before the layer folders (``jaxbandits.core.delays`` as ``jaxbandits.delays``:
+    :func:`jaxbandits._moved.stable_module`, the table of moved modules reversed), so that digests
+    written before the move still match."""
     import jax
 
     if v is None or isinstance(v, (bool, int, float, complex, str, bytes)):
@@ -352,7 +356,7 @@ def _stable(v):
         f = value_key(v)
         return ("array", f[1], f[2], hashlib.sha256(f[3]).hexdigest())
     if isinstance(v, PolicyValue):
-        return (type(v).__module__, type(v).__qualname__, tuple((k, _stable(x)) for k, x in v.values()))
+        return (stable_module(type(v).__module__), type(v).__qualname__, tuple((k, _stable(x)) for k, x in v.values()))
     if isinstance(v, Policy):  # a user's policy held by a library wrapper: its name and functions
         return ("Policy", user_policy_id(v))
     if isinstance(v, (tuple, list)):
@@ -360,11 +364,11 @@ def _stable(v):
     if isinstance(v, dict):
         return ("dict",) + tuple(sorted((repr(k), _stable(x)) for k, x in v.items()))
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
-        return (type(v).__module__, type(v).__qualname__,
+        return (stable_module(type(v).__module__), type(v).__qualname__,
                 tuple((f.name, _stable(getattr(v, f.name))) for f in dataclasses.fields(v)))
     if callable(v) and hasattr(v, "__qualname__"):
-        return ("callable", getattr(v, "__module__", ""), v.__qualname__)
-    return ("object", type(v).__module__, type(v).__qualname__)
+        return ("callable", stable_module(getattr(v, "__module__", "")), v.__qualname__)
+    return ("object", stable_module(type(v).__module__), type(v).__qualname__)
 
 
 def user_policy_id(policy) -> str:
@@ -377,7 +381,7 @@ def user_policy_id(policy) -> str:
     parts = []
     for field, v in zip(policy._fields, policy):
         if callable(v):
-            v = f"{getattr(v, '__module__', '')}:{getattr(v, '__qualname__', type(v).__qualname__)}"
+            v = f"{stable_module(getattr(v, '__module__', ''))}:{getattr(v, '__qualname__', type(v).__qualname__)}"
         parts.append((field, v if isinstance(v, (str, int, float, bool, type(None))) else repr(v)))
     return "u:" + hashlib.sha256(repr(tuple(parts)).encode()).hexdigest()[:16]
 

@@ -25,12 +25,11 @@ from typing import Any, Callable, List, Optional, Tuple
 
 import numpy as np
 
-from .engine import driver as DR
-from .engine import reduce as RD
-from .engine import stats as ST
-from .engine.checkpoint import (CallCache, Interrupted, MissingUnit, SweepShare, reading_saved, unit_bytes,
-                                unit_value)
-from .engine.recording import SimOutput
+from ..engine import driver as DR
+from ..engine import reduce as RD
+from ..engine import stats as ST
+from ..engine.checkpoint import CallCache, Interrupted, MissingUnit, SweepShare, reading_saved, unit_bytes, unit_value
+from ..engine.recording import SimOutput
 
 __all__ = ["Sweep", "DIRECT", "sweep_checkpoints", "call_runner", "placeholder_outputs", "SweepShare", "CallCache",
            "MissingUnit"]

@@ -32,7 +32,7 @@ from typing import List, Optional
 
 import numpy as np
 
-from ..delays import delay_law
+from ...core.delays import delay_law
 
 __all__ = ["Monitor", "install", "tokens_from_env", "STATIC", "READ_TOKEN_ENV", "WRITE_TOKEN_ENV"]
 
@@ -177,7 +177,7 @@ class Monitor:
 
     def estimates(self) -> dict:
         """The body of ``GET /estimates``."""
-        from .. import online
+        from ... import online
 
         svc = self.service
         lr = svc.learner
@@ -262,7 +262,7 @@ class Monitor:
 
     # ------------------------------------------------------------------ the time series
     def sample(self, now: Optional[float] = None) -> dict:
-        from .. import online
+        from ... import online
 
         now = self._clock() if now is None else now
         e = self.estimates()
@@ -304,7 +304,7 @@ class Monitor:
 
     def series(self) -> dict:
         """The body of ``GET /series``: one list per quantity, aligned on ``t``."""
-        from .. import online
+        from ... import online
 
         S = self.samples
         arms = list(self.service.learner.arms)

@@ -23,7 +23,7 @@ The package by concern: :mod:`~jaxbandits.serve.config` (the configuration), :mo
 database) and :mod:`~jaxbandits.serve.http` (the FastAPI application); every name is re-exported here.
 """
 
-from ..delays import DELAY_LAWS, delay_law  # re-exported: serve.DELAY_LAWS, serve.delay_law as before
+from ...core.delays import DELAY_LAWS, delay_law  # re-exported: serve.DELAY_LAWS, serve.delay_law as before
 from .config import (CHANNELS, DEFAULT_PROPENSITY_SAMPLES, LOGGING_KEYS, POLICIES, ConfigKeyError, ServeConfig,
                      config_from_args, load_config, policy_table)
 from .http import create_app, request_models, run

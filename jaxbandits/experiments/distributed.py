@@ -61,7 +61,7 @@ def initialize(coordinator: Optional[str] = None, num_processes: Optional[int] =
     """
     import jax
 
-    from . import _validate as V
+    from ..core import _validate as V
 
     if num_processes is not None:
         num_processes = V.integer("num_processes", num_processes, lo=1)
@@ -141,7 +141,7 @@ def run_problems_global(problems, key, n_runs, record_at, chunk=None, progress=F
     devices of every process. Returns ``(records, timing)``; the records are numpy arrays on every
     process, laid out as the one-process driver lays them out. ``checkpoint``: written by process
     0 after every chunk, read by every process on ``resume`` (a folder they share)."""
-    from .engine import driver as DR
+    from ..engine import driver as DR
 
     _, recs, timing = DR.run_problems(problems, None, key, n_runs, record_at, chunk, progress,
                                       first_run=first_run, checkpoint=checkpoint, resume=resume,
@@ -195,10 +195,10 @@ def simulate_global(env, channel, policies, horizon: int, key, n_runs: int = 1, 
         >>> out.regret.shape[0]  # doctest: +SKIP
         8
     """
-    from .engine import driver as DR
-    from .engine import reduce as RD
-    from .engine.round import problem
-    from .engine.recording import record_points
+    from ..engine import driver as DR
+    from ..engine import reduce as RD
+    from ..engine.round import problem
+    from ..engine.recording import record_points
 
     horizon, n_runs, key = DR.check_common(horizon, n_runs, key)
     first_run = DR.check_run_args(n_runs, first_run, chunk)
@@ -256,7 +256,7 @@ def run_sweep_global(runner, cfg, runs: int, seed: int, horizon, folder: Optiona
         >>> exp = get("thune2019-bounds")  # doctest: +SKIP
         >>> res = run_sweep_global(exp.runner, exp.config, exp.runs, 0, None)  # doctest: +SKIP
     """
-    from .engine.checkpoint import SweepShare
+    from ..engine.checkpoint import SweepShare
     from .sweeping import call_runner, sweep_checkpoints
 
     me, count = process_index(), process_count()
@@ -318,7 +318,7 @@ def launch_local(args: List[str], n_processes: int, devices_per_process: Optiona
         ...               "--out", tempfile.mkdtemp()], 2)  # doctest: +SKIP
         0
     """
-    from . import _validate as V
+    from ..core import _validate as V
 
     n = V.integer("processes", n_processes, lo=1, hi=1024)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

@@ -17,7 +17,7 @@ from typing import Dict
 
 import numpy as np
 
-from .intervals import t_interval, t_interval_moments
+from ..core.intervals import t_interval, t_interval_moments
 
 def versions() -> dict:
     """The versions and settings a result was computed with (the ``versions`` entry of
@@ -34,7 +34,7 @@ def versions() -> dict:
     """
     import jax
 
-    from ._version import __version__
+    from .._version import __version__
 
     return {"jaxbandits": __version__, "jax": jax.__version__, "numpy": np.__version__,
             "python": platform.python_version(), "backend": jax.default_backend(),
@@ -384,7 +384,7 @@ class Results:
         holds the results of another experiment (or of other settings) is refused with
         :class:`jaxbandits._io.ResultsExistError` unless ``force=True``; one that another run is
         writing, with :class:`jaxbandits._io.FolderInUseError`."""
-        from . import _io
+        from ..core import _io
 
         summary = self.summary()
         files = {"results.nc": lambda p: self.to_xarray().to_netcdf(p, engine="h5netcdf"),
@@ -418,7 +418,7 @@ class Results:
         """
         import xarray as xr
 
-        from . import _io
+        from ..core import _io
 
         path = os.path.join(out_dir, "results.nc")
         if not os.path.isdir(out_dir):
@@ -453,7 +453,7 @@ class Results:
             curves[l]["pulls"] = ds["final_pulls"].sel(policy=l).values
         stats = {}
         if "count" in ds:  # the statistics, as one block each (combined: the same numbers)
-            from .engine.stats import Stats
+            from ..engine.stats import Stats
 
             for i, l in enumerate(labs):
                 mom = {k[:-5]: (ds[k].values[i][None], ds[k[:-5] + "_m2"].values[i][None])

@@ -15,7 +15,7 @@ from typing import Dict, List
 
 import numpy as np
 
-from .results import jsonable, versions
+from ..experiments.results import jsonable, versions
 
 
 #: The axis label of a sweep's quantity, with its unit (the library's sweeps are over rounds).
@@ -145,7 +145,7 @@ class SweepResults:
         """Write ``results.nc``, ``summary.json``, ``table.md`` and (``plot``) ``regret.png`` into
         ``out_dir`` as one unit, atomically, removing the files of the folder's previous results
         (as :meth:`jaxbandits.results.Results.save`, ``force`` included)."""
-        from . import _io
+        from ..core import _io
 
         files = {"results.nc": lambda p: self.to_xarray().to_netcdf(p, engine="h5netcdf"),
                  "summary.json": _io.json_writer(self.summary()),

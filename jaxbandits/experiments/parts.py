@@ -27,7 +27,7 @@ from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from . import _io
+from ..core import _io
 
 __all__ = ["parse_part", "run_range", "save_part", "save_sweep_part", "load_part", "merge", "MergeError", "PART_FORMAT"]
 
@@ -97,7 +97,7 @@ def run_range(runs: int, i: int, n: int) -> Tuple[int, int]:
         >>> [run_range(1001, i, 3) for i in range(3)]
         [(0, 336), (336, 336), (672, 329)]
     """
-    from .engine.stats import block_size
+    from ..engine.stats import block_size
 
     B = block_size(runs)
     nb = -(-runs // B)
@@ -115,7 +115,7 @@ def whole_width_channel(panel, horizon: int, runs: int, runs_here: int):
     whole, and other bits where the whole loses records to ``W``."""
     import dataclasses
 
-    from .engine.round import problem
+    from ..engine.round import problem
 
     ch = panel.channel
     if getattr(ch, "width", None) is not None or runs_here == runs:
@@ -361,14 +361,14 @@ def merged_outputs(metas: List[dict]) -> Dict[str, object]:
     """``{label: SimOutput}`` of the whole run from the ordered parts' records, in the simulator's
     own layout (``[R, runs, ...]`` concatenated, then runs moved first: the same view as the
     driver returns), so every later numpy reduction over runs adds in the same order."""
-    from .engine.recording import SimOutput
+    from ..engine.recording import SimOutput
 
     ref = metas[0]
     loaded = []
     for m in metas:
         with np.load(os.path.join(m["_folder"], "part.npz"), allow_pickle=False) as z:
             loaded.append({k: z[k] for k in z.files})
-    from .engine.stats import Stats
+    from ..engine.stats import Stats
 
     outs = {}
     n_all = sum(m["n_runs"] for m in metas)
@@ -431,7 +431,7 @@ def merge(dirs: Sequence, out, *, force: bool = False, plot: bool = True):
         >>> res.runs  # doctest: +SKIP
         1000
     """
-    from .experiments.assemble import assemble_results
+    from .assemble import assemble_results
 
     if not dirs:
         raise MergeError("merge: give the part folders to merge (jaxbandits merge DIR... --out OUT)")
@@ -461,10 +461,10 @@ def merge(dirs: Sequence, out, *, force: bool = False, plot: bool = True):
 
 def _sweep_experiment(ref: dict):
     """The experiment a sweep's parts are of: by name, or re-read from its file."""
-    from .experiments import registry as X
+    from . import registry as X
 
     if ref.get("source"):
-        from . import expfile
+        from .. import expfile
 
         path, *rest = ref["source"]
         sets = {}
@@ -490,7 +490,7 @@ def _merge_sweep(metas: List[dict], out, identity: dict, *, force: bool = False,
     """The parts of a split sweep: every unit the sweep asks for, from the part that owns it; then
     the sweep's own code runs again over them (replaying, computing nothing), so its results are
     those of the sweep run whole, bit for bit."""
-    from .engine.checkpoint import MissingUnit
+    from ..engine.checkpoint import MissingUnit
     from .sweeping import call_runner, sweep_checkpoints
 
     ref = metas[0]

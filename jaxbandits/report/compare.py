@@ -27,7 +27,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from .intervals import METHODS, bootstrap_interval, check_level, interval, t_interval, t_interval_moments
+from ..core.intervals import METHODS, bootstrap_interval, check_level, interval, t_interval, t_interval_moments
 from .labels import check_metric, panels_of, select_labels, short_labels
 
 @dataclasses.dataclass
@@ -250,7 +250,7 @@ def save_comparison(out, comparison: Comparison, results=None, plot: bool = True
     """
     import json
 
-    from . import _io
+    from ..core import _io
 
     written = []
     with _io.output_folder(out) as path:
