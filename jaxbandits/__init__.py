@@ -5,8 +5,8 @@ Public API: ``delays``, ``envs``, ``channels``, ``policies``, ``simulate``, ``si
 
 The package's folders are its layers (docs/architecture.md): ``core/`` <- ``envs/``, ``channels/``,
 ``policies/`` <- ``engine/``, ``fused/`` <- ``experiments/`` <- ``report/`` <- ``apps/``. The modules
-that moved into them keep their old import paths (``jaxbandits.delays``, ``jaxbandits.results``,
-``jaxbandits.cli``, ...) through :mod:`jaxbandits._moved`, with a ``DeprecationWarning`` naming the
+that moved into them keep their old import paths (``jaxbandits.core.delays``, ``jaxbandits.experiments.results``,
+``jaxbandits.apps.cli``, ...) through :mod:`jaxbandits._moved`, with a ``DeprecationWarning`` naming the
 new path.
 
 Internal, not public API (each says so in its docstring; docs/api/internal.md): ``jaxbandits.core._io``,
@@ -44,7 +44,7 @@ _results.FIGURES = _results_figures
 
 
 def __getattr__(name):
-    """``jaxbandits.results``, ``jaxbandits.types``, ...: the old names of moved modules, with a
+    """``jaxbandits.experiments.results``, ``jaxbandits.core.types``, ...: the old names of moved modules, with a
     ``DeprecationWarning`` naming the new path (:mod:`jaxbandits._moved`)."""
     return _moved.attribute(name, stacklevel=2)
 

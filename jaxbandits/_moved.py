@@ -1,5 +1,5 @@
-"""Internal, not public API: the modules that moved into the layer folders, and the import hook that
-keeps their old paths working (docs/architecture.md, "Old import paths").
+"""Internal: not public API (the modules that moved into the layer folders, and the import hook that
+keeps their old paths working: docs/architecture.md, "Old import paths").
 
 :data:`MOVED` is the one table ``old dotted path -> new dotted path``. A package maps its whole
 subtree (``jaxbandits.serve.config`` is ``jaxbandits.apps.serve.config``). It is read three ways:

@@ -24,8 +24,8 @@ DOCUMENTED = [
     "jaxbandits.policies.composite",
     "jaxbandits.policies.bayes",
     "jaxbandits.policies.explore",
-    "jaxbandits.mathlib",
-    "jaxbandits.ring",
+    "jaxbandits.core.mathlib",
+    "jaxbandits.core.ring",
     "jaxbandits.ope.estimators",
     "jaxbandits.ope.log",
     "jaxbandits.ope.rejection",
@@ -43,8 +43,8 @@ DOCUMENTED = [
     "jaxbandits.bayes.contextual",
     "jaxbandits.bayes.fit",
     "jaxbandits.bayes.hierarchical",
-    "jaxbandits.profiles",
-    "jaxbandits.delays",
+    "jaxbandits.core.profiles",
+    "jaxbandits.core.delays",
     "jaxbandits.envs.stochastic",
     "jaxbandits.envs.linear",
     "jaxbandits.envs.adversarial",
@@ -55,8 +55,10 @@ DOCUMENTED = [
     "jaxbandits.reproductions.wang2021",
     "jaxbandits.reproductions.bayes",
     "jaxbandits.reproductions.ope",
-    "jaxbandits.types",
+    "jaxbandits.core.types",
     "jaxbandits.channels",
+    "jaxbandits.channels.base",
+    "jaxbandits.channels.library",
     "jaxbandits.engine",
     "jaxbandits.engine.round",
     "jaxbandits.engine.metrics",
@@ -64,46 +66,45 @@ DOCUMENTED = [
     "jaxbandits.engine.stats",
     "jaxbandits.engine.checkpoint",
     "jaxbandits.engine.driver",
-    "jaxbandits.simulate",
-    "jaxbandits.sweeps",
-    "jaxbandits.sweeping",
-    "jaxbandits.parts",
-    "jaxbandits.intervals",
-    "jaxbandits.labels",
-    "jaxbandits.compare",
-    "jaxbandits.results",
+    "jaxbandits.report.sweeps",
+    "jaxbandits.experiments.sweeping",
+    "jaxbandits.experiments.parts",
+    "jaxbandits.core.intervals",
+    "jaxbandits.report.labels",
+    "jaxbandits.report.compare",
+    "jaxbandits.experiments.results",
     "jaxbandits.experiments.specs",
     "jaxbandits.experiments.registry",
     "jaxbandits.experiments.runner",
     "jaxbandits.experiments.assemble",
     "jaxbandits.experiments",
-    "jaxbandits.distributed",
-    "jaxbandits.plotting",
+    "jaxbandits.experiments.distributed",
+    "jaxbandits.report.plotting",
     "jaxbandits.online.state",
     "jaxbandits.online.clock",
     "jaxbandits.online.pure",
     "jaxbandits.online.persistence",
     "jaxbandits.online.learner",
     "jaxbandits.online",
-    "jaxbandits.serve.config",
-    "jaxbandits.serve.service",
-    "jaxbandits.serve.http",
-    "jaxbandits.serve",
-    "jaxbandits.dashboard",
+    "jaxbandits.apps.serve.config",
+    "jaxbandits.apps.serve.service",
+    "jaxbandits.apps.serve.http",
+    "jaxbandits.apps.serve",
+    "jaxbandits.apps.dashboard",
 ]
 
 #: modules whose examples run in the default suite (cheap: constructors, numpy, small eager array
 #: calls; about 15 s together on 2 cores); examples that compile a simulation, run MCMC or need a
 #: file are marked ``# doctest: +SKIP``
-DOCTESTED = [m for m in DOCUMENTED if m not in ("jaxbandits.mathlib", "jaxbandits.bayes.model", "jaxbandits.delays",
+DOCTESTED = [m for m in DOCUMENTED if m not in ("jaxbandits.core.mathlib", "jaxbandits.bayes.model", "jaxbandits.core.delays",
                                                 # classes only: exempt, no examples
                                                 "jaxbandits.reproductions.bayes", "jaxbandits.reproductions.ope",
                                                 # re-exports: their examples run in the defining modules
-                                                "jaxbandits.engine", "jaxbandits.simulate",
-                                                "jaxbandits.experiments", "jaxbandits.online", "jaxbandits.serve")]
+                                                "jaxbandits.engine", "jaxbandits.channels",
+                                                "jaxbandits.experiments", "jaxbandits.online", "jaxbandits.apps.serve")]
 
 #: modules whose examples are many small eager JAX calls (about 10 s each on 2 cores): ``-m slow``
-DOCTESTED_SLOW = ["jaxbandits.mathlib", "jaxbandits.bayes.model", "jaxbandits.delays"]
+DOCTESTED_SLOW = ["jaxbandits.core.mathlib", "jaxbandits.bayes.model", "jaxbandits.core.delays"]
 
 SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Returns|Yields|Raises|Example|Examples)\s*:\s*$", re.M)
 
@@ -314,9 +315,10 @@ def test_docstring_examples_run(modname):
 #: only on docs/api/internal.md (docs/contributing.md, "Public and internal")
 INTERNAL = [
     "jaxbandits._version",
-    "jaxbandits._io",
-    "jaxbandits._validate",
-    "jaxbandits._pytree",
+    "jaxbandits._moved",
+    "jaxbandits.core._io",
+    "jaxbandits.core._validate",
+    "jaxbandits.core._pytree",
     "jaxbandits.fused._registry",
     "jaxbandits.fused.kernels",
     "jaxbandits.fused.lanes",

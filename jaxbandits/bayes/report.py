@@ -90,7 +90,7 @@ def save_fit(idata, log: ConversionLog, out_dir: str, plot: bool = True, force: 
     ``posterior.nc``, ``summary.md``/``summary.json`` and the plots; each file under a temporary
     name, flushed, renamed into place; the files of the folder's previous results that this set
     lacks are removed. A folder holding another fit or an experiment's results is refused unless
-    ``force=True`` (see :meth:`jaxbandits.results.Results.save`).
+    ``force=True`` (see :meth:`jaxbandits.experiments.results.Results.save`).
 
     Args:
         idata: the ``arviz.InferenceData`` of :func:`jaxbandits.bayes.fit`.

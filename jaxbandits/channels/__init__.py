@@ -1,7 +1,7 @@
 """Feedback channels: what reaches the policy, and when (docs/architecture.md, conventions §3-4).
 
 A channel is a component, optax style: an object of pure functions over its own fixed-shape state,
-which declares what it reveals in a typed :class:`~jaxbandits.types.Feedback` record::
+which declares what it reveals in a typed :class:`~jaxbandits.core.types.Feedback` record::
 
     feedback                                   # Feedback: what the policy may see
     width(world, horizon, payload_size, n_runs, max_hold) -> int    # host, before compiling
@@ -26,7 +26,7 @@ The calendar: the record of the play of round ``s`` goes into a ring of shape ``
 ``(s + lag) mod W``; at round ``t`` slot ``t mod W`` is read and handed to the policy. Cost per
 round is ``O(P)`` (``O(W)`` for the composite channel) whatever the number of outstanding plays.
 All writes come first (clear the slot read last round, insert this round's record), then the one
-read (:mod:`jaxbandits.ring`). A record with lag ``>= W`` that would otherwise be delivered is
+read (:mod:`jaxbandits.core.ring`). A record with lag ``>= W`` that would otherwise be delivered is
 dropped, never aliased, and counted in ``lost_to_W`` unless its value is all zeros.
 """
 from __future__ import annotations

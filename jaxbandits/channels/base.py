@@ -210,12 +210,12 @@ class Channel:
         Args:
             spec: the :class:`ChannelSpec`.
             state: the channel's state after round ``t - 1``.
-            play: the :class:`~jaxbandits.types.Play` of round ``t``; a random channel draws from
+            play: the :class:`~jaxbandits.core.types.Play` of round ``t``; a random channel draws from
                 ``play.key``, the channel's key of round ``t`` (conventions §8).
 
         Returns:
             ``(state, delivery)``: the state after round ``t`` and a
-            :class:`~jaxbandits.types.Delivery` (f32[P] payload, reveal ages or None).
+            :class:`~jaxbandits.core.types.Delivery` (f32[P] payload, reveal ages or None).
         """
         raise NotImplementedError
 
@@ -240,7 +240,7 @@ class CalendarChannel(Channel):
 
         Args:
             spec: the :class:`ChannelSpec`.
-            play: the :class:`~jaxbandits.types.Play` of round ``t`` (``play.key``: the channel's key
+            play: the :class:`~jaxbandits.core.types.Play` of round ``t`` (``play.key``: the channel's key
                 of round ``t``, for a random channel).
 
         Returns:

@@ -1,7 +1,7 @@
 """Policies as values (docs/architecture.md): :class:`PolicyValue`, the frozen dataclass each library
 constructor returns (its fields are the hyper-parameters; equal and hashed by value), made by
 :func:`policy_value` from the constructor; :func:`is_policy`, which accepts it or a user's
-:class:`~jaxbandits.types.Policy` NamedTuple; and :func:`policy_digest`, what names a policy in
+:class:`~jaxbandits.core.types.Policy` NamedTuple; and :func:`policy_digest`, what names a policy in
 checkpoints and split sweeps; :func:`constructor`, which makes the values a public constructor of
 worlds, channels, delay laws or profiles returns carry the :class:`Made` record of the call
 (:func:`made_by`; what experiment files are written from).
@@ -26,7 +26,7 @@ __all__ = ["PolicyValue", "policy_value", "is_policy", "policy_digest", "user_po
 class PolicyValue:
     """A library policy as a value: a frozen dataclass whose fields are its hyper-parameters.
 
-    It provides the interface of :class:`~jaxbandits.types.Policy` (``init``, ``act``, ``update``, ``payload``,
+    It provides the interface of :class:`~jaxbandits.core.types.Policy` (``init``, ``act``, ``update``, ``payload``,
     ``needs``, ``name``, ``max_hold``, ...), so the engine runs it exactly as a user's ``Policy``
     NamedTuple. Equality and hash are by value (the type and every field; arrays by their bytes),
     so two equal policies share one compiled program; ``repr`` names the policy and the fields that
@@ -56,7 +56,7 @@ class PolicyValue:
         object.__setattr__(self, "_hash", hash((type(self).__name__, value_key(self.values()))))
 
     def as_tuple(self) -> Policy:
-        """The :class:`~jaxbandits.types.Policy` NamedTuple of this value's pure functions."""
+        """The :class:`~jaxbandits.core.types.Policy` NamedTuple of this value's pure functions."""
         return self._impl
 
     @classmethod
@@ -66,7 +66,7 @@ class PolicyValue:
         return tuple(ren.get(f.name, f.name) for f in dataclasses.fields(cls))
 
     def _replace(self, **functions) -> Policy:
-        """A :class:`~jaxbandits.types.Policy` NamedTuple with some of this value's functions or declarations
+        """A :class:`~jaxbandits.core.types.Policy` NamedTuple with some of this value's functions or declarations
         replaced (a user's policy derived from a library one, e.g. to record more state)."""
         return self._impl._replace(**functions)
 
@@ -115,7 +115,7 @@ class PolicyValue:
 
 def _forward(field):
     return property(lambda self: getattr(self._impl, field),
-                    doc=f"The ``{field}`` of the :class:`~jaxbandits.types.Policy` interface.")
+                    doc=f"The ``{field}`` of the :class:`~jaxbandits.core.types.Policy` interface.")
 
 
 for _f in Policy._fields:
@@ -244,7 +244,7 @@ class FieldGrid:
     def __init__(self, world, policy, names):
         if not isinstance(policy, PolicyValue):
             raise TypeError(f"a grid over a policy's fields needs a policy value (a library constructor's, or "
-                            f"one made with jaxbandits.values.policy_value), got {type(policy).__name__}")
+                            f"one made with jaxbandits.core.values.policy_value), got {type(policy).__name__}")
         fields = [f.name for f in dataclasses.fields(policy)]
         unknown = [n for n in names if n not in fields]
         if unknown:
@@ -271,7 +271,7 @@ class FieldGrid:
 
 
 def is_policy(x) -> bool:
-    """A policy: a :class:`~jaxbandits.types.Policy` NamedTuple (a user's own) or a library :class:`PolicyValue`."""
+    """A policy: a :class:`~jaxbandits.core.types.Policy` NamedTuple (a user's own) or a library :class:`PolicyValue`."""
     return isinstance(x, (Policy, PolicyValue))
 
 
@@ -345,7 +345,7 @@ def _show(v) -> str:
 def _stable(v):
     """A nested form of ``v`` whose ``repr`` is the same in every process (no addresses): functions
     by module and qualified name, arrays by a hash of their bytes. A module is named by its path
-    before the layer folders (``jaxbandits.core.delays`` as ``jaxbandits.delays``:
+    before the layer folders (``jaxbandits.core.delays`` as ``jaxbandits.core.delays``:
     :func:`jaxbandits._moved.stable_module`, the table of moved modules reversed), so that digests
     written before the move still match."""
     import jax
@@ -372,7 +372,7 @@ def _stable(v):
 
 
 def user_policy_id(policy) -> str:
-    """What names a user's :class:`~jaxbandits.types.Policy` NamedTuple in checkpoints and split
+    """What names a user's :class:`~jaxbandits.core.types.Policy` NamedTuple in checkpoints and split
     sweeps: its ``name`` and its functions' qualified names (``module:qualname``), with its
     declarations (``needs``, ``max_hold``, ...). Nothing is read from code or closures, so the
     parameters a closure holds are *not* seen: give each differently parameterised policy its own
@@ -389,12 +389,12 @@ def user_policy_id(policy) -> str:
 def policy_digest(policy) -> str:
     """What identifies a policy in checkpoints and split sweeps, the same in every process: a
     library :class:`PolicyValue` by its type and fields (``v:`` and :meth:`PolicyValue.digest`), a
-    user's :class:`~jaxbandits.types.Policy` NamedTuple by its name and functions' names
+    user's :class:`~jaxbandits.core.types.Policy` NamedTuple by its name and functions' names
     (:func:`user_policy_id`: closures are not read).
 
     Args:
         policy: a library :class:`PolicyValue` (what the constructors in
-            :mod:`jaxbandits.policies` return) or a user's :class:`~jaxbandits.types.Policy`
+            :mod:`jaxbandits.policies` return) or a user's :class:`~jaxbandits.core.types.Policy`
             NamedTuple.
 
     Returns:

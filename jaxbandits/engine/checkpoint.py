@@ -319,7 +319,7 @@ class CallCache:
     """Completed units of a sweep (an experiment that loops over settings: one ``simulate`` per
     setting, or one fit per replication), each saved whole under the hash of its fingerprint; a
     resumed sweep replays the saved ones (the same arrays, so the same bits) and runs the rest.
-    What a :class:`jaxbandits.sweeping.Sweep` saves to. ``folder=None`` keeps them in memory."""
+    What a :class:`jaxbandits.experiments.sweeping.Sweep` saves to. ``folder=None`` keeps them in memory."""
 
     def __init__(self, folder: Optional[str]):
         self.folder = None if folder is None else os.path.abspath(folder)

@@ -77,7 +77,7 @@ def composite(means=None, profile=None, delay=None, table=None, total: str = "be
     Args:
         means: f[K], the totals' means in ``[0, 1]``.
         profile: a fixed split over lags ``0..L-1`` (normalised here), or a
-            :class:`jaxbandits.profiles.Profile`.
+            :class:`jaxbandits.core.profiles.Profile`.
         delay: a delay law (a sequence law: given per round), instead of ``profile``.
         table: ``[T, K]`` oblivious totals in ``[0, 1]``, instead of ``means``.
         total: ``"bernoulli"`` or ``"beta"``.

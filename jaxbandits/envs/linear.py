@@ -102,7 +102,7 @@ def linear(theta, n_actions=None, features=None, action_set=None, noise="bernoul
             ``"sphere"``.
         noise: ``"bernoulli"`` or ``"gaussian"``.
         sigma: the Gaussian noise's scale.
-        delay: a :mod:`jaxbandits.delays` law, or None.
+        delay: a :mod:`jaxbandits.core.delays` law, or None.
         normalize: scale every action to unit L2 norm (Vernade et al. 2020's "from {0,1}^d,
             normalised"; all-zero binary draws are redrawn).
         n_valid: only the first ``n_valid`` actions exist each round; the rest are padding, masked

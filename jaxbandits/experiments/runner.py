@@ -29,9 +29,9 @@ def run(name, runs: Optional[int] = None, horizon: Optional[int] = None, seed: i
     ``name`` may also be an :class:`Experiment` (one read from a file: :func:`jaxbandits.expfile.experiment`).
 
     ``out`` is checked and locked before anything runs: a folder that cannot be written raises
-    :class:`jaxbandits._io.OutputFolderError`, one another run is writing
-    :class:`~jaxbandits._io.FolderInUseError`, one holding another experiment's results (or this
-    experiment's with other settings) :class:`~jaxbandits._io.ResultsExistError` unless
+    :class:`jaxbandits.core._io.OutputFolderError`, one another run is writing
+    :class:`~jaxbandits.core._io.FolderInUseError`, one holding another experiment's results (or this
+    experiment's with other settings) :class:`~jaxbandits.core._io.ResultsExistError` unless
     ``force=True`` (which replaces them, removing their files). A sweep runs at ``horizon`` alone
     when it is given, else at its own list of horizons.
 
@@ -49,10 +49,10 @@ def run(name, runs: Optional[int] = None, horizon: Optional[int] = None, seed: i
 
     ``part=(i, n)`` (or ``"i/n"``) runs only part ``i`` of ``n`` of the runs (of a sweep: of its
     units, each simulation or fit) and writes a part folder to ``out`` (``part.json``, ``part.npz``)
-    instead of results; :func:`jaxbandits.parts.merge`
+    instead of results; :func:`jaxbandits.experiments.parts.merge`
     combines the ``n`` parts into the results of the whole run, bitwise. Returns the results of the
     part's runs alone (``None`` for a sweep's part: its units are not results by themselves). ``distributed=True`` shards the runs over the devices of every process of
-    ``jax.distributed`` (:func:`jaxbandits.distributed.initialize` first); process 0 writes ``out``
+    ``jax.distributed`` (:func:`jaxbandits.experiments.distributed.initialize` first); process 0 writes ``out``
     (docs/cluster.md). ``keep`` chooses the per-run curves kept (``"all"``, ``"none"``, the first
     ``N`` runs; default: every run while they are small, the statistics alone beyond: docs/simulate.md).
 
@@ -80,7 +80,7 @@ def run(name, runs: Optional[int] = None, horizon: Optional[int] = None, seed: i
     Raises:
         ValueError: an argument is out of range or not used by the experiment, or the name is
             unknown (each message names the argument).
-        jaxbandits._io.OutputFolderError: ``out`` cannot be written (its subclasses
+        jaxbandits.core._io.OutputFolderError: ``out`` cannot be written (its subclasses
             ``FolderInUseError``, ``ResultsExistError`` as above).
         jaxbandits.engine.checkpoint.Interrupted: SIGINT / SIGTERM stopped a run with ``out``.
 
@@ -443,7 +443,7 @@ def _run_sweep(name, exp, runs, horizon, seed, cfg, out, chunk, sweep_horizon, j
 
 
 def _disk_full_hint(e: OSError, ckpt_root, done: bool) -> OSError:
-    """``e`` as it is, or for a full disk (:func:`jaxbandits._io.disk_full_error`: the file and the
+    """``e`` as it is, or for a full disk (:func:`jaxbandits.core._io.disk_full_error`: the file and the
     cause) with what is kept and how to go on: the checkpoint in ``ckpt_root`` holds the finished
     run (``done``) or its chunks saved so far, and ``--resume`` continues from it (docs/results.md)."""
     if e.errno != errno.ENOSPC or ckpt_root is None or not os.path.isdir(ckpt_root):

@@ -46,7 +46,7 @@ def next_pow2(n: int) -> int:
 
 def delay_value(law: tuple, v):
     """``floor(F^-1(v))`` of a closed-form delay law as float32 (``law`` = ``(name, params...)``
-    with Python floats; the formulas of :mod:`jaxbandits.delays`). Values beyond the window are
+    with Python floats; the formulas of :mod:`jaxbandits.core.delays`). Values beyond the window are
     compared as floats, so a huge or infinite draw is simply "not within the window"."""
     name = law[0]
     if name == "fixed":

@@ -27,7 +27,7 @@ class Learner:
     Decision and feedback batches are padded to powers of two (few compilations).
 
     Args:
-        policy: the policy (a :class:`~jaxbandits.types.Policy`).
+        policy: the policy (a :class:`~jaxbandits.core.types.Policy`).
         channel: a :class:`~jaxbandits.channels.Channel` with attributed, conversion or
             anonymous feedback.
         arms: a list of distinct arm names (at least one), or the number of arms ``K >= 1``

@@ -1,7 +1,7 @@
 """Replay (rejection sampling, Li et al. 2011) of an adaptive target policy over a log
 (docs/ope.md, *Replay*).
 
-The target is any library :class:`~jaxbandits.types.Policy`, run in one ``lax.scan`` over the log's
+The target is any library :class:`~jaxbandits.core.types.Policy`, run in one ``lax.scan`` over the log's
 decisions in time order, one log row a round. At each row it acts; when its arm is the logged arm
 and a coin with probability ``c / propensity`` (``c``: the smallest propensity in the log, so the
 accepted rows are a uniform-logging sample) comes up, the decision is *accepted*: the round is the

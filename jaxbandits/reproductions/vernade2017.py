@@ -35,7 +35,7 @@ def delay_law(cfg):
             ``rho_from_mean`` (``"paper"`` or ``"exact"``).
 
     Returns:
-        The :func:`jaxbandits.delays.geometric` law.
+        The :func:`jaxbandits.core.delays.geometric` law.
 
     Raises:
         ValueError: ``mu`` or ``rho_from_mean`` out of range.

@@ -84,7 +84,7 @@ def fig4_profiles(cfg):
             ``"discounted"``, ``"polynomial"``), ``tol`` and ``max_len``.
 
     Returns:
-        A list of :class:`jaxbandits.profiles.Profile`.
+        A list of :class:`jaxbandits.core.profiles.Profile`.
 
     Raises:
         ValueError: an unknown kind or a parameter out of range.

@@ -16,7 +16,7 @@ import numpy as np
 from .config import ServeConfig
 
 
-DB_FORMAT = "jaxbandits.serve"
+DB_FORMAT = "jaxbandits.apps.serve"
 
 
 DB_FORMAT_VERSION = 2  # 2: decide events log ids, arms and propensities; feedback and advance events their round
