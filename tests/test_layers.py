@@ -12,6 +12,7 @@ Reads files only: nothing is imported, so this test takes well under a second.
 from __future__ import annotations
 
 import ast
+import importlib.util
 import os
 
 import pytest
@@ -62,7 +63,7 @@ def modules(root=ROOT, pkg=PKG):
     return out
 
 
-def imports(mods):
+def imports(mods, everything=False):
     """Every import of a package module, at any depth of the source: ``(importer, imported module,
     line, names)`` where ``names`` are the names taken from it (``from m import a, b``), plus the
     private attributes read off a name bound to a package module (``m._x``), as ``("attr", name)``."""
@@ -101,7 +102,7 @@ def imports(mods):
             if (isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in bound
                     and is_private(n.attr)):
                 found.append((m, bound[n.value.id], n.lineno, (("attr", n.attr),)))
-    return [f for f in found if f[1] in mods and f[1] != f[0]]
+    return found if everything else [f for f in found if f[1] in mods and f[1] != f[0]]
 
 
 def is_private(name):
@@ -184,6 +185,29 @@ def test_imports_go_down_the_layers():
                 for a, b, line, _ in IMPORTS if b != PKG and layer_of(b) is not None and layer_of(a) is not None
                 and layer_of(b) > layer_of(a))
     assert not up, "imports from a lower layer up to a higher one:\n" + "\n".join(up)
+
+
+def moved_table():
+    """``jaxbandits/_moved.py``'s table of old module paths, read without importing the package (the
+    module imports only the standard library)."""
+    spec = importlib.util.spec_from_file_location("_moved_table", os.path.join(ROOT, "_moved.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.MOVED
+
+
+def test_no_module_imports_an_old_path():
+    """The package imports its modules by their new paths: an old one (``from .. import delays``,
+    ``from ..results import Results``) would work, through the import hook, with a warning."""
+    moved = moved_table()
+
+    def old(name):
+        return any(name == k or name.startswith(k + ".") for k in moved)
+
+    bad = sorted(f"{a}:{line} imports {b}" + (f" ({', '.join(n for n in names if isinstance(n, str))})" if b == PKG else "")
+                 for a, b, line, names in imports(MODS, everything=True)
+                 if old(b) or (b == PKG and any(isinstance(n, str) and old(f"{PKG}.{n}") for n in names)))
+    assert not bad, "imports of old module paths (see jaxbandits/_moved.py):\n" + "\n".join(bad)
 
 
 #: Private names taken across modules, each ``(importer, module, name)``: none. Nothing may be

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import os
 import pickle
+import re
 import subprocess
 import sys
 import tomllib
@@ -183,3 +184,21 @@ def test_the_console_script_entry_point():
     code = f"import sys; from {module} import {func}; sys.argv[0] = 'jaxbandits'; sys.exit({func}())"
     r = _run(["-W", "error::DeprecationWarning", "-c", code, "--version"])
     assert r.returncode == 0 and r.stdout.startswith("jaxbandits "), (r.stdout, r.stderr)
+
+
+def test_the_project_itself_imports_the_new_paths():
+    """Tests, tools, benchmarks, docs and the package's docstring examples import the new paths (an
+    old one works, with a warning: users' code, not ours). The package's own import statements are
+    checked by tests/test_layers.py."""
+    names = [k.split(".", 1)[1] for k in OLD_TO_NEW]  # simulate included: the module, not the function
+    private = [n for n in names if n not in jaxbandits.__all__]  # delays, mathlib, ring, simulate are public
+    alt, alt_private = "|".join(map(re.escape, names)), "|".join(map(re.escape, private))
+    pattern = re.compile(rf"^\s*(?:>>> |\.\.\. )?(?:from jaxbandits\.(?:{alt})\b|import jaxbandits\.(?:{alt})\b"
+                         rf"|from jaxbandits import (?:[\w ]+, *)*(?:{alt_private})\b)"
+                         rf"|\"-m\", \"jaxbandits\.(?:{alt})\b", re.M)
+    files = [p for d in ("tests", "tools", "benchmarks", "experiments", "docs", "jaxbandits")
+             for p in (ROOT / d).rglob("*") if p.suffix in (".py", ".md")] + [ROOT / "README.md"]
+    found = [f"{p.relative_to(ROOT)}: {m.group(0).strip()}" for p in files if p.name != "test_moved.py"
+             for m in pattern.finditer(p.read_text(encoding="utf-8"))]
+    assert len(files) > 200
+    assert not found, "old module paths imported:\n" + "\n".join(found)
