@@ -53,10 +53,13 @@ FIGURES = None
 class Results:
     """The results of an experiment: per-policy curves over runs at the record points ``t``, the
     statistics over all runs reduced on the device, configuration, versions and timing
-    (docs/results.md). Made by :func:`~jaxbandits.experiments.runner.run` (:meth:`~jaxbandits.experiments.results.Results.from_sim`), read back with
-    :meth:`~jaxbandits.experiments.results.Results.load`, written with :meth:`~jaxbandits.experiments.results.Results.save`. Either form: every run's curves held (the per-run
-    form, :attr:`~jaxbandits.experiments.results.Results.per_run`), or the curves of the first :attr:`~jaxbandits.experiments.results.Results.kept` runs (possibly none) and
-    ``stats`` over all runs; every method gives the same numbers from either.
+    (docs/results.md). Made by :func:`~jaxbandits.experiments.runner.run`
+    (:meth:`~jaxbandits.experiments.results.Results.from_sim`), read back with
+    :meth:`~jaxbandits.experiments.results.Results.load`, written with
+    :meth:`~jaxbandits.experiments.results.Results.save`. Either form: every run's curves held (the
+    per-run form, :attr:`~jaxbandits.experiments.results.Results.per_run`), or the curves of the
+    first :attr:`~jaxbandits.experiments.results.Results.kept` runs (possibly none) and ``stats``
+    over all runs; every method gives the same numbers from either.
 
     Attributes:
         experiment: the experiment's name.

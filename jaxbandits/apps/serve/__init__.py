@@ -19,8 +19,9 @@ FastAPI and uvicorn):
   ``/series``, ``/estimates``, ``/config``: :mod:`jaxbandits.apps.dashboard`). A bad request gets a 4xx and one
   ``{"error": "..."}`` message naming the field.
 
-The package by concern: :mod:`~jaxbandits.apps.serve.config` (the configuration), :mod:`~jaxbandits.apps.serve.service` (the learner and its
-database) and :mod:`~jaxbandits.apps.serve.http` (the FastAPI application); every name is re-exported here.
+The package by concern: :mod:`~jaxbandits.apps.serve.config` (the configuration),
+:mod:`~jaxbandits.apps.serve.service` (the learner and its database) and
+:mod:`~jaxbandits.apps.serve.http` (the FastAPI application); every name is re-exported here.
 """
 
 from ...core.delays import DELAY_LAWS, delay_law  # re-exported: serve.DELAY_LAWS, serve.delay_law as before
