@@ -19,7 +19,7 @@ os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + f" --xla_force_host
 import jax, math
 from jaxbandits import channels as C, delays as D, envs as E
 from jaxbandits.policies import adversarial as A
-from jaxbandits.simulate import simulate
+from jaxbandits.engine import simulate
 K, T, N = 10, cfg["T"], cfg["runs"]
 env = E.bernoulli_losses(K, 0.1, delays=D.uniform(0, 99))
 if cfg["what"] == "DEW":

@@ -19,7 +19,7 @@ os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + f" --xla_force_host
 import jax, numpy as np
 from jaxbandits import channels as C, delays as D, envs as E
 from jaxbandits.policies import anonymous as A
-from jaxbandits.simulate import simulate
+from jaxbandits.engine import simulate
 K, T, N = cfg["K"], cfg["T"], cfg["runs"]
 means = [0.5, 0.6] if K == 2 else np.linspace(0.4, 0.6, K)
 env = E.bernoulli(means, delay=D.poisson(10.0))

@@ -25,7 +25,7 @@ if cfg["what"] == "naive":
     pol = PB.beta_ts("naive", 255)
 else:
     pol = PB.delay_model_ts(255, engine=cfg["what"], refresh=cfg["k"], prior_mean=30.0)
-from jaxbandits.simulate import simulate
+from jaxbandits.engine import simulate
 outs = [simulate(env, C.conversions(), pol, T, jax.random.key(s), N) for s in (0, 1)]
 print(json.dumps({**cfg, "compile_s": outs[0].timing["compile_s"], "run_s": min(o.timing["run_s"] for o in outs),
                   "regret": float(outs[0].final("regret").mean()),

@@ -21,8 +21,8 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 from jaxbandits import experiments as X  # noqa: E402
-from jaxbandits._io import write_text  # noqa: E402
-from jaxbandits.simulate import record_points, simulate  # noqa: E402
+from jaxbandits.core._io import write_text  # noqa: E402
+from jaxbandits.engine import record_points, simulate  # noqa: E402
 
 
 def main(argv=None):

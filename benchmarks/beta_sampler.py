@@ -1,5 +1,5 @@
 """Cost of Beta draws inside a vmapped scan on CPU: jax.random.beta vs the exact
-Marsaglia-Tsang sampler of jaxbandits.mathlib (K = 10 arms, 1000 runs, 2000 rounds)."""
+Marsaglia-Tsang sampler of jaxbandits.core.mathlib (K = 10 arms, 1000 runs, 2000 rounds)."""
 import json
 import time
 

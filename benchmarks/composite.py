@@ -19,9 +19,10 @@ import json, os, resource, sys
 cfg = json.loads(sys.argv[1])
 os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + f" --xla_force_host_platform_device_count={cfg['devices']}").strip()
 import jax, numpy as np
-from jaxbandits import channels as C, envs as E, profiles as Pr
+from jaxbandits import channels as C, envs as E
+from jaxbandits.core import profiles as Pr
 from jaxbandits.policies import composite as W
-from jaxbandits.simulate import simulate
+from jaxbandits.engine import simulate
 T, N = cfg["T"], cfg["runs"]
 s = np.linspace(0.9, 0.1, 9)
 if cfg["profile"] == "poly2":

@@ -21,7 +21,7 @@ import jax, jax.numpy as jnp, numpy as np
 from jax import lax
 from jaxbandits import channels as C, delays as D, envs as E, mathlib as M
 from jaxbandits.policies import conversions as V
-from jaxbandits.simulate import simulate
+from jaxbandits.engine import simulate
 T, m, N = cfg["T"], cfg["m"], cfg["runs"]
 law = D.geometric(0.998); theta = jnp.array([0.1, 0.05, 0.03]); K = 3
 if cfg["what"] != "fused":

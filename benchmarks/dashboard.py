@@ -103,7 +103,7 @@ def server_cost(cfg, tmp, n_decisions=20_000, reps=50):
     (``/series`` of a full series, ``/estimates``), of one sample (taken once a second whenever
     requests come, page or not) and of one decision request's work (``Service.decide(1)``: the
     learner and the SQLite commit), in ms; the memory a full series holds."""
-    from jaxbandits import dashboard, serve
+    from jaxbandits.apps import dashboard, serve
 
     svc = serve.Service(serve.load_config(None, **cfg), str(tmp / "inproc.db"))
     try:
@@ -161,7 +161,7 @@ def main(argv=None):
     port = _port()
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_PLATFORMS": "cpu"}
-    srv = subprocess.Popen([sys.executable, "-m", "jaxbandits.cli", "serve", str(tmp / "c.json"), "--db",
+    srv = subprocess.Popen([sys.executable, "-m", "jaxbandits.apps.cli", "serve", str(tmp / "c.json"), "--db",
                             str(tmp / "s.db"), "--port", str(port)], env=env, stdout=subprocess.DEVNULL)
     rng = np.random.default_rng(0)
     state = {"http": httpx.Client(timeout=60), "due": {}, "rate": dict(zip(arms, (0.10, 0.07, 0.04)))}

@@ -7,7 +7,7 @@ DelayedKLUCB run side by side in one process, on the same world, three ways.
   each: counts and sums as the state, per round draw the reward, pick the arm, update, add the
   pseudo-regret; the regret is recorded at the same record points (an outer scan over record
   points, an inner scan over the rounds between them: the records are scan outputs). It uses the
-  library's math primitives (``jaxbandits.mathlib``: uniforms, tie rule, KL-UCB Newton solver,
+  library's math primitives (``jaxbandits.core.mathlib``: uniforms, tie rule, KL-UCB Newton solver,
   Beta sampler, Poisson KL-UCB), so it measures the engine around the algorithm, not the math.
   Its DelayedKLUCB is transcribed in the natural order: insert the conversion into the calendar,
   read this round's slot, clear it; read the pull that leaves the window, then overwrite its slot.
@@ -450,7 +450,7 @@ def measure(algo, a, key, n_runs, repeat=1, pallas=False):
                        **library_memory(env, ch, pol, T, n_runs, stride)}}
     lost = int(np.sum(lib.lost_to_W))
     hands = {}
-    from jaxbandits.mathlib import fold_in as written_out_fold_in
+    from jaxbandits.core.mathlib import fold_in as written_out_fold_in
 
     if algo == "DelayedKLUCB":
         args = (K, T, stride, key, a.delay_mean, a.window)
@@ -504,7 +504,7 @@ def _fmt_bytes(b):
 
 def print_table(rows, platform_name):
     """Speeds in run-steps/s; ``*w``: the hand-written program with the written-out ``fold_in``
-    (:func:`jaxbandits.mathlib.fold_in`, the engine's), so ``lib/naive-w`` and ``lib/fused-w`` show
+    (:func:`jaxbandits.core.mathlib.fold_in`, the engine's), so ``lib/naive-w`` and ``lib/fused-w`` show
     the engine's structure alone, without its faster PRNG lowering."""
     mem_col = "peak MiB" if platform_name == "gpu" else "prog MiB lib/naive"
     head = (f"{'algorithm':13s} {'runs':>8s} {'library':>10s} {'naive':>10s} {'naive-w':>10s} {'fused':>10s} "

@@ -19,7 +19,7 @@ os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + f" --xla_force_host
 import jax, numpy as np
 from jaxbandits import channels as C, delays as D, envs as E
 from jaxbandits.policies import linear as L
-from jaxbandits.simulate import simulate
+from jaxbandits.engine import simulate
 T, N, m = cfg["T"], cfg["runs"], 500
 env = E.linear(np.full(5, 5 ** -0.5), n_actions=10, action_set="binary", normalize=True,
                delay=D.shift(D.geometric(0.99), 1))

@@ -23,10 +23,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxbandits import channels, delays, online
-from jaxbandits._io import atomic_write, json_writer
+from jaxbandits.core._io import atomic_write, json_writer
 from jaxbandits.policies import bayes, classic
 from jaxbandits.policies import conversions as conv
-from jaxbandits.types import Arrivals, Context
+from jaxbandits.core.types import Arrivals, Context
 
 K = 10
 LAW = delays.geometric(mean=50.0)
@@ -181,7 +181,7 @@ def http(label, reps, calls=3, single=200):
             so.bind(("127.0.0.1", 0))
             port = so.getsockname()[1]
         env = {**os.environ, "PYTHONPATH": root, "JAXBANDITS_CACHE_DIR": os.path.join(tmp, "cache")}
-        proc = subprocess.Popen([sys.executable, "-m", "jaxbandits.cli", "serve", os.path.join(tmp, "serve.json"),
+        proc = subprocess.Popen([sys.executable, "-m", "jaxbandits.apps.cli", "serve", os.path.join(tmp, "serve.json"),
                                  "--db", os.path.join(tmp, "serve.db"), "--port", str(port)], env=env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         url = f"http://127.0.0.1:{port}"

@@ -11,7 +11,7 @@ For each algorithm ``ALGOS[name]`` holds
   (``record = max(1, T // n_rec)``) by an outer scan over record points and an inner scan over the
   rounds between them. Plain scans use the world's streams as the library does (run ``r`` keyed
   by ``fold_in(key, r)``, the REWARD / DELAY / WORLD / act streams of conventions §8), the math
-  primitives of ``jaxbandits.mathlib`` (uniforms, tie rule, Poisson KL-UCB, exp-weights) and the
+  primitives of ``jaxbandits.core.mathlib`` (uniforms, tie rule, Poisson KL-UCB, exp-weights) and the
   world's delay law (``law.draw``); never the library's policy, engine or channel code, except
   the host-side tuning tables that a policy computes once before compiling (ODAAF's schedule
   ``anonymous.schedule``, ARS-EXP3's block table and gamma): they are constants of the

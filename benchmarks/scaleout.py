@@ -4,7 +4,7 @@ N runs) on
 * one process with D forced XLA host devices (``--xla_force_host_platform_device_count=D``; the
   runs axis shards over them with ``shard_map``), D in ``--devices`` (default 1 2 4);
 * P processes of one CPU device each joined by ``jax.distributed`` on 127.0.0.1, the runs sharded
-  over the global mesh (:func:`jaxbandits.distributed.simulate_global`, records gathered to every
+  over the global mesh (:func:`jaxbandits.experiments.distributed.simulate_global`, records gathered to every
   process after each chunk), P in ``--processes`` (default 2);
 * P independent parts (``first_run``), one process of one device each, run at the same time (what
   a SLURM array does), wall time = the slowest part.
@@ -33,13 +33,13 @@ CHILD = r"""
 import json, os, sys, time
 cfg = json.loads(sys.argv[1])
 if cfg["mode"] == "global" and cfg["P"] > 1:
-    from jaxbandits.distributed import initialize
+    from jaxbandits.experiments.distributed import initialize
     initialize(cfg["coordinator"], cfg["P"], cfg["pid"])
 import jax, numpy as np
 from jaxbandits import channels as C, envs as E
 from jaxbandits.policies import classic as P
-from jaxbandits.simulate import simulate
-from jaxbandits.distributed import simulate_global
+from jaxbandits.engine import simulate
+from jaxbandits.experiments.distributed import simulate_global
 env, pol = E.bernoulli(np.linspace(0.1, 0.9, 10)), P.ucb1()
 T, N = cfg["T"], cfg["runs"]
 if cfg["mode"] == "global":
@@ -92,7 +92,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=3, help="rounds over all configurations (best time kept)")
     ap.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "scaleout-cpu.json"))
     a = ap.parse_args()
-    from jaxbandits.distributed import free_port
+    from jaxbandits.experiments.distributed import free_port
 
     base = {"T": a.horizon, "runs": a.runs, "chunk": a.chunk}
     rows = []
@@ -142,7 +142,7 @@ def main():
                        "load_average_after": os.getloadavg()[0]},
            "T": a.horizon, "runs": a.runs, "policy": "UCB1", "K": 10, "rows": rows}
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
-    from jaxbandits._io import atomic_write, json_writer
+    from jaxbandits.core._io import atomic_write, json_writer
 
     atomic_write(a.out, json_writer(doc))
     print(f"wrote {a.out}")

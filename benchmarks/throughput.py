@@ -26,7 +26,7 @@ if cfg["devices"] and "xla_force_host_platform_device_count" not in os.environ.g
 import jax, numpy as np
 from jaxbandits import channels as C, envs as E
 from jaxbandits.policies import classic as P
-from jaxbandits.simulate import simulate
+from jaxbandits.engine import simulate
 pol = {"UCB1": P.ucb1(), "KL-UCB": P.kl_ucb(), "Thompson": P.thompson(),
        "Thompson-jaxbeta": P.thompson(sampler="jax")}[cfg["policy"]]
 env = E.bernoulli(np.linspace(0.1, 0.9, cfg["K"]))

@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 
-from jaxbandits.results import Results
+from jaxbandits.experiments.results import Results
 
 
 def table(path):

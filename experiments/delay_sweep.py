@@ -14,7 +14,7 @@ from jaxbandits import channels as C
 from jaxbandits import delays as D
 from jaxbandits import envs as E
 from jaxbandits.policies import classic as P
-from jaxbandits.simulate import simulate_grid
+from jaxbandits.engine import simulate_grid
 
 MEANS = np.linspace(0.1, 0.9, 10)
 

@@ -1,8 +1,8 @@
 """Fit the heavy-tailed stand-in for the rescaled Criteo delays (Vernade et al. 2020, Fig. 2): a
 point mass P(D = 0) = 0.073 plus a two-component mixture of floored log-normals, by least squares on
-the statistics in `jaxbandits.delays.CRITEO_STATS` (relative errors of the mean and median, absolute
+the statistics in `jaxbandits.core.delays.CRITEO_STATS` (relative errors of the mean and median, absolute
 errors of the CDF points), with a small Nelder-Mead written here (numpy only). Prints the parameters
-that `jaxbandits.delays.CRITEO_FIT` holds and the fitted statistics.
+that `jaxbandits.core.delays.CRITEO_FIT` holds and the fitted statistics.
 
     python experiments/fit_criteo_like.py
 """

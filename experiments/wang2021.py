@@ -12,7 +12,7 @@ import shutil
 import numpy as np
 
 from jaxbandits import experiments as X
-from jaxbandits.results import Results
+from jaxbandits.experiments.results import Results
 
 
 def at(res, lab, t, metric=None):

@@ -45,7 +45,7 @@ def reward_uniforms(T, key=0, run=0):
     import jax.numpy as jnp
 
     from jaxbandits.engine import run_keys
-    from jaxbandits.mathlib import uniform
+    from jaxbandits.core.mathlib import uniform
 
     keys = run_keys(jax.random.key(key), run)[0]
     return np.asarray(jax.vmap(lambda t: uniform(jax.random.fold_in(keys.reward, t)))(jnp.arange(T)), np.float64)

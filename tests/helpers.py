@@ -3,7 +3,7 @@ from typing import Any, NamedTuple
 
 import jax.numpy as jnp
 
-from jaxbandits.types import Needs, Policy
+from jaxbandits.core.types import Needs, Policy
 
 ALL = Needs()  # runs on every channel
 

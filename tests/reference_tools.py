@@ -16,7 +16,7 @@ class Streams:
         import jax
         import jax.numpy as jnp
 
-        from jaxbandits.mathlib import uniform
+        from jaxbandits.core.mathlib import uniform
 
         fold = jax.random.fold_in
         k_run = fold(jax.random.key(key), run)
@@ -55,7 +55,7 @@ def play(env, channel, policy, T, n_runs=1, key=0):
     ``{label: policy}`` dict (one compiled program), a dict of them."""
     import jax
 
-    from jaxbandits.simulate import simulate
+    from jaxbandits.engine import simulate
 
     out = simulate(env, channel, policy, T, jax.random.key(key), n_runs, record=1)
     if isinstance(out, dict):

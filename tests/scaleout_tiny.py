@@ -64,7 +64,7 @@ def lose_process_0(cli_args, hook: dict, timeout: float = 240) -> int:
     import os
     import subprocess
 
-    from jaxbandits.distributed import free_port
+    from jaxbandits.experiments.distributed import free_port
 
     here = os.path.abspath(__file__)
     root = os.path.dirname(os.path.dirname(here))
@@ -96,6 +96,6 @@ if __name__ == "__main__":
         K.CallCache.put_bytes = after_nth_call(K.CallCache, "put_bytes", int(os.environ["SCALEOUT_TINY_DIE_AFTER_UNITS"]),
                                                _sigkill, counts=lambda self: self.folder is not None)[1]
     register()
-    from jaxbandits.cli import main
+    from jaxbandits.apps.cli import main
 
     sys.exit(main())

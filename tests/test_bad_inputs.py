@@ -20,12 +20,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jaxbandits import _validate as V
+from jaxbandits.core import _validate as V
 from jaxbandits import channels as C
 from jaxbandits import delays as D
 from jaxbandits import envs as E
 from jaxbandits import experiments as X
-from jaxbandits import profiles as Pr
+from jaxbandits.core import profiles as Pr
 from jaxbandits.bayes import logs as L
 from jaxbandits.policies import adversarial as PA
 from jaxbandits.policies import anonymous as PN
@@ -33,7 +33,7 @@ from jaxbandits.policies import classic as P
 from jaxbandits.policies import composite as PW
 from jaxbandits.policies import conversions as PC
 from jaxbandits.policies import linear as PL
-from jaxbandits.simulate import simulate, simulate_grid
+from jaxbandits.engine import simulate, simulate_grid
 
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 _COMPILES = []  # fun_name of every XLA compilation
@@ -722,7 +722,7 @@ def test_bernoulli_world_parameters_property(means):
 def test_every_path_that_allocates_runs_estimates_memory_first(monkeypatch):
     """The fused path, a grid and a distributed run refuse, before compiling, what cannot fit (the
     scan path's rule), naming the runs, the record points and the state per run."""
-    from jaxbandits.distributed import simulate_global
+    from jaxbandits.experiments.distributed import simulate_global
     from jaxbandits.engine import driver
 
     monkeypatch.setattr(driver, "available_memory", lambda: 10_000)

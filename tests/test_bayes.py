@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from jaxbandits import bayes as B
-from jaxbandits import cli
+from jaxbandits.apps import cli
 
 # ----------------------------------------------------------------------------- float64 reference likelihood
 # The likelihood of docs/bayes.md (The model), written out in float64 (never through the library's code):
@@ -441,7 +441,7 @@ def test_a_family_of_ones_own_runs_through_models_and_the_policy(per_arm):
 
     from jaxbandits import channels as C, delays as D, envs as E
     from jaxbandits.policies import bayes as PB
-    from jaxbandits.simulate import simulate
+    from jaxbandits.engine import simulate
 
     fam, K, M = _Lomax(), 3, 40
     th = ({"delay_scale": np.array([12.0, 30.0, 20.0]), "delay_alpha": np.array([1.5, 3.0, 2.2])} if per_arm

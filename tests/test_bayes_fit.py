@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from jaxbandits import bayes as B
-from jaxbandits import cli
+from jaxbandits.apps import cli
 
 
 def _dup_log(K=3, n=3000, seed=3, step=0.5, cutoff=300.0):

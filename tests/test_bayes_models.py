@@ -120,7 +120,7 @@ def test_hierarchical_arguments_checked_before_compiling():
 def test_cli_hierarchical_flag_reaches_the_fit(tmp_path, capsys):
     """--hierarchical is passed to fit: the histogram family (nothing to pool) is refused with the
     CLI's error format, exit status 2, before anything compiles."""
-    from jaxbandits import cli
+    from jaxbandits.apps import cli
 
     log = B.synthetic_log([0.2, 0.3], 50, span=40, cutoff=40, mean=5, discrete=True, seed=1)
     B.write_log(str(tmp_path / "log.csv"), log)

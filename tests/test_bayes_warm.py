@@ -14,8 +14,8 @@ from jaxbandits import channels as C  # noqa: E402
 from jaxbandits import delays as D  # noqa: E402
 from jaxbandits import envs as E  # noqa: E402
 from jaxbandits.policies import bayes as PB  # noqa: E402
-from jaxbandits.simulate import simulate  # noqa: E402
-from jaxbandits.types import ProblemSpec  # noqa: E402
+from jaxbandits.engine import simulate  # noqa: E402
+from jaxbandits.core.types import ProblemSpec  # noqa: E402
 
 THETA = np.array([0.05, 0.07, 0.10])
 

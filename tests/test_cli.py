@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from jaxbandits import Results
-from jaxbandits.cli import main
+from jaxbandits.apps.cli import main
 
 
 @pytest.fixture(autouse=True)
@@ -76,7 +76,7 @@ def _cli_run(out, cache, *extra):
     """``jaxbandits run quickstart`` in a fresh interpreter (the CLI's own process, as a user runs
     it); returns (summary.json, stderr) with JAX logging every compilation."""
     env = dict(os.environ, JAXBANDITS_CACHE_DIR=str(cache), JAX_LOG_COMPILES="1")
-    r = subprocess.run([sys.executable, "-m", "jaxbandits.cli", "run", "quickstart", "--runs", "4", "--horizon", "200",
+    r = subprocess.run([sys.executable, "-m", "jaxbandits.apps.cli", "run", "quickstart", "--runs", "4", "--horizon", "200",
                         "--out", str(out), "--no-progress", *extra], capture_output=True, text=True, env=env)
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads((out / "summary.json").read_text()), r.stderr
@@ -146,7 +146,7 @@ def test_compile_cache_in_process_restores_jax_settings(tmp_path, capsys):
 
 
 def test_compile_cache_location(tmp_path, monkeypatch):
-    from jaxbandits.cli import compile_cache_dir
+    from jaxbandits.apps.cli import compile_cache_dir
 
     monkeypatch.setenv("JAXBANDITS_CACHE_DIR", str(tmp_path / "mine"))
     assert compile_cache_dir() == str(tmp_path / "mine")
@@ -165,7 +165,7 @@ def test_sweeps_honour_horizon(tmp_path):
     """A sweep given ``--horizon`` runs at that horizon alone, the experiment's default horizon
     included (it was passed on as "not given" before); without it, the sweep's own list."""
     from jaxbandits import experiments as X
-    from jaxbandits.sweeps import SweepResults
+    from jaxbandits.report.sweeps import SweepResults
 
     seen = []
 

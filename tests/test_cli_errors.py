@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import jaxbandits.experiments as X
-from jaxbandits.cli import main
+from jaxbandits.apps.cli import main
 
 GOOD = "arm,play_time,conversion_time,cutoff\n0,1,2,10\n1,2,,10\n0,3,5,10\n"
 CSV = {
@@ -136,7 +136,7 @@ def test_console_errors_in_a_fresh_process(workdir):
     """The installed command as a user runs it: ``plot`` of a missing folder (a traceback before)
     exits 2 with one line; with ``--debug`` the traceback is shown."""
     script = os.path.join(os.path.dirname(sys.executable), "jaxbandits")
-    cmd = [script] if os.path.isfile(script) else [sys.executable, "-m", "jaxbandits.cli"]
+    cmd = [script] if os.path.isfile(script) else [sys.executable, "-m", "jaxbandits.apps.cli"]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(os.path.dirname(__file__)),
                                                        os.environ.get("PYTHONPATH", "")]))
     r = subprocess.run(cmd + ["plot", "missing"], capture_output=True, text=True, env=env, timeout=120)

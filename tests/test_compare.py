@@ -1,4 +1,4 @@
-"""Paired comparisons (``jaxbandits.compare``, ``jaxbandits compare``): the intervals cover the true
+"""Paired comparisons (``jaxbandits.report.compare``, ``jaxbandits compare``): the intervals cover the true
 paired difference at the nominal rate, on synthetic data with a known answer and on the simulator's
 own runs; ``summary.json`` keeps its keys and gains the intervals; errors name the option."""
 import json
@@ -11,10 +11,10 @@ from scipy import stats
 
 import jaxbandits as jb
 from jaxbandits import Results, channels, envs
-from jaxbandits.cli import main
-from jaxbandits.compare import bootstrap_interval, compare, t_interval
+from jaxbandits.apps.cli import main
+from jaxbandits.report.compare import bootstrap_interval, compare, t_interval
 from jaxbandits.policies import classic
-from jaxbandits.types import Needs, Policy
+from jaxbandits.core.types import Needs, Policy
 
 
 def _covered(lo, hi, truth):
@@ -202,7 +202,7 @@ def test_cli_compare_writes_table_summary_and_plot(tmp_path, capsys):
     checksums; errors name the option, exit 2."""
     import hashlib
 
-    from jaxbandits._io import files_of
+    from jaxbandits.core._io import files_of
 
     rng = np.random.default_rng(6)
     world = rng.normal(50, 10, size=(20, 3))

@@ -15,7 +15,7 @@ from jaxbandits import channels as C
 from jaxbandits import delays as D
 from jaxbandits import engine
 from jaxbandits import envs as E
-from jaxbandits.mathlib import kahan_add
+from jaxbandits.core.mathlib import kahan_add
 from jaxbandits.policies import adversarial as A
 from jaxbandits.policies import anonymous as AN
 from jaxbandits.policies import bayes as PB
@@ -23,7 +23,7 @@ from jaxbandits.policies import classic as P
 from jaxbandits.policies import composite as W
 from jaxbandits.policies import conversions as V
 from jaxbandits.policies import linear as L
-from jaxbandits.types import NEVER, Delivery, Feedback
+from jaxbandits.core.types import NEVER, Delivery, Feedback
 from conftest import actions_of
 
 

@@ -21,7 +21,7 @@ with __import__("warnings").catch_warnings():  # Starlette's note that it prefer
     __import__("warnings").simplefilter("ignore")
     from fastapi.testclient import TestClient  # noqa: E402
 
-from jaxbandits import dashboard, serve  # noqa: E402
+from jaxbandits.apps import dashboard, serve  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 XSS = ["banner-a", "<script>alert(1)</script>", "<img src=x onerror=alert(2)>"]
@@ -362,7 +362,7 @@ def test_dashboard_in_headless_chromium(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "JAXBANDITS_CACHE_DIR": str(tmp_path / "jax-cache"),
            "JAX_PLATFORMS": "cpu", "JAXBANDITS_READ_TOKEN": R, "JAXBANDITS_WRITE_TOKEN": W}
     log = tmp_path / "server.log"
-    srv = subprocess.Popen([sys.executable, "-m", "jaxbandits.cli", "serve", str(cfg_path), "--db",
+    srv = subprocess.Popen([sys.executable, "-m", "jaxbandits.apps.cli", "serve", str(cfg_path), "--db",
                             str(tmp_path / "serve.db"), "--port", str(port)], env=env, cwd=str(ROOT),
                            stdout=open(log, "wb"), stderr=subprocess.STDOUT)
     proc = cdp = None
@@ -430,9 +430,9 @@ def test_the_page_and_uplot_ship_inside_the_package():
     import tomllib
     from importlib import resources
 
-    static = resources.files("jaxbandits.dashboard").joinpath("static")
+    static = resources.files("jaxbandits.apps.dashboard").joinpath("static")
     globs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"][
-        "jaxbandits.dashboard"]
+        "jaxbandits.apps.dashboard"]
     for name in list(dashboard.STATIC) + ["index.html"]:
         assert static.joinpath(name).is_file(), name
         assert any(fnmatch.fnmatch(f"static/{name}", g) for g in globs), name
@@ -453,7 +453,7 @@ def test_posterior_of_each_delay_model_variant_before_any_data():
     import jax
 
     from jaxbandits.policies import bayes
-    from jaxbandits.types import ProblemSpec
+    from jaxbandits.core.types import ProblemSpec
 
     K, M = 3, 20
     for kw in ({"model": "weibull"}, {"model": "lognormal", "per_arm_delay": True}, {"per_arm_delay": True},

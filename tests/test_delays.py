@@ -453,13 +453,14 @@ def test_mixture_ppf_is_the_documented_construction():
 
 
 def test_delay_laws_by_name_live_in_delays_and_serve_re_exports_them():
-    # one table of laws by name (jaxbandits.delays), read by serve's config, the dashboard and
+    # one table of laws by name (jaxbandits.core.delays), read by serve's config, the dashboard and
     # `jaxbandits ope --delay`; neither the dashboard nor ope imports serve for it (no import circle)
     import ast
     import inspect
 
-    from jaxbandits import serve
-    from jaxbandits import dashboard, delays as D
+    from jaxbandits.apps import serve
+    from jaxbandits.apps import dashboard
+    from jaxbandits import delays as D
     from jaxbandits.ope import command
 
     assert serve.delay_law is D.delay_law and serve.DELAY_LAWS is D.DELAY_LAWS

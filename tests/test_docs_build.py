@@ -68,8 +68,8 @@ def test_every_public_symbol_is_in_the_api_reference(site):
     syms = _public_symbols()
     paths = {s.path for s in syms}
     # the walk sees what it must (a broken walk would pass vacuously)
-    assert len(syms) > 900 and {"jaxbandits.compare.compare", "jaxbandits.results.Results.summary",
-                                "jaxbandits.policies.classic.ucb1", "jaxbandits.delays.geometric"} <= paths
+    assert len(syms) > 900 and {"jaxbandits.report.compare.compare", "jaxbandits.experiments.results.Results.summary",
+                                "jaxbandits.policies.classic.ucb1", "jaxbandits.core.delays.geometric"} <= paths
     missing = sorted(paths - inv)
     assert not missing, f"public symbols without an API entry ({len(missing)}): {missing[:40]}"
 
@@ -88,7 +88,7 @@ def test_broken_references_fail_the_strict_build(tmp_path):
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "index.md").write_text("# Planted\n\n[good][planted.helper] and "
-                                   "[bad][jaxbandits.compare.no_such_symbol]\n\n::: planted\n")
+                                   "[bad][jaxbandits.report.compare.no_such_symbol]\n\n::: planted\n")
     handler["paths"] = [str(tmp_path / "pkg"), str(ROOT)]
     handler["options"]["extensions"] = [str(ROOT / e) if e.endswith(".py") or ".py:" in e else e
                                         for e in handler["options"]["extensions"]]
@@ -98,4 +98,4 @@ def test_broken_references_fail_the_strict_build(tmp_path):
     assert r.returncode != 0
     broken = sorted(line.split("target ")[-1].strip("'") for line in r.stderr.splitlines()
                     if "Could not find cross-reference target" in line)
-    assert broken == ["jaxbandits.compare.no_such_symbol", "no_such_function"], r.stderr
+    assert broken == ["jaxbandits.report.compare.no_such_symbol", "no_such_function"], r.stderr

@@ -127,7 +127,7 @@ def _extras():
 
 def _check_jaxbandits(words, written):
     from jaxbandits import experiments as X
-    from jaxbandits.cli import main, parser
+    from jaxbandits.apps.cli import main, parser
 
     p = parser()
     if words in ([], ["--help"], ["--version"]):  # the commands / the help / the version
@@ -273,7 +273,7 @@ def test_collector_catches_a_wrong_documented_command():
 def test_getting_started_sequence_runs_as_written(tmp_path, monkeypatch):
     """docs/index.md: the quickstart, then its --set re-run, in one working folder, as written
     (with a tiny --runs/--horizon appended): the second must not meet the first's results."""
-    from jaxbandits.cli import main
+    from jaxbandits.apps.cli import main
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("JAXBANDITS_CACHE_DIR", str(tmp_path / "cache"))
@@ -301,7 +301,7 @@ def test_documented_heavy_commands_run(cmd, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "experiments").symlink_to(ROOT / "experiments")
     for c in _split(cmd):
-        r = subprocess.run([sys.executable, "-m", "jaxbandits.cli"] + c[1:], capture_output=True, text=True)
+        r = subprocess.run([sys.executable, "-m", "jaxbandits.apps.cli"] + c[1:], capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
 
 
@@ -314,7 +314,7 @@ def test_documented_curl_exchanges(tmp_path):
 
     from fastapi.testclient import TestClient
 
-    from jaxbandits import serve
+    from jaxbandits.apps import serve
 
     text = (ROOT / "docs/online.md").read_text()
     toml = next(b for b in re.findall(r"```toml\n(.*?)```", text, re.S) if b.startswith("# banners.toml"))

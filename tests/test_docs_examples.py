@@ -78,7 +78,7 @@ def test_own_policy_page_runs_and_is_exact():
     res = jb.simulate(world, channels.attributed(), ns["eps_greedy"](0.0), 50, jax.random.key(1), 3)
     np.testing.assert_array_equal(np.asarray(res.regret)[:, -1], 6.0)
     page = (DOCS / "policies/own.md").read_text()
-    from jaxbandits.types import Arrivals, Context, ProblemSpec
+    from jaxbandits.core.types import Arrivals, Context, ProblemSpec
 
     for rec in (Context, Arrivals, ProblemSpec):  # every field of the records is listed on the page
         for f in rec._fields:

@@ -10,7 +10,7 @@ from jaxbandits import channels as C
 from jaxbandits import delays as D
 from jaxbandits import envs as E
 from jaxbandits.policies import classic as P
-from jaxbandits.simulate import record_points, simulate
+from jaxbandits.engine import record_points, simulate
 from reference_tools import Streams, inverse_cdf_np
 
 MU = np.array([0.2, 0.5, 0.45, 0.3])

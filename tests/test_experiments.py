@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from jaxbandits import experiments as X
-from jaxbandits.cli import main
+from jaxbandits.apps.cli import main
 
 HEAVY = ("numpyro", "arviz", "matplotlib", "pandas", "xarray", "fastapi", "uvicorn", "starlette")
 
@@ -33,7 +33,7 @@ def test_import_jaxbandits_loads_no_heavy_dependency():
         import jaxbandits
         print(json.dumps([m for m in sys.modules if m.split('.')[0] in {HEAVY!r}
                           or m.startswith(('jaxbandits.reproductions', 'jaxbandits.bayes', 'jaxbandits.policies.bayes',
-                                           'jaxbandits.plotting'))]))
+                                           'jaxbandits.report.plotting'))]))
     """)
     assert loaded == [], loaded
 

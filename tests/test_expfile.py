@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from jaxbandits import experiments as X
 from jaxbandits.experiments import files as F
-from jaxbandits.cli import main, parser
+from jaxbandits.apps.cli import main, parser
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -31,7 +31,7 @@ def _cache_in_tmp(tmp_path, monkeypatch):
 
 
 # ----------------------------------------------------------------------------- structural equality
-#: attributes that are not a value's data: how it was made (jaxbandits.values.Made), its cached hash
+#: attributes that are not a value's data: how it was made (jaxbandits.core.values.Made), its cached hash
 TRANSIENT = ("_made", "_value_hash")
 
 

@@ -70,8 +70,8 @@ def test_file_figure_is_captioned_from_description_and_overrides_in_words(tmp_pa
 
     matplotlib.use("Agg")
     from jaxbandits import Results
-    from jaxbandits.cli import main
-    from jaxbandits.plotting import figure_regret
+    from jaxbandits.apps.cli import main
+    from jaxbandits.report.plotting import figure_regret
 
     monkeypatch.setenv("JAXBANDITS_CACHE_DIR", str(tmp_path / "cache"))
     f = tmp_path / "mine.toml"
@@ -139,7 +139,7 @@ window = 20
     ('law = "weibull"', 'law = "weibul"', "line 7, key policy.delay.law: must be one of"),
 ])
 def test_serve_config_typos_name_the_line_and_a_suggestion(tmp_path, bad, good, where):
-    from jaxbandits import serve
+    from jaxbandits.apps import serve
 
     f = tmp_path / "s.toml"
     f.write_text(SERVE_TOML.replace(bad, good))
@@ -149,7 +149,7 @@ def test_serve_config_typos_name_the_line_and_a_suggestion(tmp_path, bad, good, 
 
 
 def test_serve_config_typo_on_the_command_line_says_so(tmp_path):
-    from jaxbandits import serve
+    from jaxbandits.apps import serve
 
     f = tmp_path / "s.toml"
     f.write_text(SERVE_TOML.replace("shap", "shape"))
@@ -164,7 +164,7 @@ def test_serve_config_typo_on_the_command_line_says_so(tmp_path):
 # ----------------------------------------------------------------------------- the command line
 def test_bare_command_lists_the_commands_and_version_prints(capsys):
     from jaxbandits import __version__
-    from jaxbandits.cli import main
+    from jaxbandits.apps.cli import main
 
     assert main([]) == 0
     out = capsys.readouterr().out
@@ -176,7 +176,7 @@ def test_bare_command_lists_the_commands_and_version_prints(capsys):
 
 
 def test_fit_on_timestamps_names_the_cli_option(tmp_path, capsys):
-    from jaxbandits.cli import main
+    from jaxbandits.apps.cli import main
 
     log = tmp_path / "log.csv"
     log.write_text("arm,play_time,conversion_time,cutoff\n"
@@ -269,7 +269,7 @@ def test_serve_refuses_another_applications_sqlite_file_and_leaves_it_alone(tmp_
     import hashlib
     import sqlite3
 
-    from jaxbandits import serve
+    from jaxbandits.apps import serve
 
     db = tmp_path / "app.db"
     con = sqlite3.connect(db)
@@ -329,7 +329,7 @@ def test_fit_summary_with_one_chain_is_json_without_nan(tmp_path):
 
 def test_compare_on_one_run_says_why_there_are_no_intervals():
     from jaxbandits import Results
-    from jaxbandits.compare import compare
+    from jaxbandits.report.compare import compare
 
     t = np.array([10, 100])
     curves = {lab: {"regret": np.array([[1.0, 5.0 + i]], np.float32), "expected_regret": np.zeros((1, 2), np.float32),
@@ -356,7 +356,7 @@ def test_world_data_shorter_than_the_horizon_is_refused(make):
                                                  r"here \(.*fh_broken_\w+.py, line 1\)"),
 ])
 def test_experiment_file_naming_a_broken_user_module(tmp_path, monkeypatch, capsys, source, match):
-    from jaxbandits.cli import main
+    from jaxbandits.apps.cli import main
 
     mod = f"fh_broken_{abs(hash(source)) % 10**6}"
     (tmp_path / f"{mod}.py").write_text(source)
@@ -375,7 +375,7 @@ def http(tmp_path_factory):
     pytest.importorskip("httpx")
     from fastapi.testclient import TestClient
 
-    from jaxbandits import serve
+    from jaxbandits.apps import serve
 
     cfg = serve.load_config(None, arms=["a", "b"], policy={"name": "ucb1"}, channel={"kind": "attributed"})
     svc = serve.Service(cfg, str(tmp_path_factory.mktemp("serve") / "s.db"))
@@ -495,7 +495,7 @@ def test_non_utf8_log_names_the_file_line_and_byte(tmp_path):
 
 
 def test_damaged_serving_database_names_the_file(tmp_path):
-    from jaxbandits import serve
+    from jaxbandits.apps import serve
 
     db = tmp_path / "s.db"
     db.write_bytes(b"SQLite format 3\x00" + bytes(range(256)) * 12)
@@ -509,7 +509,7 @@ def test_damaged_serving_database_names_the_file(tmp_path):
     ('horizon = 10\n[policies]\nA = {kind = "classic.ucb1"\nB = 3\n', "line 3, key A"),
 ])
 def test_unclosed_toml_names_the_line_that_opens_it(tmp_path, text, where):
-    from jaxbandits import serve
+    from jaxbandits.apps import serve
     from jaxbandits.experiments import files as expfile
 
     f = tmp_path / "e.toml"
@@ -553,7 +553,7 @@ def test_serve_on_a_full_disk_refuses_the_request_and_keeps_its_state(tmp_path):
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient
 
-    from jaxbandits import serve
+    from jaxbandits.apps import serve
 
     cfg = serve.load_config(None, arms=["a", "b"], policy={"name": "ucb1"}, channel={"kind": "attributed"})
     svc = serve.Service(cfg, str(tmp_path / "s.db"))
@@ -586,7 +586,7 @@ def test_serve_on_a_full_disk_refuses_the_request_and_keeps_its_state(tmp_path):
 def test_atomic_write_on_a_full_disk_says_so_and_leaves_no_temporary(tmp_path):
     import errno
 
-    from jaxbandits import _io
+    from jaxbandits.core import _io
 
     def writer(p):
         with open(p, "w") as fh:
@@ -606,7 +606,7 @@ def test_sweep_figures_name_the_unit_of_their_time_axis(tmp_path, monkeypatch, s
     matplotlib.use("Agg")
     from matplotlib.axes import Axes
 
-    from jaxbandits.sweeps import SweepResults
+    from jaxbandits.report.sweeps import SweepResults
 
     labels = []
     monkeypatch.setattr(Axes, "set_xlabel", lambda self, s, *a, **k: labels.append(s))
@@ -634,7 +634,7 @@ RUN = []  # jaxbandits run FILE --chunk 10 --no-progress (a small file: one poli
 @pytest.fixture(scope="module")
 def whole_run(tmp_path_factory):
     """The results of RUN uninterrupted."""
-    from jaxbandits.cli import main
+    from jaxbandits.apps.cli import main
 
     f = tmp_path_factory.mktemp("file") / "small.toml"
     f.write_text(BASE.replace("horizon = 60", "horizon = 40"))
@@ -654,7 +654,7 @@ def test_run_on_a_full_disk_says_so_and_resumes_to_the_same_results(tmp_path, mo
 
     import xarray as xr
 
-    from jaxbandits.cli import main
+    from jaxbandits.apps.cli import main
     from jaxbandits.engine import checkpoint
 
     def full(fh):  # a writer that fills the disk half-way
@@ -703,7 +703,7 @@ def test_a_shorter_horizon_says_which_reporting_rounds_and_record_points_it_leav
     results hold exactly the points within the horizon."""
     import json
 
-    from jaxbandits.cli import main
+    from jaxbandits.apps.cli import main
 
     f = tmp_path / "e.toml"
     f.write_text("checkpoints = [20, 40, 60]\nrecord = [4, 19, 39, 59]\n" + BASE)
@@ -782,7 +782,8 @@ def test_a_damaged_or_foreign_posterior_for_ope_names_the_file(tmp_path):
 
 
 def test_compare_on_an_edited_summary_names_it(tmp_path):
-    from jaxbandits import Results, compare
+    from jaxbandits import Results
+    from jaxbandits.report import compare
 
     t = np.array([10, 100])
     curves = {lab: {"regret": np.ones((3, 2), np.float32) * (i + 1), "expected_regret": np.ones((3, 2), np.float32),
@@ -816,7 +817,8 @@ def test_an_edited_serving_database_names_the_file_and_the_event(tmp_path):
     import sqlite3
 
     pytest.importorskip("fastapi")
-    from jaxbandits import ope, serve
+    from jaxbandits import ope
+    from jaxbandits.apps import serve
 
     cfg = serve.load_config(None, arms=["a", "b"], policy={"name": "ucb1"}, channel={"kind": "attributed"})
     svc = serve.Service(cfg, str(tmp_path / "s.db"))
@@ -877,7 +879,7 @@ def test_sbc_figure_is_written_atomically(tmp_path, monkeypatch):
 def test_an_edited_serving_log_names_the_file_and_the_event(tmp_path, sql, match):
     import sqlite3
 
-    from jaxbandits import serve
+    from jaxbandits.apps import serve
 
     cfg = serve.load_config(None, arms=["a", "b"], policy={"name": "ucb1"}, channel={"kind": "attributed"},
                             snapshot_every=100)

@@ -34,7 +34,7 @@ import jaxbandits as jb
 from jaxbandits.fused import path as FP
 from jaxbandits.policies import classic
 from jaxbandits.policies import conversions as CV
-from jaxbandits.simulate import choose_path
+from jaxbandits.engine import choose_path
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = jax.random.key(11)
@@ -465,7 +465,7 @@ def test_forced_fused_names_what_it_does_not_cover():
 
 
 def test_cli_path_flag(capsys):
-    from jaxbandits.cli import main
+    from jaxbandits.apps.cli import main
 
     assert main(["run", "vernade2017-fig1", "--path", "gpu"]) == 2
     err = capsys.readouterr().err

@@ -14,7 +14,7 @@ import pytest
 import jaxbandits.experiments as X
 from jaxbandits.channels import Channel
 from jaxbandits.envs import World
-from jaxbandits.values import is_policy
+from jaxbandits.core.values import is_policy
 
 
 def _panels(exp):
@@ -83,8 +83,8 @@ def test_output_folder_errors_read_whole(tmp_path, monkeypatch, fail, exc, reaso
     REASON...`` (not only some words of it somewhere)."""
     import os
 
-    from jaxbandits import _io
-    from jaxbandits.results import Results
+    from jaxbandits.core import _io
+    from jaxbandits.experiments.results import Results
 
     out = tmp_path / ("new" if fail == "makedirs" else "there")
     if fail == "open":
@@ -130,7 +130,7 @@ def test_every_fused_delay_law_has_the_whole_distribution_of_its_law():
     law not starting at 0), and the scan path's ``ppf`` at every uniform."""
     import jax.numpy as jnp
 
-    import jaxbandits.delays as D
+    import jaxbandits.core.delays as D
     from jaxbandits.fused.path import kernel_law
 
     N = 20000
@@ -257,7 +257,7 @@ def test_key_lines_of_every_kind_of_value_against_the_document_built_line_by_lin
 def test_serve_flags_give_the_clock_of_the_same_config_file(flags, clock):
     """Every default at its source: a clock flag given alone takes the other field's default from
     the config's own defaults (as a config file with only that field does)."""
-    from jaxbandits import cli, serve
+    from jaxbandits.apps import cli, serve
 
     a = cli.parser().parse_args(["serve", "--arms", "a,b", "--policy", "ucb1", "--channel", "attributed"] + flags)
     got = serve.config_from_args(a)._clock()
@@ -307,7 +307,7 @@ def test_every_registered_experiment_reports_at_its_horizon_on_a_tight_layout():
 def test_shown_values_are_cut_at_80_characters_at_the_bound():
     """Every bound at the bound: a value whose JSON is 80 characters is shown whole; 81 is cut to 77
     and '...' (80 in all)."""
-    from jaxbandits.parts import _show
+    from jaxbandits.experiments.parts import _show
 
     for n in (2, 79, 80, 81, 200):
         v = "x" * (n - 2)  # JSON adds the quotes
@@ -332,7 +332,7 @@ def test_integer_config_values_are_int64_at_both_bounds():
 def test_every_label_count_gets_distinct_colours_up_to_twenty():
     """Every size at the bound: up to 20 labels in a panel each get their own colour (10: the first
     palette; 11 to 20: the larger one), the same for a label in every call."""
-    from jaxbandits.plotting import colors
+    from jaxbandits.report.plotting import colors
 
     for n in (1, 9, 10, 11, 12, 19, 20):
         labels = [f"p{i}" for i in range(n)]
@@ -363,7 +363,7 @@ def test_every_policy_that_logs_its_law_logs_a_law_under_a_mask():
     import jax.numpy as jnp
 
     from jaxbandits.policies import classic
-    from jaxbandits.types import Context, ProblemSpec
+    from jaxbandits.core.types import Context, ProblemSpec
 
     K = 4
     mask = jnp.array([True, False, True, True])
@@ -382,7 +382,7 @@ def test_compile_cache_dir_follows_each_documented_source_in_turn(tmp_path, monk
     $XDG_CACHE_HOME/jaxbandits/jax, else ~/.cache/jaxbandits/jax."""
     import jax
 
-    from jaxbandits import cli
+    from jaxbandits.apps import cli
 
     before = jax.config.jax_compilation_cache_dir
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
@@ -404,7 +404,7 @@ def test_compile_cache_dir_follows_each_documented_source_in_turn(tmp_path, monk
 def test_serve_param_flags_give_the_policy_table_of_the_same_config_file():
     """Every CLI flag against its config-file form: ``--param KEY=VALUE`` (values read as JSON)
     gives the policy table a file would."""
-    from jaxbandits import cli, serve
+    from jaxbandits.apps import cli, serve
 
     a = cli.parser().parse_args(["serve", "--arms", "a,b", "--policy", "ucb1", "--channel", "attributed",
                                  "--param", "alpha=2.5", "--param", "propensity_samples=64"])
@@ -424,7 +424,7 @@ def test_serve_param_flags_give_the_policy_table_of_the_same_config_file():
 def test_delay_laws_accept_every_parameter_just_inside_an_open_bound(make, inside, outside):
     """Every bound at the bound: each law is built just inside its parameters' ranges (small
     positive means, a point uniform) and refused at or past the bound, naming the parameter."""
-    import jaxbandits.delays as D
+    import jaxbandits.core.delays as D
 
     for args in inside:
         getattr(D, make)(*args)

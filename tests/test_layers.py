@@ -12,6 +12,7 @@ Reads files only: nothing is imported, so this test takes well under a second.
 from __future__ import annotations
 
 import ast
+import importlib.util
 import os
 
 import pytest
@@ -23,33 +24,32 @@ ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
 #: unless a longer entry says otherwise). Imports go downwards or sideways, never upwards.
 CORE, COMPONENTS, ENGINE, EXPERIMENTS, STATISTICS, REPORT, APPS, FACADE = range(8)
 LAYERS = {
-    # core: types, math, the ring buffer, delay laws, plain helpers
-    "jaxbandits._version": CORE, "jaxbandits._pytree": CORE, "jaxbandits._validate": CORE, "jaxbandits._io": CORE,
-    "jaxbandits.types": CORE, "jaxbandits.values": CORE, "jaxbandits.mathlib": CORE, "jaxbandits.ring": CORE,
-    "jaxbandits.delays": CORE, "jaxbandits.profiles": CORE, "jaxbandits.intervals": CORE,
+    # core (jaxbandits/core/): types, values, math, the ring buffer, delay laws, plain helpers; the
+    # version and the table of moved modules (imports nothing of the package)
+    "jaxbandits._version": CORE, "jaxbandits._moved": CORE, "jaxbandits.core": CORE,
     # components: worlds, channels, policies (and the Bayesian families and priors the policies use)
     "jaxbandits.envs": COMPONENTS, "jaxbandits.channels": COMPONENTS, "jaxbandits.policies": COMPONENTS,
     "jaxbandits.bayes.families": COMPONENTS, "jaxbandits.bayes.model": COMPONENTS,
     "jaxbandits.bayes.hierarchical": COMPONENTS, "jaxbandits.bayes.logs": COMPONENTS,
     "jaxbandits.bayes.convert": COMPONENTS, "jaxbandits.bayes.warm": COMPONENTS,
-    # engine: the round, the driver, the fused backend, the public simulate
-    "jaxbandits.engine": ENGINE, "jaxbandits.fused": ENGINE, "jaxbandits.simulate": ENGINE,
-    # experiments: specs, registry, files, runner, parts, distributed, results; the online learner;
-    # off-policy evaluation of logs
-    "jaxbandits.experiments": EXPERIMENTS, "jaxbandits.expfile": EXPERIMENTS, "jaxbandits.parts": EXPERIMENTS,
-    "jaxbandits.distributed": EXPERIMENTS, "jaxbandits.results": EXPERIMENTS, "jaxbandits.online": EXPERIMENTS,
-    "jaxbandits.ope": EXPERIMENTS, "jaxbandits.sweeping": EXPERIMENTS,
+    # engine: the round, the driver and the public simulate, the fused backend
+    "jaxbandits.engine": ENGINE, "jaxbandits.fused": ENGINE,
+    # experiments (jaxbandits/experiments/: specs, registry, runner, sweeping, parts, distributed,
+    # results; the experiment files); the online learner; off-policy evaluation of logs
+    "jaxbandits.experiments": EXPERIMENTS, "jaxbandits.expfile": EXPERIMENTS, "jaxbandits.online": EXPERIMENTS,
+    "jaxbandits.ope": EXPERIMENTS,
     # report, statistics with no plotting: which policies a report shows, offline Bayesian fits
-    "jaxbandits.labels": STATISTICS, "jaxbandits.bayes.fit": STATISTICS, "jaxbandits.bayes.contextual": STATISTICS,
-    "jaxbandits.bayes.synth": STATISTICS,
-    # the bayes package's __init__: the models, logs, fits and warm starts (not its reports and plots)
-    "jaxbandits.bayes": STATISTICS,
-    # report, plots and comparisons (and what draws its own figures: sweeps, the reproductions)
-    "jaxbandits.plotting": REPORT, "jaxbandits.compare": REPORT, "jaxbandits.bayes.ppc": REPORT,
-    "jaxbandits.bayes.calibration": REPORT, "jaxbandits.bayes.report": REPORT,
-    "jaxbandits.sweeps": REPORT, "jaxbandits.reproductions": REPORT,
-    # apps: the command line, the web service and its dashboard
-    "jaxbandits.cli": APPS, "jaxbandits.serve": APPS, "jaxbandits.dashboard": APPS, "jaxbandits.ope.command": APPS,
+    "jaxbandits.report.labels": STATISTICS, "jaxbandits.bayes.fit": STATISTICS,
+    "jaxbandits.bayes.contextual": STATISTICS, "jaxbandits.bayes.synth": STATISTICS,
+    # report, plots and comparisons (jaxbandits/report/: plotting, compare, sweeps; and what draws its
+    # own figures: the bayes reports, the reproductions)
+    "jaxbandits.report": REPORT, "jaxbandits.reproductions": REPORT,
+    # the bayes package: its __init__ re-exports the models, logs, fits and warm starts (statistics);
+    # its reports and plots are imported from their modules
+    "jaxbandits.bayes": STATISTICS, "jaxbandits.bayes.ppc": REPORT, "jaxbandits.bayes.calibration": REPORT,
+    "jaxbandits.bayes.report": REPORT,
+    # apps (jaxbandits/apps/): the command line, the web service and its dashboard; ope's command
+    "jaxbandits.apps": APPS, "jaxbandits.ope.command": APPS,
     # the package itself: the facade that re-exports the public API and wires the layers together
     "jaxbandits": FACADE,
 }
@@ -67,7 +67,7 @@ def modules(root=ROOT, pkg=PKG):
     return out
 
 
-def imports(mods):
+def imports(mods, everything=False):
     """Every import of a package module, at any depth of the source: ``(importer, imported module,
     line, names)`` where ``names`` are the names taken from it (``from m import a, b``), plus the
     private attributes read off a name bound to a package module (``m._x``), as ``("attr", name)``."""
@@ -106,7 +106,7 @@ def imports(mods):
             if (isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id in bound
                     and is_private(n.attr)):
                 found.append((m, bound[n.value.id], n.lineno, (("attr", n.attr),)))
-    return [f for f in found if f[1] in mods and f[1] != f[0]]
+    return found if everything else [f for f in found if f[1] in mods and f[1] != f[0]]
 
 
 def is_private(name):
@@ -191,6 +191,29 @@ def test_imports_go_down_the_layers():
     assert not up, "imports from a lower layer up to a higher one:\n" + "\n".join(up)
 
 
+def moved_table():
+    """``jaxbandits/_moved.py``'s table of old module paths, read without importing the package (the
+    module imports only the standard library)."""
+    spec = importlib.util.spec_from_file_location("_moved_table", os.path.join(ROOT, "_moved.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.MOVED
+
+
+def test_no_module_imports_an_old_path():
+    """The package imports its modules by their new paths: an old one (``from .. import delays``,
+    ``from ..results import Results``) would work, through the import hook, with a warning."""
+    moved = moved_table()
+
+    def old(name):
+        return any(name == k or name.startswith(k + ".") for k in moved)
+
+    bad = sorted(f"{a}:{line} imports {b}" + (f" ({', '.join(n for n in names if isinstance(n, str))})" if b == PKG else "")
+                 for a, b, line, names in imports(MODS, everything=True)
+                 if old(b) or (b == PKG and any(isinstance(n, str) and old(f"{PKG}.{n}") for n in names)))
+    assert not bad, "imports of old module paths (see jaxbandits/_moved.py):\n" + "\n".join(bad)
+
+
 #: Private names taken across modules, each ``(importer, module, name)``: none. Nothing may be
 #: added here; an entry no longer used fails the test.
 KNOWN_PRIVATE: set = set()  # none: every name used across modules is public
@@ -257,15 +280,17 @@ def test_a_lazy_circle_is_found(tmp_path):
 
 
 def test_upward_and_private_imports_are_found(tmp_path):
-    mods = _tree(tmp_path, {"__init__.py": "", "types.py": "def g():\n    from .cli import main\n",
-                            "cli.py": "from . import types as T\nfrom .types import _hidden\nT._inner()\n"
-                                      "import jaxbandits\n"})
+    mods = _tree(tmp_path, {"__init__.py": "", "core/__init__.py": "", "apps/__init__.py": "",
+                            "core/types.py": "def g():\n    from ..apps.cli import main\n",
+                            "apps/cli.py": "from ..core import types as T\nfrom ..core.types import _hidden\nT._inner()\n"
+                                           "import jaxbandits\n"})
     found = imports(mods)
-    assert [(a, b) for a, b, _, _ in found if b != PKG and layer_of(b) > layer_of(a)] == [("jaxbandits.types", "jaxbandits.cli")]
+    assert ([(a, b) for a, b, _, _ in found if b != PKG and layer_of(b) > layer_of(a)]
+            == [("jaxbandits.core.types", "jaxbandits.apps.cli")])
     private = sorted(n if isinstance(n, str) else n[1] for _, _, _, ns in found for n in ns
                      if is_private(n if isinstance(n, str) else n[1]))
     assert private == ["_hidden", "_inner"]
-    assert [a for a, b, _, _ in found if b == PKG] == ["jaxbandits.cli"]
+    assert [a for a, b, _, _ in found if b == PKG] == ["jaxbandits.apps.cli"]
 
 
 def test_package_inits_are_edges_of_their_submodules_importers(tmp_path):
@@ -274,6 +299,7 @@ def test_package_inits_are_edges_of_their_submodules_importers(tmp_path):
     assert package_edges(mods, imports(mods)) == {("jaxbandits.a", "jaxbandits.sub")}
 
 
-@pytest.mark.parametrize("module", ["jaxbandits.experiments.runner", "jaxbandits.online", "jaxbandits.cli"])
+@pytest.mark.parametrize("module", ["jaxbandits.experiments.runner", "jaxbandits.online", "jaxbandits.apps.cli",
+                                    "jaxbandits.core.delays", "jaxbandits.report.plotting"])
 def test_the_table_places_modules_by_prefix(module):
     assert layer_of(module) is not None

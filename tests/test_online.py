@@ -16,13 +16,13 @@ from jaxbandits import delays as D
 from jaxbandits import envs as E
 from jaxbandits import online
 from jaxbandits.engine import run_keys
-from jaxbandits.mathlib import uniform
+from jaxbandits.core.mathlib import uniform
 from jaxbandits.policies import anonymous as AN
 from jaxbandits.policies import bayes as PB
 from jaxbandits.policies import classic as P
 from jaxbandits.policies import conversions as V
 from jaxbandits.policies import linear as L
-from jaxbandits.types import NEVER, Needs, Policy
+from jaxbandits.core.types import NEVER, Needs, Policy
 
 
 def _world_fns(world):

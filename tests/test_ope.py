@@ -225,7 +225,7 @@ def test_logged_propensities_exact_mc_and_explore():
 def test_serving_database_is_read_and_version_1_is_upgraded(tmp_path):
     import sqlite3
 
-    from jaxbandits import serve
+    from jaxbandits.apps import serve
 
     db = str(tmp_path / "s.db")
     cfg = serve.load_config(None, arms=["x", "y"], policy={"name": "delayed_ucb", "delay": {"law": "geometric",
@@ -263,7 +263,7 @@ def test_serving_database_is_read_and_version_1_is_upgraded(tmp_path):
 def test_evaluate_command_writes_table_summary_and_plot(tmp_path, capsys):
     import json
 
-    from jaxbandits.cli import main
+    from jaxbandits.apps.cli import main
 
     p = tmp_path / "log.csv"
     p.write_text("arm,play_time,conversion_time,cutoff,propensity\n"
@@ -337,7 +337,7 @@ def test_bad_arguments_are_named(call, pattern):
 
 
 def test_bad_exploration_floor_is_named():
-    from jaxbandits import serve
+    from jaxbandits.apps import serve
     from jaxbandits.policies import classic
     from jaxbandits.policies.explore import explore
 
@@ -357,7 +357,7 @@ def test_explore_law_is_exact_for_policies_that_ignore_or_honour_the_mask():
     from jaxbandits.policies import bayes, classic
     from jaxbandits.policies import conversions as PC
     from jaxbandits.policies.explore import explore
-    from jaxbandits.types import Context, ProblemSpec
+    from jaxbandits.core.types import Context, ProblemSpec
 
     K, eps, n = 3, 0.3, 2000
     spec = ProblemSpec(K, 1000, feedback=C.conversions(50).feedback)
@@ -436,7 +436,7 @@ def test_serve_labels_explore_over_a_declared_law_exact(tmp_path, monkeypatch):
     # declared law the log is Monte Carlo (test_serving_database_is_read_and_version_1_is_upgraded)
     import warnings
 
-    from jaxbandits import serve
+    from jaxbandits.apps import serve
     from jaxbandits.policies import classic
 
     table = serve.policy_table()
@@ -467,7 +467,7 @@ def test_an_exploration_floor_passes_the_posterior_through():
 
     from jaxbandits.policies import bayes
     from jaxbandits.policies.explore import explore
-    from jaxbandits.types import ProblemSpec
+    from jaxbandits.core.types import ProblemSpec
 
     base = bayes.delay_model_ts(window=30, engine="laplace")
     pol = explore(base, 0.1)
@@ -484,7 +484,7 @@ def test_evaluate_output_identity_holds_no_machine_path(tmp_path, monkeypatch, c
     import hashlib
     import json
 
-    from jaxbandits.cli import main
+    from jaxbandits.apps.cli import main
 
     d = tmp_path / "logs"
     d.mkdir()

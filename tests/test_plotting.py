@@ -9,9 +9,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from jaxbandits import Results  # noqa: E402
-from jaxbandits.cli import main  # noqa: E402
-from jaxbandits.compare import compare  # noqa: E402
-from jaxbandits.plotting import figure_compare, figure_regret  # noqa: E402
+from jaxbandits.apps.cli import main  # noqa: E402
+from jaxbandits.report.compare import compare  # noqa: E402
+from jaxbandits.report.plotting import figure_compare, figure_regret  # noqa: E402
 
 
 def _results(panels=False, experiment="quickstart", config=None, panel_names=("d=10", "d=50")):

@@ -21,8 +21,8 @@ from jaxbandits.policies import anonymous as AN
 from jaxbandits.policies import classic as P
 from jaxbandits.policies import conversions as CV
 from jaxbandits.policies import explore as X
-from jaxbandits.types import Policy
-from jaxbandits.values import PolicyValue, policy_digest, user_policy_id
+from jaxbandits.core.types import Policy
+from jaxbandits.core.values import PolicyValue, policy_digest, user_policy_id
 
 ENV = E.bernoulli([0.2, 0.5, 0.45, 0.3], delay=D.geometric(mean=5.0))
 
@@ -206,7 +206,7 @@ def test_worlds_and_delay_laws_are_values():
     assert D.geometric(mean=5.0) == D.geometric(mean=5.0) != D.exponential(5.0)
     assert D.shift(D.uniform(0, 3), 2) == D.shift(D.uniform(0, 3), 2) != D.shift(D.uniform(0, 3), 1)
     assert C.conversions(window=50) == C.conversions(window=50)
-    from jaxbandits import profiles as PR
+    from jaxbandits.core import profiles as PR
 
     assert PR.discounted(0.9) == PR.discounted(0.9) != PR.discounted(0.8)
     assert hash(PR.discounted(0.9)) == hash(PR.discounted(0.9))
@@ -242,7 +242,7 @@ def test_fresh_equal_world_compiles_nothing():
 def test_second_cli_run_in_process_compiles_nothing(tmp_path, monkeypatch):
     """``jaxbandits run quickstart`` twice in one process (the experiment's build makes new worlds,
     channels and policies each time): the second run compiles nothing and gives the same numbers."""
-    from jaxbandits.cli import main
+    from jaxbandits.apps.cli import main
 
     monkeypatch.setenv("JAXBANDITS_CACHE_DIR", str(tmp_path / "jax-cache"))  # run's persistent cache: not the home's
 

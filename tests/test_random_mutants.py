@@ -12,9 +12,9 @@ _spec.loader.exec_module(RM)
 
 
 def test_every_operator_finds_sites_and_mutants_are_one_line_changes_that_parse():
-    muts = RM.mutants_of("jaxbandits/mathlib.py")
+    muts = RM.mutants_of("jaxbandits/core/mathlib.py")
     assert {m["op"] for m in muts} >= {"arith", "compare", "const", "drop", "swap", "minmax"}
-    src = (ROOT / "jaxbandits" / "mathlib.py").read_text().splitlines()
+    src = (ROOT / "jaxbandits" / "core" / "mathlib.py").read_text().splitlines()
     ok = 0
     for m in muts:
         line = src[m["line"] - 1]

@@ -1,4 +1,4 @@
-"""Results are never lost (jaxbandits/_io.py): atomic files, saves as one unit, the output folder's
+"""Results are never lost (jaxbandits/core/_io.py): atomic files, saves as one unit, the output folder's
 lock, other experiments' results refused without force, stale files removed, an unwritable
 output folder found before anything runs. The faults are real: a child process is killed with
 SIGKILL in the middle of a save, two processes run into one folder at once."""
@@ -14,9 +14,9 @@ import time
 import numpy as np
 import pytest
 
-from jaxbandits import _io
+from jaxbandits.core import _io
 from jaxbandits import experiments as X
-from jaxbandits.results import Results
+from jaxbandits.experiments.results import Results
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(TESTS)
@@ -102,7 +102,7 @@ def test_save_writes_a_manifest_and_returns_the_paths(tmp_path):
 CHILD = r"""
 import os, sys, time
 import test_results_io as T
-from jaxbandits import _io
+from jaxbandits.core import _io
 
 stage, out = sys.argv[1], sys.argv[2]
 
@@ -190,7 +190,7 @@ def test_kill_during_the_commit_rolls_forward_to_the_new_results(tmp_path):
 GATED = r"""
 import os, sys, time
 import jaxbandits.experiments as X
-from jaxbandits.cli import main
+from jaxbandits.apps.cli import main
 
 gate = sys.argv[1]
 real = X.simulate
@@ -218,7 +218,7 @@ def test_second_concurrent_run_into_one_folder_fails_at_once(tmp_path):
     try:
         assert first.stdout.readline().strip() == "RUNNING", first.stderr.read()[-3000:]
         t0 = time.perf_counter()
-        second = subprocess.run([sys.executable, "-m", "jaxbandits.cli", *args], capture_output=True, text=True,
+        second = subprocess.run([sys.executable, "-m", "jaxbandits.apps.cli", *args], capture_output=True, text=True,
                                 env=env, timeout=120)
         dt = time.perf_counter() - t0
         err = second.stderr.strip().splitlines()
@@ -371,7 +371,7 @@ def test_cli_unwritable_out_fails_before_compiling(tmp_path):
     """``jaxbandits run --out FILE``: exit 2, one line naming --out, no compilation at all."""
     env = dict(_env(), JAXBANDITS_CACHE_DIR=str(tmp_path / "cache"), JAX_LOG_COMPILES="1")
     for out, msg in _bad_outs(tmp_path):
-        r = subprocess.run([sys.executable, "-m", "jaxbandits.cli", "run", "quickstart", "--runs", "2", "--horizon",
+        r = subprocess.run([sys.executable, "-m", "jaxbandits.apps.cli", "run", "quickstart", "--runs", "2", "--horizon",
                             "50", "--out", out, "--no-progress"], capture_output=True, text=True, env=env, timeout=120)
         lines = r.stderr.strip().splitlines()
         assert r.returncode == 2 and len(lines) == 1 and lines[0].startswith(f"jaxbandits: error: --out {out!r}: ")
@@ -387,7 +387,7 @@ def test_failed_run_leaves_no_empty_folder(tmp_path):
 
 
 def test_plot_command_replaces_regret_png_in_the_manifest(tmp_path, capsys):
-    from jaxbandits.cli import main
+    from jaxbandits.apps.cli import main
 
     d = str(tmp_path / "r")
     make_results(1).save(d)

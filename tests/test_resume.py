@@ -102,7 +102,7 @@ def test_sharded_resume_is_bitwise(tmp_path):
 
 
 def _cli(out, *extra):
-    return [sys.executable, "-m", "jaxbandits.cli", "run", "quickstart", "--runs", "8", "--horizon", "60000",
+    return [sys.executable, "-m", "jaxbandits.apps.cli", "run", "quickstart", "--runs", "8", "--horizon", "60000",
             "--chunk", "1000", "--out", str(out), "--no-progress", "--no-compile-cache", "--single-device", *extra]
 
 
@@ -152,7 +152,7 @@ def test_cli_interrupt_then_resume_equals_uninterrupted(tmp_path, how):
 def test_cli_sweep_interrupt_then_resume_replays_the_saved_settings(tmp_path):
     """A sweep (one simulation per setting): SIGINT after two settings are saved; --resume replays
     them from the checkpoint and runs the rest; the summary equals an uninterrupted run's."""
-    base = [sys.executable, "-m", "jaxbandits.cli", "run", "thune2019-bounds", "--runs", "2", "--set", "log2_T=10",
+    base = [sys.executable, "-m", "jaxbandits.apps.cli", "run", "thune2019-bounds", "--runs", "2", "--set", "log2_T=10",
             "--set", "delays=[0, 8, 32, 64]", "--no-progress", "--no-compile-cache", "--single-device"]
     ref = subprocess.run(base + ["--out", str(tmp_path / "ref")], capture_output=True, text=True, timeout=600)
     assert ref.returncode == 0, ref.stderr[-3000:]

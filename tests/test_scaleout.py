@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 import scaleout_tiny
-from jaxbandits import _io
+from jaxbandits.core import _io
 from jaxbandits import experiments as X
-from jaxbandits.cli import main
+from jaxbandits.apps.cli import main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NAME = scaleout_tiny.NAME
@@ -214,7 +214,7 @@ def test_option_errors(args, msg, parts, tmp_path, capsys):
 
 
 def test_processes_option_is_stripped_for_the_children():
-    from jaxbandits.cli import _without_processes
+    from jaxbandits.apps.cli import _without_processes
 
     assert _without_processes(["run", "x", "--processes", "2", "--seed", "1"]) == ["run", "x", "--seed", "1"]
     assert _without_processes(["run", "x", "--processes=3"]) == ["run", "x"]
@@ -224,7 +224,7 @@ def test_two_processes_bitwise_one_process(parts, tmp_path, monkeypatch):
     """``jax.distributed`` on 127.0.0.1: two processes of one CPU device each shard the runs over
     the global mesh of two devices; process 0 gathers and writes; the results are bitwise those of
     the one-process run (``parts/whole``)."""
-    from jaxbandits.distributed import launch_local
+    from jaxbandits.experiments.distributed import launch_local
 
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
     out = tmp_path / "dist"
@@ -242,7 +242,7 @@ def test_distributed_run_killed_then_resumed_equals_the_whole_run(parts, tmp_pat
     third chunk was saved, the other then lost too (as when a node of a job fails): rerun with
     --resume, every process reads the checkpoint, places its own runs' state, and the results are
     bitwise those of one uninterrupted process."""
-    from jaxbandits.distributed import launch_local
+    from jaxbandits.experiments.distributed import launch_local
 
     out = tmp_path / "dist"
     rc = scaleout_tiny.lose_process_0(["run", NAME, "--seed", "3", "--no-progress", "--no-compile-cache", "--out",
@@ -266,7 +266,7 @@ def test_processes_that_disagree_fail_together_rather_than_hang(tmp_path):
     the same error naming what differs, instead of waiting for each other in a collective."""
     import subprocess
 
-    from jaxbandits.distributed import free_port
+    from jaxbandits.experiments.distributed import free_port
 
     out, port = tmp_path / "dist", free_port()
     (out / ".checkpoint").mkdir(parents=True)  # something to resume, as far as process 1 is concerned
@@ -339,7 +339,7 @@ def test_cli_processes_two_equals_one_process(tmp_path):
     """The command line's own launcher (``run --processes 2``) on a built-in experiment."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]),
                JAXBANDITS_CACHE_DIR=str(tmp_path / "cache"))
-    args = [sys.executable, "-m", "jaxbandits.cli", "run", "quickstart", "--runs", "6", "--horizon", "200",
+    args = [sys.executable, "-m", "jaxbandits.apps.cli", "run", "quickstart", "--runs", "6", "--horizon", "200",
             "--set", "window=30", "--no-progress"]
     for extra, out in ((["--single-device"], "one"), (["--processes", "2"], "two")):
         r = subprocess.run(args + extra + ["--out", str(tmp_path / out)], env=env, capture_output=True, text=True,
@@ -358,7 +358,7 @@ def test_grid_points_split_bitwise():
     from jaxbandits import channels as C
     from jaxbandits import envs as E
     from jaxbandits.policies import classic as P
-    from jaxbandits.simulate import simulate_grid
+    from jaxbandits.engine import simulate_grid
 
     def build(gap):
         return E.bernoulli(jnp.stack([0.5 + gap, 0.5 - gap])), P.ucb1()
@@ -380,7 +380,7 @@ def test_a_part_uses_the_whole_runs_calendar_width():
     from jaxbandits import envs as E
     from jaxbandits import experiments as X
     from jaxbandits.engine.round import problem
-    from jaxbandits.parts import whole_width_channel
+    from jaxbandits.experiments.parts import whole_width_channel
     from jaxbandits.policies import classic as P
 
     T = 2**20

@@ -13,8 +13,8 @@ import pytest
 
 import scaleout_tiny
 
-from jaxbandits import _io
-from jaxbandits.cli import main
+from jaxbandits.core import _io
+from jaxbandits.apps.cli import main
 from jaxbandits.engine.checkpoint import SweepShare
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -180,7 +180,7 @@ def test_sweep_part_killed_then_resumed_leaves_the_merge_unchanged(bounds, tmp_p
 def test_sweep_two_processes_bitwise_one_process(tmp_path):
     """``--processes 2``: each process computes its share of the units, the units are exchanged
     (gloo collectives on 127.0.0.1), process 0 writes; bitwise the one-process run."""
-    from jaxbandits.distributed import launch_local
+    from jaxbandits.experiments.distributed import launch_local
 
     args = ["thune2019-bounds", "--runs", "4", "--set", "log2_T=6", "--set", "delays=[0, 4]", "--seed", "5",
             "--no-progress"]
@@ -201,7 +201,7 @@ def test_parts_and_merge_on_other_device_counts(tmp_path):
 
     def child(devices, code):
         env = dict(os.environ, XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}", JAX_PLATFORMS="cpu")
-        code = (f"import sys, jax; from jaxbandits.cli import main\nassert jax.local_device_count() == {devices}\n"
+        code = (f"import sys, jax; from jaxbandits.apps.cli import main\nassert jax.local_device_count() == {devices}\n"
                 + code)
         r = subprocess.run([sys.executable, "-c", code, str(tmp_path)], env=env, capture_output=True, text=True,
                            timeout=300)
@@ -221,7 +221,7 @@ def test_sweep_units_are_named_by_the_policy_s_parameters():
 
     import jaxbandits as jb
     from jaxbandits.policies import classic
-    from jaxbandits.sweeping import sweep_checkpoints
+    from jaxbandits.experiments.sweeping import sweep_checkpoints
 
     env, ch = jb.envs.bernoulli([0.3, 0.5, 0.6]), jb.channels.attributed()
     direct = [jb.simulate(env, ch, {"p": classic.ucb1(alpha=a)}, 300, jax.random.key(1), 8)["p"] for a in (0.01, 2.0)]
@@ -239,7 +239,7 @@ def test_distributed_sweep_killed_then_resumed_equals_the_whole_run(bounds, tmp_
     """Two processes; process 0 is SIGKILLed right after saving its first unit of the sweep, the
     other is lost with it; --resume on two processes replays the saved units and computes the rest:
     bitwise the one-process run."""
-    from jaxbandits.distributed import launch_local
+    from jaxbandits.experiments.distributed import launch_local
 
     tiny = os.path.join(ROOT, "tests", "scaleout_tiny.py")
     out = tmp_path / "dist"
@@ -280,7 +280,7 @@ def test_the_fused_path_runs_inside_a_sweep(monkeypatch):
     import jaxbandits as jb
     from jaxbandits.engine import driver
     from jaxbandits.policies import classic
-    from jaxbandits.sweeping import sweep_checkpoints
+    from jaxbandits.experiments.sweeping import sweep_checkpoints
 
     env, ch, pol = jb.envs.bernoulli([0.3, 0.5, 0.6]), jb.channels.attributed(), classic.ucb1()
     args = (env, ch, pol, 64, jax.random.key(2), 4)
@@ -307,7 +307,7 @@ def test_a_runner_is_handed_its_sweep_and_an_old_runner_still_runs():
     a DeprecationWarning naming it under a cache (its simulations are not saved nor split)."""
     import warnings
 
-    from jaxbandits.sweeping import DIRECT, call_runner, sweep_checkpoints
+    from jaxbandits.experiments.sweeping import DIRECT, call_runner, sweep_checkpoints
 
     got = []
     new = lambda cfg, runs, seed, horizon, sweep: got.append(sweep) or (cfg, runs, seed, horizon)

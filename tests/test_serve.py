@@ -22,8 +22,9 @@ with __import__("warnings").catch_warnings():  # Starlette's note that it prefer
     __import__("warnings").simplefilter("ignore")
     from fastapi.testclient import TestClient  # noqa: E402
 
-from jaxbandits import online, serve  # noqa: E402
-from jaxbandits.cli import main as cli_main  # noqa: E402
+from jaxbandits import online
+from jaxbandits.apps import serve  # noqa: E402
+from jaxbandits.apps.cli import main as cli_main  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -185,7 +186,7 @@ def _free_port():
 
 class _Server:
     def __init__(self, tmp, config_path, db):
-        self.args = [sys.executable, "-m", "jaxbandits.cli", "serve", str(config_path), "--db", str(db)]
+        self.args = [sys.executable, "-m", "jaxbandits.apps.cli", "serve", str(config_path), "--db", str(db)]
         self.env = {**os.environ, "PYTHONPATH": str(ROOT), "JAXBANDITS_CACHE_DIR": str(tmp / "jax-cache"),
                     "JAX_PLATFORMS": "cpu"}
         self.log = tmp / "server.log"

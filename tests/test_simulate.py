@@ -14,7 +14,7 @@ from jaxbandits import channels as C
 from jaxbandits import delays as D
 from jaxbandits import envs as E
 from jaxbandits.policies import classic as P
-from jaxbandits.simulate import record_points, simulate, simulate_grid
+from jaxbandits.engine import record_points, simulate, simulate_grid
 
 ENV = E.bernoulli([0.2, 0.5, 0.45, 0.3], delay=D.geometric(mean=5.0))
 POLS = {"ucb": P.ucb1(), "kl": P.kl_ucb(), "ts": P.thompson(), "exp3": P.exp3()}
@@ -96,7 +96,7 @@ SHARD_SCRIPT = textwrap.dedent("""
     assert jax.device_count() == 4
     from jaxbandits import channels as C, delays as D, envs as E
     from jaxbandits.policies import classic as P
-    from jaxbandits.simulate import simulate
+    from jaxbandits.engine import simulate
     env = E.bernoulli([0.2, 0.5, 0.45, 0.3], delay=D.geometric(mean=5.0))
     pols = {"ucb": P.ucb1(), "ts": P.thompson()}
     a = simulate(env, C.attributed(), pols, 400, jax.random.key(3), 10, shard=True, chunk=150)

@@ -68,7 +68,7 @@ def _with_stats(outs, lab, st):
 
 def _reduced(outs):
     """The results of ``outs`` in the reduced form (no run's curves: every number from the stats)."""
-    from jaxbandits.results import Results
+    from jaxbandits.experiments.results import Results
 
     red = {lab: o._replace(regret=None, expected_regret=None, reward=None, pulls=None, delayed_regret=None)
            for lab, o in outs.items()}
@@ -100,7 +100,7 @@ def _check_reduced_library(res, whole):
     """The reduced form's numbers as the library computes them (Results.mean_se, .moments of the
     paired differences, compare's t intervals) against float64 numpy over the per-run arrays of
     the same runs; and its combination bitwise Chan's update in block order."""
-    from jaxbandits.compare import compare
+    from jaxbandits.report.compare import compare
 
     c = compare(res, baseline="random")
     for lab, o in whole.items():
@@ -127,7 +127,7 @@ def test_wrong_reductions_fail(whole, monkeypatch):
     its combination is Chan's update in block order, bit for bit); each deliberately wrong
     reduction patched into the library (ddof=0, blocks combined in reverse order, a dropped block,
     a pair's difference swapped) makes that same check fail."""
-    from jaxbandits import compare as CMP
+    from jaxbandits.report import compare as CMP
 
     res = _reduced(whole)
     _check_reduced_library(res, whole)  # the real reduction passes
@@ -188,7 +188,7 @@ def _same_stats(a, b):
 
 def test_parts_chunks_resume_and_reduced_form_are_bitwise_the_whole(whole, tmp_path):
     from jaxbandits.engine.checkpoint import Interrupted
-    from jaxbandits.parts import run_range
+    from jaxbandits.experiments.parts import run_range
 
     kw = dict(record=REC, delayed_regret=True, shard=False)
     key = jax.random.key(5)
@@ -242,8 +242,8 @@ def test_two_devices_bitwise_one_device(whole, tmp_path):
 
 
 def test_compare_on_the_reduced_form_equals_the_per_run_intervals(whole):
-    from jaxbandits.compare import compare, t_interval
-    from jaxbandits.results import Results
+    from jaxbandits.report.compare import compare, t_interval
+    from jaxbandits.experiments.results import Results
 
     reduced = {lab: o._replace(regret=None, expected_regret=None, reward=None, pulls=None, delayed_regret=None)
                for lab, o in whole.items()}
@@ -337,8 +337,8 @@ def test_cli_keep_none_writes_the_same_summary_and_statistics(tmp_path):
     sys.path.insert(0, os.path.dirname(__file__))
     import scaleout_tiny
     from jaxbandits import experiments as X
-    from jaxbandits.cli import main
-    from jaxbandits.results import Results
+    from jaxbandits.apps.cli import main
+    from jaxbandits.experiments.results import Results
 
     scaleout_tiny.register()
     try:
@@ -377,8 +377,8 @@ def test_two_processes_reduced_form_bitwise_one_process(tmp_path, monkeypatch):
     sys.path.insert(0, os.path.dirname(__file__))
     import scaleout_tiny
     from jaxbandits import experiments as X
-    from jaxbandits.cli import main
-    from jaxbandits.distributed import launch_local
+    from jaxbandits.apps.cli import main
+    from jaxbandits.experiments.distributed import launch_local
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     args = ["run", scaleout_tiny.NAME, "--seed", "3", "--runs", "1001", "--keep", "none", "--no-progress",
@@ -413,7 +413,7 @@ def test_parts_with_keep_n_merge_through_part_files(tmp_path):
     sys.path.insert(0, os.path.dirname(__file__))
     import scaleout_tiny
     from jaxbandits import experiments as X
-    from jaxbandits.cli import main
+    from jaxbandits.apps.cli import main
 
     scaleout_tiny.register()
     try:
@@ -471,8 +471,8 @@ def test_per_run_form_summary_is_the_pre_statistics_formula_to_the_bit(whole, tm
     combination (which agrees only to ~1e-15 relative)."""
     import json
 
-    from jaxbandits.compare import compare
-    from jaxbandits.results import Results
+    from jaxbandits.report.compare import compare
+    from jaxbandits.experiments.results import Results
 
     res = Results.from_sim("x", {}, 0, N, T, whole)
     res.checkpoints = [20, 40]

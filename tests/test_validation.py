@@ -8,7 +8,7 @@ from jaxbandits import channels as C
 from jaxbandits import envs as E
 from jaxbandits import experiments as X
 from jaxbandits.policies import classic as P
-from jaxbandits.simulate import simulate
+from jaxbandits.engine import simulate
 
 
 @pytest.mark.parametrize("fn,name", [

@@ -8,8 +8,8 @@ import jax
 import jax.numpy as jnp
 
 from jaxbandits import channels, envs
-from jaxbandits.types import NEVER, Feedback, Needs, Policy
-from jaxbandits.values import constructor
+from jaxbandits.core.types import NEVER, Feedback, Needs, Policy
+from jaxbandits.core.values import constructor
 
 
 class ArmMemo(NamedTuple):

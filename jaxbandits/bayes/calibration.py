@@ -27,7 +27,7 @@ import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 import numpy as np
 
-from .. import _validate as V
+from ..core import _validate as V
 from .families import family
 from .model import WeightedRows, conversion_model
 
@@ -101,7 +101,7 @@ class SBCResult:
         fig.suptitle(f"SBC, {self.model}: {R} prior draws, ranks among {self.n_draws} posterior draws, "
                      f"{n_bins} bins (grey: 99% band per bin)", fontsize=8)
         fig.tight_layout()
-        from ..plotting import save_figure
+        from ..report.plotting import save_figure
 
         return save_figure(fig, path)  # atomically: a temporary file renamed into place, removed on failure
 

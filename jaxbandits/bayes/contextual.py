@@ -29,7 +29,7 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 
-from .. import _validate as V
+from ..core import _validate as V
 from .families import family
 from .logs import ConversionLog, conversion_log
 from .model import unseen_log_term

@@ -2,16 +2,16 @@
 
 Each family is an object (a subclass of :class:`Family`) that owns everything that depends on the
 law: its parameter names, the priors it samples them under (scale parameters through a location,
-log-normal priors), the implied mean, the starting values of a fit and the :mod:`jaxbandits.delays`
+log-normal priors), the implied mean, the starting values of a fit and the :mod:`jaxbandits.core.delays`
 law of a parameter set. The likelihood's math is the delay law's: :meth:`Family.at` builds the
-:mod:`jaxbandits.delays` law of (traced) parameters, whose ``log_sf_x``/``log_pdf_x`` are the
+:mod:`jaxbandits.core.delays` law of (traced) parameters, whose ``log_sf_x``/``log_pdf_x`` are the
 continuous log-survival ``log S_c(x)`` and log-density ``log f_c(x)``. Nothing outside this module
 asks a family for its name to decide what to compute; a family of one's own (a subclass, giving
 ``at`` or ``log_surv_c``/``log_pdf_c``) works wherever a name does.
 
 Discrete delays ``D = floor(X)`` use ``log S(a) = log S_c(a + 1)`` and
 ``log f(d) = log S_c(d) + log(-expm1(log S_c(d+1) - log S_c(d)))`` (never a difference of
-survivals in linear space: conventions §9; :func:`jaxbandits.delays.floor_log_pmf`). The histogram
+survivals in linear space: conventions §9; :func:`jaxbandits.core.delays.floor_log_pmf`). The histogram
 family is discrete only.
 
 Parameters of a family are a dict ``{"delay_mean": ..., ...}``; with per-arm laws every entry has a
@@ -30,7 +30,7 @@ import numpyro
 import numpyro.distributions as dist
 from jax.scipy.special import gammaln
 
-from .. import delays as D
+from ..core import delays as D
 
 __all__ = ["Family", "Exponential", "Geometric", "Weibull", "LogNormal", "Histogram", "FAMILIES", "family",
            "DEFAULT_EDGES", "delay_law", "family_of"]
@@ -103,12 +103,12 @@ class Family:
 
     # ---------------------------------------------------------------- continuous time
     def at(self, th):
-        """The :mod:`jaxbandits.delays` law (``D = floor(X)``) of the parameters ``th`` (arrays,
+        """The :mod:`jaxbandits.core.delays` law (``D = floor(X)``) of the parameters ``th`` (arrays,
         traced inside a model; no host checks), whose ``log_sf_x``/``log_pdf_x`` the likelihood uses."""
         raise NotImplementedError(f"the {self.name} family gives no delay law of traced parameters")
 
     def log_surv_c(self, x, th):
-        """``log P(X > x)``: the law's ``log_sf_x`` (:meth:`jaxbandits.delays.Exponential.log_sf_x` and the others)."""
+        """``log P(X > x)``: the law's ``log_sf_x`` (:meth:`jaxbandits.core.delays.Exponential.log_sf_x` and the others)."""
         return self.at(th).log_sf_x(x)
 
     def log_pdf_c(self, x, th):
@@ -122,7 +122,7 @@ class Family:
         return self.log_surv_c(a + 1.0, th)
 
     def log_pmf(self, d, th):
-        """``log P(D = d)`` for integers ``d >= 0`` (:func:`jaxbandits.delays.floor_log_pmf`)."""
+        """``log P(D = d)`` for integers ``d >= 0`` (:func:`jaxbandits.core.delays.floor_log_pmf`)."""
         return D.floor_log_pmf(lambda x: self.log_surv_c(x, th), d)
 
     def mean(self, th):
@@ -141,7 +141,7 @@ class Family:
         raise NotImplementedError
 
     def law(self, params: dict):
-        """The :mod:`jaxbandits.delays` law of one parameter set for a simulation (numpy float64
+        """The :mod:`jaxbandits.core.delays` law of one parameter set for a simulation (numpy float64
         scalars, or the histogram's bin weights; its public constructor, with its checks): the law
         of :meth:`at` (``D = floor(X)``), with the scale converted in float64."""
         raise NotImplementedError
@@ -457,7 +457,7 @@ def family(name, edges=None) -> Family:
 
 
 def delay_law(fam, params: dict) -> D.DelayLaw:
-    """The :mod:`jaxbandits.delays` law of one parameter set ``params`` (scalars, or the bin
+    """The :mod:`jaxbandits.core.delays` law of one parameter set ``params`` (scalars, or the bin
     weights of the histogram) of the family ``fam`` (a name or a :class:`Family`):
     :meth:`Family.law` of the parameters as float64.
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..plotting import load_pyplot
+from ..report.plotting import load_pyplot
 from .families import family_of
 from .logs import ConversionLog
 

@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 
-from ..plotting import load_pyplot
+from ..report.plotting import load_pyplot
 from .fit import ConversionLog, diagnostics
 
 __all__ = ["kaplan_meier_conversion", "save_fit", "fit_identity"]
@@ -90,7 +90,7 @@ def save_fit(idata, log: ConversionLog, out_dir: str, plot: bool = True, force: 
     ``posterior.nc``, ``summary.md``/``summary.json`` and the plots; each file under a temporary
     name, flushed, renamed into place; the files of the folder's previous results that this set
     lacks are removed. A folder holding another fit or an experiment's results is refused unless
-    ``force=True`` (see :meth:`jaxbandits.results.Results.save`).
+    ``force=True`` (see :meth:`jaxbandits.experiments.results.Results.save`).
 
     Args:
         idata: the ``arviz.InferenceData`` of :func:`jaxbandits.bayes.fit`.
@@ -116,7 +116,7 @@ def save_fit(idata, log: ConversionLog, out_dir: str, plot: bool = True, force: 
     """
     import arviz as az
 
-    from .._io import json_writer, save_files, text_writer
+    from ..core._io import json_writer, save_files, text_writer
 
     names = [v for v in idata.posterior.data_vars if v not in ("delay_cdf", "pending_conversions")]
     s = az.summary(idata, var_names=names)

@@ -7,11 +7,24 @@
 * :mod:`jaxbandits.engine.stats`: statistics over runs reduced on the device (blocks of run ids);
 * :mod:`jaxbandits.engine.driver`: :func:`simulate`, :func:`simulate_grid` (vmap, shard, chunks,
   compile once).
+
+``simulate`` and ``simulate_grid`` are the driver's own (one implementation: ``jaxbandits.simulate``
+and ``jaxbandits.engine.simulate`` are one function object), with the choice between the two
+execution paths (docs/fused.md, :data:`PATHS`, :func:`choose_path`):
+
+* ``"scan"``: the engine's scan over rounds: every world, channel and policy;
+* ``"fused"``: :mod:`jaxbandits.fused`, one Pallas kernel per policy with the whole time loop
+  inside (GPU; Pallas' interpreter elsewhere), for the combinations it covers;
+* ``"auto"`` (default): fused when the default backend is a GPU and the combination is covered,
+  the scan otherwise.
+
+A sweep that saves, resumes or splits its calls calls its
+:class:`jaxbandits.experiments.sweeping.Sweep`'s ``simulate`` instead (docs/cluster.md).
 """
 from . import metrics, recording
-from .driver import clear_cache, simulate, simulate_grid
+from .driver import PATHS, choose_path, clear_cache, simulate, simulate_grid
 from .recording import SimOutput, record_points
 from .round import Problem, RunKeys, RunState, Step, channel_keys, init, problem, round, run_keys  # noqa: A004
 
 __all__ = ["problem", "init", "round", "Problem", "RunState", "RunKeys", "Step", "run_keys", "channel_keys", "simulate",
-           "simulate_grid", "record_points", "SimOutput", "metrics", "recording", "clear_cache"]
+           "simulate_grid", "record_points", "SimOutput", "metrics", "recording", "clear_cache", "choose_path", "PATHS"]

@@ -56,7 +56,7 @@ def _atomic(path: str, write: Callable[[Any], None]):
     except BaseException as e:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        from .._io import disk_full, disk_full_error
+        from ..core._io import disk_full, disk_full_error
 
         if disk_full(e, path):  # one error naming the file (numpy's and the OS's name none)
             raise disk_full_error(path, e) from None
@@ -319,7 +319,7 @@ class CallCache:
     """Completed units of a sweep (an experiment that loops over settings: one ``simulate`` per
     setting, or one fit per replication), each saved whole under the hash of its fingerprint; a
     resumed sweep replays the saved ones (the same arrays, so the same bits) and runs the rest.
-    What a :class:`jaxbandits.sweeping.Sweep` saves to. ``folder=None`` keeps them in memory."""
+    What a :class:`jaxbandits.experiments.sweeping.Sweep` saves to. ``folder=None`` keeps them in memory."""
 
     def __init__(self, folder: Optional[str]):
         self.folder = None if folder is None else os.path.abspath(folder)

@@ -19,9 +19,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from .. import _validate as V
-from ..types import Policy
-from ..values import FieldGrid, is_policy, policy_digest
+from ..core import _validate as V
+from ..core.types import Policy
+from ..core.values import FieldGrid, is_policy, policy_digest
 from . import metrics as M
 from . import reduce as RD
 from . import round as R
@@ -362,7 +362,7 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
     raises :class:`~jaxbandits.engine.checkpoint.Interrupted` (its work saved in the checkpoint).
 
     ``global_devices=True`` shards the runs over the devices of every process of JAX's distributed
-    runtime (``jaxbandits.distributed``; every process calls this with the same arguments and gets
+    runtime (``jaxbandits.experiments.distributed``; every process calls this with the same arguments and gets
     every record). A checkpoint is then written by process 0 (the whole state, gathered) and read by
     every process on resume, so its folder must be one they share; no ``stop`` (one process cannot
     stop alone).
@@ -879,7 +879,7 @@ def choose_path(env, channel, policies, path: str = "auto", *, chunk=None, shard
     Examples:
         >>> from jaxbandits import channels, envs
         >>> from jaxbandits.policies import classic
-        >>> from jaxbandits.simulate import choose_path
+        >>> from jaxbandits.engine import choose_path
         >>> world = envs.bernoulli([0.3, 0.6])
         >>> choose_path(world, channels.attributed(), classic.ucb1(), "auto", backend="cpu")
         'scan'
@@ -941,7 +941,7 @@ def simulate(env, channel, policies, horizon: int, key, n_runs: int = 1, *, reco
     and ``shard`` other than one device keep the scan.
 
     A sweep that wants its calls saved, resumed or split into parts calls the ``simulate`` of the
-    :class:`jaxbandits.sweeping.Sweep` it is given (docs/cluster.md); this function never looks
+    :class:`jaxbandits.experiments.sweeping.Sweep` it is given (docs/cluster.md); this function never looks
     for one. Returns ``SimOutput`` (or a dict of them for a dict of policies).
 
     Args:
@@ -1050,7 +1050,7 @@ def policies_dict(policies):
 
 def unit_fingerprint(problems: Dict[str, R.Problem], grid_params, key, n_runs, record_at, first_run=0, shard=None,
                      extra: Optional[dict] = None) -> dict:
-    """What names a simulation as a unit of a sweep (:class:`jaxbandits.sweeping.Sweep`): the
+    """What names a simulation as a unit of a sweep (:class:`jaxbandits.experiments.sweeping.Sweep`): the
     checkpoint fingerprint of its program without the devices and the chunks (what a unit
     computes depends on neither: tested), plus its grid and ``extra``.
 
@@ -1120,7 +1120,7 @@ def prepare_grid(build: Callable, grid: Mapping[str, Any], channel, horizon: int
 
     Args:
         build: ``build(**params) -> (env, policy)``, or a pair ``(env, policy value)`` (a grid
-            over the policy's fields, :class:`~jaxbandits.values.FieldGrid`).
+            over the policy's fields, :class:`~jaxbandits.core.values.FieldGrid`).
         grid: ``{name: array [G, ...]}``, one common leading length ``G``.
         channel: the channel.
         horizon: the number of rounds.
@@ -1182,7 +1182,7 @@ def simulate_grid(build: Callable, grid: Mapping[str, Any], channel, horizon: in
 
     ``build`` may also be a pair ``(env, policy)`` of a world and a policy value: ``grid`` then maps
     fields of the policy to their values (``simulate_grid((env, classic.ucb1()), {"alpha": [0.5,
-    2.0]}, ...)``; :class:`~jaxbandits.values.FieldGrid`).
+    2.0]}, ...)``; :class:`~jaxbandits.core.values.FieldGrid`).
 
     Args:
         build: ``build(**params) -> (env, policy)``, written with ``jnp`` so it traces.

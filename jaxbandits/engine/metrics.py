@@ -8,8 +8,8 @@ from typing import Any, NamedTuple
 import jax.numpy as jnp
 from jax import lax
 
-from .. import ring
-from ..mathlib import kahan_add
+from ..core import ring
+from ..core.mathlib import kahan_add
 
 _F = jnp.float32
 
@@ -123,7 +123,7 @@ def init(prob) -> Metrics:
 
 def _dl_update(prob, world, dl: DelayedRegret, t, gap):
     """Advance the L(t) state by the gap of round t's pull."""
-    from ..delays import geometric_log_rho
+    from ..core.delays import geometric_log_rho
 
     m = prob.spec.feedback.window
     H = prob.dl_len
@@ -146,7 +146,7 @@ def _dl_update(prob, world, dl: DelayedRegret, t, gap):
 
 def _dl_value(prob, world, dl: DelayedRegret, t, regret):
     """L(t) after round t's update."""
-    from ..delays import geometric_log_rho
+    from ..core.delays import geometric_log_rho
 
     m = prob.spec.feedback.window
     H = prob.dl_len

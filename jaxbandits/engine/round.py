@@ -28,11 +28,11 @@ from typing import Any, Callable, NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 
-from .. import _validate as V
+from ..core import _validate as V
 from ..channels import Channel, ChannelSpec
-from ..mathlib import fold_in, uniform
-from ..types import NEVER, Arrivals, Context, Play, Policy, ProblemSpec
-from ..values import ById, PolicyValue, is_policy
+from ..core.mathlib import fold_in, uniform
+from ..core.types import NEVER, Arrivals, Context, Play, Policy, ProblemSpec
+from ..core.values import ById, PolicyValue, is_policy
 
 _F = jnp.float32
 SETUP, REWARD, DELAY, CONTEXT, WORLD = range(5)
@@ -91,7 +91,7 @@ class Step(NamedTuple):
             ``gap``.
         arm_rewards: f32[K], every arm's reward this round (adversarial worlds), else None.
         expected_reward: f32, ``<memo.probs, arm_rewards>`` (adversarial worlds), else None.
-        arrivals: the :class:`~jaxbandits.types.Arrivals` the policy received this round.
+        arrivals: the :class:`~jaxbandits.core.types.Arrivals` the policy received this round.
     """
 
     t: Any  # i32
@@ -117,7 +117,7 @@ class Problem:
     """Everything static about one (world, channel, policy) simulation: the components and the
     sizes fixed before compiling. Equal (and hashed) by value: the world when it is hashable (the
     library's worlds are values), the policy when it is a library
-    :class:`~jaxbandits.values.PolicyValue`, else by their identity (and the builder's), so a second
+    :class:`~jaxbandits.core.values.PolicyValue`, else by their identity (and the builder's), so a second
     equal ``simulate`` call reuses the program."""
 
     __slots__ = ("world", "channel", "policy", "horizon", "spec", "cspec", "build", "dl_mode", "dl_len",
@@ -245,8 +245,8 @@ def policy_shapes(policy, spec: ProblemSpec, ctx: Context, label) -> PolicyShape
 
     Args:
         policy: the policy value.
-        spec: the problem's static sizes (:class:`~jaxbandits.types.ProblemSpec`).
-        ctx: a :class:`~jaxbandits.types.Context` of the round's shapes.
+        spec: the problem's static sizes (:class:`~jaxbandits.core.types.ProblemSpec`).
+        ctx: a :class:`~jaxbandits.core.types.Context` of the round's shapes.
         label: the policy's label, for the error messages.
 
     Returns:
@@ -262,7 +262,7 @@ def policy_shapes(policy, spec: ProblemSpec, ctx: Context, label) -> PolicyShape
         >>> from jaxbandits import channels, envs
         >>> from jaxbandits.engine.round import policy_shapes, problem
         >>> from jaxbandits.policies import classic
-        >>> from jaxbandits.types import Context
+        >>> from jaxbandits.core.types import Context
         >>> p = problem(envs.bernoulli([0.3, 0.6]), channels.attributed(), classic.ucb1(), 100)
         >>> i32 = jax.ShapeDtypeStruct((), jnp.int32)
         >>> policy_shapes(p.policy, p.spec, Context(i32, None, None, i32), "UCB1").payload_size  # 2K
@@ -290,7 +290,7 @@ def policy_shapes(policy, spec: ProblemSpec, ctx: Context, label) -> PolicyShape
 def _delayed_regret_mode(world, channel, horizon, delayed_regret):
     """Which L(t) tracker to use: by default for a censoring channel (zeros hidden) of a stochastic
     K-armed world with a delay law."""
-    from ..delays import geometric_log_rho, truncation_length
+    from ..core.delays import geometric_log_rho, truncation_length
 
     fb = channel.feedback
     want = (not fb.zeros_observed and fb.attributed) if delayed_regret is None else bool(delayed_regret)
@@ -474,7 +474,7 @@ def act(policy, pstate, ctx: Context, act_key):
     Args:
         policy: the policy value.
         pstate: the policy's state.
-        ctx: the round's :class:`~jaxbandits.types.Context` (``ctx.t`` the round).
+        ctx: the round's :class:`~jaxbandits.core.types.Context` (``ctx.t`` the round).
         act_key: the run's ACT-stream key (:class:`RunKeys`).
 
     Returns:
@@ -486,7 +486,7 @@ def act(policy, pstate, ctx: Context, act_key):
         >>> from jaxbandits import channels, envs
         >>> from jaxbandits.engine.round import act, init, problem
         >>> from jaxbandits.policies import classic
-        >>> from jaxbandits.types import Context
+        >>> from jaxbandits.core.types import Context
         >>> p = problem(envs.bernoulli([0.3, 0.6]), channels.attributed(), classic.ucb1(), 100)
         >>> s = init(p, jax.random.key(0), 0)
         >>> ctx = Context(jnp.int32(0), None, None, jnp.int32(-1))

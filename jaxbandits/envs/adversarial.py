@@ -11,13 +11,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _validate as V
-from .. import delays as D
-from ..mathlib import uniforms
-from ..types import Outcome
+from ..core import _validate as V
+from ..core import delays as D
+from ..core.mathlib import uniforms
+from ..core.types import Outcome
 from .base import World, pytree, static
 from .stochastic import check_delay
-from ..values import constructor
+from ..core.values import constructor
 
 _F = jnp.float32
 

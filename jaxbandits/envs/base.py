@@ -24,8 +24,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jax.scipy.special import ndtri
 
-from .._pytree import pytree, static  # noqa: F401  (re-exported for the worlds)
-from ..types import Outcome
+from ..core._pytree import pytree, static  # noqa: F401  (re-exported for the worlds)
+from ..core.types import Outcome
 
 _F = jnp.float32
 
@@ -87,7 +87,7 @@ class World:
     def max_horizon(self):
         """The most rounds the world has data for (a table's or a delay sequence's length), or None:
         unbounded. ``simulate`` refuses a longer horizon (the data would be repeated silently)."""
-        from ..delays import Sequence
+        from ..core.delays import Sequence
 
         return int(self.delay.delays.shape[0]) if isinstance(self.delay, Sequence) else None
 

@@ -7,13 +7,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _validate as V
-from .. import delays as D
-from .. import mathlib as M
-from ..types import Outcome
+from ..core import _validate as V
+from ..core import delays as D
+from ..core import mathlib as M
+from ..core.types import Outcome
 from .base import World, pytree, static
 from .stochastic import check_delay, check_means, as_means
-from ..values import constructor
+from ..core.values import constructor
 
 _F = jnp.float32
 
@@ -77,7 +77,7 @@ def composite(means=None, profile=None, delay=None, table=None, total: str = "be
     Args:
         means: f[K], the totals' means in ``[0, 1]``.
         profile: a fixed split over lags ``0..L-1`` (normalised here), or a
-            :class:`jaxbandits.profiles.Profile`.
+            :class:`jaxbandits.core.profiles.Profile`.
         delay: a delay law (a sequence law: given per round), instead of ``profile``.
         table: ``[T, K]`` oblivious totals in ``[0, 1]``, instead of ``means``.
         total: ``"bernoulli"`` or ``"beta"``.

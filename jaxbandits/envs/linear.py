@@ -6,11 +6,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _validate as V
-from .. import delays as D
+from ..core import _validate as V
+from ..core import delays as D
 from .base import World, pytree, static
 from .stochastic import check_delay
-from ..values import constructor
+from ..core.values import constructor
 
 _F = jnp.float32
 ACTION_SETS = ("fixed", "binary", "uniform", "gaussian", "sphere")
@@ -102,7 +102,7 @@ def linear(theta, n_actions=None, features=None, action_set=None, noise="bernoul
             ``"sphere"``.
         noise: ``"bernoulli"`` or ``"gaussian"``.
         sigma: the Gaussian noise's scale.
-        delay: a :mod:`jaxbandits.delays` law, or None.
+        delay: a :mod:`jaxbandits.core.delays` law, or None.
         normalize: scale every action to unit L2 norm (Vernade et al. 2020's "from {0,1}^d,
             normalised"; all-zero binary draws are redrawn).
         n_valid: only the first ``n_valid`` actions exist each round; the rest are padding, masked

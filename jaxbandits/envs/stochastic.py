@@ -5,11 +5,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _validate as V
-from .. import delays as D
-from ..types import Outcome
+from ..core import _validate as V
+from ..core import delays as D
+from ..core.types import Outcome
 from .base import World, pytree, static
-from ..values import constructor
+from ..core.values import constructor
 
 _F = jnp.float32
 
@@ -44,7 +44,7 @@ def check_delay(delay):
     """Check a world's ``delay`` argument.
 
     Args:
-        delay: a :mod:`jaxbandits.delays` law, or None (no delay).
+        delay: a :mod:`jaxbandits.core.delays` law, or None (no delay).
 
     Returns:
         The law (``delays.fixed(0)`` for None).
@@ -61,7 +61,7 @@ def check_delay(delay):
     if delay is None:
         return D.fixed(0)
     if not isinstance(delay, D.DelayLaw):
-        raise TypeError(f"delay must be a jaxbandits.delays law, got {type(delay).__name__}")
+        raise TypeError(f"delay must be a jaxbandits.core.delays law, got {type(delay).__name__}")
     return delay
 
 
@@ -126,7 +126,7 @@ def bernoulli(means, delay=None) -> BanditEnv:
 
     Args:
         means: each arm's success probability, in ``[0, 1]`` (at least 2 arms, at most ``2**20``).
-        delay: a :mod:`jaxbandits.delays` law, or None (no delay).
+        delay: a :mod:`jaxbandits.core.delays` law, or None (no delay).
 
     Returns:
         The world (:class:`BanditEnv`).
@@ -157,7 +157,7 @@ def gaussian(means, sigma=1.0, delay=None) -> BanditEnv:
     Args:
         means: each arm's mean.
         sigma: the noise's standard deviation.
-        delay: a :mod:`jaxbandits.delays` law, or None.
+        delay: a :mod:`jaxbandits.core.delays` law, or None.
 
     Returns:
         The world (:class:`BanditEnv`).
@@ -188,7 +188,7 @@ def conversions(theta, delay) -> BanditEnv:
 
     Args:
         theta: each arm's conversion probability, in ``[0, 1]``.
-        delay: the delay law (:mod:`jaxbandits.delays`).
+        delay: the delay law (:mod:`jaxbandits.core.delays`).
 
     Returns:
         The world (:class:`BanditEnv`).
@@ -203,7 +203,7 @@ def conversions(theta, delay) -> BanditEnv:
         4
     """
     if delay is None:
-        raise ValueError("delay must be given for a conversions world (a jaxbandits.delays law)")
+        raise ValueError("delay must be given for a conversions world (a jaxbandits.core.delays law)")
     check_means("theta", theta, 0.0, 1.0)  # errors name theta, the parameter given here
     return bernoulli(theta, delay)
 

@@ -1,15 +1,15 @@
 """The results of an experiment from its simulator outputs: one function for a run done whole
-(:mod:`jaxbandits.experiments.runner`) and for merged parts (:mod:`jaxbandits.parts`), so both
+(:mod:`jaxbandits.experiments.runner`) and for merged parts (:mod:`jaxbandits.experiments.parts`), so both
 compute the same numbers."""
 from __future__ import annotations
 
-from ..results import Results
+from .results import Results
 
 
 def assemble_results(name, full_cfg, seed, runs, horizon, outs, metric, timing, panel_of, lines, checkpoints, layout,
               ratio_to) -> Results:
     """The results of an experiment from its outputs ``{label: SimOutput}``: one function for a run
-    done whole and for merged parts (:mod:`jaxbandits.parts`), so both compute the same numbers.
+    done whole and for merged parts (:mod:`jaxbandits.experiments.parts`), so both compute the same numbers.
 
     Args:
         name: the experiment's name.

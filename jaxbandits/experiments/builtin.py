@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _validate as V
+from ..core import _validate as V
 from .. import channels as C
-from .. import delays as D
+from ..core import delays as D
 from .. import envs as E
 from ..policies import classic as P
 from .specs import Experiment

@@ -11,11 +11,11 @@ from typing import Optional
 
 import numpy as np
 
-from .. import _io
-from .. import _validate as V
+from ..core import _io
+from ..core import _validate as V
 from ..engine.checkpoint import CallCache, Checkpoint, Interrupted, graceful_stop
-from ..results import Results, versions
-from ..simulate import simulate
+from .results import Results, versions
+from ..engine import simulate
 from .assemble import assemble_results, collect_panel
 from .registry import get
 from .specs import Experiment, Panel, describe_run, resolve_config
@@ -30,9 +30,9 @@ def run(name, runs: Optional[int] = None, horizon: Optional[int] = None, seed: i
     :func:`~jaxbandits.experiments.files.loading.experiment`).
 
     ``out`` is checked and locked before anything runs: a folder that cannot be written raises
-    :class:`jaxbandits._io.OutputFolderError`, one another run is writing
-    :class:`~jaxbandits._io.FolderInUseError`, one holding another experiment's results (or this
-    experiment's with other settings) :class:`~jaxbandits._io.ResultsExistError` unless
+    :class:`jaxbandits.core._io.OutputFolderError`, one another run is writing
+    :class:`~jaxbandits.core._io.FolderInUseError`, one holding another experiment's results (or this
+    experiment's with other settings) :class:`~jaxbandits.core._io.ResultsExistError` unless
     ``force=True`` (which replaces them, removing their files). A sweep runs at ``horizon`` alone
     when it is given, else at its own list of horizons.
 
@@ -50,10 +50,10 @@ def run(name, runs: Optional[int] = None, horizon: Optional[int] = None, seed: i
 
     ``part=(i, n)`` (or ``"i/n"``) runs only part ``i`` of ``n`` of the runs (of a sweep: of its
     units, each simulation or fit) and writes a part folder to ``out`` (``part.json``, ``part.npz``)
-    instead of results; :func:`jaxbandits.parts.merge`
+    instead of results; :func:`jaxbandits.experiments.parts.merge`
     combines the ``n`` parts into the results of the whole run, bitwise. Returns the results of the
     part's runs alone (``None`` for a sweep's part: its units are not results by themselves). ``distributed=True`` shards the runs over the devices of every process of
-    ``jax.distributed`` (:func:`jaxbandits.distributed.initialize` first); process 0 writes ``out``
+    ``jax.distributed`` (:func:`jaxbandits.experiments.distributed.initialize` first); process 0 writes ``out``
     (docs/cluster.md). ``keep`` chooses the per-run curves kept (``"all"``, ``"none"``, the first
     ``N`` runs; default: every run while they are small, the statistics alone beyond: docs/simulate.md).
 
@@ -81,7 +81,7 @@ def run(name, runs: Optional[int] = None, horizon: Optional[int] = None, seed: i
     Raises:
         ValueError: an argument is out of range or not used by the experiment, or the name is
             unknown (each message names the argument).
-        jaxbandits._io.OutputFolderError: ``out`` cannot be written (its subclasses
+        jaxbandits.core._io.OutputFolderError: ``out`` cannot be written (its subclasses
             ``FolderInUseError``, ``ResultsExistError`` as above).
         jaxbandits.engine.checkpoint.Interrupted: SIGINT / SIGTERM stopped a run with ``out``.
 
@@ -193,7 +193,7 @@ def _scale_out_checks(name, exp, runs, out, resume, part, distributed, job):
         raise ValueError("part and distributed are exclusive: a part runs on one process (run the parts as "
                          "separate jobs), a distributed run is the whole run over many processes")
     if part is not None:
-        from .. import parts as _parts
+        from . import parts as _parts
 
         if out is None:
             raise ValueError("part needs out=, the part folder to write (--out)")
@@ -205,7 +205,7 @@ def _scale_out_checks(name, exp, runs, out, resume, part, distributed, job):
             raise ValueError(f"--out {out} holds part {held.get('part')}/{held.get('parts')}; give each part its own "
                              f"folder (or --force to replace it)")
     if distributed:
-        from .. import distributed as _dist
+        from . import distributed as _dist
 
         job["distributed"] = True
         job["process"] = _dist.process_index()
@@ -257,7 +257,7 @@ def _check_path(name, exp, path):
     """``path`` (docs/fused.md) is one of the simulator's; a sweep or an offline study runs its own
     loop, whose simulations take the path ``"auto"`` picks (``Sweep.simulate``), so forcing the
     fused one there is an error rather than ignored."""
-    from ..simulate import PATHS
+    from ..engine import PATHS
 
     if path not in PATHS:
         raise ValueError(f"path must be one of {', '.join(PATHS)}, got {path!r}")
@@ -311,7 +311,7 @@ def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizo
     checkpoints = tuple(c for c in exp.checkpoints if c <= horizon)  # run() said so of any dropped
     record = _record_within(exp.record, horizon)
     if checkpoints:  # make sure every checkpoint is a record point
-        from ..simulate import record_points
+        from ..engine import record_points
 
         record = np.union1d(record_points(horizon, record), np.asarray(checkpoints) - 1)
     outs, panel_of, lines, timing = {}, {}, {}, {"compile_s": 0.0, "run_s": 0.0, "devices": 1}
@@ -330,7 +330,7 @@ def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizo
                 cps.append(cp)
             try:
                 if dist:
-                    from ..distributed import simulate_global
+                    from .distributed import simulate_global
 
                     o = simulate_global(p.env, p.channel, p.policies, horizon, V.seed_key(seed), runs, record=record,
                                         chunk=ch, progress=progress, checkpoint=cp,
@@ -338,13 +338,13 @@ def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizo
                 else:
                     channel = p.channel
                     if part is not None:  # the calendar width of the whole run
-                        from ..parts import whole_width_channel
+                        from .parts import whole_width_channel
 
                         channel = whole_width_channel(p, horizon, runs, n_here)
                     keep = job.get("keep")
                     if part is not None:  # the whole run's block size and the share of its kept curves
                         from ..engine.stats import block_size
-                        from ..simulate import record_points
+                        from ..engine import record_points
 
                         keep = _panel_keep(p, horizon, runs, len(record_points(horizon, record)), keep, first,
                                            n_here)
@@ -368,7 +368,7 @@ def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizo
                     exp.layout, exp.ratio_to)
     try:
         if out is not None and part is not None:
-            from ..parts import save_part
+            from .parts import save_part
 
             save_part(out, {"experiment": name, "config": cfg, "full_config": full_cfg, "seed": seed, "runs": runs,
                             "horizon": horizon, "part": part[0], "parts": part[1], "first_run": first, "n_runs": n_here,
@@ -394,7 +394,7 @@ def _run_sweep(name, exp, runs, horizon, seed, cfg, out, chunk, sweep_horizon, j
     units, and replays the sweep on every process (docs/cluster.md)."""
     part, dist = job.get("part"), job.get("distributed", False)
     if dist:
-        from ..distributed import run_sweep_global
+        from .distributed import run_sweep_global
 
         folder = None if ckpt_root is None else os.path.join(ckpt_root, "sweep")
         res = run_sweep_global(exp.runner, cfg, runs, seed, sweep_horizon, folder)
@@ -404,7 +404,7 @@ def _run_sweep(name, exp, runs, horizon, seed, cfg, out, chunk, sweep_horizon, j
             with contextlib.suppress(OSError):
                 os.rmdir(ckpt_root)
         return res
-    from ..sweeping import call_runner, sweep_checkpoints
+    from .sweeping import call_runner, sweep_checkpoints
 
     if out is None:
         return call_runner(exp.runner, cfg, runs, seed, sweep_horizon)
@@ -427,7 +427,7 @@ def _run_sweep(name, exp, runs, horizon, seed, cfg, out, chunk, sweep_horizon, j
             raise
     try:
         if part is not None:
-            from ..parts import save_sweep_part
+            from .parts import save_sweep_part
 
             save_sweep_part(out, {"experiment": name, "source": list(exp.source) if exp.source else None,
                                   "config": cfg, "seed": seed, "runs": runs, "horizon": sweep_horizon,
@@ -444,7 +444,7 @@ def _run_sweep(name, exp, runs, horizon, seed, cfg, out, chunk, sweep_horizon, j
 
 
 def _disk_full_hint(e: OSError, ckpt_root, done: bool) -> OSError:
-    """``e`` as it is, or for a full disk (:func:`jaxbandits._io.disk_full_error`: the file and the
+    """``e`` as it is, or for a full disk (:func:`jaxbandits.core._io.disk_full_error`: the file and the
     cause) with what is kept and how to go on: the checkpoint in ``ckpt_root`` holds the finished
     run (``done``) or its chunks saved so far, and ``--resume`` continues from it (docs/results.md)."""
     if e.errno != errno.ENOSPC or ckpt_root is None or not os.path.isdir(ckpt_root):

@@ -12,7 +12,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from .. import _validate as V
+from ..core import _validate as V
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,7 +87,8 @@ class Experiment:
     keep: object = None  # per-run curves kept: "all", "none", N; None: the default rule (docs/simulate.md)
     checkpoints: tuple = ()  # rounds at which summary/table report R(t) (and L(T) at T)
     layout: Optional[tuple] = None  # (rows, cols) of the figure's panels
-    runner: Optional[Callable] = None  # sweeps: (config, runs, seed, horizon, sweep) -> SweepResults (jaxbandits.sweeping)
+    # sweeps: (config, runs, seed, horizon, sweep) -> SweepResults (jaxbandits.experiments.sweeping)
+    runner: Optional[Callable] = None
     ratio_to: Optional[str] = None  # plot each panel's curves as ratios to this policy's mean regret
     ignores: tuple = ()  # run options the experiment does not use ("horizon", "chunk"): giving one is an error
     horizon_keys: tuple = ()  # config keys that a horizon given to run() replaces (both at once: an error)
@@ -328,7 +329,7 @@ def delay_words(law) -> Optional[str]:
     """A delay law in words for a figure's title: ``geometric delays, mean 50``.
 
     Args:
-        law: a delay law (:mod:`jaxbandits.delays`), or None.
+        law: a delay law (:mod:`jaxbandits.core.delays`), or None.
 
     Returns:
         The words (without the mean for a law that has none), or None for None.

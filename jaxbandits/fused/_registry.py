@@ -3,7 +3,7 @@
 
 What the fused path needs to know about a policy: its algorithm and parameters.
 
-A library policy is a value (:class:`~jaxbandits.values.PolicyValue`) whose class declares the
+A library policy is a value (:class:`~jaxbandits.core.values.PolicyValue`) whose class declares the
 fused kernel that implements it, if any (``fused = (kind, field names)``: UCB1, KL-UCB,
 Beta-Bernoulli and Gaussian Thompson, uniform random, DelayedUCB, DelayedKLUCB); the parameters are
 read from its fields. Any other policy (a user's own, a wrapper, another algorithm) runs on the
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import NamedTuple, Optional
 
-from ..values import PolicyValue
+from ..core.values import PolicyValue
 
 __all__ = ["FusedSpec", "spec_of"]
 

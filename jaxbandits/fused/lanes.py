@@ -15,7 +15,7 @@ module exports and its ``act`` calls (:func:`jaxbandits.policies.classic.ucb1_in
 :func:`~jaxbandits.policies.classic.kl_ucb_index`, the posteriors
 :func:`~jaxbandits.policies.classic.beta_posterior` and
 :func:`~jaxbandits.policies.classic.gaussian_posterior`), traced here on ``[block]`` vectors,
-with the tie rule of :func:`jaxbandits.mathlib.argmax_random_tie`. Only the random numbers are
+with the tie rule of :func:`jaxbandits.core.mathlib.argmax_random_tie`. Only the random numbers are
 the kernel's (:mod:`jaxbandits.fused.rng`, counter-based).
 
 Round ``t`` (0-based) of a run, Bernoulli world, attributed channel, no delay (conventions §2):
@@ -37,7 +37,7 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
-from .. import mathlib as M
+from ..core import mathlib as M
 from ..policies import classic as P
 from . import rng
 
@@ -54,7 +54,7 @@ LANES_KINDS = ("ucb1", "kl_ucb", "thompson", "gaussian_ts", "random")
 def argmax_lanes(idx, u):
     """The argmax over the arms of ``K`` vectors ``idx[k]`` (``[B]`` each), exact ties broken by the
     uniform ``u[B]``: the ``(floor(u c) + 1)``-th tied arm, ``c`` the number of ties, as
-    :func:`jaxbandits.mathlib.argmax_random_tie` on each run's ``[K]`` vector."""
+    :func:`jaxbandits.core.mathlib.argmax_random_tie` on each run's ``[K]`` vector."""
     best = idx[0]
     for x in idx[1:]:
         best = jnp.maximum(best, x)
@@ -206,12 +206,12 @@ def _lanes_delayed_kernel(ks, *refs):
     arrives at once. A count that would pass 255 is dropped and counted in ``lost_to_W`` (never
     in practice: a Poisson-binomial count of mean <= 1 per round). ``Ñ`` as the scan policy keeps
     it: a ring of the last ``H = min(m, T)`` arms (row ``s mod Wp``), the closed pulls ``nc`` at
-    weight ``tau_H``, and either the geometric O(K) recursion of :mod:`jaxbandits.ring` or the
+    weight ``tau_H``, and either the geometric O(K) recursion of :mod:`jaxbandits.core.ring` or the
     direct sum over the ring with the table ``tau_0 .. tau_H`` (the other laws: O(H K) a round).
     The indices are :mod:`jaxbandits.policies.conversions`' ``delayed_ucb_index`` and
     ``delayed_klucb_index``; the tie word is the policy key's ``(t, TIE)`` (``v_t`` draws the delay)."""
     from ..policies import conversions as CV
-    from ..ring import discounted_value, discounted_window
+    from ..core.ring import discounted_value, discounted_window
     from .kernels import TIE
 
     n_rep = 3 if ks.replay else 0
@@ -306,7 +306,7 @@ def _lanes_delayed_kernel(ks, *refs):
         ring_ref[rows(t & Wm), col] = a
         nxt = t + 1 - H
         leave = jnp.where(nxt >= 0, ring_ref[rows(jnp.maximum(nxt, 0) & Wm), col], -1)
-        if lr is not None:  # geometric delays: jaxbandits.ring's window recursion
+        if lr is not None:  # geometric delays: jaxbandits.core.ring's window recursion
             ow = [discounted_window(o[k], w[k], oh[k], e_old[k], lr, m) for k in range(K)]
             o, w = [x[0] for x in ow], [x[1] for x in ow]
             nt = [discounted_value(nc[k], w[k], o[k], lr, m) for k in range(K)]

@@ -32,7 +32,8 @@ def cases(full: bool = False):
     adds more shapes (arms, windows, record counts, runs)."""
     import numpy as np
 
-    from .. import channels, delays, envs
+    from .. import channels, envs
+    from ..core import delays
     from ..policies import classic
     from ..policies import conversions as CV
 
@@ -61,7 +62,8 @@ def memory_cases():
     """The configurations of ``benchmarks/limits.py`` on a GPU."""
     import numpy as np
 
-    from .. import channels, delays, envs
+    from .. import channels, envs
+    from ..core import delays
     from ..policies import classic
     from ..policies import conversions as CV
 
@@ -138,7 +140,8 @@ def library_policies():
     the world and channel it is built for (families: ``"fused"`` or a key of :data:`NO_KERNEL_WHY`)."""
     import numpy as np
 
-    from .. import channels, delays, envs
+    from .. import channels, envs
+    from ..core import delays
     from ..policies import adversarial as A
     from ..policies import anonymous as AN
     from ..policies import bayes as BY

@@ -16,9 +16,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import channels as C
-from .. import delays as D
+from ..core import delays as D
 from ..engine.recording import SimOutput, record_points
-from ..values import is_policy
+from ..core.values import is_policy
 from ._registry import spec_of
 
 __all__ = ["unsupported", "simulate_fused", "CLASSIC", "DELAYED", "run_keys_words", "scan_uniforms", "clear_cache"]
@@ -182,7 +182,7 @@ def scan_uniforms(key, n_runs, horizon, first_run=0):
         (2, 5)
     """
     from ..engine.round import run_keys
-    from ..mathlib import uniform
+    from ..core.mathlib import uniform
 
     def one(r):
         keys = run_keys(key, r)[0]

@@ -7,7 +7,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..types import NEVER
+from ..core.types import NEVER
 
 
 class Clock(NamedTuple):

@@ -7,8 +7,8 @@ from typing import Optional
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _validate as V
-from ..types import Policy
+from ..core import _validate as V
+from ..core.types import Policy
 from .clock import Clock
 from .persistence import load, save
 from .pure import REWARD_LIMIT, advance, arm_estimates, close_round, decide, decide_upto, decision_ids, feedback, stats
@@ -27,7 +27,7 @@ class Learner:
     Decision and feedback batches are padded to powers of two (few compilations).
 
     Args:
-        policy: the policy (a :class:`~jaxbandits.types.Policy`).
+        policy: the policy (a :class:`~jaxbandits.core.types.Policy`).
         channel: a :class:`~jaxbandits.channels.Channel` with attributed, conversion or
             anonymous feedback.
         arms: a list of distinct arm names (at least one), or the number of arms ``K >= 1``

@@ -12,8 +12,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..types import Policy
-from ..values import is_policy
+from ..core.types import Policy
+from ..core.values import is_policy
 from .state import LearnerState, configure, initial_state
 
 FORMAT = "jaxbandits.online"
@@ -88,7 +88,7 @@ def save(state: LearnerState, path, extra: Optional[dict] = None) -> None:
         >>> read_header(path)["extra"]
         {'site': 'a'}
     """
-    from .._io import atomic_write
+    from ..core._io import atomic_write
 
     def writer(tmp):
         with open(tmp, "wb") as f:

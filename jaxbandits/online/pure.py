@@ -12,11 +12,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _validate as V
-from .. import mathlib as M
+from ..core import _validate as V
+from ..core import mathlib as M
 from ..engine.round import act
 from ..policies.explore import chosen_probability
-from ..types import NEVER, Arrivals, Context
+from ..core.types import NEVER, Arrivals, Context
 from .clock import MAX_ROUND, Clock
 from .state import ACCEPTED, DUPLICATE, EXPIRED, INVALID, OUTSIDE_WINDOW, UNKNOWN, Config, LearnerState, Pending
 

@@ -12,11 +12,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _validate as V
+from ..core import _validate as V
 from ..channels import Channel
 from ..engine.round import check_pair, policy_shapes, run_keys
-from ..types import NEVER, Context, Policy, ProblemSpec
-from ..values import is_policy
+from ..core.types import NEVER, Context, Policy, ProblemSpec
+from ..core.values import is_policy
 
 _F = jnp.float32
 _I = jnp.int32
@@ -32,9 +32,9 @@ class Config(NamedTuple):
     """Everything static about a learner (hashable: the jitted functions specialise on it).
 
     Attributes:
-        policy: the policy (a library value or a user's :class:`~jaxbandits.types.Policy`).
+        policy: the policy (a library value or a user's :class:`~jaxbandits.core.types.Policy`).
         channel: the feedback channel (:mod:`jaxbandits.channels`).
-        spec: the :class:`~jaxbandits.types.ProblemSpec` the policy was set up for (arms,
+        spec: the :class:`~jaxbandits.core.types.ProblemSpec` the policy was set up for (arms,
             horizon, feature dimension, feedback).
         pending: ``H``, the slots of the pending ring (see :mod:`jaxbandits.online`).
         payload_size: ``P``, the length of the policy's feedback payload.
@@ -138,7 +138,7 @@ def configure(policy, channel, n_arms, horizon, dim, max_pending) -> Config:
     :func:`~jaxbandits.engine.round.problem` traces it; nothing is allocated or compiled.
 
     Args:
-        policy: the policy (a :class:`~jaxbandits.types.Policy`).
+        policy: the policy (a :class:`~jaxbandits.core.types.Policy`).
         channel: a :class:`~jaxbandits.channels.Channel` with attributed, conversion or
             anonymous feedback (not one that spreads rewards over later rounds).
         n_arms: the number of arms, ``>= 1``.
@@ -232,7 +232,7 @@ def init(policy: Policy, channel, n_arms: int, key, *, horizon: Optional[int] = 
     policies; ``max_pending``: slots of the pending ring (see the module docstring).
 
     Args:
-        policy: the policy (a :class:`~jaxbandits.types.Policy`).
+        policy: the policy (a :class:`~jaxbandits.core.types.Policy`).
         channel: a :class:`~jaxbandits.channels.Channel` with attributed, conversion or
             anonymous feedback.
         n_arms: the number of arms, ``>= 1``.

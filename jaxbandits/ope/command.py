@@ -1,5 +1,5 @@
 """``jaxbandits evaluate LOG --policy ...``: off-policy estimates of target policies on a log
-(docs/ope.md, *The command*). The command line's parser lives in :mod:`jaxbandits.cli`; this
+(docs/ope.md, *The command*). The command line's parser lives in :mod:`jaxbandits.apps.cli`; this
 module reads the log, builds the targets and the delay law, evaluates and writes the results."""
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def parse_delay(text: str):
     """A delay law from its command-line text: ``LAW`` or ``LAW:key=value,key=value``.
 
     Args:
-        text: e.g. ``geometric:mean=20`` or ``log_normal:mu=3,sigma=1`` (a :mod:`jaxbandits.delays`
+        text: e.g. ``geometric:mean=20`` or ``log_normal:mu=3,sigma=1`` (a :mod:`jaxbandits.core.delays`
             law and its parameters).
 
     Returns:
@@ -36,7 +36,7 @@ def parse_delay(text: str):
         >>> command.parse_delay("fixed:d=3").mean
         3.0
     """
-    from .. import delays as D
+    from ..core import delays as D
     DELAY_LAWS = D.DELAY_LAWS
 
     law, _, rest = text.partition(":")
@@ -128,7 +128,7 @@ def parse_policy(spec: str, log: DecisionLog, delay=None) -> Target:
     """
     from .. import channels as C
     from ..experiments.files import resolve_kind
-    from ..values import is_policy
+    from ..core.values import is_policy
 
     s = spec.strip()
     K = log.n_arms
@@ -264,8 +264,8 @@ def plot(results: dict, path: str, level: float):
 
 
 def main(a) -> int:
-    """The ``jaxbandits evaluate`` command (its arguments: :func:`jaxbandits.cli`'s parser)."""
-    from .._io import check_writable, file_sha256, json_writer, save_files, text_writer
+    """The ``jaxbandits evaluate`` command (its arguments: :func:`jaxbandits.apps.cli`'s parser)."""
+    from ..core._io import check_writable, file_sha256, json_writer, save_files, text_writer
     from .log import load
 
     if a.window is not None and a.window < 0:

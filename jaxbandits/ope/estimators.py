@@ -167,15 +167,15 @@ def _check_support(log: DecisionLog, pi: np.ndarray, played: np.ndarray, what: s
 
 
 def _law_table(law, arms: int, c: np.ndarray, window) -> np.ndarray:
-    """``G_a(c)`` for the rows (``c`` integer ages ``<= window``): a :class:`~jaxbandits.delays.DelayLaw`
+    """``G_a(c)`` for the rows (``c`` integer ages ``<= window``): a :class:`~jaxbandits.core.delays.DelayLaw`
     (every arm) or a sequence of one law per arm."""
     import jax.numpy as jnp
 
-    from ..delays import DelayLaw
+    from ..core.delays import DelayLaw
 
     laws = [law] * arms if isinstance(law, DelayLaw) else list(law)
     if len(laws) != arms or not all(isinstance(x, DelayLaw) for x in laws):
-        raise TypeError(f"delay must be a jaxbandits.delays law, or a sequence of {arms} laws (one per arm), "
+        raise TypeError(f"delay must be a jaxbandits.core.delays law, or a sequence of {arms} laws (one per arm), "
                         f"got {law!r}")
     L = int(c.max()) + 1 if c.size else 1
     table = np.empty((arms, L))
@@ -206,7 +206,7 @@ def seen_probability(log: DecisionLog, delay, window=None) -> np.ndarray:
 
     Args:
         log: the :class:`~jaxbandits.ope.log.DecisionLog`.
-        delay: a :mod:`jaxbandits.delays` law, or one per arm.
+        delay: a :mod:`jaxbandits.core.delays` law, or one per arm.
         window: the conversion window, or ``None``.
 
     Returns:
@@ -234,7 +234,7 @@ def old_enough(log: DecisionLog, delay, window=None, min_seen: float = 0.05) -> 
 
     Args:
         log: the :class:`~jaxbandits.ope.log.DecisionLog`.
-        delay: a :mod:`jaxbandits.delays` law, or one per arm.
+        delay: a :mod:`jaxbandits.core.delays` law, or one per arm.
         window: the conversion window, or ``None``.
         min_seen: the smallest probability of being seen kept.
 
@@ -369,7 +369,7 @@ def evaluate(log: DecisionLog, target, *, window=None, delay=None, delay_draws=N
              min_seen: float = 0.05, estimators: Sequence[Estimator] = ESTIMATORS, ignorant: bool = True) -> Report:
     """Every estimator of ``estimators`` on ``log`` for the target ``target``.
 
-    Delay-aware with ``delay`` (a :mod:`jaxbandits.delays` law, or a sequence of one law per arm)
+    Delay-aware with ``delay`` (a :mod:`jaxbandits.core.delays` law, or a sequence of one law per arm)
     or ``delay_draws`` (a list of such: posterior draws of a fitted delay model, e.g.
     ``jaxbandits.bayes.delay_laws(idata, draws=200)``; the interval then carries their spread) and
     (``ignorant=True``) delay-ignorant.
@@ -379,7 +379,7 @@ def evaluate(log: DecisionLog, target, *, window=None, delay=None, delay_draws=N
         target: the target's law (see :func:`target_probs`).
         window: the conversion window ``m`` the value is defined by (``None``: every conversion
             counts).
-        delay: a :mod:`jaxbandits.delays` law, or one per arm: the delay-aware form; ``None``:
+        delay: a :mod:`jaxbandits.core.delays` law, or one per arm: the delay-aware form; ``None``:
             the delay-ignorant one.
         delay_draws: a list of such laws (posterior draws): the interval carries their spread.
         level: the interval's confidence level.
@@ -478,7 +478,7 @@ Args:
     target: the target's law (see :func:`target_probs`).
     window: the conversion window ``m`` the value is defined by (``None``: every conversion
         counts).
-    delay: a :mod:`jaxbandits.delays` law, or one per arm: the delay-aware form; ``None``:
+    delay: a :mod:`jaxbandits.core.delays` law, or one per arm: the delay-aware form; ``None``:
         the delay-ignorant one.
     delay_draws: a list of such laws (posterior draws): the interval carries their spread.
     level: the interval's confidence level.

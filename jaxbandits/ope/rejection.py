@@ -1,7 +1,7 @@
 """Replay (rejection sampling, Li et al. 2011) of an adaptive target policy over a log
 (docs/ope.md, *Replay*).
 
-The target is any library :class:`~jaxbandits.types.Policy`, run in one ``lax.scan`` over the log's
+The target is any library :class:`~jaxbandits.core.types.Policy`, run in one ``lax.scan`` over the log's
 decisions in time order, one log row a round. At each row it acts; when its arm is the logged arm
 and a coin with probability ``c / propensity`` (``c``: the smallest propensity in the log, so the
 accepted rows are a uniform-logging sample) comes up, the decision is *accepted*: the round is the
@@ -28,10 +28,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import mathlib as M
-from .. import ring as R
-from ..types import NEVER, Arrivals, Context, Policy, ProblemSpec
-from ..values import is_policy
+from ..core import mathlib as M
+from ..core import ring as R
+from ..core.types import NEVER, Arrivals, Context, Policy, ProblemSpec
+from ..core.values import is_policy
 from .estimators import Estimate, old_enough, seen_probability
 from .log import DecisionLog
 

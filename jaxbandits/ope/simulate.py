@@ -14,11 +14,11 @@ __all__ = ["simulate_log", "true_value"]
 
 
 def _laws(delay, K):
-    from ..delays import DelayLaw
+    from ..core.delays import DelayLaw
 
     laws = [delay] * K if isinstance(delay, DelayLaw) else list(delay)
     if len(laws) != K or not all(isinstance(x, DelayLaw) for x in laws):
-        raise TypeError(f"delay must be a jaxbandits.delays law or a sequence of {K} laws, got {delay!r}")
+        raise TypeError(f"delay must be a jaxbandits.core.delays law or a sequence of {K} laws, got {delay!r}")
     return laws
 
 
@@ -35,7 +35,7 @@ def simulate_log(key, n: int, rates, delay, logging, *, span: Optional[float] = 
         key: a JAX key or an int seed.
         n: the number of decisions.
         rates: f[K], each arm's conversion probability.
-        delay: a :mod:`jaxbandits.delays` law, or one per arm.
+        delay: a :mod:`jaxbandits.core.delays` law, or one per arm.
         logging: f[K], the logging law.
         span: the time the decisions span (default ``n``: one a round).
         end: when the log is read.
@@ -84,7 +84,7 @@ def true_value(target, rates, delay, window=None) -> float:
     Args:
         target: f[K], the target law.
         rates: f[K], each arm's conversion probability.
-        delay: a :mod:`jaxbandits.delays` law, or one per arm.
+        delay: a :mod:`jaxbandits.core.delays` law, or one per arm.
         window: the conversion window, or ``None`` (every conversion counts).
 
     Returns:

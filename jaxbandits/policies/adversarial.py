@@ -17,10 +17,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _validate as V
-from .. import mathlib as M
-from ..types import Needs, Policy, ProblemSpec, one_hot
-from ..values import is_policy, policy_value
+from ..core import _validate as V
+from ..core import mathlib as M
+from ..core.types import Needs, Policy, ProblemSpec, one_hot
+from ..core.values import is_policy, policy_value
 
 __all__ = ["dew", "skipper", "skipper_dew", "doubling", "DEWState", "SkipperState", "DoublingState",
            "thm1_eta", "thm1_bound", "thm3_bound", "cor4_beta", "cor4_bound", "oracle_bound", "oracle_beta",

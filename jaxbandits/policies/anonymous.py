@@ -20,10 +20,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from .. import _validate as V
-from .. import mathlib as M
-from ..types import Needs, Policy, ProblemSpec, one_hot
-from ..values import policy_value
+from ..core import _validate as V
+from ..core import mathlib as M
+from ..core.types import Needs, Policy, ProblemSpec, one_hot
+from ..core.values import policy_value
 
 __all__ = ["schedule", "odaaf", "odaaf_b", "odaaf_v", "odaaf_naive", "qpmd", "ODAAFState", "QPMDState",
            "phase_timeline"]

@@ -30,12 +30,12 @@ import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 from numpyro.infer.util import potential_energy
 
-from .. import _validate as V
-from .. import mathlib as M
+from ..core import _validate as V
+from ..core import mathlib as M
 from ..bayes.families import family
 from ..bayes.model import RingStats, conversion_model
-from ..types import Needs, Policy, ProblemSpec, RatePosterior, one_hot
-from ..values import policy_value
+from ..core.types import Needs, Policy, ProblemSpec, RatePosterior, one_hot
+from ..core.values import policy_value
 
 __all__ = ["delay_model_ts", "beta_ts", "DelayTSState", "BetaTSState", "ring_update", "refresh_step",
            "unconstrained_init"]

@@ -15,10 +15,10 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import cho_solve, solve_triangular
 
-from .. import _validate as V
-from .. import mathlib as M
-from ..types import Needs, Policy, ProblemSpec, one_hot
-from ..values import policy_value
+from ..core import _validate as V
+from ..core import mathlib as M
+from ..core.types import Needs, Policy, ProblemSpec, one_hot
+from ..core.values import policy_value
 
 __all__ = ["uniform_random", "ucb1", "kl_ucb", "thompson", "gaussian_thompson", "exp3", "linucb",
            "lints", "IndexState", "LinState", "ucb1_index", "kl_ucb_index", "beta_posterior",
@@ -172,7 +172,7 @@ def kl_ucb_index(sums, n, t, c: float = 0.0, iters: int = 4):
         n: f32[K], each arm's count.
         t: the 1-based round.
         c: the ``log log`` coefficient.
-        iters: Newton steps (:func:`jaxbandits.mathlib.kl_ucb_bernoulli`).
+        iters: Newton steps (:func:`jaxbandits.core.mathlib.kl_ucb_bernoulli`).
 
     Returns:
         f32[K], the indices in ``[mean, 1]`` (``inf`` where ``n = 0``).
@@ -289,7 +289,7 @@ def kl_ucb(c: float = 0.0, iters: int = 4) -> Policy:
     """KL-UCB (Garivier and Cappe 2011) for Bernoulli rewards.
 
     The index is the largest ``q`` with ``n kl(mean, q) <= log(t+1) + c log log(t+1)``, by ``iters``
-    monotone Newton steps (:func:`jaxbandits.mathlib.kl_ucb_bernoulli`).
+    monotone Newton steps (:func:`jaxbandits.core.mathlib.kl_ucb_bernoulli`).
 
     Args:
         c: the ``log log`` coefficient of the exploration term, ``>= 0`` (0 is the variant
@@ -321,7 +321,7 @@ def thompson(prior_a: float = 1.0, prior_b: float = 1.0, sampler: str = "mt") ->
     """Beta-Bernoulli Thompson sampling, prior ``Beta(prior_a, prior_b)``.
 
     ``sampler="mt"`` (default) draws Beta exactly from two Marsaglia-Tsang gammas
-    (:func:`jaxbandits.mathlib.beta_sample`, needs both parameters >= 1); ``"jax"`` uses
+    (:func:`jaxbandits.core.mathlib.beta_sample`, needs both parameters >= 1); ``"jax"`` uses
     ``jax.random.beta`` (several times slower on CPU: benchmarks/beta_sampler.py).
 
     Args:
@@ -512,7 +512,7 @@ def linucb(lam: float = 1.0, delta: float = 0.05, sigma: float = 0.5, s_norm: fl
     """LinUCB / OFUL (Abbasi-Yadkori et al. 2011) for linear worlds.
 
     Plays the argmax of ``<theta_hat, x> + scale beta_t ||x||_{V^-1}``, ridge ``lam``, radius
-    :func:`jaxbandits.mathlib.linucb_beta`.
+    :func:`jaxbandits.core.mathlib.linucb_beta`.
 
     Args:
         lam: the ridge regularisation, ``> 0``.

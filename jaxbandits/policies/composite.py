@@ -18,11 +18,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _validate as V
-from .. import mathlib as M
-from .. import ring as R
-from ..types import Needs, Policy, ProblemSpec, one_hot
-from ..values import policy_value
+from ..core import _validate as V
+from ..core import mathlib as M
+from ..core import ring as R
+from ..core.types import Needs, Policy, ProblemSpec, one_hot
+from ..core.values import policy_value
 from . import anonymous as _anon
 
 __all__ = ["BlockSize", "f_poly", "f_exp2", "f_const", "block_size", "ars_ucb", "ars_exp3", "ars_clw", "clw",

@@ -33,13 +33,13 @@ from typing import Any, NamedTuple, Optional
 
 import jax.numpy as jnp
 
-from .. import _validate as V
-from .. import delays as D
-from .. import mathlib as M
-from .. import ring as R
-from ..ring import discounted_value, discounted_window
-from ..types import Needs, Policy, ProblemSpec, one_hot
-from ..values import policy_value
+from ..core import _validate as V
+from ..core import delays as D
+from ..core import mathlib as M
+from ..core import ring as R
+from ..core.ring import discounted_value, discounted_window
+from ..core.types import Needs, Policy, ProblemSpec, one_hot
+from ..core.values import policy_value
 
 __all__ = ["delayed_ucb", "delayed_klucb", "discarding_ucb", "discarding_klucb", "DelayedState",
            "DiscardingState", "n_tilde_direct", "delayed_ucb_index", "delayed_klucb_index", "exploration",
@@ -167,7 +167,7 @@ def delayed_klucb_index(s, n_tilde, beta, cap=1.0, iters: int = 8):
         n_tilde: f32[K], the expected revealed pulls ``Ñ``.
         beta: the exploration term (:func:`exploration`).
         cap: the upper bound of the index, or ``None``.
-        iters: Newton steps (:func:`jaxbandits.mathlib.poisson_kl_ucb`).
+        iters: Newton steps (:func:`jaxbandits.core.mathlib.poisson_kl_ucb`).
 
     Returns:
         f32[K], the indices.
@@ -318,7 +318,7 @@ def _check(delay, window, eps, online):
         window = V.integer("window", window, lo=0, hi=V.MAX_HORIZON)
     V.nonneg("eps", eps)
     if not online and not isinstance(delay, D.DelayLaw):
-        raise TypeError(f"delay must be a jaxbandits.delays law (the known CDF), got {type(delay).__name__}")
+        raise TypeError(f"delay must be a jaxbandits.core.delays law (the known CDF), got {type(delay).__name__}")
     if online and window == 0:
         raise ValueError("online delay estimation needs window >= 1 (window=0 reveals no delay information)")
     return window
@@ -334,7 +334,7 @@ def delayed_ucb(delay=None, window: Optional[int] = None, eps: float = 0.0, onli
     revealed, ``Ñ``, computed from the delay law's CDF.
 
     Args:
-        delay: the delay law (:mod:`jaxbandits.delays`) whose CDF the policy knows; not used
+        delay: the delay law (:mod:`jaxbandits.core.delays`) whose CDF the policy knows; not used
             (may be ``None``) with ``online=True``.
         window: the censoring window ``m`` of the conversions channel (an integer in
             ``[0, 2**31 - 2]``), or ``None`` for an uncensored channel.
@@ -374,7 +374,7 @@ def delayed_klucb(delay=None, window: Optional[int] = None, eps: float = 0.0, ca
     :func:`delayed_klucb_index`.
 
     Args:
-        delay: the delay law (:mod:`jaxbandits.delays`) whose CDF the policy knows; not used
+        delay: the delay law (:mod:`jaxbandits.core.delays`) whose CDF the policy knows; not used
             with ``online=True``.
         window: the censoring window ``m`` (an integer ``>= 0``), or ``None`` for no censoring.
         eps: the ``(1 + eps) log t`` exploration's ``eps``, ``>= 0``.
@@ -481,7 +481,7 @@ def discarding_ucb(delay, window: int, eps: float = 0.0, bonus: str = "paper", n
     what DelayedUCB reduces to when every pull is closed.
 
     Args:
-        delay: the delay law (:mod:`jaxbandits.delays`); its CDF at ``window`` is ``tau_m``.
+        delay: the delay law (:mod:`jaxbandits.core.delays`); its CDF at ``window`` is ``tau_m``.
         window: the censoring window ``m``, an integer ``>= 0``.
         eps: the ``(1 + eps) log t`` exploration's ``eps``, ``>= 0``.
         bonus: ``"paper"`` or ``"tau2"``.
@@ -514,7 +514,7 @@ def discarding_klucb(delay, window: int, eps: float = 0.0, cap: Optional[float] 
     """Discarding-KLUCB: DelayedKLUCB restricted to closed pulls (``Ñ = tau_m N^c``).
 
     Args:
-        delay: the delay law (:mod:`jaxbandits.delays`); its CDF at ``window`` is ``tau_m``.
+        delay: the delay law (:mod:`jaxbandits.core.delays`); its CDF at ``window`` is ``tau_m``.
         window: the censoring window ``m``, an integer ``>= 0``.
         eps: the ``(1 + eps) log t`` exploration's ``eps``, ``>= 0``.
         cap: the index's upper bound, or ``None`` for none.

@@ -25,10 +25,10 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from .. import _validate as V
-from .. import mathlib as M
-from ..types import Policy
-from ..values import is_policy, policy_value
+from ..core import _validate as V
+from ..core import mathlib as M
+from ..core.types import Policy
+from ..core.values import is_policy, policy_value
 
 __all__ = ["explore", "chosen_probability", "ExploreMemo", "ExploreState", "MC_SALT"]
 

@@ -22,11 +22,11 @@ from typing import Any, NamedTuple, Optional
 
 import jax.numpy as jnp
 
-from .. import _validate as V
-from .. import mathlib as M
-from .. import ring as R
-from ..types import Needs, Policy, ProblemSpec
-from ..values import policy_value
+from ..core import _validate as V
+from ..core import mathlib as M
+from ..core import ring as R
+from ..core.types import Needs, Policy, ProblemSpec
+from ..core.values import policy_value
 
 
 def _conv(m):

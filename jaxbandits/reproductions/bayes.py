@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from .. import channels as C
-from .. import delays as D
+from ..core import delays as D
 from .. import envs as E
 from ..experiments.specs import Experiment, Panel
 from ..policies import bayes as PB
@@ -109,8 +109,8 @@ class FitRecovery:
 
     def save(self, out_dir, plot=True, force=False):
         """``summary.json``, ``table.md`` and (``plot``) ``recovery.png``, as one unit and
-        atomically (see :meth:`jaxbandits.results.Results.save`)."""
-        from .._io import json_writer, save_files, text_writer
+        atomically (see :meth:`jaxbandits.experiments.results.Results.save`)."""
+        from ..core._io import json_writer, save_files, text_writer
 
         files = {"summary.json": json_writer(self.summary()), "table.md": text_writer(self.table())}
         if plot:
@@ -147,7 +147,7 @@ def _fit_versions() -> dict:
     """What changes a fit's numbers besides its inputs (a saved fit of other versions is not replayed)."""
     from importlib import metadata
 
-    from ..results import versions
+    from ..experiments.results import versions
 
     v = {k: versions().get(k) for k in ("jaxbandits", "jax", "backend", "x64")}
     v["numpyro"] = metadata.version("numpyro")
@@ -184,7 +184,7 @@ def _fit_recovery(cfg, runs, seed, horizon, sweep=None):
         raise ValueError("horizon (--horizon) does not apply to bayes-fit-recovery: each replication fits a log of "
                          f"n_plays plays (now {cfg['n_plays']}; change it with --set n_plays=N); leave horizon unset")
     from .. import bayes as B
-    from ..sweeping import DIRECT
+    from ..experiments.sweeping import DIRECT
 
     sweep = DIRECT if sweep is None else sweep
 

@@ -18,7 +18,7 @@ LAWS = {
 
 
 def _law(name):
-    from .. import delays as D
+    from ..core import delays as D
 
     if name not in LAWS:
         raise ValueError(f"ope-bias-coverage: laws must be among {list(LAWS)}, got {name!r}")
@@ -71,7 +71,7 @@ class BiasCoverage:
         return "\n".join(lines) + f"\n\n{self.runs} simulated logs per law.\n"
 
     def save(self, out_dir, plot=True, force=False):
-        from .._io import json_writer, save_files, text_writer
+        from ..core._io import json_writer, save_files, text_writer
 
         files = {"summary.json": json_writer(self.summary()), "table.md": text_writer(self.table())}
         if plot:
@@ -112,8 +112,8 @@ def _bias_coverage(cfg, runs, seed, horizon, sweep=None):
     if horizon is not None:
         raise ValueError("horizon (--horizon) does not apply to ope-bias-coverage: each log has n_decisions decisions "
                          f"(now {cfg['n_decisions']}; change it with --set n_decisions=N); leave horizon unset")
-    from ..results import versions
-    from ..sweeping import DIRECT
+    from ..experiments.results import versions
+    from ..experiments.sweeping import DIRECT
 
     sweep = DIRECT if sweep is None else sweep
 

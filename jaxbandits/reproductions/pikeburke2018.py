@@ -10,14 +10,14 @@ import math
 
 import numpy as np
 
-from .. import _validate as V
+from ..core import _validate as V
 from .. import channels as C
-from .. import delays as D
+from ..core import delays as D
 from .. import envs as E
 from ..experiments.specs import Experiment, Panel
 from ..policies import anonymous as A
-from ..sweeping import DIRECT, Sweep
-from ..sweeps import SweepResults
+from ..experiments.sweeping import DIRECT, Sweep
+from ..report.sweeps import SweepResults
 
 CFG = {"means": [0.5, 0.6], "mean_delays": [10, 20]}
 RANGES = {"means": "2 to 2**20 Bernoulli means, each in [0, 1]",

@@ -18,13 +18,13 @@ import math
 
 import numpy as np
 
-from .. import _validate as V
+from ..core import _validate as V
 from .. import channels as C
 from .. import envs as E
 from ..experiments.specs import Experiment
 from ..policies import adversarial as A
-from ..sweeping import DIRECT, Sweep
-from ..sweeps import SweepResults
+from ..experiments.sweeping import DIRECT, Sweep
+from ..report.sweeps import SweepResults
 
 _E = math.e
 D_NEVER = 2**30

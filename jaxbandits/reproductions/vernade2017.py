@@ -4,9 +4,9 @@ survival ratio), window m = 1000, T = 1e4,
 beta = log t (eps = 0), round-robin start, random ties."""
 from __future__ import annotations
 
-from .. import _validate as V
+from ..core import _validate as V
 from .. import channels as C
-from .. import delays as D
+from ..core import delays as D
 from .. import envs as E
 from ..experiments.specs import Experiment, Panel
 from ..policies import conversions as P
@@ -35,7 +35,7 @@ def delay_law(cfg):
             ``rho_from_mean`` (``"paper"`` or ``"exact"``).
 
     Returns:
-        The :func:`jaxbandits.delays.geometric` law.
+        The :func:`jaxbandits.core.delays.geometric` law.
 
     Raises:
         ValueError: ``mu`` or ``rho_from_mean`` out of range.

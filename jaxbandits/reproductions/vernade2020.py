@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import channels as C
-from .. import delays as D
+from ..core import delays as D
 from .. import envs as E
 from ..experiments.specs import Experiment, Panel
 from ..policies import classic as P

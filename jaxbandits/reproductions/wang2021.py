@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _validate as V
+from ..core import _validate as V
 from .. import channels as C
 from .. import envs as E
-from .. import profiles as Pr
+from ..core import profiles as Pr
 from ..experiments.specs import Experiment, Panel
 from ..policies import anonymous as A
 from ..policies import composite as W
@@ -84,7 +84,7 @@ def fig4_profiles(cfg):
             ``"discounted"``, ``"polynomial"``), ``tol`` and ``max_len``.
 
     Returns:
-        A list of :class:`jaxbandits.profiles.Profile`.
+        A list of :class:`jaxbandits.core.profiles.Profile`.
 
     Raises:
         ValueError: an unknown kind or a parameter out of range.

@@ -14,8 +14,8 @@ from jaxbandits import channels as C
 from jaxbandits import delays as D
 from jaxbandits import envs as E
 from jaxbandits.policies import adversarial as A
-from jaxbandits.simulate import simulate, simulate_grid
-from jaxbandits.types import ProblemSpec
+from jaxbandits.engine import simulate, simulate_grid
+from jaxbandits.core.types import ProblemSpec
 
 from conftest import actions_of, final_state
 
@@ -243,7 +243,7 @@ def test_doubling_needs_action_time_and_no_horizon():
 def _act_uniforms(key, runs, T):
     """The act uniforms of every run (conventions §8: act key
     fold_in(fold_in(fold_in(fold_in(key, r), 1), 1), t), first uniform of the key)."""
-    from jaxbandits.mathlib import uniform
+    from jaxbandits.core.mathlib import uniform
 
     def run(r):
         k = jax.random.fold_in(jax.random.fold_in(jax.random.fold_in(key, r), 1), 1)

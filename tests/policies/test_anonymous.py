@@ -13,7 +13,7 @@ from jaxbandits import channels as C
 from jaxbandits import delays as D
 from jaxbandits import envs as E
 from jaxbandits.policies import anonymous as A
-from jaxbandits.simulate import simulate
+from jaxbandits.engine import simulate
 
 from conftest import actions_of, final_state
 

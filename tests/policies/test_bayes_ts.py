@@ -17,8 +17,8 @@ from jaxbandits import delays as D
 from jaxbandits import envs as E
 from jaxbandits.policies import bayes as PB
 from jaxbandits import mathlib as MATH
-from jaxbandits.simulate import simulate, simulate_grid
-from jaxbandits.types import Needs, Policy
+from jaxbandits.engine import simulate, simulate_grid
+from jaxbandits.core.types import Needs, Policy
 from conftest import actions_of, final_state, reward_uniforms
 from reference_tools import Streams, argmax_tie_np, first_mismatch
 
@@ -453,7 +453,7 @@ if hasattr(os, "sched_setaffinity"):  # two cores: the intra-op pool the hang ne
 import jax, numpy as np
 from jaxbandits import channels as C, delays as D, envs as E
 from jaxbandits.policies import bayes as PB
-from jaxbandits.simulate import simulate
+from jaxbandits.engine import simulate
 env = E.conversions(list(np.linspace(0.05, 0.1, 10)), D.geometric(mean=10.0))
 pols = {"hmc": PB.delay_model_ts(31, prior_mean=8.0), "lap": PB.delay_model_ts(31, engine="laplace")}
 o = simulate(env, C.conversions(), pols, 20, jax.random.key(0), 100, shard=SHARD)

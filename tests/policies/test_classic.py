@@ -10,7 +10,7 @@ from jaxbandits import channels as C
 from jaxbandits import delays as D
 from jaxbandits import envs as E
 from jaxbandits.policies import classic as P
-from jaxbandits.simulate import simulate
+from jaxbandits.engine import simulate
 
 MU = np.linspace(0.1, 0.9, 10)
 T = 10_000
@@ -160,7 +160,7 @@ def _fixture_streams(R, T_):
     """Reward uniforms and act keys of runs 0..R-1 under key 2024 (conventions §8)."""
     import jax.numpy as jnp
 
-    from jaxbandits.mathlib import uniform
+    from jaxbandits.core.mathlib import uniform
 
     fold = jax.random.fold_in
     key = jax.random.key(2024)

@@ -11,11 +11,11 @@ import pytest
 from jaxbandits import channels as C
 from jaxbandits import delays as D
 from jaxbandits import envs as E
-from jaxbandits import profiles as Pr
+from jaxbandits.core import profiles as Pr
 from jaxbandits.policies import anonymous as A
 from jaxbandits.policies import composite as W
-from jaxbandits.simulate import simulate
-from jaxbandits.types import Arrivals, Needs, Policy, ProblemSpec
+from jaxbandits.engine import simulate
+from jaxbandits.core.types import Arrivals, Needs, Policy, ProblemSpec
 from tests.conftest import actions_of, final_state, reward_uniforms
 
 S9 = np.linspace(0.9, 0.1, 9)

@@ -16,7 +16,7 @@ from jaxbandits import delays as D
 from jaxbandits import envs as E
 from jaxbandits import mathlib as M
 from jaxbandits.policies import conversions as V
-from jaxbandits.simulate import simulate
+from jaxbandits.engine import simulate
 
 from conftest import final_state
 

@@ -116,7 +116,7 @@ def test_appF_linear_in_mean_delay_reduced():
     from jaxbandits import channels as C
     from jaxbandits import delays as D
     from jaxbandits import envs as E
-    from jaxbandits.simulate import simulate, simulate_grid
+    from jaxbandits.engine import simulate, simulate_grid
 
     T = 60_000
     es = [0, 10, 20]

@@ -9,7 +9,7 @@ from jaxbandits import channels as C
 from jaxbandits import envs as E
 from jaxbandits import experiments as X
 from jaxbandits.policies import adversarial as A
-from jaxbandits.simulate import simulate
+from jaxbandits.engine import simulate
 
 # E1 (K=2, Delta=0.25): T -> (Cor4, Doubling, oracle, DEW-Thm1, untruncated DEW)
 E1 = {2**12: (468, 190, 101, 511, 105), 2**14: (1787, 424, 217, 2033, 202), 2**16: (6705, 880, 409, 8126, 416),

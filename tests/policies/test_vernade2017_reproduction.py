@@ -99,7 +99,7 @@ def test_fig1_theta_L_delayed_regret_reduced():
     from jaxbandits import delays as D
     from jaxbandits import envs as E
     from jaxbandits.policies import conversions as V
-    from jaxbandits.simulate import simulate
+    from jaxbandits.engine import simulate
 
     law, m, T, R = D.geometric(0.998), 1000, 10_000, 24
     tau_m = float(law.cdf(m))

@@ -8,11 +8,11 @@ from jaxbandits import channels as C
 from jaxbandits import delays as D
 from jaxbandits import envs as E
 from jaxbandits import experiments as X
-from jaxbandits import profiles as Pr
+from jaxbandits.core import profiles as Pr
 from jaxbandits.policies import anonymous as A
 from jaxbandits.policies import composite as W
 from jaxbandits.reproductions import wang2021 as R
-from jaxbandits.simulate import simulate
+from jaxbandits.engine import simulate
 
 
 def _at(o, t):

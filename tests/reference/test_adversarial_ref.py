@@ -1,7 +1,7 @@
 """Exact references for helper "adversarial": Thune, Cesa-Bianchi and Seldin 2019 (DEW, Skipper,
 Skipper-DEW, Doubling; jaxbandits/policies/adversarial.py) and Wang, Wang and Huang 2021 (ARS-UCB,
 ARS-EXP3, ARS-CLW, CLW; jaxbandits/policies/composite.py), their bound / tuning / table helpers,
-the composite lag profiles (jaxbandits/profiles.py) and the adversarial / composite worlds.
+the composite lag profiles (jaxbandits/core/profiles.py) and the adversarial / composite worlds.
 
 Every reference here is plain numpy float64 written from the papers (numbers copied here with
 their source), NOT from the library's code. Each is fed the same world draws, rebuilt from the PRNG
@@ -30,7 +30,7 @@ from jaxbandits import channels as C
 from jaxbandits import delays as D
 from jaxbandits import envs as E
 from jaxbandits import mathlib as M
-from jaxbandits import profiles as Pr
+from jaxbandits.core import profiles as Pr
 from jaxbandits.policies import adversarial as A
 from jaxbandits.policies import composite as W
 

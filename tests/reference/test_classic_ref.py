@@ -27,7 +27,7 @@ from jaxbandits import delays as D
 from jaxbandits import envs as E
 from jaxbandits import mathlib as M
 from jaxbandits.policies import classic as P
-from jaxbandits.simulate import simulate
+from jaxbandits.engine import simulate
 from reference_tools import Streams, argmax_tie_np, first_mismatch, inverse_cdf_np
 
 MU = np.array([0.3, 0.5, 0.45, 0.2])
@@ -374,7 +374,7 @@ def test_linear_index_pinned_at_the_threshold(lab):
     scale); the policy must pick x1 at c*(1 - 1e-4) and c x2 at c*(1 + 1e-4). A radius beta_t or a
     width off by 0.1% fails here even where it changes no action of a short run."""
     from jaxbandits.policies.classic import LinMemo
-    from jaxbandits.types import Arrivals, Context, ProblemSpec
+    from jaxbandits.core.types import Arrivals, Context, ProblemSpec
 
     kind, prm = LIN_REFS[lab]
     pol = LIN_PARAMS[lab]

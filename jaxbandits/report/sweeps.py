@@ -1,7 +1,7 @@
 """Results of a sweep: final regret against a swept quantity (the horizon T, a delay d, ...),
 one point per setting, with per-run finals, bounds and log-log slopes.
 
-``summary.json`` keeps the contract of :class:`jaxbandits.results.Results`: ``policies[label]``
+``summary.json`` keeps the contract of :class:`jaxbandits.experiments.results.Results`: ``policies[label]``
 has ``t`` (here: the swept values), ``regret_mean``, ``regret_se``, ``final_regret_mean`` (at the
 last setting) and ``final_regret_se``; plus ``sweep`` (the swept variable), ``slope`` (least-squares
 slope of log regret against log x over the last four settings) and ``bound`` (the theory bound at
@@ -15,7 +15,7 @@ from typing import Dict, List
 
 import numpy as np
 
-from .results import jsonable, versions
+from ..experiments.results import jsonable, versions
 
 
 #: The axis label of a sweep's quantity, with its unit (the library's sweeps are over rounds).
@@ -25,7 +25,7 @@ SWEEP_AXES = {"T": "horizon T (rounds)", "d": "delay d (rounds)", "E[tau]": "mea
 @dataclass
 class SweepResults:
     """The final regret of each policy at each setting of a swept quantity (module docstring):
-    per-run finals, bounds, slopes, saved as :class:`jaxbandits.results.Results` saves.
+    per-run finals, bounds, slopes, saved as :class:`jaxbandits.experiments.results.Results` saves.
 
     Attributes:
         experiment: the experiment's name.
@@ -44,7 +44,7 @@ class SweepResults:
         versions: the library's and its dependencies' versions.
 
     Examples:
-        >>> from jaxbandits.sweeps import SweepResults
+        >>> from jaxbandits.report.sweeps import SweepResults
         >>> res = SweepResults("demo", {}, seed=0, runs=3, sweep="T", x=[100, 1000])
         >>> res.add("ucb1", 0, [10.0, 12.0, 14.0])
         >>> res.add("ucb1", 1, [30.0, 30.0, 30.0])
@@ -138,14 +138,14 @@ class SweepResults:
                    "timing": json.dumps(jsonable(self.timing)), "versions": json.dumps(self.versions)})
 
     def identity(self) -> dict:
-        """What the results are of (see :meth:`jaxbandits.results.Results.identity`)."""
+        """What the results are of (see :meth:`jaxbandits.experiments.results.Results.identity`)."""
         return {"experiment": self.experiment, "config": jsonable(self.config)}
 
     def save(self, out_dir, plot=True, force=False) -> dict:
         """Write ``results.nc``, ``summary.json``, ``table.md`` and (``plot``) ``regret.png`` into
         ``out_dir`` as one unit, atomically, removing the files of the folder's previous results
-        (as :meth:`jaxbandits.results.Results.save`, ``force`` included)."""
-        from . import _io
+        (as :meth:`jaxbandits.experiments.results.Results.save`, ``force`` included)."""
+        from ..core import _io
 
         files = {"results.nc": lambda p: self.to_xarray().to_netcdf(p, engine="h5netcdf"),
                  "summary.json": _io.json_writer(self.summary()),
@@ -159,7 +159,7 @@ class SweepResults:
 
     def plot(self, path):
         """Final regret against the swept variable (log-log), ± 2 s.e. bands, bounds dotted, in the
-        style of every jaxbandits figure (:func:`jaxbandits.plotting.style`)."""
+        style of every jaxbandits figure (:func:`jaxbandits.report.plotting.style`)."""
         from .plotting import style
 
         with style():

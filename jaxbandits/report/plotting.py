@@ -14,7 +14,7 @@ from typing import Dict, Iterable, List, Optional
 
 import numpy as np
 
-from ._io import atomic_write
+from ..core._io import atomic_write
 from .labels import REFERENCE_LABELS, check_metric, is_reference, select_labels, short_labels
 
 #: matplotlib settings shared by every figure of jaxbandits.
@@ -39,7 +39,7 @@ def save_figure(fig, path):
         The path written, a str.
 
     Examples:
-        >>> from jaxbandits.plotting import load_pyplot, save_figure
+        >>> from jaxbandits.report.plotting import load_pyplot, save_figure
         >>> import os, shutil, tempfile
         >>> folder = tempfile.mkdtemp()
         >>> fig = load_pyplot().figure()
@@ -67,7 +67,7 @@ def load_pyplot():
         The ``matplotlib.pyplot`` module.
 
     Examples:
-        >>> from jaxbandits.plotting import load_pyplot
+        >>> from jaxbandits.report.plotting import load_pyplot
         >>> load_pyplot().__name__
         'matplotlib.pyplot'
     """
@@ -87,7 +87,7 @@ def style():
         A context manager yielding ``matplotlib.pyplot``.
 
     Examples:
-        >>> from jaxbandits.plotting import style
+        >>> from jaxbandits.report.plotting import style
         >>> with style() as plt:
         ...     print(plt.rcParams["figure.dpi"])
         110.0
@@ -118,7 +118,7 @@ def colors(short: Iterable[str]) -> Dict[str, object]:
         ``{label: RGBA colour}`` from matplotlib's ``tab10`` (``tab20`` beyond 10 labels).
 
     Examples:
-        >>> from jaxbandits.plotting import colors
+        >>> from jaxbandits.report.plotting import colors
         >>> c = colors(["UCB1", "TS", "UCB1"])
         >>> list(c), len(c["UCB1"])
         (['UCB1', 'TS'], 4)
@@ -144,7 +144,7 @@ def overrides(results) -> Optional[dict]:
     Examples:
         >>> import numpy as np
         >>> from jaxbandits import Results
-        >>> from jaxbandits.plotting import overrides
+        >>> from jaxbandits.report.plotting import overrides
         >>> c = {"regret": np.zeros((1, 1)), "pulls": np.zeros((1, 5), int)}
         >>> cfg = {"n_arms": 5, "low": 0.1, "high": 0.9}
         >>> overrides(Results("classic-bernoulli", cfg, 0, 1, 10, np.array([10]), {"UCB1": c}))
@@ -153,12 +153,12 @@ def overrides(results) -> Optional[dict]:
         True
     """
     try:
-        from . import experiments
+        from .. import experiments
 
         defaults = experiments.get(results.experiment).config
     except Exception:  # an experiment of another session or package: show the whole config
         return None
-    from ._io import json_normal
+    from ..core._io import json_normal
 
     cfg, dflt = json_normal(results.config), json_normal(defaults)
     return {k: v for k, v in cfg.items() if k not in DESCRIPTIVE_KEYS and (k not in dflt or dflt[k] != v)}
@@ -194,7 +194,7 @@ def caption(results, extra: str = "") -> str:
         >>> curves = {"Random": {"regret": np.array([[5.0, 9, 14], [6, 10, 15], [4, 8, 13]]), "pulls": np.full((3, 2), 5)},
         ...           "UCB1": {"regret": np.array([[3.0, 4, 5], [4, 5, 5], [3, 4, 6]]), "pulls": np.array([[2, 8]] * 3)}}
         >>> r = Results("demo", {"n_arms": 2}, 0, 3, 30, np.array([10, 20, 30]), curves)
-        >>> from jaxbandits.plotting import caption
+        >>> from jaxbandits.report.plotting import caption
         >>> caption(r, "bands: 95% t intervals")
         'config: n_arms=2 · seed 0, 3 runs × 30 rounds · bands: 95% t intervals'
     """
@@ -339,7 +339,7 @@ def figure_regret(results, metric=None, logx=False, logy=False, title=None, band
         >>> curves = {"Random": {"regret": np.array([[5.0, 9, 14], [6, 10, 15], [4, 8, 13]]), "pulls": np.full((3, 2), 5)},
         ...           "UCB1": {"regret": np.array([[3.0, 4, 5], [4, 5, 5], [3, 4, 6]]), "pulls": np.array([[2, 8]] * 3)}}
         >>> r = Results("demo", {"n_arms": 2}, 0, 3, 30, np.array([10, 20, 30]), curves)
-        >>> from jaxbandits.plotting import figure_regret, load_pyplot
+        >>> from jaxbandits.report.plotting import figure_regret, load_pyplot
         >>> fig = figure_regret(r)
         >>> len(fig.axes)
         1
@@ -458,7 +458,7 @@ def plot_regret(results, path, metric=None, logx=False, title=None, bands="ci", 
         >>> r = Results("demo", {"n_arms": 2}, 0, 3, 30, np.array([10, 20, 30]), curves)
         >>> import os, shutil, tempfile
         >>> folder = tempfile.mkdtemp()
-        >>> from jaxbandits.plotting import plot_regret
+        >>> from jaxbandits.report.plotting import plot_regret
         >>> os.path.basename(plot_regret(r, os.path.join(folder, "regret.png"), bands="se"))
         'regret.png'
         >>> shutil.rmtree(folder)
@@ -486,7 +486,7 @@ def figure_ratio(results, reference: str, t0: int = 100, logx=False, logy=False)
         >>> curves = {"Random": {"regret": np.array([[5.0, 9, 14], [6, 10, 15], [4, 8, 13]]), "pulls": np.full((3, 2), 5)},
         ...           "UCB1": {"regret": np.array([[3.0, 4, 5], [4, 5, 5], [3, 4, 6]]), "pulls": np.array([[2, 8]] * 3)}}
         >>> r = Results("demo", {"n_arms": 2}, 0, 3, 30, np.array([10, 20, 30]), curves)
-        >>> from jaxbandits.plotting import figure_ratio, load_pyplot
+        >>> from jaxbandits.report.plotting import figure_ratio, load_pyplot
         >>> fig = figure_ratio(r, "Random", t0=10)
         >>> len(fig.axes)
         1
@@ -552,7 +552,7 @@ def plot_ratio(results, path, reference: str, t0: int = 100, logx=False, logy=Fa
         >>> r = Results("demo", {"n_arms": 2}, 0, 3, 30, np.array([10, 20, 30]), curves)
         >>> import os, shutil, tempfile
         >>> folder = tempfile.mkdtemp()
-        >>> from jaxbandits.plotting import plot_ratio
+        >>> from jaxbandits.report.plotting import plot_ratio
         >>> os.path.basename(plot_ratio(r, os.path.join(folder, "ratio.png"), "Random", t0=10))
         'ratio.png'
         >>> shutil.rmtree(folder)
@@ -564,7 +564,7 @@ def figure_compare(comparison, results=None, logx=False, logy=False, only=None, 
     """The figure of :func:`plot_compare` (returned, not saved).
 
     Args:
-        comparison: a :class:`jaxbandits.compare.Comparison`.
+        comparison: a :class:`jaxbandits.report.compare.Comparison`.
         results: the compared :class:`jaxbandits.Results` (for the caption and layout; None: none).
         logx: log scale of the rounds.
         logy: symmetric log scale of the differences.
@@ -584,8 +584,8 @@ def figure_compare(comparison, results=None, logx=False, logy=False, only=None, 
         >>> curves = {"Random": {"regret": np.array([[5.0, 9, 14], [6, 10, 15], [4, 8, 13]]), "pulls": np.full((3, 2), 5)},
         ...           "UCB1": {"regret": np.array([[3.0, 4, 5], [4, 5, 5], [3, 4, 6]]), "pulls": np.array([[2, 8]] * 3)}}
         >>> r = Results("demo", {"n_arms": 2}, 0, 3, 30, np.array([10, 20, 30]), curves)
-        >>> from jaxbandits.compare import compare
-        >>> from jaxbandits.plotting import figure_compare, load_pyplot
+        >>> from jaxbandits.report.compare import compare
+        >>> from jaxbandits.report.plotting import figure_compare, load_pyplot
         >>> fig = figure_compare(compare(r, "Random"), r)
         >>> len(fig.axes)
         1
@@ -650,14 +650,14 @@ def figure_compare(comparison, results=None, logx=False, logy=False, only=None, 
 
 
 def plot_compare(comparison, path, results=None, logx=False, logy=False, only=None, exclude=None, references=None):
-    """The paired differences of a :class:`jaxbandits.compare.Comparison` with their confidence
+    """The paired differences of a :class:`jaxbandits.report.compare.Comparison` with their confidence
     bands, one subplot per panel, a dashed zero line for the baseline; ``results`` (the compared
     :class:`jaxbandits.Results`) adds the settings to the caption; ``logy`` is a symmetric log scale
     (differences change sign); ``references`` as in :func:`plot_regret` (default: the uniform-random
     policy, drawn thin and grey, outside the y-limits). Returns the path written.
 
     Args:
-        comparison: a :class:`jaxbandits.compare.Comparison`.
+        comparison: a :class:`jaxbandits.report.compare.Comparison`.
         path: the file to write.
         results: the compared :class:`jaxbandits.Results` (None: no settings in the caption).
         logx: log scale of the rounds.
@@ -680,8 +680,8 @@ def plot_compare(comparison, path, results=None, logx=False, logy=False, only=No
         >>> r = Results("demo", {"n_arms": 2}, 0, 3, 30, np.array([10, 20, 30]), curves)
         >>> import os, shutil, tempfile
         >>> folder = tempfile.mkdtemp()
-        >>> from jaxbandits.compare import compare
-        >>> from jaxbandits.plotting import plot_compare
+        >>> from jaxbandits.report.compare import compare
+        >>> from jaxbandits.report.plotting import plot_compare
         >>> os.path.basename(plot_compare(compare(r, "Random"), os.path.join(folder, "compare.png"), r))
         'compare.png'
         >>> shutil.rmtree(folder)
@@ -690,7 +690,7 @@ def plot_compare(comparison, path, results=None, logx=False, logy=False, only=No
 
 
 def results_figures(results) -> dict:
-    """The figures of a :class:`jaxbandits.Results` that :meth:`~jaxbandits.results.Results.save` writes with
+    """The figures of a :class:`jaxbandits.Results` that :meth:`~jaxbandits.experiments.results.Results.save` writes with
     ``plot=True``: ``{file name: (key, writer(path))}``: ``regret.png`` (key ``plot``), ``ratio.png``
     (``plot_ratio``, for results with a ``ratio_to``), and ``delayed_regret.png`` / ``fixed_regret.png``
     (``plot_delayed`` / ``plot_fixed``) when every policy records that metric.
@@ -707,7 +707,7 @@ def results_figures(results) -> dict:
         >>> curves = {"Random": {"regret": np.array([[5.0, 9, 14], [6, 10, 15], [4, 8, 13]]), "pulls": np.full((3, 2), 5)},
         ...           "UCB1": {"regret": np.array([[3.0, 4, 5], [4, 5, 5], [3, 4, 6]]), "pulls": np.array([[2, 8]] * 3)}}
         >>> r = Results("demo", {"n_arms": 2}, 0, 3, 30, np.array([10, 20, 30]), curves)
-        >>> from jaxbandits.plotting import results_figures
+        >>> from jaxbandits.report.plotting import results_figures
         >>> {name: key for name, (key, _) in results_figures(r).items()}
         {'regret.png': 'plot'}
     """

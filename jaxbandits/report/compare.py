@@ -27,7 +27,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from .intervals import METHODS, bootstrap_interval, check_level, interval, t_interval, t_interval_moments
+from ..core.intervals import METHODS, bootstrap_interval, check_level, interval, t_interval, t_interval_moments
 from .labels import check_metric, panels_of, select_labels, short_labels
 
 @dataclasses.dataclass
@@ -48,7 +48,7 @@ class Comparison:
         method: the interval method, ``"t"`` or ``"bootstrap"``.
         baselines: ``{panel name: baseline label}`` (panel ``""`` without panels).
         diffs: ``{label: {"baseline", "mean", "lo", "hi"}}``, the arrays over ``t``.
-        checkpoints: the rounds shown in :meth:`~jaxbandits.compare.Comparison.table` (empty: about T/4, T/2, T).
+        checkpoints: the rounds shown in :meth:`~jaxbandits.report.compare.Comparison.table` (empty: about T/4, T/2, T).
         n_boot: the bootstrap's number of resamples (None for the t interval).
         short: ``{label: label within its panel}``.
     """
@@ -151,7 +151,7 @@ def compare(results, baseline: Optional[str] = None, level: float = 0.95, method
     Examples:
         >>> import numpy as np
         >>> from jaxbandits import Results
-        >>> from jaxbandits.compare import compare
+        >>> from jaxbandits.report.compare import compare
         >>> curves = {"Random": {"regret": np.array([[5.0, 9, 14], [6, 10, 15], [4, 8, 13]])},
         ...           "UCB1": {"regret": np.array([[3.0, 4, 5], [4, 5, 5], [3, 4, 6]])}}
         >>> r = Results("demo", {}, 0, 3, 30, np.array([10, 20, 30]), curves)
@@ -222,11 +222,11 @@ def save_comparison(out, comparison: Comparison, results=None, plot: bool = True
     replaced) the entry ``comparison`` (:meth:`Comparison.to_dict`), every other key kept as it was;
     a ``summary.json`` written before intervals existed also gains each policy's 95% intervals
     (``final_regret_ci95``, ``regret_ci95_lo``, ``regret_ci95_hi``, from ``results``); and, with
-    ``plot``, ``compare.png`` (:func:`jaxbandits.plotting.plot_compare`). Each file is written
+    ``plot``, ``compare.png`` (:func:`jaxbandits.report.plotting.plot_compare`). Each file is written
     atomically, under the folder's lock, and recorded in its manifest. Returns the paths written.
 
     Args:
-        out: the results folder (written by :meth:`~jaxbandits.results.Results.save`).
+        out: the results folder (written by :meth:`~jaxbandits.experiments.results.Results.save`).
         comparison: the :class:`Comparison` to record.
         results: the folder's :class:`jaxbandits.Results` (for older summaries' intervals and the
             figure's curves; None: neither).
@@ -242,7 +242,7 @@ def save_comparison(out, comparison: Comparison, results=None, plot: bool = True
     Examples:
         >>> import tempfile
         >>> from jaxbandits.experiments import run
-        >>> from jaxbandits.compare import compare, save_comparison
+        >>> from jaxbandits.report.compare import compare, save_comparison
         >>> out = tempfile.mkdtemp()
         >>> r = run("classic-bernoulli", runs=4, horizon=200, out=out)  # doctest: +SKIP
         >>> [p.rsplit("/", 1)[-1] for p in save_comparison(out, compare(r), r)]  # doctest: +SKIP
@@ -250,7 +250,7 @@ def save_comparison(out, comparison: Comparison, results=None, plot: bool = True
     """
     import json
 
-    from . import _io
+    from ..core import _io
 
     written = []
     with _io.output_folder(out) as path:

@@ -52,7 +52,7 @@ def initialize(coordinator: Optional[str] = None, num_processes: Optional[int] =
             nothing was given and no cluster is detected (the message says what to give).
 
     Examples:
-        >>> from jaxbandits import distributed
+        >>> from jaxbandits.experiments import distributed
         >>> distributed.initialize("127.0.0.1:1234", num_processes=2, process_id=0)  # doctest: +SKIP
         >>> distributed.initialize("localhost")
         Traceback (most recent call last):
@@ -61,7 +61,7 @@ def initialize(coordinator: Optional[str] = None, num_processes: Optional[int] =
     """
     import jax
 
-    from . import _validate as V
+    from ..core import _validate as V
 
     if num_processes is not None:
         num_processes = V.integer("num_processes", num_processes, lo=1)
@@ -95,7 +95,7 @@ def is_initialized() -> bool:
         A bool.
 
     Examples:
-        >>> from jaxbandits import distributed
+        >>> from jaxbandits.experiments import distributed
         >>> distributed.is_initialized()
         False
     """
@@ -110,7 +110,7 @@ def process_index() -> int:
         An int.
 
     Examples:
-        >>> from jaxbandits import distributed
+        >>> from jaxbandits.experiments import distributed
         >>> distributed.process_index()
         0
     """
@@ -126,7 +126,7 @@ def process_count() -> int:
         An int.
 
     Examples:
-        >>> from jaxbandits import distributed
+        >>> from jaxbandits.experiments import distributed
         >>> distributed.process_count()
         1
     """
@@ -141,7 +141,7 @@ def run_problems_global(problems, key, n_runs, record_at, chunk=None, progress=F
     devices of every process. Returns ``(records, timing)``; the records are numpy arrays on every
     process, laid out as the one-process driver lays them out. ``checkpoint``: written by process
     0 after every chunk, read by every process on ``resume`` (a folder they share)."""
-    from .engine import driver as DR
+    from ..engine import driver as DR
 
     _, recs, timing = DR.run_problems(problems, None, key, n_runs, record_at, chunk, progress,
                                       first_run=first_run, checkpoint=checkpoint, resume=resume,
@@ -188,17 +188,17 @@ def simulate_global(env, channel, policies, horizon: int, key, n_runs: int = 1, 
 
     Examples:
         >>> from jaxbandits import channels, envs
-        >>> from jaxbandits.distributed import simulate_global
+        >>> from jaxbandits.experiments.distributed import simulate_global
         >>> from jaxbandits.policies import classic
         >>> out = simulate_global(envs.bernoulli([0.3, 0.6]), channels.attributed(), classic.ucb1(),
         ...                       200, 0, n_runs=8)  # doctest: +SKIP
         >>> out.regret.shape[0]  # doctest: +SKIP
         8
     """
-    from .engine import driver as DR
-    from .engine import reduce as RD
-    from .engine.round import problem
-    from .engine.recording import record_points
+    from ..engine import driver as DR
+    from ..engine import reduce as RD
+    from ..engine.round import problem
+    from ..engine.recording import record_points
 
     horizon, n_runs, key = DR.check_common(horizon, n_runs, key)
     first_run = DR.check_run_args(n_runs, first_run, chunk)
@@ -251,12 +251,12 @@ def run_sweep_global(runner, cfg, runs: int, seed: int, horizon, folder: Optiona
         RuntimeError: the processes asked for different units.
 
     Examples:
-        >>> from jaxbandits.distributed import run_sweep_global
+        >>> from jaxbandits.experiments.distributed import run_sweep_global
         >>> from jaxbandits.experiments import get
         >>> exp = get("thune2019-bounds")  # doctest: +SKIP
         >>> res = run_sweep_global(exp.runner, exp.config, exp.runs, 0, None)  # doctest: +SKIP
     """
-    from .engine.checkpoint import SweepShare
+    from ..engine.checkpoint import SweepShare
     from .sweeping import call_runner, sweep_checkpoints
 
     me, count = process_index(), process_count()
@@ -290,20 +290,20 @@ def free_port() -> int:
 
 def launch_local(args: List[str], n_processes: int, devices_per_process: Optional[int] = None,
                  timeout: Optional[float] = None, command: Optional[List[str]] = None) -> int:
-    """Start ``n_processes`` processes of ``python -m jaxbandits.cli *args --distributed
+    """Start ``n_processes`` processes of ``python -m jaxbandits.apps.cli *args --distributed
     --coordinator 127.0.0.1:PORT --num-processes N --process-id i`` on this machine, each with
     ``devices_per_process`` CPU devices (default: this machine's cores shared out, at least one),
     and wait for them. Returns the first non-zero exit status (the others are then stopped), else
     0. Process 0 prints and writes; the others' output goes to stderr. ``command`` replaces
-    ``[python, -m, jaxbandits.cli]``: e.g. a script that registers experiments of its own and then
-    calls :func:`jaxbandits.cli.main`.
+    ``[python, -m, jaxbandits.apps.cli]``: e.g. a script that registers experiments of its own and then
+    calls :func:`jaxbandits.apps.cli.main`.
 
     Args:
         args: the command line's arguments after ``jaxbandits`` (e.g. ``["run", NAME, ...]``).
         n_processes: the number of processes, in ``[1, 1024]``.
         devices_per_process: CPU devices per process, >= 1 (None: the cores shared out).
         timeout: seconds before the processes are killed (status 124; None: no limit).
-        command: the program started instead of ``python -m jaxbandits.cli`` (None: that).
+        command: the program started instead of ``python -m jaxbandits.apps.cli`` (None: that).
 
     Returns:
         The first non-zero exit status, else 0.
@@ -313,12 +313,12 @@ def launch_local(args: List[str], n_processes: int, devices_per_process: Optiona
 
     Examples:
         >>> import tempfile
-        >>> from jaxbandits.distributed import launch_local
+        >>> from jaxbandits.experiments.distributed import launch_local
         >>> launch_local(["run", "classic-bernoulli", "--runs", "8", "--horizon", "200",
         ...               "--out", tempfile.mkdtemp()], 2)  # doctest: +SKIP
         0
     """
-    from . import _validate as V
+    from ..core import _validate as V
 
     n = V.integer("processes", n_processes, lo=1, hi=1024)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
@@ -332,7 +332,7 @@ def launch_local(args: List[str], n_processes: int, devices_per_process: Optiona
     procs = []
     try:
         for i in range(n):
-            cmd = [*(command or [sys.executable, "-m", "jaxbandits.cli"]), *args, "--distributed", "--coordinator",
+            cmd = [*(command or [sys.executable, "-m", "jaxbandits.apps.cli"]), *args, "--distributed", "--coordinator",
                    f"127.0.0.1:{port}", "--num-processes", str(n), "--process-id", str(i)]
             procs.append(subprocess.Popen(cmd, env=env, stdout=None if i == 0 else sys.stderr))
         deadline = None if timeout is None else time.monotonic() + timeout

@@ -32,7 +32,7 @@ from typing import List, Optional
 
 import numpy as np
 
-from ..delays import delay_law
+from ...core.delays import delay_law
 
 __all__ = ["Monitor", "install", "tokens_from_env", "STATIC", "READ_TOKEN_ENV", "WRITE_TOKEN_ENV"]
 
@@ -98,12 +98,12 @@ def _num(x):
 
 
 class Monitor:
-    """The dashboard's view of a :class:`jaxbandits.serve.Service`: summaries of its state, and the
+    """The dashboard's view of a :class:`jaxbandits.apps.serve.Service`: summaries of its state, and the
     bounded time series of them (``capacity`` points at most, sampled every ``period`` seconds at
     most).
 
     Args:
-        service: the :class:`jaxbandits.serve.Service` to watch.
+        service: the :class:`jaxbandits.apps.serve.Service` to watch.
         capacity: the most points the time series keeps, ``>= 4`` (default 512).
         period: the least seconds between two samples, ``> 0`` (default 1.0).
         clock: the time source, seconds (default ``time.time``).
@@ -119,7 +119,7 @@ class Monitor:
 
     Example:
         >>> import os, tempfile
-        >>> from jaxbandits.serve import ServeConfig, Service
+        >>> from jaxbandits.apps.serve import ServeConfig, Service
         >>> cfg = ServeConfig(arms=["a", "b"], policy={"name": "ucb1"}, channel={"kind": "attributed"})
         >>> svc = Service(cfg, os.path.join(tempfile.mkdtemp(), "serve.db"))  # doctest: +SKIP
         >>> mon = Monitor(svc, capacity=64, period=5.0)  # doctest: +SKIP
@@ -177,7 +177,7 @@ class Monitor:
 
     def estimates(self) -> dict:
         """The body of ``GET /estimates``."""
-        from .. import online
+        from ... import online
 
         svc = self.service
         lr = svc.learner
@@ -262,7 +262,7 @@ class Monitor:
 
     # ------------------------------------------------------------------ the time series
     def sample(self, now: Optional[float] = None) -> dict:
-        from .. import online
+        from ... import online
 
         now = self._clock() if now is None else now
         e = self.estimates()
@@ -304,7 +304,7 @@ class Monitor:
 
     def series(self) -> dict:
         """The body of ``GET /series``: one list per quantity, aligned on ``t``."""
-        from .. import online
+        from ... import online
 
         S = self.samples
         arms = list(self.service.learner.arms)
@@ -391,9 +391,9 @@ def install(app, service, read_token: Optional[str] = None, write_token: Optiona
     first sample taken: its programs are compiled before the first request).
 
     Args:
-        app: the FastAPI application of ``service`` (what :func:`jaxbandits.serve.create_app`
+        app: the FastAPI application of ``service`` (what :func:`jaxbandits.apps.serve.create_app`
             builds; it calls this).
-        service: the :class:`jaxbandits.serve.Service`.
+        service: the :class:`jaxbandits.apps.serve.Service`.
         read_token: the token the reading routes require (``None``: open).
         write_token: the token the writing routes require (``None``: open).
         capacity: the most points of the time series, ``>= 4`` (default 512).
@@ -408,7 +408,7 @@ def install(app, service, read_token: Optional[str] = None, write_token: Optiona
     Example:
         >>> import os, tempfile
         >>> from fastapi import FastAPI  # doctest: +SKIP
-        >>> from jaxbandits.serve import ServeConfig, Service
+        >>> from jaxbandits.apps.serve import ServeConfig, Service
         >>> cfg = ServeConfig(arms=["a", "b"], policy={"name": "ucb1"}, channel={"kind": "attributed"})
         >>> svc = Service(cfg, os.path.join(tempfile.mkdtemp(), "serve.db"))  # doctest: +SKIP
         >>> app = FastAPI()  # doctest: +SKIP

@@ -111,7 +111,7 @@ def _validation_message(errors, allowed) -> str:
 
 def create_app(service: Service, read_token: Optional[str] = None, write_token: Optional[str] = None):
     """The FastAPI application of ``service`` (requests are served one at a time), with the
-    dashboard and the optional access tokens (:mod:`jaxbandits.dashboard`).
+    dashboard and the optional access tokens (:mod:`jaxbandits.apps.dashboard`).
 
     Args:
         service: the :class:`Service` to serve.
@@ -236,7 +236,7 @@ def run(config: ServeConfig, db: str, host: str = "127.0.0.1", port: int = 8000,
         ValueError: bad access tokens in the environment, or a database the service refuses.
 
     Example:
-        >>> from jaxbandits.serve import load_config
+        >>> from jaxbandits.apps.serve import load_config
         >>> cfg = load_config("serve.toml")  # doctest: +SKIP
         >>> run(cfg, "serve.db", port=8000)  # doctest: +SKIP
     """

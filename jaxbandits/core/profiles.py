@@ -110,7 +110,7 @@ def d1_constant(profile, s_max: float) -> float:
         ``d_1``, a float.
 
     Examples:
-        >>> from jaxbandits import profiles
+        >>> from jaxbandits.core import profiles
         >>> profiles.d1_constant(profiles.interval(2, 5), 0.5), profiles.d1_constant(profiles.polynomial(2.0), 1.0)
         (1.5, inf)
     """
@@ -141,7 +141,7 @@ def interval(d_min: int, d_max: int) -> Profile:
 
     Examples:
         >>> import numpy as np
-        >>> from jaxbandits import profiles
+        >>> from jaxbandits.core import profiles
         >>> p = profiles.interval(2, 5)
         >>> np.round(p.weights, 4).tolist(), p.mean_lag
         ([0.0, 0.0, 0.3333, 0.3333, 0.3333], 3.0)
@@ -168,7 +168,7 @@ def linear_decreasing(d: int) -> Profile:
 
     Examples:
         >>> import numpy as np
-        >>> from jaxbandits import profiles
+        >>> from jaxbandits.core import profiles
         >>> np.round(profiles.linear_decreasing(3).weights, 4).tolist()
         [0.0, 0.5, 0.3333, 0.1667]
     """
@@ -192,7 +192,7 @@ def linear_increasing(d: int) -> Profile:
 
     Examples:
         >>> import numpy as np
-        >>> from jaxbandits import profiles
+        >>> from jaxbandits.core import profiles
         >>> np.round(profiles.linear_increasing(3).weights, 4).tolist()
         [0.0, 0.1667, 0.3333, 0.5]
     """
@@ -228,7 +228,7 @@ def discounted(gamma: float, tol: float = 1e-9, tail: str = "renormalise") -> Pr
         ValueError: a parameter out of range, or a ``tol`` that needs more than ``MAX_LEN`` lags.
 
     Examples:
-        >>> from jaxbandits import profiles
+        >>> from jaxbandits.core import profiles
         >>> p = profiles.discounted(0.5, tol=1e-3)
         >>> p.length, p.tail_mass
         (11, 0.0009765625)
@@ -271,7 +271,7 @@ def polynomial(gamma: float, tol: float = 1e-6, tail: str = "renormalise", max_l
         ValueError: a parameter out of range.
 
     Examples:
-        >>> from jaxbandits import profiles
+        >>> from jaxbandits.core import profiles
         >>> p = profiles.polynomial(2.0)
         >>> p.length, round(p.tail_mass, 6)
         (4096, 0.000148)
@@ -300,13 +300,13 @@ def random_delay(lo: int, hi: int) -> D.Uniform:
         hi: the largest lag, ``>= lo``.
 
     Returns:
-        The delay law (:func:`jaxbandits.delays.uniform`).
+        The delay law (:func:`jaxbandits.core.delays.uniform`).
 
     Raises:
         ValueError: ``lo`` or ``hi`` out of range.
 
     Examples:
-        >>> from jaxbandits import profiles
+        >>> from jaxbandits.core import profiles
         >>> law = profiles.random_delay(2, 6)
         >>> float(law.mean), law.support_max
         (4.0, 6)

@@ -128,7 +128,7 @@ def parser():
     """
     p = _Parser(prog="jaxbandits", description="Bandits with delayed feedback, in JAX.")
     p.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
-    from ._version import __version__
+    from .._version import __version__
 
     p.add_argument("--version", action="version", version=f"jaxbandits {__version__}")
     sub = p.add_subparsers(dest="cmd", metavar="COMMAND", parser_class=_Parser,
@@ -358,7 +358,7 @@ def format_error(e: BaseException) -> str:
         jaxbandits run: error: the following arguments are required: name
         (see: jaxbandits run --help)
     """
-    from ._io import OutputFolderError
+    from ..core._io import OutputFolderError
 
     if isinstance(e, _UsageError):
         cmd = e.prog.split(" ", 1)[1] + " " if " " in e.prog else ""
@@ -427,11 +427,11 @@ def _main(argv):
     if a.cmd == "serve":
         return _serve(a)
     if a.cmd == "evaluate":
-        from .ope.command import main as evaluate_main
+        from ..ope.command import main as evaluate_main
 
         return evaluate_main(a)
     if a.cmd == "list":
-        from . import experiments as X
+        from .. import experiments as X
 
         bad = 0
         for name in X.names():
@@ -449,7 +449,7 @@ def _main(argv):
         return _compare(a)
     if a.cmd == "merge":
         return _merge(a)
-    from ._io import check_writable
+    from ..core._io import check_writable
 
     if a.runs is not None and a.runs < 1:
         raise ValueError(f"--runs must be >= 1, got {a.runs}")
@@ -459,13 +459,13 @@ def _main(argv):
         raise ValueError(f"--seed must be >= 0, got {a.seed}")
     _check_scale_out_options(a)
     if a.processes is not None:  # the launched processes read the file themselves
-        from .distributed import launch_local
+        from ..experiments.distributed import launch_local
 
         return launch_local(_without_processes(argv), a.processes)
     if not a.single_device:
         _use_all_cores()  # before JAX starts its backend (reading a file builds its objects)
     if a.distributed:
-        from .distributed import initialize
+        from ..experiments.distributed import initialize
 
         initialize(a.coordinator, a.num_processes, a.process_id)
     target, seed, overrides = a.name, a.seed, None
@@ -479,8 +479,8 @@ def _main(argv):
     default = name if a.part is None else f"{name}-part-{a.part.strip().replace('/', '-of-')}"
     out = a.out or os.path.join("results", default)
     check_writable(out)  # before anything is compiled (or, for a registered experiment, imported)
-    from . import experiments as X
-    from .engine.checkpoint import Interrupted
+    from .. import experiments as X
+    from ..engine.checkpoint import Interrupted
 
     if not is_file(a.name):
         overrides = X.parse_set(a.sets)
@@ -494,7 +494,7 @@ def _main(argv):
                   f"resume with: {e.resume_command}", file=sys.stderr)
             return 130
     if a.distributed:
-        from .distributed import process_index
+        from ..experiments.distributed import process_index
 
         if process_index() != 0:  # process 0 reports and writes
             return 0
@@ -560,7 +560,7 @@ def _without_processes(argv):
 
 
 def _merge(a):
-    from .parts import merge
+    from ..experiments.parts import merge
 
     res = merge(a.dirs, a.out, force=a.force, plot=not a.no_plot)
     return _report(res, a.out, None)
@@ -586,7 +586,7 @@ def _report(res, out, cache):
 
 def _written(out) -> list:
     """The files the results folder ``out`` holds, as its manifest lists them (docs/results.md)."""
-    from . import _io
+    from ..core import _io
 
     man = _io.read_json(os.path.join(out, _io.MANIFEST_NAME))
     files = list((man or {}).get("files", {})) if isinstance(man, dict) else []
@@ -614,8 +614,8 @@ def is_file(name: str) -> bool:
 def _file_experiment(path, sets):
     """``(Experiment, overrides, seed)`` of an experiment file: ``--set`` changes the dotted keys of
     a declarative file, the [config] keys of a build/runner file (as for a registered experiment)."""
-    from .experiments import files as F
-    from . import experiments as X
+    from ..experiments import files as F
+    from .. import experiments as X
 
     doc, ctx = F.read(path)
     if "build" in doc or "runner" in doc:
@@ -627,14 +627,14 @@ def _file_experiment(path, sets):
 
 
 def _show(a):
-    from . import experiments as X
+    from .. import experiments as X
 
     if a.output is not None and not a.toml:
         raise ValueError("--output writes the file of --toml: give --toml too")
     if is_file(a.name):
         if a.toml:
             raise ValueError(f"{a.name} is already an experiment file: show --toml writes a registered experiment's")
-        from .experiments import files as F
+        from ..experiments import files as F
 
         exp, overrides, _ = _file_experiment(a.name, a.sets)
         print(F.show_file(exp, a.name, overrides if overrides is not None else F.parse_sets(a.sets)))
@@ -642,13 +642,13 @@ def _show(a):
     exp = X.get(a.name)
     overrides = X.parse_set(a.sets)
     if a.toml:
-        from .experiments import files as F
+        from ..experiments import files as F
 
         text = F.to_toml(exp, overrides)
         if a.output is None:
             sys.stdout.write(text)
         else:
-            from ._io import write_text
+            from ..core._io import write_text
 
             print(f"wrote {write_text(a.output, text)}", file=sys.stderr)
         return 0
@@ -658,9 +658,9 @@ def _show(a):
 
 
 def _plot(a):
-    from ._io import add_file
-    from .plotting import figure_regret, save_figure
-    from .results import Results
+    from ..core._io import add_file
+    from ..report.plotting import figure_regret, save_figure
+    from ..experiments.results import Results
 
     d = a.dir
     if not os.path.isdir(d):
@@ -697,7 +697,7 @@ def _options_named(*names):
 
 
 def _results_folder(d, cmd):
-    from .results import Results
+    from ..experiments.results import Results
 
     if not os.path.isdir(d):
         raise FileNotFoundError(f"{cmd}: results folder {d!r} does not exist")
@@ -708,7 +708,7 @@ def _results_folder(d, cmd):
 
 
 def _compare(a):
-    from .compare import compare, save_comparison
+    from ..report.compare import compare, save_comparison
 
     if a.n_boot < 10:
         raise ValueError(f"--n-boot must be >= 10, got {a.n_boot}")
@@ -731,7 +731,7 @@ def _compare(a):
 def _fit(a):
     import warnings
 
-    from ._io import check_writable, output_folder
+    from ..core._io import check_writable, output_folder
 
     for name in ("chains", "warmup", "samples"):
         if getattr(a, name) < (0 if name == "warmup" else 1):
@@ -762,8 +762,8 @@ def _fit(a):
     out = a.out or os.path.join("results", f"fit-{a.model}")
     check_writable(out)  # before the log is read or anything compiled
 
-    from . import bayes as B
-    from .bayes.report import fit_identity, save_fit
+    from .. import bayes as B
+    from ..bayes.report import fit_identity, save_fit
 
     with output_folder(out, fit_identity(a.model, a.method, a.window, a.discrete, a.per_arm_delay, a.hierarchical),
                        force=a.force):

@@ -5,7 +5,7 @@ Input checks run on the host, before anything is traced or compiled.
 Every public constructor calls these, so bad input fails with a ``ValueError`` or ``TypeError``
 that names the parameter and the allowed range. Values that are JAX tracers (a constructor called
 inside ``vmap`` over a hyper-parameter grid) cannot be inspected and are passed through; the grid
-itself is checked by :func:`jaxbandits.simulate.simulate_grid` before tracing.
+itself is checked by :func:`jaxbandits.engine.simulate_grid` before tracing.
 
 The ranges that follow from the engine's dtypes (docs/conventions.md §1, §3, §8, §9):
 

@@ -17,7 +17,7 @@ from typing import Dict
 
 import numpy as np
 
-from .intervals import t_interval, t_interval_moments
+from ..core.intervals import t_interval, t_interval_moments
 
 def versions() -> dict:
     """The versions and settings a result was computed with (the ``versions`` entry of
@@ -28,13 +28,13 @@ def versions() -> dict:
         A dict of str to str or bool.
 
     Examples:
-        >>> from jaxbandits.results import versions
+        >>> from jaxbandits.experiments.results import versions
         >>> sorted(versions())
         ['backend', 'jax', 'jaxbandits', 'numpy', 'python', 'threefry_partitionable', 'x64']
     """
     import jax
 
-    from ._version import __version__
+    from .._version import __version__
 
     return {"jaxbandits": __version__, "jax": jax.__version__, "numpy": np.__version__,
             "python": platform.python_version(), "backend": jax.default_backend(),
@@ -44,7 +44,7 @@ def versions() -> dict:
 
 #: The figures :meth:`Results.save` draws with ``plot=True``: a function of the results giving
 #: ``{file name: (key of save's answer, writer(path))}``. Figures belong to the report layer above
-#: results (:func:`jaxbandits.plotting.results_figures`); the package wires that function in when it
+#: results (:func:`jaxbandits.report.plotting.results_figures`); the package wires that function in when it
 #: is imported (``jaxbandits/__init__.py``), so this module never imports the plots above it.
 FIGURES = None
 
@@ -53,10 +53,13 @@ FIGURES = None
 class Results:
     """The results of an experiment: per-policy curves over runs at the record points ``t``, the
     statistics over all runs reduced on the device, configuration, versions and timing
-    (docs/results.md). Made by :func:`~jaxbandits.experiments.runner.run` (:meth:`~jaxbandits.results.Results.from_sim`), read back with
-    :meth:`~jaxbandits.results.Results.load`, written with :meth:`~jaxbandits.results.Results.save`. Either form: every run's curves held (the per-run
-    form, :attr:`~jaxbandits.results.Results.per_run`), or the curves of the first :attr:`~jaxbandits.results.Results.kept` runs (possibly none) and
-    ``stats`` over all runs; every method gives the same numbers from either.
+    (docs/results.md). Made by :func:`~jaxbandits.experiments.runner.run`
+    (:meth:`~jaxbandits.experiments.results.Results.from_sim`), read back with
+    :meth:`~jaxbandits.experiments.results.Results.load`, written with
+    :meth:`~jaxbandits.experiments.results.Results.save`. Either form: every run's curves held (the
+    per-run form, :attr:`~jaxbandits.experiments.results.Results.per_run`), or the curves of the
+    first :attr:`~jaxbandits.experiments.results.Results.kept` runs (possibly none) and ``stats``
+    over all runs; every method gives the same numbers from either.
 
     Attributes:
         experiment: the experiment's name.
@@ -74,7 +77,7 @@ class Results:
         versions: :func:`versions` at the run.
         panels: ``{label: panel name}`` of a multi-panel experiment (empty: one panel).
         log_lines: ``{panel: {line label: c}}``, reference lines ``c log t`` drawn in the figures.
-        checkpoints: the rounds reported in :meth:`~jaxbandits.results.Results.table`.
+        checkpoints: the rounds reported in :meth:`~jaxbandits.experiments.results.Results.table`.
         layout: the figure's layout of the panels (None: the default).
         ratio_to: a policy label: the figures also draw ``ratio.png`` against it (None: not).
         stats: ``{label: jaxbandits.engine.stats.Stats}`` over all runs (empty: computed from
@@ -131,7 +134,7 @@ class Results:
             timing: the run's timing (None: ``{}``).
 
         Returns:
-            The :class:`~jaxbandits.results.Results`.
+            The :class:`~jaxbandits.experiments.results.Results`.
 
         Raises:
             ValueError: ``outs`` is empty (the message names the config's empty lists).
@@ -221,7 +224,7 @@ class Results:
 
     def interval(self, label, metric=None, level=0.95):
         """``(lo, hi)``: the ``level`` Student t interval of the mean regret over runs at every record
-        point (:func:`jaxbandits.intervals.t_interval`; NaN for one run)."""
+        point (:func:`jaxbandits.core.intervals.t_interval`; NaN for one run)."""
         metric = metric or self.metric
         if self._stats_of(label, metric) is None:
             _, lo, hi = t_interval(self.curves[label][metric], axis=0, level=level)
@@ -373,7 +376,7 @@ class Results:
 
     def identity(self) -> dict:
         """What the results are of (experiment and settings): an output folder holding results of
-        another identity is not overwritten without ``force`` (see :mod:`jaxbandits._io`)."""
+        another identity is not overwritten without ``force`` (see :mod:`jaxbandits.core._io`)."""
         return {"experiment": self.experiment, "config": jsonable(self.config)}
 
     def save(self, out_dir, plot=True, force=False) -> dict:
@@ -382,9 +385,9 @@ class Results:
         temporary name, flushed and renamed into place, and files of the folder's previous results
         that this set does not contain are removed (a user's own files never are). A folder that
         holds the results of another experiment (or of other settings) is refused with
-        :class:`jaxbandits._io.ResultsExistError` unless ``force=True``; one that another run is
-        writing, with :class:`jaxbandits._io.FolderInUseError`."""
-        from . import _io
+        :class:`jaxbandits.core._io.ResultsExistError` unless ``force=True``; one that another run is
+        writing, with :class:`jaxbandits.core._io.FolderInUseError`."""
+        from ..core import _io
 
         summary = self.summary()
         files = {"results.nc": lambda p: self.to_xarray().to_netcdf(p, engine="h5netcdf"),
@@ -393,7 +396,7 @@ class Results:
         keys = {"results.nc": "results", "summary.json": "summary", "table.md": "table"}
         if plot:
             if FIGURES is None:
-                raise RuntimeError("Results.save(plot=True) needs the report layer's figures (jaxbandits.plotting); "
+                raise RuntimeError("Results.save(plot=True) needs the report layer's figures (jaxbandits.report.plotting); "
                                    "import jaxbandits (which provides them) or pass plot=False")
             for name, (key, writer) in FIGURES(self).items():
                 files[name] = writer
@@ -407,10 +410,10 @@ class Results:
         crash interrupted.
 
         Args:
-            out_dir: a results folder written by :meth:`~jaxbandits.results.Results.save`.
+            out_dir: a results folder written by :meth:`~jaxbandits.experiments.results.Results.save`.
 
         Returns:
-            The :class:`~jaxbandits.results.Results`.
+            The :class:`~jaxbandits.experiments.results.Results`.
 
         Raises:
             FileNotFoundError: the folder or its ``results.nc`` does not exist.
@@ -418,7 +421,7 @@ class Results:
         """
         import xarray as xr
 
-        from . import _io
+        from ..core import _io
 
         path = os.path.join(out_dir, "results.nc")
         if not os.path.isdir(out_dir):
@@ -453,7 +456,7 @@ class Results:
             curves[l]["pulls"] = ds["final_pulls"].sel(policy=l).values
         stats = {}
         if "count" in ds:  # the statistics, as one block each (combined: the same numbers)
-            from .engine.stats import Stats
+            from ..engine.stats import Stats
 
             for i, l in enumerate(labs):
                 mom = {k[:-5]: (ds[k].values[i][None], ds[k[:-5] + "_m2"].values[i][None])
@@ -496,7 +499,7 @@ def jsonable(x):
 
     Examples:
         >>> import numpy as np
-        >>> from jaxbandits.results import jsonable
+        >>> from jaxbandits.experiments.results import jsonable
         >>> jsonable({1: (np.int64(2), np.arange(2)), "a": np.float32(0.5), "b": None})
         {'1': [2, [0, 1]], 'a': 0.5, 'b': None}
     """

@@ -16,7 +16,7 @@ import numpy as np
 from .config import ServeConfig
 
 
-DB_FORMAT = "jaxbandits.serve"
+DB_FORMAT = "jaxbandits.apps.serve"
 
 
 DB_FORMAT_VERSION = 2  # 2: decide events log ids, arms and propensities; feedback and advance events their round
@@ -79,7 +79,7 @@ class Service:
     """
 
     def __init__(self, config: ServeConfig, db: str):
-        from .. import online
+        from ... import online
 
         self.config = config.check()
         self.policy, self.channel, self.clock = config.build()
@@ -138,7 +138,7 @@ class Service:
                              "choose another --db")
 
     def _check_meta(self):
-        from .._version import __version__
+        from ..._version import __version__
 
         rows = dict(self.db.execute("SELECT key, value FROM meta").fetchall())
         want = {"format": DB_FORMAT, "format_version": str(DB_FORMAT_VERSION), "config": self.config.canonical()}
@@ -313,7 +313,7 @@ class Service:
         if len(events) > self.config.max_batch:
             raise BadRequest(f"events must hold at most {self.config.max_batch} events (max_batch), got "
                              f"{len(events)}", 413)
-        from ..online import REWARD_LIMIT
+        from ...online import REWARD_LIMIT
 
         zeros = self.channel.feedback.zeros_observed
         lr = self.learner
@@ -420,7 +420,7 @@ def replay_events(config: ServeConfig, rows):
         >>> replay_events(cfg, rows).stats()["accepted"]  # doctest: +SKIP
         2
     """
-    from .. import online
+    from ... import online
 
     pol, ch, clock = config.build()
     lr = online.Learner(pol, ch, list(config.arms), key=int(config.seed), horizon=config.horizon,

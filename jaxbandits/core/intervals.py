@@ -2,13 +2,13 @@
 the moments reduced on the device) and the percentile bootstrap (docs/compare.md).
 
 Plain NumPy/SciPy statistics with no knowledge of results or figures, so that results, comparisons
-and reports all take their intervals from here (:mod:`jaxbandits.compare` re-exports them).
+and reports all take their intervals from here (:mod:`jaxbandits.report.compare` re-exports them).
 """
 from __future__ import annotations
 
 import numpy as np
 
-#: The interval methods of :func:`interval` (and :func:`jaxbandits.compare.compare`).
+#: The interval methods of :func:`interval` (and :func:`jaxbandits.report.compare.compare`).
 METHODS = ("t", "bootstrap")
 
 
@@ -25,7 +25,7 @@ def check_level(level):
         ValueError: ``level`` is not a number in (0, 1).
 
     Examples:
-        >>> from jaxbandits.intervals import check_level
+        >>> from jaxbandits.core.intervals import check_level
         >>> check_level(0.9)
         0.9
         >>> check_level(1.5)
@@ -59,7 +59,7 @@ def t_interval(x, axis: int = 0, level: float = 0.95):
 
     Examples:
         >>> import numpy as np
-        >>> from jaxbandits.intervals import t_interval
+        >>> from jaxbandits.core.intervals import t_interval
         >>> m, lo, hi = t_interval(np.array([1.0, 2.0, 3.0, 4.0]))
         >>> [round(float(v), 3) for v in (m, lo, hi)]
         [2.5, 0.446, 4.554]
@@ -97,7 +97,7 @@ def t_interval_moments(n, mean, m2, level: float = 0.95):
         ValueError: ``level`` is not in (0, 1).
 
     Examples:
-        >>> from jaxbandits.intervals import t_interval_moments
+        >>> from jaxbandits.core.intervals import t_interval_moments
         >>> m, lo, hi = t_interval_moments(4, 2.5, 5.0)  # the runs 1, 2, 3, 4
         >>> [round(float(v), 3) for v in (m, lo, hi)]
         [2.5, 0.446, 4.554]
@@ -136,7 +136,7 @@ def bootstrap_interval(x, axis: int = 0, level: float = 0.95, n_boot: int = 2000
 
     Examples:
         >>> import numpy as np
-        >>> from jaxbandits.intervals import bootstrap_interval
+        >>> from jaxbandits.core.intervals import bootstrap_interval
         >>> m, lo, hi = bootstrap_interval(np.array([1.0, 2.0, 3.0, 4.0]))
         >>> [round(float(v), 3) for v in (m, lo, hi)]
         [2.5, 1.5, 3.5]
@@ -176,7 +176,7 @@ def interval(x, axis: int = 0, level: float = 0.95, method: str = "t", n_boot: i
 
     Examples:
         >>> import numpy as np
-        >>> from jaxbandits.intervals import interval
+        >>> from jaxbandits.core.intervals import interval
         >>> m, lo, hi = interval(np.array([1.0, 2.0, 3.0, 4.0]), method="bootstrap", n_boot=500, seed=1)
         >>> [round(float(v), 3) for v in (m, lo, hi)]
         [2.5, 1.5, 3.631]

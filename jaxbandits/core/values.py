@@ -1,7 +1,7 @@
 """Policies as values (docs/architecture.md): :class:`PolicyValue`, the frozen dataclass each library
 constructor returns (its fields are the hyper-parameters; equal and hashed by value), made by
 :func:`policy_value` from the constructor; :func:`is_policy`, which accepts it or a user's
-:class:`~jaxbandits.types.Policy` NamedTuple; and :func:`policy_digest`, what names a policy in
+:class:`~jaxbandits.core.types.Policy` NamedTuple; and :func:`policy_digest`, what names a policy in
 checkpoints and split sweeps; :func:`constructor`, which makes the values a public constructor of
 worlds, channels, delay laws or profiles returns carry the :class:`Made` record of the call
 (:func:`made_by`; what experiment files are written from).
@@ -16,6 +16,7 @@ from typing import Any, Callable, ClassVar, Optional, Tuple
 import jax.numpy as jnp
 import numpy as np
 
+from .._moved import stable_module
 from .types import Policy
 
 __all__ = ["PolicyValue", "policy_value", "is_policy", "policy_digest", "user_policy_id", "ById", "constructor",
@@ -25,7 +26,7 @@ __all__ = ["PolicyValue", "policy_value", "is_policy", "policy_digest", "user_po
 class PolicyValue:
     """A library policy as a value: a frozen dataclass whose fields are its hyper-parameters.
 
-    It provides the interface of :class:`~jaxbandits.types.Policy` (``init``, ``act``, ``update``, ``payload``,
+    It provides the interface of :class:`~jaxbandits.core.types.Policy` (``init``, ``act``, ``update``, ``payload``,
     ``needs``, ``name``, ``max_hold``, ...), so the engine runs it exactly as a user's ``Policy``
     NamedTuple. Equality and hash are by value (the type and every field; arrays by their bytes),
     so two equal policies share one compiled program; ``repr`` names the policy and the fields that
@@ -55,7 +56,7 @@ class PolicyValue:
         object.__setattr__(self, "_hash", hash((type(self).__name__, value_key(self.values()))))
 
     def as_tuple(self) -> Policy:
-        """The :class:`~jaxbandits.types.Policy` NamedTuple of this value's pure functions."""
+        """The :class:`~jaxbandits.core.types.Policy` NamedTuple of this value's pure functions."""
         return self._impl
 
     @classmethod
@@ -65,7 +66,7 @@ class PolicyValue:
         return tuple(ren.get(f.name, f.name) for f in dataclasses.fields(cls))
 
     def _replace(self, **functions) -> Policy:
-        """A :class:`~jaxbandits.types.Policy` NamedTuple with some of this value's functions or declarations
+        """A :class:`~jaxbandits.core.types.Policy` NamedTuple with some of this value's functions or declarations
         replaced (a user's policy derived from a library one, e.g. to record more state)."""
         return self._impl._replace(**functions)
 
@@ -114,7 +115,7 @@ class PolicyValue:
 
 def _forward(field):
     return property(lambda self: getattr(self._impl, field),
-                    doc=f"The ``{field}`` of the :class:`~jaxbandits.types.Policy` interface.")
+                    doc=f"The ``{field}`` of the :class:`~jaxbandits.core.types.Policy` interface.")
 
 
 for _f in Policy._fields:
@@ -309,7 +310,7 @@ class FieldGrid:
     def __init__(self, world, policy, names):
         if not isinstance(policy, PolicyValue):
             raise TypeError(f"a grid over a policy's fields needs a policy value (a library constructor's, or "
-                            f"one made with jaxbandits.values.policy_value), got {type(policy).__name__}")
+                            f"one made with jaxbandits.core.values.policy_value), got {type(policy).__name__}")
         fields = [f.name for f in dataclasses.fields(policy)]
         unknown = [n for n in names if n not in fields]
         if unknown:
@@ -336,7 +337,7 @@ class FieldGrid:
 
 
 def is_policy(x) -> bool:
-    """Whether ``x`` is a policy: a :class:`~jaxbandits.types.Policy` NamedTuple (a user's own) or
+    """Whether ``x`` is a policy: a :class:`~jaxbandits.core.types.Policy` NamedTuple (a user's own) or
     a library :class:`PolicyValue`.
 
     Args:
@@ -422,7 +423,10 @@ def _show(v) -> str:
 
 def _stable(v):
     """A nested form of ``v`` whose ``repr`` is the same in every process (no addresses): functions
-    by module and qualified name, arrays by a hash of their bytes."""
+    by module and qualified name, arrays by a hash of their bytes. A module is named by its path
+    before the layer folders (``jaxbandits.core.delays`` as ``jaxbandits.core.delays``:
+    :func:`jaxbandits._moved.stable_module`, the table of moved modules reversed), so that digests
+    written before the move still match."""
     import jax
 
     if v is None or isinstance(v, (bool, int, float, complex, str, bytes)):
@@ -431,7 +435,7 @@ def _stable(v):
         f = value_key(v)
         return ("array", f[1], f[2], hashlib.sha256(f[3]).hexdigest())
     if isinstance(v, PolicyValue):
-        return (type(v).__module__, type(v).__qualname__, tuple((k, _stable(x)) for k, x in v.values()))
+        return (stable_module(type(v).__module__), type(v).__qualname__, tuple((k, _stable(x)) for k, x in v.values()))
     if isinstance(v, Policy):  # a user's policy held by a library wrapper: its name and functions
         return ("Policy", user_policy_id(v))
     if isinstance(v, (tuple, list)):
@@ -439,15 +443,15 @@ def _stable(v):
     if isinstance(v, dict):
         return ("dict",) + tuple(sorted((repr(k), _stable(x)) for k, x in v.items()))
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
-        return (type(v).__module__, type(v).__qualname__,
+        return (stable_module(type(v).__module__), type(v).__qualname__,
                 tuple((f.name, _stable(getattr(v, f.name))) for f in dataclasses.fields(v)))
     if callable(v) and hasattr(v, "__qualname__"):
-        return ("callable", getattr(v, "__module__", ""), v.__qualname__)
-    return ("object", type(v).__module__, type(v).__qualname__)
+        return ("callable", stable_module(getattr(v, "__module__", "")), v.__qualname__)
+    return ("object", stable_module(type(v).__module__), type(v).__qualname__)
 
 
 def user_policy_id(policy) -> str:
-    """What names a user's :class:`~jaxbandits.types.Policy` NamedTuple in checkpoints and split
+    """What names a user's :class:`~jaxbandits.core.types.Policy` NamedTuple in checkpoints and split
     sweeps: its ``name`` and its functions' qualified names (``module:qualname``), with its
     declarations (``needs``, ``max_hold``, ...). Nothing is read from code or closures, so the
     parameters a closure holds are *not* seen: give each differently parameterised policy its own
@@ -471,7 +475,7 @@ def user_policy_id(policy) -> str:
     parts = []
     for field, v in zip(policy._fields, policy):
         if callable(v):
-            v = f"{getattr(v, '__module__', '')}:{getattr(v, '__qualname__', type(v).__qualname__)}"
+            v = f"{stable_module(getattr(v, '__module__', ''))}:{getattr(v, '__qualname__', type(v).__qualname__)}"
         parts.append((field, v if isinstance(v, (str, int, float, bool, type(None))) else repr(v)))
     return "u:" + hashlib.sha256(repr(tuple(parts)).encode()).hexdigest()[:16]
 
@@ -479,12 +483,12 @@ def user_policy_id(policy) -> str:
 def policy_digest(policy) -> str:
     """What identifies a policy in checkpoints and split sweeps, the same in every process: a
     library :class:`PolicyValue` by its type and fields (``v:`` and :meth:`PolicyValue.digest`), a
-    user's :class:`~jaxbandits.types.Policy` NamedTuple by its name and functions' names
+    user's :class:`~jaxbandits.core.types.Policy` NamedTuple by its name and functions' names
     (:func:`user_policy_id`: closures are not read).
 
     Args:
         policy: a library :class:`PolicyValue` (what the constructors in
-            :mod:`jaxbandits.policies` return) or a user's :class:`~jaxbandits.types.Policy`
+            :mod:`jaxbandits.policies` return) or a user's :class:`~jaxbandits.core.types.Policy`
             NamedTuple.
 
     Returns:

@@ -9,7 +9,7 @@ are those runs of the whole, docs/conventions.md §8) and writes a *part folder*
                 versions), which part, and what the merged results need (metric, panels, ...)
     part.npz    the per-run records of each policy, as the simulator returns them
 
-both written as one unit with the manifest and checksums of :mod:`jaxbandits._io`. The merge
+both written as one unit with the manifest and checksums of :mod:`jaxbandits.core._io`. The merge
 checks that the parts are of one run (same experiment, config, seed, runs, horizon, record points
 and the versions that change the bits), that every part ``0 .. n-1`` is there exactly once and
 that each file matches its checksum; it then concatenates the per-run records in the layout the
@@ -27,7 +27,7 @@ from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from . import _io
+from ..core import _io
 
 __all__ = ["parse_part", "run_range", "save_part", "save_sweep_part", "load_part", "merge", "MergeError", "PART_FORMAT"]
 
@@ -56,7 +56,7 @@ def parse_part(part) -> Tuple[int, int]:
         TypeError: neither a string nor a pair of integers.
 
     Examples:
-        >>> from jaxbandits.parts import parse_part
+        >>> from jaxbandits.experiments.parts import parse_part
         >>> parse_part("1/3"), parse_part((0, 2))
         ((1, 3), (0, 2))
     """
@@ -93,11 +93,11 @@ def run_range(runs: int, i: int, n: int) -> Tuple[int, int]:
         ValueError: more parts than blocks (some part would get no run).
 
     Examples:
-        >>> from jaxbandits.parts import run_range
+        >>> from jaxbandits.experiments.parts import run_range
         >>> [run_range(1001, i, 3) for i in range(3)]
         [(0, 336), (336, 336), (672, 329)]
     """
-    from .engine.stats import block_size
+    from ..engine.stats import block_size
 
     B = block_size(runs)
     nb = -(-runs // B)
@@ -115,7 +115,7 @@ def whole_width_channel(panel, horizon: int, runs: int, runs_here: int):
     whole, and other bits where the whole loses records to ``W``."""
     import dataclasses
 
-    from .engine.round import problem
+    from ..engine.round import problem
 
     ch = panel.channel
     if getattr(ch, "width", None) is not None or runs_here == runs:
@@ -137,7 +137,7 @@ def whole_width_channel(panel, horizon: int, runs: int, runs_here: int):
 # ----------------------------------------------------------------------------- writing a part
 def save_part(out, meta: dict, outs: Dict[str, object]) -> dict:
     """Write the part folder ``out``: ``part.json`` (``meta``) and ``part.npz`` (the records of
-    ``outs``, ``{label: SimOutput}``), as one unit (:func:`jaxbandits._io.save_files`).
+    ``outs``, ``{label: SimOutput}``), as one unit (:func:`jaxbandits.core._io.save_files`).
 
     Args:
         out: the part folder (created; refused if it holds other results).
@@ -152,7 +152,7 @@ def save_part(out, meta: dict, outs: Dict[str, object]) -> dict:
         >>> import os, tempfile
         >>> import numpy as np
         >>> from jaxbandits.engine.recording import SimOutput
-        >>> from jaxbandits.parts import load_part, save_part
+        >>> from jaxbandits.experiments.parts import load_part, save_part
         >>> out = SimOutput(t=np.array([50, 100]), regret=np.ones((2, 2), np.float32), expected_regret=None,
         ...                 reward=None, pulls=None, lost_to_W=np.zeros(2, np.int32), width=8, timing={})
         >>> folder = os.path.join(tempfile.mkdtemp(), "part0")
@@ -190,7 +190,7 @@ def save_sweep_part(out, meta: dict, ctx) -> dict:
     Args:
         out: the part folder.
         meta: what the part is of (as :func:`save_part`'s).
-        ctx: the :class:`jaxbandits.sweeping.Sweep` the part ran (its ``units`` and ``cache``).
+        ctx: the :class:`jaxbandits.experiments.sweeping.Sweep` the part ran (its ``units`` and ``cache``).
 
     Returns:
         ``{file name: path}`` of the files written.
@@ -200,8 +200,8 @@ def save_sweep_part(out, meta: dict, ctx) -> dict:
 
     Examples:
         >>> import os, tempfile
-        >>> from jaxbandits.parts import load_part, save_sweep_part
-        >>> from jaxbandits.sweeping import SweepShare, sweep_checkpoints
+        >>> from jaxbandits.experiments.parts import load_part, save_sweep_part
+        >>> from jaxbandits.experiments.sweeping import SweepShare, sweep_checkpoints
         >>> with sweep_checkpoints(None, share=SweepShare(0, 2)) as sweep:  # part 0 of 2
         ...     a = sweep.unit({"replication": 0}, lambda: [1], kind="json")
         ...     b = sweep.unit({"replication": 1}, lambda: [2], kind="json")  # part 1's: a placeholder
@@ -252,7 +252,7 @@ def load_part(folder) -> dict:
         >>> import os, tempfile
         >>> import numpy as np
         >>> from jaxbandits.engine.recording import SimOutput
-        >>> from jaxbandits.parts import load_part, save_part
+        >>> from jaxbandits.experiments.parts import load_part, save_part
         >>> out = SimOutput(t=np.array([50, 100]), regret=np.ones((2, 2), np.float32), expected_regret=None,
         ...                 reward=None, pulls=None, lost_to_W=np.zeros(2, np.int32), width=8, timing={})
         >>> folder = os.path.join(tempfile.mkdtemp(), "part0")
@@ -361,14 +361,14 @@ def merged_outputs(metas: List[dict]) -> Dict[str, object]:
     """``{label: SimOutput}`` of the whole run from the ordered parts' records, in the simulator's
     own layout (``[R, runs, ...]`` concatenated, then runs moved first: the same view as the
     driver returns), so every later numpy reduction over runs adds in the same order."""
-    from .engine.recording import SimOutput
+    from ..engine.recording import SimOutput
 
     ref = metas[0]
     loaded = []
     for m in metas:
         with np.load(os.path.join(m["_folder"], "part.npz"), allow_pickle=False) as z:
             loaded.append({k: z[k] for k in z.files})
-    from .engine.stats import Stats
+    from ..engine.stats import Stats
 
     outs = {}
     n_all = sum(m["n_runs"] for m in metas)
@@ -418,7 +418,7 @@ def merge(dirs: Sequence, out, *, force: bool = False, plot: bool = True):
         plot: draw the figures.
 
     Returns:
-        The merged :class:`jaxbandits.results.Results` (for a split sweep: what its runner returns,
+        The merged :class:`jaxbandits.experiments.results.Results` (for a split sweep: what its runner returns,
         rebuilt from the parts' units), also saved in ``out``.
 
     Raises:
@@ -426,12 +426,12 @@ def merge(dirs: Sequence, out, *, force: bool = False, plot: bool = True):
             a damaged file, or ``out`` among the parts.
 
     Examples:
-        >>> from jaxbandits.parts import merge
+        >>> from jaxbandits.experiments.parts import merge
         >>> res = merge(["part0", "part1"], "merged")  # doctest: +SKIP
         >>> res.runs  # doctest: +SKIP
         1000
     """
-    from .experiments.assemble import assemble_results
+    from .assemble import assemble_results
 
     if not dirs:
         raise MergeError("merge: give the part folders to merge (jaxbandits merge DIR... --out OUT)")
@@ -461,10 +461,10 @@ def merge(dirs: Sequence, out, *, force: bool = False, plot: bool = True):
 
 def _sweep_experiment(ref: dict):
     """The experiment a sweep's parts are of: by name, or re-read from its file."""
-    from .experiments import registry as X
+    from . import registry as X
 
     if ref.get("source"):
-        from .experiments import files as expfile
+        from . import files as expfile
 
         path, *rest = ref["source"]
         sets = {}
@@ -490,7 +490,7 @@ def _merge_sweep(metas: List[dict], out, identity: dict, *, force: bool = False,
     """The parts of a split sweep: every unit the sweep asks for, from the part that owns it; then
     the sweep's own code runs again over them (replaying, computing nothing), so its results are
     those of the sweep run whole, bit for bit."""
-    from .engine.checkpoint import MissingUnit
+    from ..engine.checkpoint import MissingUnit
     from .sweeping import call_runner, sweep_checkpoints
 
     ref = metas[0]

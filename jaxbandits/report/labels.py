@@ -1,7 +1,7 @@
 """Which policies of a :class:`jaxbandits.Results` a report shows: labels within a panel, the
 panels, the policies chosen by ``only`` / ``exclude``, the reference curves and the metric checked
-against what was recorded. No statistics and no figures: both :mod:`jaxbandits.compare` and
-:mod:`jaxbandits.plotting` choose their policies here.
+against what was recorded. No statistics and no figures: both :mod:`jaxbandits.report.compare` and
+:mod:`jaxbandits.report.plotting` choose their policies here.
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def short_labels(results) -> Dict[str, str]:
         >>> c = {"regret": np.zeros((2, 3)), "pulls": np.zeros((2, 2), int)}
         >>> panels = {"d=1: UCB1": "d=1", "d=1: Random": "d=1", "d=2: UCB1": "d=2"}
         >>> r = Results("demo", {}, 0, 2, 30, np.array([10, 20, 30]), dict.fromkeys(panels, c), panels=panels)
-        >>> from jaxbandits.labels import short_labels
+        >>> from jaxbandits.report.labels import short_labels
         >>> short_labels(r)
         {'d=1: UCB1': 'UCB1', 'd=1: Random': 'Random', 'd=2: UCB1': 'UCB1'}
     """
@@ -54,7 +54,7 @@ def panels_of(results) -> Dict[str, List[str]]:
         >>> c = {"regret": np.zeros((2, 3)), "pulls": np.zeros((2, 2), int)}
         >>> panels = {"d=1: UCB1": "d=1", "d=1: Random": "d=1", "d=2: UCB1": "d=2"}
         >>> r = Results("demo", {}, 0, 2, 30, np.array([10, 20, 30]), dict.fromkeys(panels, c), panels=panels)
-        >>> from jaxbandits.labels import panels_of
+        >>> from jaxbandits.report.labels import panels_of
         >>> panels_of(r)
         {'d=1': ['d=1: UCB1', 'd=1: Random'], 'd=2': ['d=2: UCB1']}
     """
@@ -85,7 +85,7 @@ def check_metric(results, metric=None, labels=None) -> str:
         >>> c = {"regret": np.zeros((2, 3)), "pulls": np.zeros((2, 2), int)}
         >>> panels = {"d=1: UCB1": "d=1", "d=1: Random": "d=1", "d=2: UCB1": "d=2"}
         >>> r = Results("demo", {}, 0, 2, 30, np.array([10, 20, 30]), dict.fromkeys(panels, c), panels=panels)
-        >>> from jaxbandits.labels import check_metric
+        >>> from jaxbandits.report.labels import check_metric
         >>> check_metric(r)
         'regret'
         >>> check_metric(r, "reward", ["d=2: UCB1"])
@@ -121,7 +121,7 @@ def select_labels(labels: List[str], only, exclude, what="only", short: Optional
         ValueError: a name is no policy, or nothing is left.
 
     Examples:
-        >>> from jaxbandits.labels import select_labels
+        >>> from jaxbandits.report.labels import select_labels
         >>> select_labels(["a", "b", "c"], None, "b")
         ['a', 'c']
         >>> select_labels(["d=1: UCB", "d=1: TS"], "UCB", None, short={"d=1: UCB": "UCB", "d=1: TS": "TS"})
@@ -167,7 +167,7 @@ def is_reference(label: str, references=None, within: Optional[str] = None) -> b
         True if the policy is drawn as a reference curve.
 
     Examples:
-        >>> from jaxbandits.labels import is_reference
+        >>> from jaxbandits.report.labels import is_reference
         >>> is_reference("Random"), is_reference("UCB1"), is_reference("UCB1", references=["UCB1"])
         (True, False, True)
     """

@@ -10,8 +10,8 @@ import json
 import os
 from typing import Any, Dict, List, Optional
 
-from .. import _validate as V
-from ..delays import DELAY_LAWS, delay_law
+from ...core import _validate as V
+from ...core.delays import DELAY_LAWS, delay_law
 
 
 #: The policy table's keys that are not the policy's parameters: the exploration floor and the Monte
@@ -34,8 +34,8 @@ def policy_table():
         >>> sorted(table) == sorted(POLICIES), table["ucb1"].__name__
         (True, 'ucb1')
     """
-    from ..policies import bayes, classic
-    from ..policies import conversions as C
+    from ...policies import bayes, classic
+    from ...policies import conversions as C
 
     return {
         "ucb1": classic.ucb1, "kl_ucb": classic.kl_ucb, "thompson": classic.thompson,
@@ -169,7 +169,7 @@ class ServeConfig:
                 close = difflib.get_close_matches(str(law), DELAY_LAWS, n=1)
                 raise ConfigKeyError(("policy", "delay", "law"), f"must be one of {list(DELAY_LAWS)}, got {law!r}"
                                      + (f" (did you mean {close[0]!r}?)" if close else ""))
-            from .. import delays
+            from ...core import delays
 
             allowed = _parameters(getattr(delays, law))
             extra = set(self.policy["delay"]) - {"law"} - set(allowed)
@@ -193,7 +193,7 @@ class ServeConfig:
         return self
 
     def _clock(self):
-        from ..online import Clock
+        from ...online import Clock
 
         if self.clock is None:
             return None
@@ -215,7 +215,7 @@ class ServeConfig:
         return self._build()
 
     def _build(self):
-        from .. import channels
+        from ... import channels
 
         ch = (channels.conversions(window=int(self.channel["window"])) if self.channel["kind"] == "conversions"
               else channels.attributed())
@@ -231,7 +231,7 @@ class ServeConfig:
         exact = pol.memo_probs  # explore's law is exact when its base's is (docs/ope.md)
         eps = self.policy.get("explore", 0)
         if eps:
-            from ..policies.explore import explore
+            from ...policies.explore import explore
 
             pol = explore(pol, eps, samples=self.propensity_samples())
         return pol, ch, exact
@@ -288,7 +288,7 @@ def load_config(path=None, **overrides) -> ServeConfig:
 
                 raw = tomllib.loads(data.decode())
         except (ValueError, UnicodeDecodeError) as e:  # tomllib.TOMLDecodeError and JSONDecodeError
-            from ..experiments.files import toml_error
+            from ...experiments.files import toml_error
 
             raise ValueError(f"{path}: not valid JSON: {e}" if path.endswith(".json")
                              else toml_error(path, data, e)) from None
@@ -336,7 +336,7 @@ def _where(path, text, from_file, key) -> str:
                 line = n
                 break
     else:
-        from ..experiments.files import key_lines, line_of
+        from ...experiments.files import key_lines, line_of
 
         lines = key_lines(text)
         line = line_of(lines, key) or line_of(lines, ("serve",) + tuple(key))

@@ -60,7 +60,7 @@ class Feedback(NamedTuple):
         reveal_ages: ``arrivals.rev_age`` can flag which past play was revealed this round.
 
     Examples:
-        >>> from jaxbandits.types import Feedback
+        >>> from jaxbandits.core.types import Feedback
         >>> Feedback(window=50).aggregated
         False
         >>> Feedback(attributed=False, zeros_observed=False).aggregated
@@ -108,7 +108,7 @@ class Needs(NamedTuple):
         reveal_ages: reveal ages of past plays (True) or none (False).
 
     Examples:
-        >>> from jaxbandits.types import Feedback, Needs
+        >>> from jaxbandits.core.types import Feedback, Needs
         >>> Needs(attributed=True).missing(Feedback(attributed=False))
         ('attributed=True (arrivals attributed to their play), the channel has attributed=False',)
         >>> Needs(attributed=True).missing(Feedback())
@@ -146,7 +146,7 @@ class ProblemSpec(NamedTuple):
         feedback: what the channel reveals (its :class:`Feedback`).
 
     Examples:
-        >>> from jaxbandits.types import Feedback, ProblemSpec
+        >>> from jaxbandits.core.types import Feedback, ProblemSpec
         >>> ProblemSpec(n_arms=3, horizon=1000, feedback=Feedback(window=40)).window
         40
     """
@@ -324,7 +324,7 @@ def one_hot(a, k):
         f32[k], 1 at ``a`` and 0 elsewhere.
 
     Examples:
-        >>> from jaxbandits.types import one_hot
+        >>> from jaxbandits.core.types import one_hot
         >>> one_hot(2, 4)
         Array([0., 0., 1., 0.], dtype=float32)
         >>> one_hot(5, 4)

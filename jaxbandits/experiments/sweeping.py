@@ -25,12 +25,11 @@ from typing import Any, Callable, List, Optional, Tuple
 
 import numpy as np
 
-from .engine import driver as DR
-from .engine import reduce as RD
-from .engine import stats as ST
-from .engine.checkpoint import (CallCache, Interrupted, MissingUnit, SweepShare, reading_saved, unit_bytes,
-                                unit_value)
-from .engine.recording import SimOutput
+from ..engine import driver as DR
+from ..engine import reduce as RD
+from ..engine import stats as ST
+from ..engine.checkpoint import CallCache, Interrupted, MissingUnit, SweepShare, reading_saved, unit_bytes, unit_value
+from ..engine.recording import SimOutput
 
 __all__ = ["Sweep", "DIRECT", "sweep_checkpoints", "call_runner", "placeholder_outputs", "SweepShare", "CallCache",
            "MissingUnit"]
@@ -51,7 +50,7 @@ class Sweep:
         replay_only: compute no unit: replay them all from the cache (a merge of parts).
 
     Examples:
-        >>> from jaxbandits.sweeping import DIRECT, CallCache, Sweep
+        >>> from jaxbandits.experiments.sweeping import DIRECT, CallCache, Sweep
         >>> sweep = Sweep(CallCache(None))  # units kept in memory
         >>> sweep.unit({"fit": 1}, lambda: {"mean": 0.5}, kind="json")
         {'mean': 0.5}
@@ -226,7 +225,7 @@ def sweep_checkpoints(folder: Optional[str], stop: Callable[[], bool] = lambda: 
 
     Examples:
         >>> import tempfile
-        >>> from jaxbandits.sweeping import sweep_checkpoints
+        >>> from jaxbandits.experiments.sweeping import sweep_checkpoints
         >>> folder = tempfile.mkdtemp()
         >>> with sweep_checkpoints(folder) as sweep:
         ...     sweep.unit({"replication": 0}, lambda: [1, 2], kind="json")
@@ -271,7 +270,7 @@ def call_runner(runner, config, runs, seed, horizon, sweep: Sweep = DIRECT):
         DeprecationWarning: a runner without ``sweep`` given a sweep with a cache.
 
     Examples:
-        >>> from jaxbandits.sweeping import call_runner
+        >>> from jaxbandits.experiments.sweeping import call_runner
         >>> def runner(config, runs, seed, horizon, sweep):
         ...     return sweep.unit({"seed": seed}, lambda: {"runs": runs}, kind="json")
         >>> call_runner(runner, {}, 8, 0, 100)
@@ -303,7 +302,7 @@ def placeholder_outputs(problems, n_runs, record_at, grid_params=None, keep=None
     Examples:
         >>> from jaxbandits import channels, engine, envs
         >>> from jaxbandits.policies import classic
-        >>> from jaxbandits.sweeping import placeholder_outputs
+        >>> from jaxbandits.experiments.sweeping import placeholder_outputs
         >>> probs = {"ucb1": engine.problem(envs.bernoulli([0.3, 0.6]), channels.attributed(), classic.ucb1(), 100)}
         >>> out = placeholder_outputs(probs, 4, engine.record_points(100, 50))["ucb1"]
         >>> out.regret.shape, out.pulls.shape, float(out.regret.sum())

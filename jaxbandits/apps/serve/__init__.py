@@ -16,14 +16,15 @@ FastAPI and uvicorn):
   previous one is kept until the commit succeeds).
 * :func:`create_app`: the FastAPI application: ``POST /decide``, ``POST /feedback``,
   ``POST /advance``, ``GET /stats``, ``GET /health``, and the dashboard (``GET /dashboard``,
-  ``/series``, ``/estimates``, ``/config``: :mod:`jaxbandits.dashboard`). A bad request gets a 4xx and one
+  ``/series``, ``/estimates``, ``/config``: :mod:`jaxbandits.apps.dashboard`). A bad request gets a 4xx and one
   ``{"error": "..."}`` message naming the field.
 
-The package by concern: :mod:`~jaxbandits.serve.config` (the configuration), :mod:`~jaxbandits.serve.service` (the learner and its
-database) and :mod:`~jaxbandits.serve.http` (the FastAPI application); every name is re-exported here.
+The package by concern: :mod:`~jaxbandits.apps.serve.config` (the configuration),
+:mod:`~jaxbandits.apps.serve.service` (the learner and its database) and
+:mod:`~jaxbandits.apps.serve.http` (the FastAPI application); every name is re-exported here.
 """
 
-from ..delays import DELAY_LAWS, delay_law  # re-exported: serve.DELAY_LAWS, serve.delay_law as before
+from ...core.delays import DELAY_LAWS, delay_law  # re-exported: serve.DELAY_LAWS, serve.delay_law as before
 from .config import (CHANNELS, DEFAULT_PROPENSITY_SAMPLES, LOGGING_KEYS, POLICIES, ConfigKeyError, ServeConfig,
                      config_from_args, load_config, policy_table)
 from .http import create_app, request_models, run

@@ -1,0 +1,16 @@
+"""The core layer (docs/architecture.md): what every other layer builds on, importing nothing above it.
+
+* :mod:`~jaxbandits.core.types`: ``Policy``, ``Needs``, ``Feedback``, ``ProblemSpec``, ``Context``,
+  ``Arrivals``, ``Outcome``, ``Play``, ``Delivery``, ``NEVER``;
+* :mod:`~jaxbandits.core.values`: policies as values (``PolicyValue``, ``policy_value``, ``policy_digest``);
+* :mod:`~jaxbandits.core.mathlib`: KL divergences and inverses, widths, exponential weights, sampling;
+* :mod:`~jaxbandits.core.ring`: the ring-buffer / sliding-window primitive;
+* :mod:`~jaxbandits.core.delays`: delay laws; :mod:`~jaxbandits.core.profiles`: Wang et al.'s lag profiles;
+* :mod:`~jaxbandits.core.intervals`: t and bootstrap intervals of a mean over runs;
+* internal: ``_validate`` (host-side input checks), ``_pytree`` (frozen dataclasses as pytrees),
+  ``_io`` (atomic writes, locks, manifests).
+
+Importing this package imports none of its modules (``from jaxbandits.core import delays`` imports
+the one asked for). ``jaxbandits.core.delays``, ``jaxbandits.core.mathlib`` and ``jaxbandits.core.ring`` are the
+same module objects.
+"""
