@@ -35,6 +35,8 @@ MOVED = {
     "jaxbandits.cli": "jaxbandits.apps.cli",
     "jaxbandits.serve": "jaxbandits.apps.serve",
     "jaxbandits.dashboard": "jaxbandits.apps.dashboard",
+    # the Bayesian delay models the policies use (components), out of the bayes package (statistics)
+    **{f"jaxbandits.bayes.{m}": f"jaxbandits.delaymodels.{m}" for m in ("families", "model", "hierarchical", "logs", "warm")},
 }
 
 #: new dotted path -> old one, for the stable forms written to files. ``jaxbandits.engine`` is left

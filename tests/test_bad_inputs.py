@@ -26,7 +26,7 @@ from jaxbandits import delays as D
 from jaxbandits import envs as E
 from jaxbandits import experiments as X
 from jaxbandits.core import profiles as Pr
-from jaxbandits.bayes import logs as L
+from jaxbandits.delaymodels import logs as L
 from jaxbandits.policies import adversarial as PA
 from jaxbandits.policies import anonymous as PN
 from jaxbandits.policies import classic as P
@@ -523,7 +523,7 @@ TIMED = textwrap.dedent("""
     import numpy as np
     t0 = time.perf_counter()
     from jaxbandits import delays as D
-    from jaxbandits.bayes import logs as L
+    from jaxbandits.delaymodels import logs as L
     out = {}
 
     def timed(name, fn):

@@ -33,17 +33,17 @@ DOCUMENTED = [
     "jaxbandits.ope.command",
     "jaxbandits.fused",
     "jaxbandits.fused.path",
-    "jaxbandits.bayes.families",
-    "jaxbandits.bayes.logs",
-    "jaxbandits.bayes.model",
+    "jaxbandits.delaymodels.families",
+    "jaxbandits.delaymodels.logs",
+    "jaxbandits.delaymodels.model",
     "jaxbandits.bayes.synth",
-    "jaxbandits.bayes.warm",
+    "jaxbandits.delaymodels.warm",
     "jaxbandits.bayes.ppc",
     "jaxbandits.bayes.report",
     "jaxbandits.bayes.calibration",
     "jaxbandits.bayes.contextual",
     "jaxbandits.bayes.fit",
-    "jaxbandits.bayes.hierarchical",
+    "jaxbandits.delaymodels.hierarchical",
     "jaxbandits.core.profiles",
     "jaxbandits.core.delays",
     "jaxbandits.envs.stochastic",
@@ -113,7 +113,7 @@ DOCUMENTED = [
 #: modules whose examples run in the default suite (cheap: constructors, numpy, small eager array
 #: calls; about 15 s together on 2 cores); examples that compile a simulation, run MCMC or need a
 #: file are marked ``# doctest: +SKIP``
-DOCTESTED = [m for m in DOCUMENTED if m not in ("jaxbandits.core.mathlib", "jaxbandits.bayes.model", "jaxbandits.core.delays",
+DOCTESTED = [m for m in DOCUMENTED if m not in ("jaxbandits.core.mathlib", "jaxbandits.delaymodels.model", "jaxbandits.core.delays",
                                                 # classes only: exempt, no examples
                                                 "jaxbandits.reproductions.bayes", "jaxbandits.reproductions.ope",
                                                 # re-exports: their examples run in the defining modules
@@ -124,7 +124,7 @@ DOCTESTED = [m for m in DOCUMENTED if m not in ("jaxbandits.core.mathlib", "jaxb
                                                 "jaxbandits.policies")]
 
 #: modules whose examples are many small eager JAX calls (about 10 s each on 2 cores): ``-m slow``
-DOCTESTED_SLOW = ["jaxbandits.core.mathlib", "jaxbandits.bayes.model", "jaxbandits.core.delays"]
+DOCTESTED_SLOW = ["jaxbandits.core.mathlib", "jaxbandits.delaymodels.model", "jaxbandits.core.delays"]
 
 SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Returns|Yields|Raises|Example|Examples)\s*:\s*$", re.M)
 

@@ -96,7 +96,7 @@ def test_fit_plots_name_the_time_unit(monkeypatch, tmp_path):
     import xarray as xr
     from matplotlib.axes import Axes
 
-    from jaxbandits.bayes import logs as L
+    from jaxbandits.delaymodels import logs as L
     from jaxbandits.bayes import report
 
     labels = []
@@ -293,7 +293,7 @@ def test_serve_refuses_another_applications_sqlite_file_and_leaves_it_alone(tmp_
 def test_parquet_columns_of_the_wrong_type_are_refused(tmp_path, col, values, what):
     pd = pytest.importorskip("pandas")
     pytest.importorskip("pyarrow")
-    from jaxbandits.bayes import logs as L
+    from jaxbandits.delaymodels import logs as L
 
     d = dict(arm=["a", "b", "a"], play_time=[0.0, 1.0, 2.0], conversion_time=[1.0, np.nan, 3.0], cutoff=[10.0] * 3)
     d[col] = pd.to_timedelta([1, 2, 3], unit="h") if values == "timedelta" else values
@@ -307,7 +307,7 @@ def test_fit_summary_with_one_chain_is_json_without_nan(tmp_path):
     import json
 
     az = pytest.importorskip("arviz")
-    from jaxbandits.bayes import logs as L
+    from jaxbandits.delaymodels import logs as L
     from jaxbandits.bayes import report
 
     rng = np.random.default_rng(0)
@@ -486,7 +486,7 @@ def test_an_edited_results_nc_names_the_file_and_the_key(tmp_path, edit, what):
 
 def test_non_utf8_log_names_the_file_line_and_byte(tmp_path):
     pytest.importorskip("pandas")
-    from jaxbandits.bayes import logs as L
+    from jaxbandits.delaymodels import logs as L
 
     f = tmp_path / "log.csv"
     f.write_bytes(b"arm,play_time,conversion_time,cutoff\na,1,2,3\n\xff\xfe,1,2,3\n")

@@ -344,7 +344,7 @@ def test_every_label_count_gets_distinct_colours_up_to_twenty():
 def test_every_delay_family_gives_init_values_of_the_asked_shape():
     """Every registered item: each delay family's initial values, one array of the asked shape per
     parameter, finite and positive (where the sampler starts)."""
-    from jaxbandits.bayes.families import FAMILIES
+    from jaxbandits.delaymodels.families import FAMILIES
 
     for name, fam in FAMILIES.items():
         for shape in ((), (3,)):

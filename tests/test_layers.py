@@ -27,11 +27,9 @@ LAYERS = {
     # core (jaxbandits/core/): types, values, math, the ring buffer, delay laws, plain helpers; the
     # version and the table of moved modules (imports nothing of the package)
     "jaxbandits._version": CORE, "jaxbandits._moved": CORE, "jaxbandits.core": CORE,
-    # components: worlds, channels, policies (and the Bayesian families and priors the policies use)
+    # components: worlds, channels, policies, and the Bayesian delay models the policies use
     "jaxbandits.envs": COMPONENTS, "jaxbandits.channels": COMPONENTS, "jaxbandits.policies": COMPONENTS,
-    "jaxbandits.bayes.families": COMPONENTS, "jaxbandits.bayes.model": COMPONENTS,
-    "jaxbandits.bayes.hierarchical": COMPONENTS, "jaxbandits.bayes.logs": COMPONENTS,
-    "jaxbandits.bayes.convert": COMPONENTS, "jaxbandits.bayes.warm": COMPONENTS,
+    "jaxbandits.delaymodels": COMPONENTS,
     # engine: the round, the driver and the public simulate, the fused backend
     "jaxbandits.engine": ENGINE, "jaxbandits.fused": ENGINE,
     # experiments (jaxbandits/experiments/: specs, registry, runner, sweeping, parts, distributed,
@@ -44,7 +42,7 @@ LAYERS = {
     # report, plots and comparisons (jaxbandits/report/: plotting, compare, sweeps; and what draws its
     # own figures: the bayes reports, the reproductions)
     "jaxbandits.report": REPORT, "jaxbandits.reproductions": REPORT,
-    # the bayes package: its __init__ re-exports the models, logs, fits and warm starts (statistics);
+    # the bayes package: its __init__ re-exports the fits and the delay models' names (statistics);
     # its reports and plots are imported from their modules
     "jaxbandits.bayes": STATISTICS, "jaxbandits.bayes.ppc": REPORT, "jaxbandits.bayes.calibration": REPORT,
     "jaxbandits.bayes.report": REPORT,

@@ -337,7 +337,7 @@ def test_ndtri_is_jaxs_bit_for_bit_and_has_no_array_constant():
     import jax.numpy as jnp
     from jax.scipy.special import ndtri as jax_ndtri
 
-    from jaxbandits.mathlib import ndtri
+    from jaxbandits.core.mathlib import ndtri
 
     p = np.arange(0, 0x3F800001, 97, dtype=np.uint32).view(np.float32)
     p = np.concatenate([p, np.float32([0.0, 1.0, 0.5, np.nextafter(np.float32(1), np.float32(0))])])

@@ -41,6 +41,8 @@ OLD_TO_NEW = {
     "jaxbandits.compare": "jaxbandits.report.compare", "jaxbandits.sweeps": "jaxbandits.report.sweeps",
     "jaxbandits.cli": "jaxbandits.apps.cli", "jaxbandits.serve": "jaxbandits.apps.serve",
     "jaxbandits.dashboard": "jaxbandits.apps.dashboard",
+    **{f"jaxbandits.bayes.{m}": f"jaxbandits.delaymodels.{m}" for m in ("families", "model", "hierarchical", "logs",
+                                                                         "warm")},
 }
 #: modules inside a moved package, imported by their old dotted path
 SUBMODULES = {"jaxbandits.serve.config": "jaxbandits.apps.serve.config",

@@ -4,23 +4,26 @@ rate of each arm and the delay law inferred jointly, with the exact right-censor
     log = bayes.read_log("experiments/data/example_log.csv")
     idata = bayes.fit(log, model="weibull", method="nuts")   # arviz.InferenceData
 
-The package re-exports its models, logs, fits and warm starts. Its report layer, which draws
+The package re-exports its fits and, from :mod:`jaxbandits.delaymodels` (the components the
+delay-model policies use: families, the censored-conversion model, logs, priors, warm starts), the
+models' names. Its report layer, which draws
 figures, is imported from its own modules (docs/architecture.md: a package's ``__init__`` imports
 nothing above its layer): posterior predictive checks from :mod:`jaxbandits.bayes.ppc`
 (``ppc_curves``, ``km_seen_curve``, ``plot_ppc``), simulation-based calibration from
 :mod:`jaxbandits.bayes.calibration` (``sbc``, ``SBCResult``, ``rank_uniformity``) and a fit's
 folder from :mod:`jaxbandits.bayes.report`.
 """
-from .families import DEFAULT_EDGES, FAMILIES, Exponential, Family, Geometric, Histogram, LogNormal, Weibull, delay_law, family
-from .fit import (AUTO_DISTINCT, AUTO_RESOLUTION, ConversionLog, compress_log, conversion_log, delay_cdf_grid, delay_laws,
-                  diagnostics, fit,
-                  from_table, load_log, read_log, write_log)
-from .model import (CensoredConversion, RingStats, Rows, SuffStats, WeightedRows, compress, compress_rows, conversion_model,
-                    loglik_ring, loglik_rows, loglik_suffstats, loglik_weighted, pointwise_weighted, unseen_log_term)
-from .synth import synthetic_log
-from .hierarchical import HIER_DEFAULTS, hierarchical_model, hierarchical_priors
+from ..delaymodels.families import (DEFAULT_EDGES, FAMILIES, Exponential, Family, Geometric, Histogram, LogNormal,
+                                    Weibull, delay_law, family)
+from ..delaymodels.hierarchical import HIER_DEFAULTS, hierarchical_model, hierarchical_priors
+from ..delaymodels.model import (CensoredConversion, RingStats, Rows, SuffStats, WeightedRows, compress, compress_rows,
+                                 conversion_model, loglik_ring, loglik_rows, loglik_suffstats, loglik_weighted,
+                                 pointwise_weighted, unseen_log_term)
+from ..delaymodels.warm import WarmStart, policy_prior
 from .contextual import CONTEXT_DEFAULTS, ContextRows, contextual_model, fit_contextual, synthetic_contextual_log
-from .warm import WarmStart, policy_prior
+from .fit import (AUTO_DISTINCT, AUTO_RESOLUTION, ConversionLog, compress_log, conversion_log, delay_cdf_grid, delay_laws,
+                  diagnostics, fit, from_table, load_log, read_log, write_log)
+from .synth import synthetic_log
 
 __all__ = ["delay_law", "delay_laws", "Family", "Exponential", "Geometric", "Weibull", "LogNormal", "Histogram", "FAMILIES",
            "family", "DEFAULT_EDGES", "ConversionLog", "conversion_log", "from_table", "read_log", "load_log",

@@ -2,7 +2,7 @@
 
 For each of ``n_reps`` replications: draw the parameters from the model's own prior (NumPyro's
 ``Predictive`` on :func:`~jaxbandits.bayes.conversion_model`), simulate a log from them with the
-family's numpy sampler (:meth:`~jaxbandits.bayes.families.Family.draw`, independent of the model's log
+family's numpy sampler (:meth:`~jaxbandits.delaymodels.families.Family.draw`, independent of the model's log
 densities), fit it with NUTS, and record the rank of each true parameter among ``n_draws``
 thinned posterior draws. If the simulator, the likelihood and the sampler agree, every rank is
 uniform on ``{0, ..., n_draws}`` (Talts et al. 2018). Uniformity is tested per parameter with a
@@ -28,8 +28,8 @@ from jax.flatten_util import ravel_pytree
 import numpy as np
 
 from ..core import _validate as V
-from .families import family
-from .model import WeightedRows, conversion_model
+from ..delaymodels.families import family
+from ..delaymodels.model import WeightedRows, conversion_model
 
 __all__ = ["SBCResult", "sbc", "simulate_rows", "rank_uniformity"]
 
@@ -137,7 +137,7 @@ def rank_uniformity(ranks, n_draws: int, n_bins: int = 10) -> float:
 
 
 def simulate_rows(rng, fam, p, th, n_arms, n_plays, span, discrete, delay_scale=1.0) -> WeightedRows:
-    """One simulated log, as fixed-size :class:`~jaxbandits.bayes.model.WeightedRows`.
+    """One simulated log, as fixed-size :class:`~jaxbandits.delaymodels.model.WeightedRows`.
 
     One delay law ``th`` shared by the arms; ``n_plays`` plays (arms uniform, play times uniform on
     ``[0, span)``, observed at ``span``). Seen row ``i`` has count 1 when play ``i``'s conversion
@@ -157,7 +157,7 @@ def simulate_rows(rng, fam, p, th, n_arms, n_plays, span, discrete, delay_scale=
             misspecified simulator, which SBC must detect).
 
     Returns:
-        The :class:`~jaxbandits.bayes.model.WeightedRows` (``n_plays`` seen and unseen rows).
+        The :class:`~jaxbandits.delaymodels.model.WeightedRows` (``n_plays`` seen and unseen rows).
 
     Examples:
         >>> import numpy as np

@@ -30,9 +30,9 @@ import numpyro
 import numpyro.distributions as dist
 
 from ..core import _validate as V
-from .families import family
-from .logs import ConversionLog, conversion_log
-from .model import unseen_log_term
+from ..delaymodels.families import family
+from ..delaymodels.logs import ConversionLog, conversion_log
+from ..delaymodels.model import unseen_log_term
 
 __all__ = ["ContextRows", "contextual_model", "contextual_priors", "fit_contextual", "synthetic_contextual_log",
            "CONTEXT_DEFAULTS"]
@@ -162,7 +162,7 @@ def fit_contextual(log: ConversionLog, covariates, segment=None, model: str = "e
     """Fit the contextual model to a log with per-play covariates (NUTS, vectorised chains).
 
     Args:
-        log: the :class:`~jaxbandits.bayes.logs.ConversionLog`.
+        log: the :class:`~jaxbandits.delaymodels.logs.ConversionLog`.
         covariates: ``[N, J]`` array, or a pandas DataFrame whose columns name the features.
         segment: one label per play (any hashable labels), or None: one segment.
         model: the delay family's name.
@@ -271,7 +271,7 @@ def synthetic_contextual_log(n_plays: int, alpha, beta, segment_means, span: flo
         seed: the seed.
 
     Returns:
-        ``(log, X, segment)``: the :class:`~jaxbandits.bayes.logs.ConversionLog`, the covariates
+        ``(log, X, segment)``: the :class:`~jaxbandits.delaymodels.logs.ConversionLog`, the covariates
         ``[N, J]`` and each play's segment.
 
     Examples:

@@ -5,7 +5,7 @@ and, when asked, the pointwise log-likelihood per play (float64, for ``az.loo``/
 
 The likelihood is evaluated on the log's distinct rows with counts (:func:`compress_rows`): exact,
 and O(distinct rows) instead of O(plays). Chains run vectorised (one program for all chains).
-Logs: see :mod:`jaxbandits.bayes.logs` (CSV, Parquet, DataFrames, timestamps, arm labels).
+Logs: see :mod:`jaxbandits.delaymodels.logs` (CSV, Parquet, DataFrames, timestamps, arm labels).
 """
 from __future__ import annotations
 
@@ -20,9 +20,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..core import _validate as V
-from .families import Family, delay_law, family, family_of
-from .logs import ConversionLog, conversion_log, from_table, load_log, read_log, warn_empty_arms, write_log
-from .model import WeightedRows, compress_rows, conversion_model
+from ..delaymodels.families import Family, delay_law, family, family_of
+from ..delaymodels.logs import ConversionLog, conversion_log, from_table, load_log, read_log, warn_empty_arms, write_log
+from ..delaymodels.model import WeightedRows, compress_rows, conversion_model
 
 __all__ = ["ConversionLog", "conversion_log", "from_table", "load_log", "read_log", "write_log", "fit", "diagnostics",
            "delay_cdf_grid", "delay_laws", "compress_log", "AUTO_DISTINCT", "AUTO_RESOLUTION"]
@@ -33,10 +33,10 @@ _LL_AUTO_BYTES = 64 * 2**20  # log_likelihood="auto": per-play log-likelihood wh
 
 
 def compress_log(log: ConversionLog, window=None, discrete=False, per_arm_delay=False, resolution="auto"):
-    """The log's distinct rows with counts (see :func:`jaxbandits.bayes.model.compress_rows`).
+    """The log's distinct rows with counts (see :func:`jaxbandits.delaymodels.model.compress_rows`).
 
     Args:
-        log: the :class:`~jaxbandits.bayes.logs.ConversionLog`.
+        log: the :class:`~jaxbandits.delaymodels.logs.ConversionLog`.
         window: the conversion window, or None.
         discrete: integer delays.
         per_arm_delay: keep seen delays apart by arm.
@@ -214,7 +214,7 @@ def fit(log: ConversionLog, model: str = "exponential", method: str = "nuts", *,
     are warned about and listed in ``attrs["empty_arms"]`` (their posterior is the prior).
 
     Args:
-        log: the :class:`~jaxbandits.bayes.logs.ConversionLog`.
+        log: the :class:`~jaxbandits.delaymodels.logs.ConversionLog`.
         model: the delay family's name.
         method: ``"nuts"`` (reference; full sample_stats) or ``"svi"`` (full-rank Gaussian guide,
             Adam).
@@ -277,7 +277,7 @@ def fit(log: ConversionLog, model: str = "exponential", method: str = "nuts", *,
     if hierarchical not in (True, False):
         raise ValueError(f"hierarchical must be True or False, got {hierarchical!r}")
     if hierarchical:
-        from .hierarchical import hierarchical_priors
+        from ..delaymodels.hierarchical import hierarchical_priors
 
         if method != "nuts":
             raise ValueError(f"hierarchical=True fits with method='nuts' only, got method={method!r}")
@@ -308,7 +308,7 @@ def fit(log: ConversionLog, model: str = "exponential", method: str = "nuts", *,
         attrs.update(time_unit=log.time_unit, time_origin=str(log.origin))
     model_fn = functools.partial(conversion_model, **kw)  # static options bound; only the data are jitted
     if hierarchical:
-        from .hierarchical import hierarchical_model
+        from ..delaymodels.hierarchical import hierarchical_model
 
         model_fn = functools.partial(hierarchical_model, n_arms=K, fam=fam, discrete=discrete, priors=priors,
                                      prior_mean=prior_mean)
@@ -347,7 +347,7 @@ def fit(log: ConversionLog, model: str = "exponential", method: str = "nuts", *,
     idata.posterior = idata.posterior.assign_coords(age=ages)
 
     # per distinct row, chunked over draws: pending conversions per arm; the pointwise log-likelihood
-    from .model import pointwise_weighted
+    from ..delaymodels.model import pointwise_weighted
 
     def per_chunk(d, want_ll):
         p = jnp.asarray(d["p"])
@@ -432,7 +432,7 @@ def delay_laws(idata, draws: Optional[int] = None, seed: int = 0):
         seed: the seed of the draws picked (``draws`` an integer).
 
     Returns:
-        A :mod:`jaxbandits.delays` law (``draws=None``) or a list of ``draws`` laws; with one law
+        A :mod:`jaxbandits.core.delays` law (``draws=None``) or a list of ``draws`` laws; with one law
         per arm, a tuple of laws (one per arm) in place of each law.
 
     Raises:

@@ -2,7 +2,7 @@
 
 The check replays the log's own design (each play's arm and observation age, the window) under
 parameters drawn from the posterior: every play converts with its arm's ``p``, after a delay drawn
-from the fitted law (the family's numpy sampler, :meth:`~jaxbandits.bayes.families.Family.draw`), and the
+from the fitted law (the family's numpy sampler, :meth:`~jaxbandits.delaymodels.families.Family.draw`), and the
 conversion is seen when its delay is at most the play's age. The Kaplan-Meier estimate of
 ``P(conversion seen by age a)`` is computed per arm on the data and on each replicated log; a model
 that fits puts the data's curve inside the band of the replicated curves. Unlike the model curve
@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..report.plotting import load_pyplot
-from .families import family_of
-from .logs import ConversionLog
+from ..delaymodels.families import family_of
+from ..delaymodels.logs import ConversionLog
 
 __all__ = ["km_seen_curve", "ppc_curves", "plot_ppc"]
 
@@ -59,7 +59,7 @@ def ppc_curves(idata, log: ConversionLog, ages=None, n_draws: int = 100, max_pla
 
     Args:
         idata: the ``arviz.InferenceData`` of :func:`jaxbandits.bayes.fit`.
-        log: the :class:`~jaxbandits.bayes.logs.ConversionLog` fitted.
+        log: the :class:`~jaxbandits.delaymodels.logs.ConversionLog` fitted.
         ages: the ages ``[G]`` (default: a grid over the log's ages).
         n_draws: the posterior draws replicated.
         max_plays: at most this many plays are replicated (a random subset).
@@ -122,7 +122,7 @@ def plot_ppc(idata, log: ConversionLog, path, n_draws: int = 100, max_plays: int
 
     Args:
         idata: the ``arviz.InferenceData`` of :func:`jaxbandits.bayes.fit`.
-        log: the :class:`~jaxbandits.bayes.logs.ConversionLog` fitted.
+        log: the :class:`~jaxbandits.delaymodels.logs.ConversionLog` fitted.
         path: the PNG file.
         n_draws: the posterior draws replicated.
         max_plays: at most this many plays are replicated.

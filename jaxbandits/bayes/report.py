@@ -19,7 +19,7 @@ def kaplan_meier_conversion(log: ConversionLog, arm: int, ages, window=None):
     The event is a seen conversion at its delay; censoring is the play's age at the cutoff.
 
     Args:
-        log: the :class:`~jaxbandits.bayes.logs.ConversionLog`.
+        log: the :class:`~jaxbandits.delaymodels.logs.ConversionLog`.
         arm: the arm index.
         ages: the ages to evaluate at.
         window: the conversion window, or None.
@@ -94,7 +94,7 @@ def save_fit(idata, log: ConversionLog, out_dir: str, plot: bool = True, force: 
 
     Args:
         idata: the ``arviz.InferenceData`` of :func:`jaxbandits.bayes.fit`.
-        log: the :class:`~jaxbandits.bayes.logs.ConversionLog` fitted.
+        log: the :class:`~jaxbandits.delaymodels.logs.ConversionLog` fitted.
         out_dir: the output folder.
         plot: also write the plots.
         force: overwrite a folder holding other results.

@@ -35,7 +35,7 @@ def synthetic_log(p, n_plays: int, span: float, cutoff: float, delay: str = "exp
         seed: the seed.
 
     Returns:
-        The :class:`~jaxbandits.bayes.logs.ConversionLog`.
+        The :class:`~jaxbandits.delaymodels.logs.ConversionLog`.
 
     Examples:
         >>> from jaxbandits import bayes

@@ -12,7 +12,7 @@ Continuous laws are discretised by ``floor``: ``D = floor(X)``, so ``P(D <= n) =
 The floored exponential, Weibull and log-normal laws also give the log-survival ``log_sf_x(x) =
 log P(X > x)`` and log-density ``log_pdf_x(x)`` of ``X``, and from them the discrete ``log_sf(n) =
 log P(D > n)`` and ``log_pmf(n)`` (:func:`floor_log_pmf`): the Bayesian delay families
-(:mod:`jaxbandits.bayes.families`) compute their likelihoods with these, built from traced
+(:mod:`jaxbandits.delaymodels.families`) compute their likelihoods with these, built from traced
 parameters inside a model.
 A law on {1, 2, ...} is a zero-based law wrapped in :func:`shift`.
 

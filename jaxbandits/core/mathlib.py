@@ -787,7 +787,7 @@ def ndtri(p):
     """The standard normal quantile ``Phi^-1(p)`` of float32 ``p``, computed as
     :func:`jax.scipy.special.ndtri` computes it (the same operations on the same float32
     constants: equal bit for bit, tested), but with no array constant, so it also runs inside a
-    fused Pallas kernel (the log-normal delay law's inverse CDF, :mod:`jaxbandits.delays`).
+    fused Pallas kernel (the log-normal delay law's inverse CDF, :mod:`jaxbandits.core.delays`).
 
     Args:
         p: probabilities, float32, in ``[0, 1]`` (``0`` and ``1`` give ``-inf`` and ``inf``).

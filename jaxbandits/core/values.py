@@ -142,7 +142,7 @@ def policy_value(cls_name: str, fused: Optional[Tuple[str, Tuple[str, ...]]] = N
 
     Returns:
         A decorator: given the constructor ``fn`` (its arguments the hyper-parameters, returning a
-        :class:`~jaxbandits.types.Policy` or a :class:`PolicyValue`), a function of the same
+        :class:`~jaxbandits.core.types.Policy` or a :class:`PolicyValue`), a function of the same
         signature that returns a value of the new class.
 
     Example:
@@ -459,7 +459,7 @@ def user_policy_id(policy) -> str:
     (:func:`policy_value`), whose fields name it (docs/composing.md).
 
     Args:
-        policy: a user's :class:`~jaxbandits.types.Policy` NamedTuple.
+        policy: a user's :class:`~jaxbandits.core.types.Policy` NamedTuple.
 
     Returns:
         str: ``"u:"`` and 16 hex digits, the same in every process for the same name, functions

@@ -278,7 +278,7 @@ def _lanes_delayed_kernel(ks, *refs):
         oh = [h.astype(_F) for h in hit]
         mu_a = _select(a, [jnp.broadcast_to(x, (B,)) for x in mus])
         conv = u < mu_a
-        d = law.ppf_float(v)  # the law's own inverse CDF (jaxbandits.delays), float32
+        d = law.ppf_float(v)  # the law's own inverse CDF (jaxbandits.core.delays), float32
         inwin = conv & (d <= _F(m))
         di = jnp.where(inwin, d, 0.0).astype(_I)
         now = inwin & (di == 0)

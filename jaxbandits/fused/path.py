@@ -109,13 +109,13 @@ def unsupported(env, channel, policies, *, chunk=None, shard=None, resume=False,
 def kernel_law(law):
     """The delay law as the fused kernels hold it, or ``None`` when it has no in-kernel sampler.
 
-    A closed-form law (:attr:`jaxbandits.delays.DelayLaw.closed_form`) with each array field made a
+    A closed-form law (:attr:`jaxbandits.core.delays.DelayLaw.closed_form`) with each array field made a
     NumPy scalar of the same dtype and value: hashable (it is part of the kernel's compile key) and
     a constant inside the kernel, where its own ``ppf_float`` draws the delays, so the kernels and
     the scan path share one inverse CDF, computed in the same float32 operations.
 
     Args:
-        law: a delay law (:mod:`jaxbandits.delays`).
+        law: a delay law (:mod:`jaxbandits.core.delays`).
 
     Returns:
         The law with NumPy scalar fields, or ``None`` for a law that is not closed-form (a

@@ -110,7 +110,7 @@ def decision_log(arm, time, propensity, conversion_time, end, *, n_arms=None, ar
         >>> len(log), log.n_arms, log.age().tolist()
         (4, 2, [10.0, 9.0, 8.0, 7.0])
     """
-    from ..bayes.logs import conversion_log
+    from ..delaymodels.logs import conversion_log
 
     log = conversion_log(arm, time, conversion_time, end, n_arms=n_arms, arms=arms)
     out = _with_propensity(log, propensity, probs, propensity_samples, lambda i: f"row {i}", PROPENSITY_COLUMN)
@@ -187,7 +187,7 @@ def load(source, *, end=None, time_unit=None, origin=None, arms=None, n_arms=Non
     """
     if isinstance(source, (str, os.PathLike)) and os.fspath(source).lower().endswith((".db", ".sqlite", ".sqlite3")):
         return read_serve_db(source)
-    from ..bayes.logs import load_log
+    from ..delaymodels.logs import load_log
 
     cols = dict(columns or {})
     pcol = cols.pop("propensity", PROPENSITY_COLUMN)

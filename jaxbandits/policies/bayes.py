@@ -32,8 +32,8 @@ from numpyro.infer.util import potential_energy
 
 from ..core import _validate as V
 from ..core import mathlib as M
-from ..bayes.families import family
-from ..bayes.model import RingStats, conversion_model
+from ..delaymodels.families import family
+from ..delaymodels.model import RingStats, conversion_model
 from ..core.types import Needs, Policy, ProblemSpec, RatePosterior, one_hot
 from ..core.values import policy_value
 
@@ -61,17 +61,17 @@ def ring_update(rs: RingStats, t, action, rev_age):
     the reveals (delay-0 conversions of this play included).
 
     Args:
-        rs: the :class:`~jaxbandits.bayes.model.RingStats` so far (window ``W``, ``K`` arms).
+        rs: the :class:`~jaxbandits.delaymodels.model.RingStats` so far (window ``W``, ``K`` arms).
         t: the 0-based round.
         action: the arm played at ``t``.
         rev_age: i32[W], the conversions revealed at ``t``, by age of their play.
 
     Returns:
-        The updated :class:`~jaxbandits.bayes.model.RingStats`.
+        The updated :class:`~jaxbandits.delaymodels.model.RingStats`.
 
     Examples:
         >>> import jax.numpy as jnp
-        >>> from jaxbandits.bayes.model import RingStats
+        >>> from jaxbandits.delaymodels.model import RingStats
         >>> from jaxbandits.policies import bayes
         >>> rs = RingStats(n_conv=jnp.zeros(2), hist=jnp.zeros(3), n_closed=jnp.zeros(2),
         ...                ring_arm=jnp.zeros(3, jnp.int32), ring_pend=jnp.zeros(3), t=jnp.asarray(-1))
@@ -291,7 +291,7 @@ class DelayTSState(NamedTuple):
     """The state of DelayModelTS.
 
     Attributes:
-        stats: the :class:`~jaxbandits.bayes.model.RingStats` of the data so far.
+        stats: the :class:`~jaxbandits.delaymodels.model.RingStats` of the data so far.
         eng: the sampler's :class:`Engine` (chain, tracked mode, mass matrix).
         key: the refresh randomness (conventions §5.2: a key kept in the state).
     """
@@ -354,7 +354,7 @@ def delay_model_ts(window: int = 255, model: str = "exponential", engine: str = 
     """
     M_ = V.integer("window", window, lo=1, hi=V.MAX_HORIZON)
     if warm_start is not None:
-        from ..bayes.warm import WarmStart
+        from ..delaymodels.warm import WarmStart
 
         if not isinstance(warm_start, WarmStart):
             raise TypeError(f"warm_start must be a jaxbandits.bayes.policy_prior(...) result, got {type(warm_start).__name__}")
@@ -385,7 +385,7 @@ def delay_model_ts(window: int = 255, model: str = "exponential", engine: str = 
     kw = dict(fam=fam, discrete=True, per_arm_delay=per_arm_delay, priors=priors, prior_mean=pm,
               fixed_delay=fixed_delay)
     if priors is not None:
-        from ..bayes.model import resolve_priors
+        from ..delaymodels.model import resolve_priors
 
         resolve_priors(fam, priors, pm)  # unknown keys and bad values named now, before anything compiles
 

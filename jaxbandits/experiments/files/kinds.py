@@ -12,10 +12,10 @@ from typing import Any, Dict, List, Tuple
 #: Short names of the library's constructor modules: ``kind = "PREFIX.function"``. A kind may also
 #: be ``"package.module:function"`` (any importable function, your own included).
 KINDS: Dict[str, str] = {
-    "delays": "jaxbandits.delays",
+    "delays": "jaxbandits.core.delays",
     "envs": "jaxbandits.envs",
     "channels": "jaxbandits.channels",
-    "profiles": "jaxbandits.profiles",
+    "profiles": "jaxbandits.core.profiles",
     "classic": "jaxbandits.policies.classic",
     "conversions": "jaxbandits.policies.conversions",
     "adversarial": "jaxbandits.policies.adversarial",
@@ -95,7 +95,7 @@ def resolve_kind(kind) -> Any:
         >>> resolve_kind("delays.geometrc")
         Traceback (most recent call last):
         ...
-        ValueError: unknown kind 'delays.geometrc': jaxbandits.delays has no public function 'geometrc' ...
+        ValueError: unknown kind 'delays.geometrc': jaxbandits.core.delays has no public function 'geometrc' ...
     """
     if not isinstance(kind, str) or not kind:
         raise ValueError(f"kind must be a string such as \"classic.ucb1\" or \"package.module:function\", got {kind!r}")

@@ -90,7 +90,7 @@ def build_panels(doc: dict, ctx: Optional[FileContext] = None) -> list:
     """
     from ...channels import Channel
     from ...envs.base import World
-    from ...values import is_policy
+    from ...core.values import is_policy
     from ..specs import Panel
 
     ctx = ctx or FileContext("<experiment file>", {})

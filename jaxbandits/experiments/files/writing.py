@@ -3,10 +3,10 @@
 :func:`describe` writes a registered experiment in the declarative form: it runs the experiment's
 build and writes each world, channel and policy of the built panels from the value itself. A
 library policy is a value whose fields are its constructor's arguments
-(:class:`~jaxbandits.values.PolicyValue`); a world, channel, delay law or profile carries the
-:class:`~jaxbandits.values.Made` record of the public constructor that returned it (declared with
-:func:`~jaxbandits.values.constructor`: the function and its arguments as given), read with
-:func:`~jaxbandits.values.made_by`; its ``kind`` is the name under which a module of
+(:class:`~jaxbandits.core.values.PolicyValue`); a world, channel, delay law or profile carries the
+:class:`~jaxbandits.core.values.Made` record of the public constructor that returned it (declared with
+:func:`~jaxbandits.core.values.constructor`: the function and its arguments as given), read with
+:func:`~jaxbandits.core.values.made_by`; its ``kind`` is the name under which a module of
 :data:`~jaxbandits.experiments.files.kinds.KINDS` exports that function. Arguments that are
 themselves such values become nested entries. Nothing is recorded from the interpreter, so running
 the written file builds the same objects and gives the same numbers (a test checks this for every
@@ -28,7 +28,7 @@ from .tomlwriter import NotExpressible, dotted, dumps
 
 
 def _fn_kind(fn) -> Optional[str]:
-    """The ``kind`` of a :func:`~jaxbandits.values.constructor` ``fn``: ``PREFIX.name`` where a module of
+    """The ``kind`` of a :func:`~jaxbandits.core.values.constructor` ``fn``: ``PREFIX.name`` where a module of
     :data:`KINDS` exports it, else ``package.module:function`` for a function of one's own."""
     for prefix, modname in KINDS.items():
         if getattr(importlib.import_module(modname), fn.__name__, None) is fn:
@@ -47,8 +47,8 @@ def _policy_kind(pol) -> Optional[str]:
 
 def _encode(x, path, seen=()):
     """A Python value as a file value: a library policy as the call its fields make, a value made by
-    a :func:`~jaxbandits.values.constructor` as that call (:func:`~jaxbandits.values.made_by`)."""
-    from ...values import PolicyValue, made_by
+    a :func:`~jaxbandits.core.values.constructor` as that call (:func:`~jaxbandits.core.values.made_by`)."""
+    from ...core.values import PolicyValue, made_by
 
     if isinstance(x, PolicyValue):
         kind = _policy_kind(x)
@@ -187,7 +187,7 @@ def _common_keys(exp, doc):
 
 
 def _describe_declarative(exp, cfg, head, overrides):
-    from ...values import PolicyValue, made_by
+    from ...core.values import PolicyValue, made_by
 
     built = exp.build(cfg)
     panels = built if isinstance(built, list) else None
@@ -207,7 +207,7 @@ def _describe_declarative(exp, cfg, head, overrides):
             if made_by(obj) is None:
                 raise NotExpressible(f"experiment {exp.name!r}: {dotted(where + (slot,))} ({type(obj).__name__}) was "
                                      "not made by a constructor of the library's table or a function of your own "
-                                     "package (decorated with jaxbandits.values.constructor), so it cannot be written "
+                                     "package (decorated with jaxbandits.core.values.constructor), so it cannot be written "
                                      "as {kind = ...}")
             e[slot] = _encode(obj, where + (slot,))
         e["policies"] = {}
@@ -215,7 +215,7 @@ def _describe_declarative(exp, cfg, head, overrides):
             if not isinstance(pol, PolicyValue):
                 raise NotExpressible(f"experiment {exp.name!r}: policy {lab!r} is a {type(pol).__name__}, not a policy "
                                      "value: a Policy NamedTuple of closures cannot say its parameters; make its "
-                                     "constructor a value with jaxbandits.values.policy_value (docs/composing.md)")
+                                     "constructor a value with jaxbandits.core.values.policy_value (docs/composing.md)")
             e["policies"][lab] = _encode(pol, where + ("policies", lab))
         if p.log_lines:
             e["log_lines"] = {k: float(v) for k, v in p.log_lines.items()}

@@ -73,7 +73,7 @@ def hierarchical_model(data: WeightedRows, n_arms: int, fam="exponential", discr
     ``p`` and ``q`` per arm.
 
     Args:
-        data: :class:`~jaxbandits.bayes.model.WeightedRows` compressed with ``per_arm_delay=True``.
+        data: :class:`~jaxbandits.delaymodels.model.WeightedRows` compressed with ``per_arm_delay=True``.
         n_arms: the number of arms.
         fam: the delay family or its name (one with log-normal parameters).
         discrete: integer delays.

@@ -119,7 +119,7 @@ class ConversionLog:
         return self.arm, seen, delay, age
 
     def rows(self, window=None, discrete=False):
-        """Model rows (:class:`~jaxbandits.bayes.model.Rows`, float32), one per play."""
+        """Model rows (:class:`~jaxbandits.delaymodels.model.Rows`, float32), one per play."""
         import jax.numpy as jnp
 
         from .model import Rows
