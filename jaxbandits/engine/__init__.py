@@ -5,11 +5,14 @@
 * :mod:`jaxbandits.engine.metrics`: running sums and the records read from them;
 * :mod:`jaxbandits.engine.recording`: record points, segments, :class:`SimOutput`;
 * :mod:`jaxbandits.engine.stats`: statistics over runs reduced on the device (blocks of run ids);
-* :mod:`jaxbandits.engine.driver`: :func:`simulate`, :func:`simulate_grid` (vmap, shard, chunks,
-  compile once).
+* :mod:`jaxbandits.engine.driver`: :func:`simulate`, :func:`simulate_grid`, the entry points; the
+  modules beside it check their arguments (``checks``, ``prepare``, ``memory``), choose the path
+  (``paths``), compile the programs once (``programs``: vmap, shard) and run them chunk by chunk
+  (``loop``, with ``devices`` and ``fingerprint``).
 """
 from . import metrics, recording
-from .driver import clear_cache, simulate, simulate_grid
+from .driver import simulate, simulate_grid
+from .programs import clear_cache
 from .recording import SimOutput, record_points
 from .round import Problem, RunKeys, RunState, Step, channel_keys, init, problem, round, run_keys  # noqa: A004
 

@@ -79,7 +79,7 @@ def reduce_on_device(recs, valid, B, labels, pairs):
 
 def host_stats(labels, mets, pairs, B, chunks, final):
     """``{label: Stats}`` from the host block statistics of consecutive pieces of the record points
-    (``chunks``: dicts named as :func:`jaxbandits.engine.driver.run_problems` names them) and the final values."""
+    (``chunks``: dicts named as :func:`jaxbandits.engine.loop.run_problems` names them) and the final values."""
     stats = {}
     for j, lab in enumerate(labels):
         cat = lambda name: np.moveaxis(np.concatenate([h[name] for h in chunks], axis=0), 0, 1)  # [nb, R, ...]

@@ -1,0 +1,100 @@
+"""The devices and processes a run spans: how many devices a call shards its runs over, the mesh
+of the runs axis, and, for a run over the devices of several processes (``jaxbandits.distributed``),
+placing a loaded state, gathering the state and the records, and keeping the processes in step.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import _validate as V
+
+
+def n_devices(shard, n_runs):
+    if shard is None:  # all devices, unless there are too few runs to be worth padding and splitting
+        return jax.local_device_count() if n_runs >= 8 * jax.local_device_count() else 1
+    if shard is True:
+        return jax.local_device_count()
+    if shard is False:
+        return 1
+    return V.integer("shard", shard, lo=1, hi=jax.local_device_count())
+
+
+def mesh(n_dev):
+    return jax.sharding.Mesh(np.array(jax.devices()[:n_dev]), ("runs",))
+
+
+def place(tree, like):
+    """Host arrays of a loaded state onto the devices, each as its fresh counterpart ``like`` is
+    placed (the program was compiled for those shardings)."""
+    return jax.tree.map(lambda a, t: jax.device_put(a, t.sharding), tree, like)
+
+
+def place_global(tree, like):
+    """:func:`place` for arrays sharded over the devices of several processes: every process holds
+    the whole loaded state and places the blocks of its own devices."""
+    def one(a, t):
+        if _is_key_array(t):
+            data = np.asarray(jax.random.key_data(a))
+            arr = jax.make_array_from_callback(data.shape, t.sharding, lambda idx: data[idx])
+            return jax.random.wrap_key_data(arr, impl=jax.random.key_impl(t))
+        a = np.asarray(a)
+        return jax.make_array_from_callback(a.shape, t.sharding, lambda idx: a[idx])
+
+    return jax.tree.map(one, tree, like)
+
+
+def _is_key_array(a) -> bool:
+    return isinstance(a, jax.Array) and jnp.issubdtype(a.dtype, jax.dtypes.prng_key)
+
+
+def state_global(tree):
+    """The carried state of a run over several processes, whole, as host arrays on every process
+    (PRNG keys gathered as their key data and wrapped again): what a checkpoint saves."""
+    if jax.process_count() == 1:
+        return tree
+    from jax.experimental import multihost_utils
+
+    leaves, treedef = jax.tree.flatten(tree)
+    data = [jax.random.key_data(a) if _is_key_array(a) else a for a in leaves]
+    got = multihost_utils.process_allgather(data, tiled=True)
+    out = [jax.random.wrap_key_data(np.asarray(g), impl=jax.random.key_impl(a)) if _is_key_array(a) else np.asarray(g)
+           for a, g in zip(leaves, got)]
+    return jax.tree.unflatten(treedef, out)
+
+
+def agree_across_processes(values, what: str):
+    """Every process of a distributed run holds the same integers ``values`` (else the same clear
+    error on each): one collective that every process reaches."""
+    if jax.process_count() == 1:
+        return
+    from jax.experimental import multihost_utils
+
+    mine = np.atleast_1d(np.asarray(values, np.int64))
+    got = np.asarray(multihost_utils.process_allgather(mine)).reshape(jax.process_count(), -1)
+    if (got != got[0]).any():
+        raise RuntimeError(f"distributed run: the processes disagree on {what}: {got.tolist()} (every process must "
+                           "run the same command with the same --out, on a file system they share)")
+
+
+def process_barrier(name: str):
+    """Every process of a distributed run waits here for the others."""
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        multihost_utils.sync_global_devices(name)
+
+
+def gather_local(tree):
+    return jax.device_get(tree)
+
+
+def gather_global(tree):
+    """Every leaf (an array sharded along the runs axis over the devices of every process) as a
+    numpy array on every process."""
+    if jax.process_count() == 1:
+        return jax.device_get(tree)
+    from jax.experimental import multihost_utils
+
+    return multihost_utils.process_allgather(tree, tiled=True)

@@ -1,0 +1,112 @@
+"""What a simulation holds in memory, estimated before anything is allocated or compiled: each
+run's carried state (exactly, from the program's shapes) and the records it keeps; the refusal of a
+run that cannot fit (every path that allocates runs calls :func:`check_memory`); the chunk size of
+the reduced form.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Dict, Optional
+
+import jax
+import numpy as np
+
+from . import metrics as M
+from . import reduce as RD
+from . import round as R
+from .checks import policies_dict
+from .programs import Carry
+from .recording import record_points
+from .reduce import resolve_keep
+
+
+def available_memory() -> Optional[int]:
+    """Bytes of memory the host can still give (Linux ``MemAvailable``), or None where unknown."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+@functools.lru_cache(maxsize=64)
+def _state_bytes(prob: R.Problem, params_shape=None) -> int:
+    """Bytes of one run's carried state (world, policy, channel calendar, keys, metrics), exactly,
+    from the program's shapes (``jax.eval_shape``: traced, nothing compiled or allocated)."""
+    params = None if params_shape is None else {k: jax.ShapeDtypeStruct(s, d) for k, s, d in params_shape}
+    c = jax.eval_shape(lambda p: Carry(R.init(prob, jax.random.key(0), 0, p), M.init(prob)), params)
+    return sum(int(np.prod(a.shape)) * a.dtype.itemsize for a in jax.tree.leaves(c))
+
+
+def _params_shape(params):
+    """One grid point's parameters as a hashable ``((name, shape, dtype), ...)`` (None: no grid)."""
+    if params is None:
+        return None
+    return tuple(sorted((k, tuple(np.shape(v)[1:]), np.dtype(getattr(v, "dtype", np.asarray(v).dtype)))
+                        for k, v in params.items()))
+
+
+def memory_estimate(problems: Dict[str, R.Problem], n_runs: int, record_at, n_grid: int = 1, keep=None,
+                    params=None, runs_here: Optional[int] = None) -> int:
+    """Bytes a simulation holds at least: every run's carried state (exact, from the program's shapes)
+    and the records it keeps (the per-run curves of ``keep`` runs, default all; each other run's
+    final values). ``params``: one grid point's parameters (a grid's state depends on them);
+    ``runs_here``: the runs whose state this process carries (a distributed run's share). What
+    XLA adds for its temporaries is not counted: this is a lower bound, and the refusal of
+    :func:`check_memory` errs on the side of running."""
+    R_ = len(record_at)
+    kept = n_runs if keep is None else min(int(keep), n_runs)
+    shape = _params_shape(params)
+    need = 0
+    for prob in problems.values():
+        K = prob.spec.n_arms
+        per_record = 3 + K + (1 if prob.dl_mode else 0)  # regret, expected regret, reward; pulls; L(t)
+        need += n_grid * (kept * R_ * per_record + (n_runs - kept) * per_record) * 4
+        need += (n_runs if runs_here is None else runs_here) * n_grid * (_state_bytes(prob, shape)
+                                                                          + (K * 4 if prob.world.adversarial else 0))
+    return need
+
+
+def check_memory(problems: Dict[str, R.Problem], n_runs: int, record_at, n_grid: int = 1, keep=None, params=None,
+                 runs_here: Optional[int] = None):
+    """Refuse, before anything is allocated or compiled, a simulation whose carried state and
+    records (:func:`memory_estimate`, a lower bound of what it needs) exceed the memory available,
+    with the estimate and the limit: the allocator would abort the process instead. Every path
+    that allocates runs calls it (the scan, a grid, the fused kernels, a distributed run)."""
+    avail = available_memory()
+    if avail is None:
+        return
+    need = memory_estimate(problems, n_runs, record_at, n_grid, keep, params, runs_here)
+    if need > avail:
+        per_run = sum(_state_bytes(p, _params_shape(params)) for p in problems.values())
+        raise ValueError(f"this simulation needs at least {need / 2**30:.1f} GiB ({n_runs} runs"
+                         + (f" x {n_grid} grid points" if n_grid > 1 else "") + f" x {len(problems)} policies: "
+                         f"{len(record_at)} record points and a carried state of {per_run} bytes per run, its calendar "
+                         f"of width {max(p.width for p in problems.values())}), more than the {avail / 2**30:.1f} "
+                         "GiB of memory available: give fewer runs (several calls with first_run=, or --part), fewer "
+                         "record points (record=), keep='none' (statistics only), or a smaller channel width")
+
+
+def auto_chunk(n_arms, n_runs, horizon, n_rec) -> Optional[int]:
+    """Rounds per chunk of a reduced-form simulation given no ``chunk``: its per-run records are
+    reduced after every chunk, so chunks of about :data:`~jaxbandits.engine.reduce.CHUNK_RECORD_BYTES` of records bound the
+    device memory (``None``: one chunk is small enough). Chunks do not change the bits."""
+    total = sum(4 * n_rec * (5 + int(k)) for k in n_arms) * n_runs
+    if total <= RD.CHUNK_RECORD_BYTES:
+        return None
+    return max(1, int(horizon * RD.CHUNK_RECORD_BYTES // total))
+
+
+def check_memory_fused(env, channel, policies, horizon, n_runs, record, delayed_regret, keep):
+    """The fused path's runs refused before anything is allocated when their state and records
+    cannot fit in memory (:func:`check_memory`, the scan path's rule)."""
+    _, pols = policies_dict(policies)
+    problems = {lab: R.problem(env, channel, pol, horizon, n_runs=n_runs, delayed_regret=delayed_regret, label=lab)
+                for lab, pol in pols.items()}
+    record_at = record_points(horizon, record)
+    keep_n = resolve_keep(keep, [p.spec.n_arms for p in problems.values()], n_runs, len(record_at),
+                          any(p.world.adversarial for p in problems.values()))
+    check_memory(problems, n_runs, record_at, keep=keep_n)

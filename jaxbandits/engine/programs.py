@@ -1,0 +1,266 @@
+"""The compiled programs of the scan path and their cache: :class:`Plan` (what one program
+runs), the init and chunk programs (``vmap`` over runs, and a grid, of a scan over segments of a
+loop over rounds; ``shard_map`` over devices along the runs axis), the small programs that take the
+kept runs and the final values, the carried state as a checkpoint saves it, and
+:func:`program_memory`.
+
+Records are scan outputs of the segment scan, never carried: device memory is the records
+requested plus the state of the runs (docs/architecture.md).
+"""
+from __future__ import annotations
+
+import collections
+import functools
+import time
+from typing import Any, Dict, NamedTuple, Tuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from . import metrics as M
+from . import reduce as RD
+from . import round as R
+from .devices import mesh
+from .recording import segment_plan
+from .reduce import CACHE_SIZE, signature
+
+
+class Plan(NamedTuple):
+    """Static description of one compiled program (hashable).
+
+    Attributes:
+        problems: ``((label, Problem), ...)``, the problems traced into the program.
+        n_dev: the number of devices the runs are sharded over.
+        gridded: the program runs a grid of parameters (:func:`~jaxbandits.engine.driver.simulate_grid`).
+    """
+
+    problems: Tuple[Tuple[str, R.Problem], ...]
+    n_dev: int
+    gridded: bool
+
+
+class Carry(NamedTuple):
+    state: R.RunState
+    metrics: M.Metrics
+
+
+# ----------------------------------------------------------------------------- the programs
+# Zero-size leaves (a channel's empty reveal ring, an untracked L(t)'s ring, the records of a metric
+# a problem does not keep) hold nothing, yet as outputs of a program vmapped over runs they become
+# literal constants of shape [runs, 0] or [segments, runs, 0], which XLA prints, fingerprints and
+# copies element row by element row while compiling: at 1e6 runs and 200 record points the text of
+# the program reached 800 MB and its compile 12 s on a CPU (30 s on an H200). The programs
+# therefore carry and return the state and the records *stripped* of their zero-size leaves
+# (:func:`strip_empty`), and rebuild them as zeros where a component reads them (:func:`_fill`): the same
+# operations on the same values, so the same bits.
+def _empty(x) -> bool:
+    return 0 in np.shape(x)
+
+
+def strip_empty(tree):
+    """``tree`` with every zero-size leaf replaced by None (an empty subtree)."""
+    return jax.tree.map(lambda x: None if _empty(x) else x, tree)
+
+
+def _fill(stripped, template, zeros=jnp.zeros):
+    """The inverse of :func:`strip_empty`: ``template``'s structure, its zero-size leaves as ``zeros``
+    of their shape and dtype, the other leaves from ``stripped`` (in order)."""
+    got = iter(jax.tree.leaves(stripped))
+    leaves, tree = jax.tree.flatten(template)
+    return jax.tree.unflatten(tree, [zeros(t.shape, t.dtype) if _empty(t) else next(got) for t in leaves])
+
+
+def _run_template(prob: R.Problem, params):
+    """Shapes and dtypes of one run's carry (no work: an abstract evaluation)."""
+    p = None if params is None else jax.tree.map(lambda x: jax.ShapeDtypeStruct(np.shape(x), x.dtype), params)
+    return jax.eval_shape(lambda p: Carry(R.init(prob, jax.random.key(0), 0, p), M.init(prob)), p)
+
+
+def _run_segments(prob: R.Problem, params, carry: Carry, lo, hi):
+    """One run: scan over segments ``[lo[i], hi[i])``; each emits its records at its end. ``carry``
+    and the records are stripped of their zero-size leaves (:func:`strip_empty`)."""
+    world, _ = prob.components(params)
+    whole = functools.partial(_fill, template=_run_template(prob, params))
+
+    def body(t, c):
+        c = whole(c)
+        state, step = R.round(prob, c.state, t, params)
+        return strip_empty(Carry(state, M.update(prob, world, c.metrics, step)))
+
+    def segment(c, x):
+        a, b = x
+        c = lax.fori_loop(a, b, body, c)
+        w = whole(c)
+        return c, strip_empty(M.record(prob, world, w.metrics, b - 1, w.state.channel))
+
+    return lax.scan(segment, carry, (lo, hi))
+
+
+def _init_local(plan: Plan, key, run_ids, gp):
+    out = {}
+    for lab, prob in plan.problems:
+        def f(p, r, prob=prob):
+            return strip_empty(Carry(R.init(prob, key, r, p), M.init(prob)))
+
+        f_runs = jax.vmap(f, in_axes=(None, 0))
+        out[lab] = jax.vmap(f_runs, in_axes=(0, None))(gp, run_ids) if plan.gridded else f_runs(None, run_ids)
+    return out
+
+
+def whole_carries(plan: Plan, carries, gp, n_pad):
+    """The carries of :func:`~jaxbandits.engine.loop.run_problems` (stripped) with their zero-size leaves back, as numpy
+    zeros: the state a checkpoint saves and ``run_problems`` returns."""
+    out = {}
+    for lab, prob in plan.problems:
+        lead = (n_pad,)
+        g1 = None
+        if plan.gridded:
+            lead = (int(np.shape(jax.tree.leaves(gp)[0])[0]), n_pad)
+            g1 = jax.tree.map(lambda x: jax.ShapeDtypeStruct(np.shape(x)[1:], x.dtype), gp)
+        t = jax.tree.map(lambda s: jax.ShapeDtypeStruct(lead + s.shape, s.dtype), _run_template(prob, g1))
+        out[lab] = _fill(carries[lab], t, np.zeros)
+    return out
+
+
+def saved_state(carries):
+    """What a checkpoint saves of the carries: all but the channels' round streams
+    (``RunKeys.channel``), which are a function of the key and the run alone and never advance.
+    Checkpoints written before channels had a stream hold exactly this, so they still load."""
+    return {lab: c._replace(state=c.state._replace(keys=c.state.keys._replace(channel=None)))
+            for lab, c in carries.items()}
+
+
+def with_channel_keys(saved, fresh):
+    """The inverse of :func:`saved_state`: ``saved`` with the channels' streams of ``fresh`` (the
+    carries that the init program has just computed for the same key and runs)."""
+    return {lab: c._replace(state=c.state._replace(keys=c.state.keys._replace(
+        channel=fresh[lab].state.keys.channel))) for lab, c in saved.items()}
+
+
+def _chunk_local(plan: Plan, carries, gp, lo, hi):
+    out, ys = {}, {}
+    for lab, prob in plan.problems:
+        f = lambda p, c, prob=prob: _run_segments(prob, p, c, lo, hi)
+        f_runs = jax.vmap(f, in_axes=(None, 0), out_axes=(0, 1))  # records: [segments, runs, ...]
+        if plan.gridded:
+            out[lab], ys[lab] = jax.vmap(f_runs, in_axes=(0, 0), out_axes=(0, 1))(gp, carries[lab])
+        else:
+            out[lab], ys[lab] = f_runs(None, carries[lab])
+    return out, ys
+
+
+def init_program(plan: Plan, key, run_ids, gp):
+    if plan.n_dev <= 1:
+        return _init_local(plan, key, run_ids, gp)
+    P = jax.sharding.PartitionSpec
+    carry_spec = P(None, "runs") if plan.gridded else P("runs")
+    f = jax.shard_map(lambda r, g: _init_local(plan, key, r, g), mesh=mesh(plan.n_dev),
+                      in_specs=(P("runs"), P()), out_specs=carry_spec, check_vma=False)
+    return f(run_ids, gp)
+
+
+def chunk_program(plan: Plan, carries, gp, lo, hi):
+    """Runs are independent, so each device runs its block with ``shard_map`` and no collective
+    (automatic partitioning turned the Beta sampler's while-loop predicate into an all-reduce)."""
+    if plan.n_dev <= 1:
+        return _chunk_local(plan, carries, gp, lo, hi)
+    P = jax.sharding.PartitionSpec
+    carry_spec = P(None, "runs") if plan.gridded else P("runs")
+    rec_spec = P(None, None, "runs") if plan.gridded else P(None, "runs")
+    f = jax.shard_map(lambda c, g, a, b: _chunk_local(plan, c, g, a, b), mesh=mesh(plan.n_dev),
+                      in_specs=(carry_spec, P(), P(), P()), out_specs=(carry_spec, rec_spec), check_vma=False)
+    return f(carries, gp, lo, hi)
+
+
+#: compiled programs, keyed by (program, plan, argument shapes): a second identical simulate
+#: compiles nothing. Bounded, least recently used first out.
+_COMPILED: "collections.OrderedDict[Any, Any]" = collections.OrderedDict()
+def compiled(name, fn, plan, args, donate=()):
+    """``(executable, compile seconds)`` of ``fn(plan, *args)``, from the cache when it is there."""
+    key = (name, plan, signature(args))
+    hit = _COMPILED.get(key)
+    if hit is not None:
+        _COMPILED.move_to_end(key)
+        return hit, 0.0
+    t0 = time.perf_counter()
+    # a fresh partial per program: JAX's tracing caches are keyed by the function, so they let go
+    # of the traced program (and the constants it holds) once this cache drops the executable
+    exe = jax.jit(functools.partial(fn, plan), donate_argnums=tuple(d - 1 for d in donate)).lower(*args).compile()
+    dt = time.perf_counter() - t0
+    _COMPILED[key] = exe
+    while len(_COMPILED) > CACHE_SIZE:
+        _COMPILED.popitem(last=False)
+    return exe, dt
+
+
+def clear_cache():
+    """Forget every compiled program (frees their memory and the worlds they hold).
+
+    Returns:
+        None. The next ``simulate`` of any problem compiles again.
+
+    Examples:
+        >>> from jaxbandits import engine
+        >>> engine.clear_cache()
+    """
+    _COMPILED.clear()
+    RD.clear_cache()
+
+
+def first_runs_program(n):
+    """``(plan, records) ->`` the records of the first ``n`` runs (``[S, runs, ...]`` leaves)."""
+    return lambda plan, t: jax.tree.map(lambda a: a[:, :n], t)
+
+
+def take_program(plan, tree, i):
+    """Segment ``i`` of every ``[S, ...]`` leaf of ``tree`` (each run's final values)."""
+    return jax.tree.map(lambda a: a[i], tree)
+
+
+def program_memory(problems: Dict[str, R.Problem], n_runs: int, record_at, grid_params=None) -> dict:
+    """Bytes of the compiled program of a whole run (one chunk), from XLA's memory analysis,
+    without running it: ``state`` (the carried runs), ``records`` (the outputs written at the
+    record points), and the program's ``arguments``, ``outputs``, ``temp`` and ``aliased`` (donated)
+    sizes; ``device = arguments + outputs + temp - aliased`` is the peak it needs.
+
+    Args:
+        problems: ``{label: Problem}``, as :func:`~jaxbandits.engine.loop.run_problems` takes them.
+        n_runs: the runs of the program.
+        record_at: the record rounds.
+        grid_params: a grid's parameters (None: no grid).
+
+    Returns:
+        ``{"state", "records", "arguments", "outputs", "temp", "aliased", "device"}``, in bytes.
+
+    Examples:
+        >>> import jax
+        >>> import jaxbandits as jb
+        >>> from jaxbandits import channels, delays, envs
+        >>> from jaxbandits.policies import classic
+        >>> world = envs.bernoulli([0.3, 0.6], delay=delays.geometric(mean=5.0))
+        >>> from jaxbandits.engine import problem, programs, record_points
+        >>> probs = {"ucb1": problem(world, channels.attributed(), classic.ucb1(), 200, n_runs=4)}
+        >>> mem = programs.program_memory(probs, 4, record_points(200, 100))  # doctest: +SKIP
+        >>> mem["device"] >= mem["state"]  # doctest: +SKIP
+        True
+    """
+    plan = Plan(tuple(problems.items()), 1, grid_params is not None)
+    T = plan.problems[0][1].horizon
+    run_ids = jax.ShapeDtypeStruct((n_runs,), jnp.int32)
+    key = jax.eval_shape(lambda: jax.random.key(0))
+    carries = jax.eval_shape(lambda r, g: init_program(plan, jax.random.key(0), r, g), run_ids, grid_params)
+    seg = segment_plan(T, record_at)
+    lo, hi = (jax.ShapeDtypeStruct(a.shape, jnp.int32) for a in seg.chunks[0])
+    exe = jax.jit(chunk_program, static_argnums=(0,), donate_argnums=(1,)).lower(
+        plan, carries, grid_params, lo, hi).compile()
+    ma = exe.memory_analysis()
+    nbytes = lambda tree: sum(int(np.prod(a.shape)) * a.dtype.itemsize for a in jax.tree.leaves(tree))
+    _, ys = jax.eval_shape(lambda c, g, a, b: _chunk_local(plan, c, g, a, b), carries, grid_params, lo, hi)
+    del key
+    out = {"state": nbytes(carries), "records": nbytes(ys), "arguments": int(ma.argument_size_in_bytes),
+           "outputs": int(ma.output_size_in_bytes), "temp": int(ma.temp_size_in_bytes),
+           "aliased": int(ma.alias_size_in_bytes)}
+    out["device"] = out["arguments"] + out["outputs"] + out["temp"] - out["aliased"]
+    return out
