@@ -15,6 +15,8 @@ from . import round as R
 from .devices import n_devices
 from .programs import Plan
 
+__all__ = ["POLICY_IDS", "checkpoint_fingerprint", "unit_fingerprint"]
+
 #: how a fingerprint names its policies: library policies by value (``v:`` and the digest of their
 #: fields), a user's Policy NamedTuple by its name and functions' names (``u:``, values.user_policy_id).
 #: Checkpoints written before named them otherwise: none (by a digest of their code and closures),
@@ -24,7 +26,36 @@ POLICY_IDS = "values+names"
 
 def checkpoint_fingerprint(plan: Plan, key, n_runs, record_at, chunk, first_run, extra=None) -> dict:
     """What a checkpoint must match to be resumed: the components as far as they can be named,
-    every size, the key, the record points and chunks, and the versions that change the bits."""
+    every size, the key, the record points and chunks, and the versions that change the bits.
+
+    Args:
+        plan: the :class:`~jaxbandits.engine.programs.Plan` of the simulation's programs.
+        key: the experiment's key.
+        n_runs: the runs of the call.
+        record_at: the record rounds.
+        chunk: rounds per compiled chunk (None: one chunk).
+        first_run: the global index of the first run.
+        extra: more JSON-serialisable fields (None: none).
+
+    Returns:
+        A JSON-serialisable ``dict``: per label the policy (by its digest), channel, world (by a
+        digest of its arrays) and sizes; digests of the key and record points; the runs, chunk,
+        devices, grid flag, the versions of JAX and jaxbandits, x64, :data:`POLICY_IDS`, and
+        ``extra``.
+
+    Example:
+        >>> import jax
+        >>> from jaxbandits import channels, envs
+        >>> from jaxbandits.engine import problem, record_points
+        >>> from jaxbandits.engine.fingerprint import checkpoint_fingerprint
+        >>> from jaxbandits.engine.programs import Plan
+        >>> from jaxbandits.policies import classic
+        >>> prob = problem(envs.bernoulli([0.3, 0.6]), channels.attributed(), classic.ucb1(), 200)
+        >>> fp = checkpoint_fingerprint(Plan((("ucb1", prob),), 1, False), jax.random.key(0), 4,
+        ...                             record_points(200, 100), None, 0)
+        >>> fp["n_runs"], fp["devices"], fp["policy_ids"]
+        (4, 1, 'values+names')
+    """
     import hashlib
 
     from .._version import __version__

@@ -26,6 +26,8 @@ from .recording import SimOutput, segment_plan
 from .reduce import (FINAL_FIELDS, STAT_FIELD, host_block_stats, host_stats, reduce_on_device, stat_metrics,
                      stat_pairs)
 
+__all__ = ["run_problems", "Collected", "collect_outputs"]
+
 
 def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, record_at, chunk=None,
                  progress=False, shard=None, first_run=0, checkpoint=None, resume=False, stop=None,
@@ -240,7 +242,15 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
 
 class Collected(NamedTuple):
     """What :func:`run_problems` returns besides the state: per label the per-run records of the
-    first ``keep`` runs (``None`` for none) and the statistics over all runs (``None`` for grids)."""
+    first ``keep`` runs (``None`` for none) and the statistics over all runs (``None`` for grids).
+
+    Attributes:
+        recs: ``{label: Records}`` (:class:`~jaxbandits.engine.metrics.Records`, numpy
+            ``[(G,) runs, R, ...]``), or ``{label: None}`` when no curve is kept.
+        stats: ``{label: Stats}`` (:class:`~jaxbandits.engine.stats.Stats`), ``None`` per label
+            for a grid.
+        keep: the runs whose curves are kept.
+    """
 
     recs: Dict[str, Any]
     stats: Dict[str, Any]
@@ -248,6 +258,31 @@ class Collected(NamedTuple):
 
 
 def collect_outputs(problems, col, timing, n_runs, record_at, n_grid=1):
+    """The ``SimOutput`` of every policy from what :func:`run_problems` collected (records, statistics
+    and timing), as ``simulate``, ``simulate_grid`` and a distributed run return them.
+
+    Args:
+        problems: ``{label: Problem}``, as given to :func:`run_problems`.
+        col: the :class:`Collected` records and statistics.
+        timing: the timing dict of :func:`run_problems` (``run_steps_per_s`` is added).
+        n_runs: the runs (of each grid point).
+        record_at: the record rounds (0-based: ``SimOutput.t`` is ``record_at + 1``).
+        n_grid: the grid points (1: no grid).
+
+    Returns:
+        ``{label: SimOutput}``.
+
+    Example:
+        >>> import jax
+        >>> from jaxbandits import channels, envs
+        >>> from jaxbandits.engine import loop, problem, record_points
+        >>> from jaxbandits.policies import classic
+        >>> probs = {"ucb1": problem(envs.bernoulli([0.3, 0.6]), channels.attributed(), classic.ucb1(), 200)}
+        >>> rec = record_points(200, 100)
+        >>> _, col, timing = loop.run_problems(probs, None, jax.random.key(0), 4, rec)  # doctest: +SKIP
+        >>> loop.collect_outputs(probs, col, timing, 4, rec)["ucb1"].t  # doctest: +SKIP
+        array([100, 200])
+    """
     outs = {}
     steps = n_runs * n_grid * next(iter(problems.values())).horizon * len(problems)
     timing = dict(timing, run_steps_per_s=steps / max(timing["run_s"], 1e-12))

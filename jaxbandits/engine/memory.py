@@ -19,9 +19,21 @@ from .programs import Carry
 from .recording import record_points
 from .reduce import resolve_keep
 
+__all__ = ["available_memory", "memory_estimate", "check_memory", "check_memory_fused", "auto_chunk"]
+
 
 def available_memory() -> Optional[int]:
-    """Bytes of memory the host can still give (Linux ``MemAvailable``), or None where unknown."""
+    """Bytes of memory the host can still give (Linux ``MemAvailable``), or None where unknown.
+
+    Returns:
+        An ``int`` number of bytes, or None (no ``/proc/meminfo``: the refusal is then skipped).
+
+    Example:
+        >>> from jaxbandits.engine.memory import available_memory
+        >>> avail = available_memory()
+        >>> avail is None or avail > 0
+        True
+    """
     try:
         with open("/proc/meminfo") as fh:
             for line in fh:
@@ -56,7 +68,28 @@ def memory_estimate(problems: Dict[str, R.Problem], n_runs: int, record_at, n_gr
     final values). ``params``: one grid point's parameters (a grid's state depends on them);
     ``runs_here``: the runs whose state this process carries (a distributed run's share). What
     XLA adds for its temporaries is not counted: this is a lower bound, and the refusal of
-    :func:`check_memory` errs on the side of running."""
+    :func:`check_memory` errs on the side of running.
+
+    Args:
+        problems: ``{label: Problem}``.
+        n_runs: the runs (of each grid point).
+        record_at: the record rounds.
+        n_grid: the grid points (1: no grid).
+        keep: the runs whose curves are kept (None: all).
+        params: one grid point's parameters, ``{name: [G, ...]}`` (None: no grid).
+        runs_here: the runs whose state this process carries (None: ``n_runs``).
+
+    Returns:
+        The bytes, an ``int``.
+
+    Example:
+        >>> from jaxbandits import channels, engine, envs
+        >>> from jaxbandits.policies import classic
+        >>> prob = engine.problem(envs.bernoulli([0.3, 0.6]), channels.attributed(), classic.ucb1(), 1000)
+        >>> from jaxbandits.engine.memory import memory_estimate
+        >>> memory_estimate({"UCB1": prob}, 8, [499, 999], keep=0) > 8 * 4 * (3 + 2)  # doctest: +SKIP
+        True
+    """
     R_ = len(record_at)
     kept = n_runs if keep is None else min(int(keep), n_runs)
     shape = _params_shape(params)
@@ -75,7 +108,33 @@ def check_memory(problems: Dict[str, R.Problem], n_runs: int, record_at, n_grid:
     """Refuse, before anything is allocated or compiled, a simulation whose carried state and
     records (:func:`memory_estimate`, a lower bound of what it needs) exceed the memory available,
     with the estimate and the limit: the allocator would abort the process instead. Every path
-    that allocates runs calls it (the scan, a grid, the fused kernels, a distributed run)."""
+    that allocates runs calls it (the scan, a grid, the fused kernels, a distributed run).
+
+    Args:
+        problems: ``{label: Problem}``.
+        n_runs: the runs (of each grid point).
+        record_at: the record rounds.
+        n_grid: the grid points (1: no grid).
+        keep: the runs whose curves are kept (None: all).
+        params: one grid point's parameters (None: no grid).
+        runs_here: the runs whose state this process carries (None: ``n_runs``).
+
+    Returns:
+        None, when the simulation fits (or the available memory is unknown).
+
+    Raises:
+        ValueError: the estimate exceeds the memory available; the message gives both, the runs,
+            record points and bytes of state per run, and what to reduce.
+
+    Example:
+        >>> from jaxbandits import channels, engine, envs
+        >>> from jaxbandits.policies import classic
+        >>> prob = engine.problem(envs.bernoulli([0.3, 0.6]), channels.attributed(), classic.ucb1(), 1000)
+        >>> from jaxbandits.engine.memory import check_memory
+        >>> check_memory({"UCB1": prob}, 2**30, list(range(0, 1000, 5)))  # doctest: +SKIP
+        Traceback (most recent call last):
+        ValueError: this simulation needs at least ... GiB (1073741824 runs x 1 policies: 200 record points ...
+    """
     avail = available_memory()
     if avail is None:
         return
@@ -92,8 +151,24 @@ def check_memory(problems: Dict[str, R.Problem], n_runs: int, record_at, n_grid:
 
 def auto_chunk(n_arms, n_runs, horizon, n_rec) -> Optional[int]:
     """Rounds per chunk of a reduced-form simulation given no ``chunk``: its per-run records are
-    reduced after every chunk, so chunks of about :data:`~jaxbandits.engine.reduce.CHUNK_RECORD_BYTES` of records bound the
-    device memory (``None``: one chunk is small enough). Chunks do not change the bits."""
+    reduced after every chunk, so chunks of about
+    :data:`~jaxbandits.engine.reduce.CHUNK_RECORD_BYTES` of records bound the device memory
+    (``None``: one chunk is small enough). Chunks do not change the bits.
+
+    Args:
+        n_arms: the arms of each policy's problem.
+        n_runs: the runs.
+        horizon: the number of rounds.
+        n_rec: the number of record points.
+
+    Returns:
+        Rounds per chunk (``>= 1``), or None for one chunk.
+
+    Example:
+        >>> from jaxbandits.engine.memory import auto_chunk
+        >>> auto_chunk([2], 1000, 10_000, 200), auto_chunk([2], 10**6, 10_000, 200)
+        (None, 479)
+    """
     total = sum(4 * n_rec * (5 + int(k)) for k in n_arms) * n_runs
     if total <= RD.CHUNK_RECORD_BYTES:
         return None
@@ -102,7 +177,31 @@ def auto_chunk(n_arms, n_runs, horizon, n_rec) -> Optional[int]:
 
 def check_memory_fused(env, channel, policies, horizon, n_runs, record, delayed_regret, keep):
     """The fused path's runs refused before anything is allocated when their state and records
-    cannot fit in memory (:func:`check_memory`, the scan path's rule)."""
+    cannot fit in memory (:func:`check_memory`, the scan path's rule).
+
+    Args:
+        env: the world.
+        channel: the channel.
+        policies: a policy or a ``{label: policy}`` dict.
+        horizon: the number of rounds.
+        n_runs: the runs.
+        record: the record points (:func:`~jaxbandits.engine.recording.record_points`).
+        delayed_regret: track ``L(t)`` (None: for censoring channels).
+        keep: the per-run curves kept (:func:`~jaxbandits.engine.reduce.resolve_keep`).
+
+    Returns:
+        None, when the runs fit.
+
+    Raises:
+        ValueError: as :func:`check_memory`.
+
+    Example:
+        >>> from jaxbandits import channels, envs
+        >>> from jaxbandits.engine.memory import check_memory_fused
+        >>> from jaxbandits.policies import classic
+        >>> check_memory_fused(envs.bernoulli([0.3, 0.6]), channels.attributed(), classic.ucb1(), 1000, 8,
+        ...                    None, None, None)  # doctest: +SKIP
+    """
     _, pols = policies_dict(policies)
     problems = {lab: R.problem(env, channel, pol, horizon, n_runs=n_runs, delayed_regret=delayed_regret, label=lab)
                 for lab, pol in pols.items()}

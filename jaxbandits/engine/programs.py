@@ -26,6 +26,9 @@ from .devices import mesh
 from .recording import segment_plan
 from .reduce import CACHE_SIZE, signature
 
+__all__ = ["Plan", "Carry", "strip_empty", "init_program", "chunk_program", "whole_carries", "saved_state",
+           "with_channel_keys", "compiled", "clear_cache", "first_runs_program", "take_program", "program_memory"]
+
 
 class Plan(NamedTuple):
     """Static description of one compiled program (hashable).
@@ -42,6 +45,13 @@ class Plan(NamedTuple):
 
 
 class Carry(NamedTuple):
+    """What one run carries from round to round: its state and its running metrics.
+
+    Attributes:
+        state: the :class:`~jaxbandits.engine.round.RunState` (world, policy, channel, keys).
+        metrics: the running sums of :mod:`jaxbandits.engine.metrics`.
+    """
+
     state: R.RunState
     metrics: M.Metrics
 
@@ -60,7 +70,21 @@ def _empty(x) -> bool:
 
 
 def strip_empty(tree):
-    """``tree`` with every zero-size leaf replaced by None (an empty subtree)."""
+    """``tree`` with every zero-size leaf replaced by None (an empty subtree): what the programs
+    carry and return (the comment above says why).
+
+    Args:
+        tree: a pytree of arrays.
+
+    Returns:
+        The same tree, its zero-size leaves None.
+
+    Example:
+        >>> import numpy as np
+        >>> from jaxbandits.engine.programs import strip_empty
+        >>> strip_empty({"ring": np.zeros((4, 0)), "t": np.zeros(4)})["ring"] is None
+        True
+    """
     return jax.tree.map(lambda x: None if _empty(x) else x, tree)
 
 
@@ -110,8 +134,29 @@ def _init_local(plan: Plan, key, run_ids, gp):
 
 
 def whole_carries(plan: Plan, carries, gp, n_pad):
-    """The carries of :func:`~jaxbandits.engine.loop.run_problems` (stripped) with their zero-size leaves back, as numpy
-    zeros: the state a checkpoint saves and ``run_problems`` returns."""
+    """The carries of :func:`~jaxbandits.engine.loop.run_problems` (stripped) with their zero-size
+    leaves back, as numpy zeros: the state a checkpoint saves and ``run_problems`` returns.
+
+    Args:
+        plan: the programs' :class:`Plan`.
+        carries: ``{label: Carry}`` as the programs return them (stripped).
+        gp: the grid's parameters (None: no grid).
+        n_pad: the runs, padded to a multiple of the devices (and blocks).
+
+    Returns:
+        ``{label: Carry}``, whole.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> from jaxbandits import channels, envs
+        >>> from jaxbandits.engine import problem, programs
+        >>> from jaxbandits.policies import classic
+        >>> prob = problem(envs.bernoulli([0.3, 0.6]), channels.attributed(), classic.ucb1(), 100)
+        >>> plan = programs.Plan((("ucb1", prob),), 1, False)
+        >>> c = programs.init_program(plan, jax.random.key(0), jnp.arange(2), None)  # doctest: +SKIP
+        >>> programs.whole_carries(plan, c, None, 2)["ucb1"].state.keys.reward.shape  # doctest: +SKIP
+        (2,)
+    """
     out = {}
     for lab, prob in plan.problems:
         lead = (n_pad,)
@@ -127,14 +172,54 @@ def whole_carries(plan: Plan, carries, gp, n_pad):
 def saved_state(carries):
     """What a checkpoint saves of the carries: all but the channels' round streams
     (``RunKeys.channel``), which are a function of the key and the run alone and never advance.
-    Checkpoints written before channels had a stream hold exactly this, so they still load."""
+    Checkpoints written before channels had a stream hold exactly this, so they still load.
+
+    Args:
+        carries: ``{label: Carry}``, whole (:func:`whole_carries`).
+
+    Returns:
+        ``{label: Carry}`` with ``state.keys.channel`` None.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> from jaxbandits import channels, envs
+        >>> from jaxbandits.engine import problem, programs
+        >>> from jaxbandits.policies import classic
+        >>> prob = problem(envs.bernoulli([0.3, 0.6]), channels.attributed(), classic.ucb1(), 100)
+        >>> plan = programs.Plan((("ucb1", prob),), 1, False)
+        >>> c = programs.whole_carries(plan, programs.init_program(plan, jax.random.key(0), jnp.arange(2), None),
+        ...                            None, 2)  # doctest: +SKIP
+        >>> programs.saved_state(c)["ucb1"].state.keys.channel is None  # doctest: +SKIP
+        True
+    """
     return {lab: c._replace(state=c.state._replace(keys=c.state.keys._replace(channel=None)))
             for lab, c in carries.items()}
 
 
 def with_channel_keys(saved, fresh):
     """The inverse of :func:`saved_state`: ``saved`` with the channels' streams of ``fresh`` (the
-    carries that the init program has just computed for the same key and runs)."""
+    carries that the init program has just computed for the same key and runs).
+
+    Args:
+        saved: ``{label: Carry}`` as a checkpoint loads it.
+        fresh: ``{label: Carry}`` from the init program, whole.
+
+    Returns:
+        ``saved`` with ``state.keys.channel`` from ``fresh``.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> from jaxbandits import channels, envs
+        >>> from jaxbandits.engine import problem, programs
+        >>> from jaxbandits.policies import classic
+        >>> prob = problem(envs.bernoulli([0.3, 0.6]), channels.attributed(), classic.ucb1(), 100)
+        >>> plan = programs.Plan((("ucb1", prob),), 1, False)
+        >>> fresh = programs.whole_carries(plan, programs.init_program(plan, jax.random.key(0), jnp.arange(2),
+        ...                                                            None), None, 2)  # doctest: +SKIP
+        >>> back = programs.with_channel_keys(programs.saved_state(fresh), fresh)  # doctest: +SKIP
+        >>> back["ucb1"].state.keys.channel is fresh["ucb1"].state.keys.channel  # doctest: +SKIP
+        True
+    """
     return {lab: c._replace(state=c.state._replace(keys=c.state.keys._replace(
         channel=fresh[lab].state.keys.channel))) for lab, c in saved.items()}
 
@@ -152,6 +237,30 @@ def _chunk_local(plan: Plan, carries, gp, lo, hi):
 
 
 def init_program(plan: Plan, key, run_ids, gp):
+    """The init program: every problem's runs ``run_ids`` (and grid points) initialised from the
+    key, stripped of their zero-size leaves; over ``plan.n_dev`` devices with ``shard_map``.
+
+    Args:
+        plan: the programs' :class:`Plan`.
+        key: the experiment's key.
+        run_ids: int32 ``[runs]``, the global run indices.
+        gp: the grid's parameters ``{name: [G, ...]}`` (None: no grid).
+
+    Returns:
+        ``{label: Carry}``, stripped (:func:`strip_empty`), leading axes ``[(G,) runs]``.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> from jaxbandits import channels, envs
+        >>> from jaxbandits.engine import problem, programs
+        >>> from jaxbandits.policies import classic
+        >>> prob = problem(envs.bernoulli([0.3, 0.6]), channels.attributed(), classic.ucb1(), 100)
+        >>> plan = programs.Plan((("ucb1", prob),), 1, False)
+        >>> carries = jax.eval_shape(lambda r: programs.init_program(plan, jax.random.key(0), r, None),
+        ...                          jnp.arange(4))
+        >>> carries["ucb1"].state.keys.reward.shape
+        (4,)
+    """
     if plan.n_dev <= 1:
         return _init_local(plan, key, run_ids, gp)
     P = jax.sharding.PartitionSpec
@@ -162,8 +271,35 @@ def init_program(plan: Plan, key, run_ids, gp):
 
 
 def chunk_program(plan: Plan, carries, gp, lo, hi):
-    """Runs are independent, so each device runs its block with ``shard_map`` and no collective
-    (automatic partitioning turned the Beta sampler's while-loop predicate into an all-reduce)."""
+    """The chunk program: every problem's runs through the segments ``[lo[i], hi[i])``, each
+    emitting its records at its end. Runs are independent, so each device runs its block with
+    ``shard_map`` and no collective (automatic partitioning turned the Beta sampler's while-loop
+    predicate into an all-reduce).
+
+    Args:
+        plan: the programs' :class:`Plan`.
+        carries: ``{label: Carry}``, stripped.
+        gp: the grid's parameters (None: no grid).
+        lo: int32 ``[S]``, each segment's first round.
+        hi: int32 ``[S]``, each segment's end (exclusive).
+
+    Returns:
+        ``(carries, records)``: the carries after the chunk and ``{label: Records}`` (stripped),
+        leading axes ``[S, (G,) runs]``.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> from jaxbandits import channels, envs
+        >>> from jaxbandits.engine import problem, programs
+        >>> from jaxbandits.policies import classic
+        >>> prob = problem(envs.bernoulli([0.3, 0.6]), channels.attributed(), classic.ucb1(), 100)
+        >>> plan = programs.Plan((("ucb1", prob),), 1, False)
+        >>> c = jax.eval_shape(lambda r: programs.init_program(plan, jax.random.key(0), r, None), jnp.arange(4))
+        >>> seg = jnp.array([0, 50]), jnp.array([50, 100])
+        >>> _, ys = jax.eval_shape(lambda c: programs.chunk_program(plan, c, None, *seg), c)  # doctest: +SKIP
+        >>> ys["ucb1"].regret.shape  # doctest: +SKIP
+        (2, 4)
+    """
     if plan.n_dev <= 1:
         return _chunk_local(plan, carries, gp, lo, hi)
     P = jax.sharding.PartitionSpec
@@ -178,7 +314,32 @@ def chunk_program(plan: Plan, carries, gp, lo, hi):
 #: compiles nothing. Bounded, least recently used first out.
 _COMPILED: "collections.OrderedDict[Any, Any]" = collections.OrderedDict()
 def compiled(name, fn, plan, args, donate=()):
-    """``(executable, compile seconds)`` of ``fn(plan, *args)``, from the cache when it is there."""
+    """``(executable, compile seconds)`` of ``fn(plan, *args)``, from the cache when it is there
+    (keyed by ``name``, the plan and the arguments' :func:`~jaxbandits.engine.reduce.signature`;
+    the least recently used program leaves past :data:`~jaxbandits.engine.reduce.CACHE_SIZE`).
+
+    Args:
+        name: the program's name in the cache (hashable).
+        fn: ``fn(plan, *args)``, the program.
+        plan: its :class:`Plan` (static).
+        args: its arguments (arrays, or their shapes).
+        donate: the positions in ``(plan, *args)`` of the arguments donated (``1``: the first).
+
+    Returns:
+        ``(executable, seconds)``: 0.0 seconds when the program was cached.
+
+    Example:
+        >>> import jax, jax.numpy as jnp
+        >>> from jaxbandits import channels, envs
+        >>> from jaxbandits.engine import problem, programs
+        >>> from jaxbandits.policies import classic
+        >>> prob = problem(envs.bernoulli([0.3, 0.6]), channels.attributed(), classic.ucb1(), 100)
+        >>> plan = programs.Plan((("ucb1", prob),), 1, False)
+        >>> args = ({"x": jnp.arange(6.0)}, jnp.int32(2))
+        >>> exe, s = programs.compiled("take", programs.take_program, plan, args)  # doctest: +SKIP
+        >>> exe(*args)["x"].item(), programs.compiled("take", programs.take_program, plan, args)[1]  # doctest: +SKIP
+        (2.0, 0.0)
+    """
     key = (name, plan, signature(args))
     hit = _COMPILED.get(key)
     if hit is not None:
@@ -210,12 +371,40 @@ def clear_cache():
 
 
 def first_runs_program(n):
-    """``(plan, records) ->`` the records of the first ``n`` runs (``[S, runs, ...]`` leaves)."""
+    """The program that keeps the records of the first ``n`` runs (``[S, runs, ...]`` leaves).
+
+    Args:
+        n: the runs kept.
+
+    Returns:
+        ``f(plan, records)``, the records cut to ``[S, n, ...]``.
+
+    Example:
+        >>> import numpy as np
+        >>> from jaxbandits.engine.programs import first_runs_program
+        >>> first_runs_program(2)(None, {"r": np.zeros((3, 5))})["r"].shape
+        (3, 2)
+    """
     return lambda plan, t: jax.tree.map(lambda a: a[:, :n], t)
 
 
 def take_program(plan, tree, i):
-    """Segment ``i`` of every ``[S, ...]`` leaf of ``tree`` (each run's final values)."""
+    """Segment ``i`` of every ``[S, ...]`` leaf of ``tree`` (each run's final values).
+
+    Args:
+        plan: the programs' :class:`Plan` (unused: the cache's key).
+        tree: a pytree of ``[S, ...]`` arrays.
+        i: the segment.
+
+    Returns:
+        The tree of ``[...]`` arrays at segment ``i``.
+
+    Example:
+        >>> import numpy as np
+        >>> from jaxbandits.engine.programs import take_program
+        >>> take_program(None, {"r": np.arange(6).reshape(3, 2)}, 2)["r"].tolist()
+        [4, 5]
+    """
     return jax.tree.map(lambda a: a[i], tree)
 
 
