@@ -18,10 +18,10 @@ from .prepare import prepare, prepare_grid
 # the other names this module held before the engine was split by concern (its public API then),
 # still importable from here; their homes are the modules named above
 from .fingerprint import unit_fingerprint  # noqa: F401
-from .memory import memory_estimate  # noqa: F401
+from .memory import memory_estimate, program_memory  # noqa: F401
 from .paths import PATHS  # noqa: F401
 from .prepare import Prepared, PreparedGrid  # noqa: F401
-from .programs import Plan, clear_cache, program_memory  # noqa: F401
+from .programs import Plan, clear_cache  # noqa: F401
 
 __all__ = ["simulate", "simulate_grid"]
 
@@ -58,8 +58,9 @@ def simulate(env, channel, policies, horizon: int, key, n_runs: int = 1, *, reco
     continues an interrupted run from it, bitwise as if it had never stopped; ``stop`` (a callable,
     e.g. from :func:`jaxbandits.engine.checkpoint.graceful_stop`) is asked after every chunk and
     ends the run there with :class:`~jaxbandits.engine.checkpoint.Interrupted` (docs/results.md).
-    ``keep`` chooses the per-run curves returned (:func:`~jaxbandits.engine.reduce.resolve_keep`: ``"all"``, ``"none"``, the
-    first ``N`` runs, default every run while they are small); the statistics over runs
+    ``keep`` chooses the per-run curves returned (:func:`~jaxbandits.engine.reduce.resolve_keep`:
+    ``"all"``, ``"none"``, the first ``N`` runs, default every run while they are small); the
+    statistics over runs
     (``SimOutput.stats``: means, second moments, paired differences, final values) are always
     computed, on the device, by blocks of ``stats_block`` runs (default
     :func:`jaxbandits.engine.stats.block_size` of ``n_runs``; the parts of one run pass the whole

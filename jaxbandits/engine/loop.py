@@ -68,8 +68,8 @@ def run_problems(problems: Dict[str, R.Problem], grid_params, key, n_runs, recor
         block: the statistics' block size (None: ``block_size(n_runs)``).
 
     Returns:
-        ``(final carries, Collected, timing)``; :func:`~jaxbandits.engine.driver.simulate` turns the last two into
-        ``SimOutput`` values.
+        ``(final carries, Collected, timing)``; :func:`~jaxbandits.engine.driver.simulate` turns the
+        last two into ``SimOutput`` values (:func:`collect_outputs`).
 
     Raises:
         ValueError: ``stop`` with ``global_devices``, or a checkpoint of another simulation.

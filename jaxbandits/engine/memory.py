@@ -1,7 +1,7 @@
 """What a simulation holds in memory, estimated before anything is allocated or compiled: each
 run's carried state (exactly, from the program's shapes) and the records it keeps; the refusal of a
 run that cannot fit (every path that allocates runs calls :func:`check_memory`); the chunk size of
-the reduced form.
+the reduced form; and the compiled program's own sizes (:func:`program_memory`).
 """
 from __future__ import annotations
 
@@ -9,17 +9,19 @@ import functools
 from typing import Dict, Optional
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from . import metrics as M
 from . import reduce as RD
 from . import round as R
 from .checks import policies_dict
-from .programs import Carry
-from .recording import record_points
+from .programs import Carry, Plan, chunk_program, init_program
+from .recording import record_points, segment_plan
 from .reduce import resolve_keep
 
-__all__ = ["available_memory", "memory_estimate", "check_memory", "check_memory_fused", "auto_chunk"]
+__all__ = ["available_memory", "memory_estimate", "check_memory", "check_memory_fused", "auto_chunk",
+           "program_memory"]
 
 
 def available_memory() -> Optional[int]:
@@ -87,7 +89,7 @@ def memory_estimate(problems: Dict[str, R.Problem], n_runs: int, record_at, n_gr
         >>> from jaxbandits.policies import classic
         >>> prob = engine.problem(envs.bernoulli([0.3, 0.6]), channels.attributed(), classic.ucb1(), 1000)
         >>> from jaxbandits.engine.memory import memory_estimate
-        >>> memory_estimate({"UCB1": prob}, 8, [499, 999], keep=0) > 8 * 4 * (3 + 2)  # doctest: +SKIP
+        >>> memory_estimate({"UCB1": prob}, 8, [499, 999], keep=0) > 8 * 4 * (3 + 2)
         True
     """
     R_ = len(record_at)
@@ -200,7 +202,7 @@ def check_memory_fused(env, channel, policies, horizon, n_runs, record, delayed_
         >>> from jaxbandits.engine.memory import check_memory_fused
         >>> from jaxbandits.policies import classic
         >>> check_memory_fused(envs.bernoulli([0.3, 0.6]), channels.attributed(), classic.ucb1(), 1000, 8,
-        ...                    None, None, None)  # doctest: +SKIP
+        ...                    None, None, None)
     """
     _, pols = policies_dict(policies)
     problems = {lab: R.problem(env, channel, pol, horizon, n_runs=n_runs, delayed_regret=delayed_regret, label=lab)
@@ -209,3 +211,50 @@ def check_memory_fused(env, channel, policies, horizon, n_runs, record, delayed_
     keep_n = resolve_keep(keep, [p.spec.n_arms for p in problems.values()], n_runs, len(record_at),
                           any(p.world.adversarial for p in problems.values()))
     check_memory(problems, n_runs, record_at, keep=keep_n)
+
+
+def program_memory(problems: Dict[str, R.Problem], n_runs: int, record_at, grid_params=None) -> dict:
+    """Bytes of the compiled program of a whole run (one chunk), from XLA's memory analysis,
+    without running it: ``state`` (the carried runs), ``records`` (the outputs written at the
+    record points), and the program's ``arguments``, ``outputs``, ``temp`` and ``aliased`` (donated)
+    sizes; ``device = arguments + outputs + temp - aliased`` is the peak it needs.
+
+    Args:
+        problems: ``{label: Problem}``, as :func:`~jaxbandits.engine.loop.run_problems` takes them.
+        n_runs: the runs of the program.
+        record_at: the record rounds.
+        grid_params: a grid's parameters (None: no grid).
+
+    Returns:
+        ``{"state", "records", "arguments", "outputs", "temp", "aliased", "device"}``, in bytes.
+
+    Examples:
+        >>> import jax
+        >>> import jaxbandits as jb
+        >>> from jaxbandits import channels, delays, envs
+        >>> from jaxbandits.policies import classic
+        >>> world = envs.bernoulli([0.3, 0.6], delay=delays.geometric(mean=5.0))
+        >>> from jaxbandits.engine import memory, problem, record_points
+        >>> probs = {"ucb1": problem(world, channels.attributed(), classic.ucb1(), 200, n_runs=4)}
+        >>> mem = memory.program_memory(probs, 4, record_points(200, 100))  # doctest: +SKIP
+        >>> mem["device"] >= mem["state"]  # doctest: +SKIP
+        True
+    """
+    plan = Plan(tuple(problems.items()), 1, grid_params is not None)
+    T = plan.problems[0][1].horizon
+    run_ids = jax.ShapeDtypeStruct((n_runs,), jnp.int32)
+    key = jax.eval_shape(lambda: jax.random.key(0))
+    carries = jax.eval_shape(lambda r, g: init_program(plan, jax.random.key(0), r, g), run_ids, grid_params)
+    seg = segment_plan(T, record_at)
+    lo, hi = (jax.ShapeDtypeStruct(a.shape, jnp.int32) for a in seg.chunks[0])
+    exe = jax.jit(chunk_program, static_argnums=(0,), donate_argnums=(1,)).lower(
+        plan, carries, grid_params, lo, hi).compile()
+    ma = exe.memory_analysis()
+    nbytes = lambda tree: sum(int(np.prod(a.shape)) * a.dtype.itemsize for a in jax.tree.leaves(tree))
+    _, ys = jax.eval_shape(lambda c, g, a, b: chunk_program(plan, c, g, a, b), carries, grid_params, lo, hi)
+    del key
+    out = {"state": nbytes(carries), "records": nbytes(ys), "arguments": int(ma.argument_size_in_bytes),
+           "outputs": int(ma.output_size_in_bytes), "temp": int(ma.temp_size_in_bytes),
+           "aliased": int(ma.alias_size_in_bytes)}
+    out["device"] = out["arguments"] + out["outputs"] + out["temp"] - out["aliased"]
+    return out

@@ -29,8 +29,8 @@ def choose_path(env, channel, policies, path: str = "auto", *, chunk=None, shard
         channel: the channel.
         policies: a policy or a ``{label: policy}`` dict.
         path: ``"auto"``, ``"fused"`` or ``"scan"`` (:data:`PATHS`).
-        chunk: as :func:`~jaxbandits.engine.driver.simulate`'s (a chunked run keeps the scan when the fused path cannot
-            chunk).
+        chunk: as :func:`~jaxbandits.engine.driver.simulate`'s (a chunked run keeps the scan when the
+            fused path cannot chunk).
         shard: as :func:`~jaxbandits.engine.driver.simulate`'s.
         resume: as :func:`~jaxbandits.engine.driver.simulate`'s (a resume keeps the scan).
         backend: the backend to decide for (None: JAX's default backend).

@@ -49,8 +49,8 @@ class Prepared(NamedTuple):
 def prepare(env, channel, policies, horizon: int, key, n_runs: int = 1, *, record=None,
             chunk: Optional[int] = None, first_run: int = 0, delayed_regret: Optional[bool] = None,
             keep=None, stats_block: Optional[int] = None) -> Prepared:
-    """Every host check of :func:`~jaxbandits.engine.driver.simulate`'s arguments, in its order, and the sizes they fix:
-    a :class:`Prepared` (no compile, no device work).
+    """Every host check of :func:`~jaxbandits.engine.driver.simulate`'s arguments, in its order, and
+    the sizes they fix: a :class:`Prepared` (no compile, no device work).
 
     Args:
         env: the world.
@@ -125,8 +125,8 @@ class PreparedGrid(NamedTuple):
 
 def prepare_grid(build: Callable, grid: Mapping[str, Any], channel, horizon: int, key, n_runs: int = 1, *,
                  record=None, chunk=None) -> PreparedGrid:
-    """Every host check of :func:`~jaxbandits.engine.driver.simulate_grid`'s arguments (every grid point built once on the
-    host) and the problem it runs: a :class:`PreparedGrid`.
+    """Every host check of :func:`~jaxbandits.engine.driver.simulate_grid`'s arguments (every grid
+    point built once on the host) and the problem it runs: a :class:`PreparedGrid`.
 
     Args:
         build: ``build(**params) -> (env, policy)``, or a pair ``(env, policy value)`` (a grid

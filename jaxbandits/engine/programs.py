@@ -1,8 +1,7 @@
 """The compiled programs of the scan path and their cache: :class:`Plan` (what one program
 runs), the init and chunk programs (``vmap`` over runs, and a grid, of a scan over segments of a
 loop over rounds; ``shard_map`` over devices along the runs axis), the small programs that take the
-kept runs and the final values, the carried state as a checkpoint saves it, and
-:func:`program_memory`.
+kept runs and the final values, and the carried state as a checkpoint saves it.
 
 Records are scan outputs of the segment scan, never carried: device memory is the records
 requested plus the state of the runs (docs/architecture.md).
@@ -12,7 +11,7 @@ from __future__ import annotations
 import collections
 import functools
 import time
-from typing import Any, Dict, NamedTuple, Tuple
+from typing import Any, NamedTuple, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -23,11 +22,10 @@ from . import metrics as M
 from . import reduce as RD
 from . import round as R
 from .devices import mesh
-from .recording import segment_plan
 from .reduce import CACHE_SIZE, signature
 
 __all__ = ["Plan", "Carry", "strip_empty", "init_program", "chunk_program", "whole_carries", "saved_state",
-           "with_channel_keys", "compiled", "clear_cache", "first_runs_program", "take_program", "program_memory"]
+           "with_channel_keys", "compiled", "clear_cache", "first_runs_program", "take_program"]
 
 
 class Plan(NamedTuple):
@@ -406,50 +404,3 @@ def take_program(plan, tree, i):
         [4, 5]
     """
     return jax.tree.map(lambda a: a[i], tree)
-
-
-def program_memory(problems: Dict[str, R.Problem], n_runs: int, record_at, grid_params=None) -> dict:
-    """Bytes of the compiled program of a whole run (one chunk), from XLA's memory analysis,
-    without running it: ``state`` (the carried runs), ``records`` (the outputs written at the
-    record points), and the program's ``arguments``, ``outputs``, ``temp`` and ``aliased`` (donated)
-    sizes; ``device = arguments + outputs + temp - aliased`` is the peak it needs.
-
-    Args:
-        problems: ``{label: Problem}``, as :func:`~jaxbandits.engine.loop.run_problems` takes them.
-        n_runs: the runs of the program.
-        record_at: the record rounds.
-        grid_params: a grid's parameters (None: no grid).
-
-    Returns:
-        ``{"state", "records", "arguments", "outputs", "temp", "aliased", "device"}``, in bytes.
-
-    Examples:
-        >>> import jax
-        >>> import jaxbandits as jb
-        >>> from jaxbandits import channels, delays, envs
-        >>> from jaxbandits.policies import classic
-        >>> world = envs.bernoulli([0.3, 0.6], delay=delays.geometric(mean=5.0))
-        >>> from jaxbandits.engine import problem, programs, record_points
-        >>> probs = {"ucb1": problem(world, channels.attributed(), classic.ucb1(), 200, n_runs=4)}
-        >>> mem = programs.program_memory(probs, 4, record_points(200, 100))  # doctest: +SKIP
-        >>> mem["device"] >= mem["state"]  # doctest: +SKIP
-        True
-    """
-    plan = Plan(tuple(problems.items()), 1, grid_params is not None)
-    T = plan.problems[0][1].horizon
-    run_ids = jax.ShapeDtypeStruct((n_runs,), jnp.int32)
-    key = jax.eval_shape(lambda: jax.random.key(0))
-    carries = jax.eval_shape(lambda r, g: init_program(plan, jax.random.key(0), r, g), run_ids, grid_params)
-    seg = segment_plan(T, record_at)
-    lo, hi = (jax.ShapeDtypeStruct(a.shape, jnp.int32) for a in seg.chunks[0])
-    exe = jax.jit(chunk_program, static_argnums=(0,), donate_argnums=(1,)).lower(
-        plan, carries, grid_params, lo, hi).compile()
-    ma = exe.memory_analysis()
-    nbytes = lambda tree: sum(int(np.prod(a.shape)) * a.dtype.itemsize for a in jax.tree.leaves(tree))
-    _, ys = jax.eval_shape(lambda c, g, a, b: _chunk_local(plan, c, g, a, b), carries, grid_params, lo, hi)
-    del key
-    out = {"state": nbytes(carries), "records": nbytes(ys), "arguments": int(ma.argument_size_in_bytes),
-           "outputs": int(ma.output_size_in_bytes), "temp": int(ma.temp_size_in_bytes),
-           "aliased": int(ma.alias_size_in_bytes)}
-    out["device"] = out["arguments"] + out["outputs"] + out["temp"] - out["aliased"]
-    return out
