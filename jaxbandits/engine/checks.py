@@ -1,6 +1,6 @@
-"""The host checks of a simulation's arguments, run before anything compiles (docs/conventions.md
-§1, §8): the horizon, runs and key every path takes, the run indices and chunk of the driver, the
-statistics' block size, and the policies (one, or a ``{label: policy}`` dict).
+"""The host checks of a simulation's arguments, run before anything compiles
+(docs/conventions.md §1, §8): the horizon, runs and key every path takes, the run indices and chunk
+of the driver, the statistics' block size, and the policies (one, or a ``{label: policy}`` dict).
 """
 from __future__ import annotations
 
