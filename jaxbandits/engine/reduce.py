@@ -166,7 +166,8 @@ def host_stats(labels, mets, pairs, B, chunks, final):
         >>> piece = {"count": np.array([4.0, 4.0]), "m/0/regret/mean": np.array([[1.5, 5.5]]),
         ...          "m/0/regret/m2": np.array([[5.0, 5.0]])}
         >>> st = host_stats(["a"], {"a": ("regret",)}, (), 4, [piece], {"f/0/regret": np.arange(8.0)})["a"]
-        >>> st.n, st.moments["regret"][0].tolist(), list(st.final)
+        >>> mean, m2 = st.moments["regret"]
+        >>> st.n, mean.tolist(), list(st.final)
         (8, [[1.5], [5.5]], ['regret'])
     """
     stats = {}
