@@ -50,7 +50,7 @@ class _Compiles(logging.Handler):
 
 def _hlo_sizes():
     """Lines and characters of the optimised HLO of the programs the driver holds."""
-    from jaxbandits.engine import driver as D
+    from jaxbandits.engine import programs as D
     from jaxbandits.engine import reduce as RD
 
     out = {}
@@ -69,7 +69,7 @@ def library_row(algo, a, runs, key, handler):
 
     import jaxbandits as jb
     import limits as L
-    from jaxbandits.engine import driver as D
+    from jaxbandits.engine import programs as D
 
     if algo == "DelayedKLUCB":
         env, _, pol = L.delayed_setup(a.arms, a.delay_mean, a.window)

@@ -213,7 +213,7 @@ def reduction(n, R, K, points=None):
     import jax
     import jax.numpy as jnp
 
-    from jaxbandits.engine import driver as DR
+    from jaxbandits.engine import programs as DR
     from jaxbandits.engine import reduce as RD
     from jaxbandits.engine import stats as ST
 

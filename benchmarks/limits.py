@@ -418,10 +418,10 @@ def check_same(label, lib, hand):
 
 def library_memory(env, ch, pol, T, n_runs, stride):
     """The library program's memory from XLA's analysis (no run): device bytes, records, state."""
-    from jaxbandits.engine import driver, problem, record_points
+    from jaxbandits.engine import memory, problem, record_points
 
     prob = problem(env, ch, pol, T, n_runs=n_runs, delayed_regret=False)
-    m = driver.program_memory({"p": prob}, n_runs, record_points(T, stride))
+    m = memory.program_memory({"p": prob}, n_runs, record_points(T, stride))
     return {"program_bytes": m["device"], "records_bytes": m["records"], "state_bytes": m["state"]}
 
 

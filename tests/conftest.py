@@ -17,12 +17,12 @@ def run_many(problems, T, n_runs=1, key=0, record=None):
     import jax
     import jax.numpy as jnp
 
-    from jaxbandits.engine import driver, problem, record_points
+    from jaxbandits.engine import loop, problem, record_points
 
     probs = {lab: problem(e, ch, pol, T, n_runs=n_runs, delayed_regret=False, label=lab)
              for lab, (e, ch, pol) in problems.items()}
-    carries, col, _ = driver.run_problems(probs, None, jax.random.key(key), n_runs, record_points(T, record),
-                                          shard=False)
+    carries, col, _ = loop.run_problems(probs, None, jax.random.key(key), n_runs, record_points(T, record),
+                                        shard=False)
     recs = col.recs
     keep = lambda a: a if jnp.issubdtype(a.dtype, jax.dtypes.prng_key) else np.asarray(a)[:n_runs]
     return {lab: (jax.tree.map(keep, carries[lab].state), recs[lab]) for lab in problems}

@@ -723,9 +723,9 @@ def test_every_path_that_allocates_runs_estimates_memory_first(monkeypatch):
     """The fused path, a grid and a distributed run refuse, before compiling, what cannot fit (the
     scan path's rule), naming the runs, the record points and the state per run."""
     from jaxbandits.experiments.distributed import simulate_global
-    from jaxbandits.engine import driver
+    from jaxbandits.engine import memory
 
-    monkeypatch.setattr(driver, "available_memory", lambda: 10_000)
+    monkeypatch.setattr(memory, "available_memory", lambda: 10_000)
     ch = C.attributed()
     msg = (r"needs at least [\d.]+ GiB \(64 runs x 1 policies: 100 record points and a carried state of \d+ bytes "
            r"per run, its calendar of width 1\), more than the 0.0 GiB of memory available")
@@ -742,7 +742,7 @@ def test_the_memory_estimate_counts_each_runs_carried_state_exactly():
     from typing import NamedTuple
 
     from jaxbandits import Policy
-    from jaxbandits.engine import driver
+    from jaxbandits.engine import memory, programs
     from jaxbandits.engine.round import problem
 
     class Memo(NamedTuple):
@@ -751,11 +751,11 @@ def test_the_memory_estimate_counts_each_runs_carried_state_exactly():
     pol = Policy(lambda spec, key: jnp.zeros((1000,), jnp.float32), lambda s, c, k: (jnp.int32(0), Memo(c.t)),
                  lambda s, a: s, lambda m, r, d: jnp.ones(1), name="big")
     prob = problem(ENV, C.conversions(window=50), pol, 100, n_runs=8)
-    plan = driver.Plan(((pol.name, prob),), 1, False)
-    carries = jax.eval_shape(lambda r: driver._init_program(plan, jax.random.key(0), r, None),
+    plan = programs.Plan(((pol.name, prob),), 1, False)
+    carries = jax.eval_shape(lambda r: programs.init_program(plan, jax.random.key(0), r, None),
                              jax.ShapeDtypeStruct((8,), jnp.int32))
     exact = sum(int(np.prod(a.shape)) * a.dtype.itemsize for a in jax.tree.leaves(carries))
     rec = np.arange(9, 100, 10)
-    assert driver.memory_estimate({"big": prob}, 8, rec, keep=0) == exact + 8 * 4 * (3 + 2 + 1)
-    assert driver.memory_estimate({"big": prob}, 8, rec) == exact + 8 * 4 * (3 + 2 + 1) * len(rec)
+    assert memory.memory_estimate({"big": prob}, 8, rec, keep=0) == exact + 8 * 4 * (3 + 2 + 1)
+    assert memory.memory_estimate({"big": prob}, 8, rec) == exact + 8 * 4 * (3 + 2 + 1) * len(rec)
     assert exact >= 8 * 4000  # the policy's own 1000 floats per run

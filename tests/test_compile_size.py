@@ -16,7 +16,7 @@ import numpy as np
 from jaxbandits import channels as C
 from jaxbandits import delays as D
 from jaxbandits import envs as E
-from jaxbandits.engine import driver as DR
+from jaxbandits.engine import programs as PG
 from jaxbandits.engine.recording import record_points, segment_plan
 from jaxbandits.policies import classic as P
 from jaxbandits.policies import conversions as CV
@@ -37,12 +37,12 @@ def _problems():
 
 def _plan(env, ch, pol, T, n):
     prob = R.problem(env, ch, pol, T, n_runs=n)
-    return DR.Plan((("p", prob),), 1, False)
+    return PG.Plan((("p", prob),), 1, False)
 
 
 def _shapes(plan, n, T):
     ids = jax.ShapeDtypeStruct((n,), jnp.int32)
-    carries = jax.eval_shape(lambda r: DR._init_program(plan, jax.random.key(0), r, None), ids)
+    carries = jax.eval_shape(lambda r: PG.init_program(plan, jax.random.key(0), r, None), ids)
     lo = jax.ShapeDtypeStruct(segment_plan(T, record_points(T, 5)).chunks[0][0].shape, jnp.int32)
     return carries, lo
 
@@ -54,14 +54,14 @@ def test_programs_return_no_zero_size_arrays():
     for name, (env, ch, pol) in _problems().items():
         plan = _plan(env, ch, pol, T, n)
         carries, lo = _shapes(plan, n, T)
-        out = jax.eval_shape(lambda c, a, b, plan=plan: DR._chunk_program(plan, c, None, a, b), carries, lo, lo)
+        out = jax.eval_shape(lambda c, a, b, plan=plan: PG.chunk_program(plan, c, None, a, b), carries, lo, lo)
         for tree, what in ((carries, "init"), (out, "chunk")):
             empty = [jax.tree_util.keystr(p) for p, x in jax.tree_util.tree_flatten_with_path(tree)[0]
                      if 0 in x.shape]
             assert not empty, (name, what, empty)
     # the stripped leaves exist (else this test checks nothing): a channel's empty ring, L(t)'s
     plan = _plan(*_problems()["ucb1"], T, n)
-    full = jax.eval_shape(lambda: DR._run_template(plan.problems[0][1], None))
+    full = jax.eval_shape(lambda: PG._run_template(plan.problems[0][1], None))
     assert any(0 in x.shape for x in jax.tree.leaves(full))
 
 
@@ -74,6 +74,6 @@ def test_compiled_chunk_program_does_not_grow_with_runs():
     for n in (16, 4096):
         plan = _plan(env, ch, pol, T, n)
         carries, lo = _shapes(plan, n, T)
-        exe = jax.jit(functools.partial(DR._chunk_program, plan)).lower(carries, None, lo, lo).compile()
+        exe = jax.jit(functools.partial(PG.chunk_program, plan)).lower(carries, None, lo, lo).compile()
         sizes.append(len(exe.as_text()))
     assert sizes[1] < 1.05 * sizes[0], sizes

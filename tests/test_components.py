@@ -265,12 +265,12 @@ def test_chunks_padded_to_one_program_and_chunked_equals_whole():
 # ----------------------------------------------------------------------------- memory
 def test_device_memory_is_records_plus_state():
     """1e5 runs, 200 record points (K=10, T=1e4): the compiled program's memory analysis (no run)."""
-    from jaxbandits.engine import driver
+    from jaxbandits.engine import memory
 
     env = E.bernoulli(np.linspace(0.1, 0.9, 10))
     n = 100_000
     prob = engine.problem(env, C.attributed(), P.ucb1(), 10_000, n_runs=n)
-    mem = driver.program_memory({"UCB1": prob}, n, engine.record_points(10_000))
+    mem = memory.program_memory({"UCB1": prob}, n, engine.record_points(10_000))
     R = 200
     assert mem["records"] == n * R * (3 + 10 + 1) * 4  # regret, expected regret, reward, pulls[K], lost
     assert mem["device"] <= 1.5 * (mem["records"] + mem["state"]), mem

@@ -531,17 +531,17 @@ def test_rewards_whose_float32_sums_would_overflow_are_refused(learner, http):
 
 # ----------------------------------------------------------------------------- memory, estimated before allocating
 def test_runs_that_cannot_fit_in_memory_are_refused_with_the_estimate_and_the_limit(monkeypatch):
-    from jaxbandits.engine import driver
+    from jaxbandits.engine import memory
 
     # 2**30 runs x 10**6 rounds (in range: runs < 2**31, horizon <= 2**24): its records alone are terabytes
     with pytest.raises(ValueError, match=r"needs at least [\d.]+ GiB \(1073741824 runs x 1 policies: 200 record "
                                          r"points.*more than the [\d.]+ GiB of memory available"):
         jb.simulate(envs.bernoulli([0.5, 0.4]), channels.attributed(), classic.ucb1(), 10**6, jax.random.key(0),
                     2**30)
-    monkeypatch.setattr(driver, "available_memory", lambda: 10_000)  # the limit is the host's: 10 kB here
+    monkeypatch.setattr(memory, "available_memory", lambda: 10_000)  # the limit is the host's: 10 kB here
     with pytest.raises(ValueError, match=r"more than the 0.0 GiB"):
         jb.simulate(envs.bernoulli([0.5, 0.4]), channels.attributed(), classic.ucb1(), 100, jax.random.key(0), 64)
-    monkeypatch.setattr(driver, "available_memory", lambda: 10**9)
+    monkeypatch.setattr(memory, "available_memory", lambda: 10**9)
     assert np.isfinite(jb.simulate(envs.bernoulli([0.5, 0.4]), channels.attributed(), classic.ucb1(), 100,
                                    jax.random.key(0), 64).regret).all()
 
@@ -896,12 +896,12 @@ def test_an_edited_serving_log_names_the_file_and_the_event(tmp_path, sql, match
 
 
 def test_a_learner_that_cannot_fit_in_memory_is_refused_with_the_estimate_and_the_limit(monkeypatch):
-    from jaxbandits.engine import driver
+    from jaxbandits.engine import memory
 
-    monkeypatch.setattr(driver, "available_memory", lambda: 2**30)  # the limit is the host's: 1 GiB here
+    monkeypatch.setattr(memory, "available_memory", lambda: 2**30)  # the limit is the host's: 1 GiB here
     with pytest.raises(ValueError, match=r"the learner's state needs [\d.]+ GiB \(a pending ring of 2147483647 "
                                          r"slots, from max_pending\), more than the 1.0 GiB of memory available"):
         online.Learner(classic.ucb1(), channels.attributed(), ["a", "b"], max_pending=2**31 - 1)
-    monkeypatch.setattr(driver, "available_memory", lambda: 10_000)
+    monkeypatch.setattr(memory, "available_memory", lambda: 10_000)
     with pytest.raises(ValueError, match=r"a pending ring of 1001 slots, from the channel's window 1000 \+ 1\)"):
         online.Learner(classic.thompson(), channels.conversions(window=1000), ["a", "b"])

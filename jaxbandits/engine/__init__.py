@@ -5,8 +5,10 @@
 * :mod:`jaxbandits.engine.metrics`: running sums and the records read from them;
 * :mod:`jaxbandits.engine.recording`: record points, segments, :class:`SimOutput`;
 * :mod:`jaxbandits.engine.stats`: statistics over runs reduced on the device (blocks of run ids);
-* :mod:`jaxbandits.engine.driver`: :func:`simulate`, :func:`simulate_grid` (vmap, shard, chunks,
-  compile once).
+* :mod:`jaxbandits.engine.driver`: :func:`simulate`, :func:`simulate_grid`, the entry points; the
+  modules beside it check their arguments (``checks``, ``prepare``, ``memory``), choose the path
+  (``paths``), compile the programs once (``programs``: vmap, shard) and run them chunk by chunk
+  (``loop``, with ``devices`` and ``fingerprint``).
 
 ``simulate`` and ``simulate_grid`` are the driver's own (one implementation: ``jaxbandits.simulate``
 and ``jaxbandits.engine.simulate`` are one function object), with the choice between the two
@@ -22,7 +24,9 @@ A sweep that saves, resumes or splits its calls calls its
 :class:`jaxbandits.experiments.sweeping.Sweep`'s ``simulate`` instead (docs/cluster.md).
 """
 from . import metrics, recording
-from .driver import PATHS, choose_path, clear_cache, simulate, simulate_grid
+from .driver import simulate, simulate_grid
+from .paths import PATHS, choose_path
+from .programs import clear_cache
 from .recording import SimOutput, record_points
 from .round import Problem, RunKeys, RunState, Step, channel_keys, init, problem, round, run_keys  # noqa: A004
 

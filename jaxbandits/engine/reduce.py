@@ -24,7 +24,21 @@ CACHE_SIZE = 32
 
 
 def signature(args):
-    """What a compiled program is specialised to: the tree and each leaf's shape and dtype."""
+    """What a compiled program is specialised to: the tree and each leaf's shape and dtype (the
+    key of the compiled-program caches, with the program's name and static arguments).
+
+    Args:
+        args: the program's arguments, a pytree of arrays.
+
+    Returns:
+        ``(treedef, ((shape, dtype name), ...))``, hashable.
+
+    Example:
+        >>> import numpy as np
+        >>> from jaxbandits.engine.reduce import signature
+        >>> signature({"x": np.zeros((2, 3), np.float32)})[1]
+        (((2, 3), 'float32'),)
+    """
     leaves, tree = jax.tree.flatten(args)
     return tree, tuple((np.shape(a), str(getattr(a, "dtype", type(a)))) for a in leaves)
 
@@ -35,7 +49,23 @@ FINAL_FIELDS = (("regret", "regret"), ("expected_regret", "exp_regret"), ("rewar
 
 
 def stat_metrics(prob) -> Tuple[str, ...]:
-    """The metrics whose statistics a problem's records give."""
+    """The metrics whose statistics a problem's records give.
+
+    Args:
+        prob: a :class:`~jaxbandits.engine.round.Problem`.
+
+    Returns:
+        The metric names: regret, expected regret, reward, ``delayed_regret`` when the problem
+        tracks ``L(t)``, and pulls.
+
+    Example:
+        >>> from jaxbandits import channels, engine, envs
+        >>> from jaxbandits.engine.reduce import stat_metrics
+        >>> from jaxbandits.policies import classic
+        >>> prob = engine.problem(envs.bernoulli([0.3, 0.6]), channels.attributed(), classic.ucb1(), 100)
+        >>> stat_metrics(prob)
+        ('regret', 'expected_regret', 'reward', 'pulls')
+    """
     return ("regret", "expected_regret", "reward") + (("delayed_regret",) if prob.dl_mode else ()) + ("pulls",)
 
 
@@ -53,15 +83,51 @@ _REDUCERS: "collections.OrderedDict[Any, Any]" = collections.OrderedDict()
 
 
 def stat_pairs(labels, mets):
-    """The policy pairs ``(i, j)``, ``i < j``, of one simulation and the metrics both record."""
+    """The policy pairs ``(i, j)``, ``i < j``, of one simulation and the metrics both record
+    (``pulls`` left out: a paired difference of pull counts is not reported).
+
+    Args:
+        labels: the policies' labels, in order.
+        mets: ``{label: metric names}`` (:func:`stat_metrics`).
+
+    Returns:
+        ``(((i, j), (metric, ...)), ...)``, hashable.
+
+    Example:
+        >>> from jaxbandits.engine.reduce import stat_pairs
+        >>> stat_pairs(["a", "b", "c"], {"a": ("regret", "pulls"), "b": ("regret", "reward", "pulls"),
+        ...                              "c": ("reward",)})
+        (((0, 1), ('regret',)), ((0, 2), ()), ((1, 2), ('reward',)))
+    """
     return tuple(((i, j), tuple(k for k in mets[a] if k in mets[b] and k != "pulls"))
                  for i, a in enumerate(labels) for j, b in enumerate(labels) if i < j)
 
 
 def reduce_on_device(recs, valid, B, labels, pairs):
     """The block statistics of records ``{label: {metric: [S, runs_pad, ...]}}`` (device arrays) on
-    the device, in float64 (compiled under x64): ``((moments, pair moments, count), compile s)``,
-    moments ``[S, blocks, ...]``."""
+    the device, in float64 (compiled under x64, once per shape: the program is cached).
+
+    Args:
+        recs: ``{label: {metric: [S, runs_pad, ...]}}``, a chunk's records on the device.
+        valid: bool ``[runs_pad]``, False for padded runs.
+        B: the block size (:func:`~jaxbandits.engine.stats.block_size`); ``runs_pad`` is a
+            multiple of it.
+        labels: the policies' labels, in order.
+        pairs: the policy pairs and their shared metrics (:func:`stat_pairs`).
+
+    Returns:
+        ``((moments, pair moments, count), compile seconds)``: the sums of
+        :func:`~jaxbandits.engine.stats.device_stats`, leading axes ``[S, blocks]``, pairs keyed by
+        label indices; 0.0 seconds when the program was cached.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> from jaxbandits.engine.reduce import reduce_on_device
+        >>> recs = {"a": {"regret": jnp.arange(8.0)[None]}}
+        >>> (mom, pair, count), _ = reduce_on_device(recs, jnp.ones(8, bool), 4, ["a"], ())  # doctest: +SKIP
+        >>> count.tolist()  # doctest: +SKIP
+        [4.0, 4.0]
+    """
     key = (tuple(labels), pairs, B, signature((recs, valid)))
     dt = 0.0
     with jax.enable_x64(True):
@@ -79,7 +145,31 @@ def reduce_on_device(recs, valid, B, labels, pairs):
 
 def host_stats(labels, mets, pairs, B, chunks, final):
     """``{label: Stats}`` from the host block statistics of consecutive pieces of the record points
-    (``chunks``: dicts named as :func:`jaxbandits.engine.driver.run_problems` names them) and the final values."""
+    (``chunks``: dicts named as :func:`jaxbandits.engine.loop.run_problems` names them) and the
+    final values.
+
+    Args:
+        labels: the policies' labels, in order.
+        mets: ``{label: metric names}`` (:func:`stat_metrics`).
+        pairs: the policy pairs and their shared metrics (:func:`stat_pairs`).
+        B: the block size.
+        chunks: per piece of the record points, its named host arrays (:func:`host_block_stats`:
+            ``count``, ``m/{j}/{metric}/mean`` and ``/m2``, ``p/{a}/{b}/{metric}/...``).
+        final: the named final values, ``f/{j}/{metric}``: ``[runs]`` (those absent are left out).
+
+    Returns:
+        ``{label: Stats}`` (:class:`~jaxbandits.engine.stats.Stats`), moments ``[blocks, R, ...]``.
+
+    Example:
+        >>> import numpy as np
+        >>> from jaxbandits.engine.reduce import host_stats
+        >>> piece = {"count": np.array([4.0, 4.0]), "m/0/regret/mean": np.array([[1.5, 5.5]]),
+        ...          "m/0/regret/m2": np.array([[5.0, 5.0]])}
+        >>> st = host_stats(["a"], {"a": ("regret",)}, (), 4, [piece], {"f/0/regret": np.arange(8.0)})["a"]
+        >>> mean, m2 = st.moments["regret"]
+        >>> st.n, mean.tolist(), list(st.final)
+        (8, [[1.5], [5.5]], ['regret'])
+    """
     stats = {}
     for j, lab in enumerate(labels):
         cat = lambda name: np.moveaxis(np.concatenate([h[name] for h in chunks], axis=0), 0, 1)  # [nb, R, ...]
@@ -97,7 +187,27 @@ def host_stats(labels, mets, pairs, B, chunks, final):
 
 def host_block_stats(red, sel, labels, n_blocks):
     """The named host arrays of one piece's reduced statistics, the segments ``sel`` kept and the
-    first ``n_blocks`` blocks (those holding runs: the padding of the devices adds empty ones)."""
+    first ``n_blocks`` blocks (those holding runs: the padding of the devices adds empty ones).
+
+    Args:
+        red: ``(moments, pair moments, count)`` as :func:`reduce_on_device` gives them (device or
+            host arrays), sums ``(shift, s1, s2)`` with leading axes ``[S, blocks]``.
+        sel: the indices of the segments kept (those ending at a record point).
+        labels: the policies' labels, in order.
+        n_blocks: the blocks that hold runs.
+
+    Returns:
+        ``{name: numpy array}``: ``count`` ``[blocks]`` and each block's ``mean`` and ``m2``
+        (float64, ``[R, blocks, ...]``) as ``m/{j}/{metric}/...`` and ``p/{a}/{b}/{metric}/...``.
+
+    Example:
+        >>> import numpy as np
+        >>> from jaxbandits.engine.reduce import host_block_stats
+        >>> sums = (np.array([[0.0, 4.0]]), np.array([[6.0, 6.0]]), np.array([[14.0, 14.0]]))
+        >>> host = host_block_stats(({"a": {"regret": sums}}, {}, np.array([4.0, 4.0])), np.array([0]), ["a"], 2)
+        >>> host["m/0/regret/mean"].tolist(), host["m/0/regret/m2"].tolist()
+        ([[1.5, 5.5]], [[5.0, 5.0]])
+    """
     mom, pm, cnt = red
     cnt = np.asarray(cnt)[:n_blocks]
     host = {"count": cnt}
@@ -131,7 +241,25 @@ def resolve_keep(keep, n_arms, n_runs, n_rec, adversarial=False) -> int:
     ``False``, 0) none, an int ``N`` the first ``N``; ``None`` (default) every run while the
     per-run curves of all policies take at most :data:`KEEP_BYTES`, none beyond. Adversarial
     worlds keep every run's curves (the regret against the fixed best arm of a run needs them).
-    ``n_arms``: the arms of each policy's problem."""
+
+    Args:
+        keep: ``"all"``, ``"none"``, ``True``, ``False``, a number of runs ``>= 0``, or None.
+        n_arms: the arms of each policy's problem.
+        n_runs: the runs of the simulation.
+        n_rec: the number of record points.
+        adversarial: the world is adversarial (every run's curves are kept).
+
+    Returns:
+        The number of runs whose curves are kept, in ``[0, n_runs]``.
+
+    Raises:
+        ValueError: ``keep`` of another value or type, or negative.
+
+    Example:
+        >>> from jaxbandits.engine.reduce import resolve_keep
+        >>> resolve_keep(None, [2], 100, 200), resolve_keep(None, [2], 10**6, 200), resolve_keep(5, [2], 100, 200)
+        (100, 0, 5)
+    """
     if adversarial:
         return int(n_runs)
     if keep is None:
@@ -147,10 +275,30 @@ def resolve_keep(keep, n_arms, n_runs, n_rec, adversarial=False) -> int:
 
 
 def clear_cache():
-    """Forget the compiled reductions."""
+    """Forget the compiled reductions (:func:`jaxbandits.engine.clear_cache` forgets them with the
+    simulation programs).
+
+    Returns:
+        None.
+
+    Example:
+        >>> from jaxbandits.engine import reduce
+        >>> reduce.clear_cache()
+        >>> reduce.programs()
+        []
+    """
     _REDUCERS.clear()
 
 
 def programs():
-    """The compiled reductions now cached (for the compile-time benchmark)."""
+    """The compiled reductions now cached (for the compile-time benchmark).
+
+    Returns:
+        A list of compiled executables, least recently used first.
+
+    Example:
+        >>> from jaxbandits.engine import reduce
+        >>> isinstance(reduce.programs(), list)
+        True
+    """
     return list(_REDUCERS.values())

@@ -11,7 +11,7 @@ on CPU uses the gloo collectives that ``jax.distributed`` sets up) and assembled
 one-process driver assembles them, so the outputs are bitwise those of one process: run ``r`` is
 keyed by ``fold_in(key, r)`` whatever the device that runs it (docs/conventions.md §8).
 
-The driver does the work (``engine.driver.run_problems(..., global_devices=True)``: the same
+The driver does the work (``engine.loop.run_problems(..., global_devices=True)``: the same
 compiled programs; only the mesh, all processes' devices instead of the local ones, and the
 gather differ).
 """
@@ -137,15 +137,15 @@ def process_count() -> int:
 
 def run_problems_global(problems, key, n_runs, record_at, chunk=None, progress=False, first_run=0,
                         checkpoint=None, resume=False, keep=None, block=None):
-    """:func:`jaxbandits.engine.driver.run_problems` (no grid) with the runs axis sharded over the
+    """:func:`jaxbandits.engine.loop.run_problems` (no grid) with the runs axis sharded over the
     devices of every process. Returns ``(records, timing)``; the records are numpy arrays on every
     process, laid out as the one-process driver lays them out. ``checkpoint``: written by process
     0 after every chunk, read by every process on ``resume`` (a folder they share)."""
-    from ..engine import driver as DR
+    from ..engine.loop import run_problems
 
-    _, recs, timing = DR.run_problems(problems, None, key, n_runs, record_at, chunk, progress,
-                                      first_run=first_run, checkpoint=checkpoint, resume=resume,
-                                      global_devices=True, keep=keep, block=block)
+    _, recs, timing = run_problems(problems, None, key, n_runs, record_at, chunk, progress,
+                                   first_run=first_run, checkpoint=checkpoint, resume=resume,
+                                   global_devices=True, keep=keep, block=block)
     return recs, timing
 
 
@@ -195,24 +195,26 @@ def simulate_global(env, channel, policies, horizon: int, key, n_runs: int = 1, 
         >>> out.regret.shape[0]  # doctest: +SKIP
         8
     """
-    from ..engine import driver as DR
+    from ..engine import checks as CK
     from ..engine import reduce as RD
+    from ..engine.loop import collect_outputs
+    from ..engine.memory import check_memory
     from ..engine.round import problem
     from ..engine.recording import record_points
 
-    horizon, n_runs, key = DR.check_common(horizon, n_runs, key)
-    first_run = DR.check_run_args(n_runs, first_run, chunk)
+    horizon, n_runs, key = CK.check_common(horizon, n_runs, key)
+    first_run = CK.check_run_args(n_runs, first_run, chunk)
     record_at = record_points(horizon, record)
-    single, pols = DR.policies_dict(policies)
+    single, pols = CK.policies_dict(policies)
     problems = {lab: problem(env, channel, pol, horizon, n_runs=n_runs, delayed_regret=delayed_regret, label=lab)
                 for lab, pol in pols.items()}
     keep_n = RD.resolve_keep(keep, [p.spec.n_arms for p in problems.values()], n_runs, len(record_at),
                              any(p.world.adversarial for p in problems.values()))
     # every process carries its share of the runs and receives every record: refused before allocating
-    DR.check_memory(problems, n_runs, record_at, keep=keep_n, runs_here=-(-n_runs // process_count()))
+    check_memory(problems, n_runs, record_at, keep=keep_n, runs_here=-(-n_runs // process_count()))
     recs, timing = run_problems_global(problems, key, n_runs, record_at, chunk, progress, first_run,
                                        checkpoint, resume, keep=keep_n, block=stats_block)
-    outs = DR.collect_outputs(problems, recs, timing, n_runs, record_at)
+    outs = collect_outputs(problems, recs, timing, n_runs, record_at)
     return outs[next(iter(outs))] if single else outs
 
 

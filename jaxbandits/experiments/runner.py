@@ -273,7 +273,7 @@ def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizo
     base = out if out is not None else job.get("dist_out")  # the other processes of a distributed run read it
     ckpt_root = None if base is None else os.path.join(base, ".checkpoint")
     if dist:  # the checks below must come out alike on every process (one collective, then the same errors)
-        from ..engine.driver import agree_across_processes
+        from ..engine.devices import agree_across_processes
 
         agree_across_processes([ckpt_root is not None, ckpt_root is not None and os.path.isdir(ckpt_root), bool(resume)],
                "(checkpoint folder given, present, resume)")
@@ -290,7 +290,7 @@ def _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, sweep_horizo
                 Checkpoint(os.path.join(ckpt_root, d)).remove()
                 CallCache(os.path.join(ckpt_root, d)).remove()
         if dist:  # ... while the others wait
-            from ..engine.driver import process_barrier
+            from ..engine.devices import process_barrier
 
             process_barrier("jaxbandits: old checkpoint removed")
     if exp.runner is not None:  # a sweep (regret against T, d, ...): its own loop over settings

@@ -26,9 +26,13 @@ from typing import Any, Callable, List, Optional, Tuple
 import numpy as np
 
 from ..engine import driver as DR
+from ..engine import prepare as PR
 from ..engine import reduce as RD
 from ..engine import stats as ST
-from ..engine.checkpoint import CallCache, Interrupted, MissingUnit, SweepShare, reading_saved, unit_bytes, unit_value
+from ..engine.checkpoint import (CallCache, Interrupted, MissingUnit, SweepShare, reading_saved, unit_bytes,
+                                unit_value)
+from ..engine.fingerprint import unit_fingerprint
+from ..engine.paths import choose_path
 from ..engine.recording import SimOutput
 
 __all__ = ["Sweep", "DIRECT", "sweep_checkpoints", "call_runner", "placeholder_outputs", "SweepShare", "CallCache",
@@ -149,13 +153,13 @@ class Sweep:
             path=which, keep=keep, stats_block=stats_block)
         if self.cache is None or checkpoint is not None:
             return call()
-        p = DR.prepare(env, channel, policies, horizon, key, n_runs, record=record, chunk=chunk, first_run=first_run,
+        p = PR.prepare(env, channel, policies, horizon, key, n_runs, record=record, chunk=chunk, first_run=first_run,
                        delayed_regret=delayed_regret, keep=keep, stats_block=stats_block)
-        which = DR.choose_path(env, channel, policies, path, chunk=chunk, shard=shard, resume=resume)
+        which = choose_path(env, channel, policies, path, chunk=chunk, shard=shard, resume=resume)
         extra = {"keep": p.keep, "block": p.stats_block}
         if which == "fused":  # its numbers are not the scan's bits: another unit (a scan unit's name is unchanged)
             extra["path"] = "fused"
-        fp = DR.unit_fingerprint(p.problems, None, p.key, p.n_runs, p.record_at, p.first_run, shard, extra)
+        fp = unit_fingerprint(p.problems, None, p.key, p.n_runs, p.record_at, p.first_run, shard, extra)
         outs = self.unit(fp, lambda: _as_dict(call(which), p), cost=_cost(p.problems, p.n_runs, p.horizon), kind="sim",
                          what="simulation",
                          placeholder=lambda: placeholder_outputs(p.problems, p.n_runs, p.record_at, None, p.keep))
@@ -186,9 +190,9 @@ class Sweep:
                                         progress=progress, shard=shard)
         if self.cache is None:
             return call()
-        g = DR.prepare_grid(build, grid, channel, horizon, key, n_runs, record=record, chunk=chunk)
+        g = PR.prepare_grid(build, grid, channel, horizon, key, n_runs, record=record, chunk=chunk)
         probs = {g.label: g.problem}
-        fp = DR.unit_fingerprint(probs, g.params, g.key, g.n_runs, g.record_at, 0, shard)
+        fp = unit_fingerprint(probs, g.params, g.key, g.n_runs, g.record_at, 0, shard)
         outs = self.unit(fp, lambda: {g.label: call()}, cost=_cost(probs, g.n_runs, g.horizon, g.n_grid), kind="sim",
                          what="simulation",
                          placeholder=lambda: placeholder_outputs(probs, g.n_runs, g.record_at, g.params))
@@ -199,7 +203,7 @@ class Sweep:
 DIRECT = Sweep(None)
 
 
-def _as_dict(out, p: DR.Prepared):
+def _as_dict(out, p: PR.Prepared):
     return {next(iter(p.problems)): out} if p.single else out
 
 

@@ -202,7 +202,7 @@ def _check_memory(cfg: Config, max_pending):
     """Refuse, before anything is allocated, a learner whose state (its pending ring of
     ``cfg.pending`` slots above all) exceeds the memory available, with the estimate and the limit
     (the allocator would abort the process instead)."""
-    from ..engine.driver import available_memory
+    from ..engine.memory import available_memory
 
     avail = available_memory()
     if avail is None:
