@@ -9,7 +9,7 @@ measured against in the same process.
 * :func:`pallas_ucb1`: a minimal Pallas kernel in the lanes layout (runs on lanes, arms
   unrolled), written without the library: the layout's own ceiling in Triton.
 
-Both take the world key words of every run (``ke0, ke1``, as ``jaxbandits.fused.path.run_keys_words``
+Both take the world key words of every run (``ke0, ke1``, as ``jaxbandits.engine.fused.path.run_keys_words``
 gives them), the arm means and the record rounds, and return the regret records ``[R, runs]``.
 """
 from __future__ import annotations

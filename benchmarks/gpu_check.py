@@ -77,7 +77,7 @@ def _setup(K, n, T, R, seed=0):
     import jax
     import jax.numpy as jnp
 
-    from jaxbandits.fused.path import run_keys_words
+    from jaxbandits.engine.fused.path import run_keys_words
     from jaxbandits.engine.recording import record_points
 
     key = jax.random.key(seed)
@@ -183,8 +183,8 @@ def lanes_variant(name, n, T, R, block, warps, K=10):
     import jax.numpy as jnp
 
     import jaxbandits as jb
-    from jaxbandits.fused import lanes
-    from jaxbandits.fused.path import kernel_spec, run_keys_words
+    from jaxbandits.engine.fused import lanes
+    from jaxbandits.engine.fused.path import kernel_spec, run_keys_words
     from jaxbandits.policies import classic
 
     env = jb.envs.bernoulli(np.linspace(0.1, 0.9, K))

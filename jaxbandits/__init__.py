@@ -11,7 +11,7 @@ new path.
 
 Internal, not public API (each says so in its docstring; docs/api/internal.md): ``jaxbandits.core._io``,
 ``jaxbandits.core._validate``, ``jaxbandits.core._pytree``, ``jaxbandits._version``, ``jaxbandits._moved``,
-``jaxbandits.fused._registry`` and the fused backend's ``jaxbandits.fused.kernels``, ``.lanes``, ``.rng`` and
+``jaxbandits.engine.fused._registry`` and the fused backend's ``jaxbandits.engine.fused.kernels``, ``.lanes``, ``.rng`` and
 ``.lowering``.
 """
 import sys as _sys

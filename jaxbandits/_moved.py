@@ -35,6 +35,7 @@ MOVED = {
     "jaxbandits.cli": "jaxbandits.apps.cli",
     "jaxbandits.serve": "jaxbandits.apps.serve",
     "jaxbandits.dashboard": "jaxbandits.apps.dashboard",
+    "jaxbandits.fused": "jaxbandits.engine.fused",  # the engine's second backend
     # the Bayesian delay models the policies use (components), out of the bayes package (statistics)
     **{f"jaxbandits.bayes.{m}": f"jaxbandits.delaymodels.{m}" for m in ("families", "model", "hierarchical", "logs", "warm")},
 }

@@ -66,7 +66,7 @@ if _os.environ.get("JAXBANDITS_FRESH_TRACES"):
         import jax
 
         from jaxbandits import engine
-        from jaxbandits.fused import path
+        from jaxbandits.engine.fused import path
 
         jax.clear_caches()
         engine.clear_cache()

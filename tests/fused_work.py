@@ -1,4 +1,4 @@
-"""Prints, as one JSON line, the static work per round (``jaxbandits.fused.lowering.round_work``)
+"""Prints, as one JSON line, the static work per round (``jaxbandits.engine.fused.lowering.round_work``)
 of the lanes kernels at K = 10 and of the minimal Pallas anchor (``benchmarks/anchors.py``), each
 lowered for CUDA on this machine (run by tests/test_fused.py with the CUDA plugin on the path)."""
 import json
@@ -14,9 +14,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import jaxbandits as jb  # noqa: E402
 from anchors import pallas_ucb1  # noqa: E402
-from jaxbandits.fused import lanes  # noqa: E402
-from jaxbandits.fused.lowering import round_work  # noqa: E402
-from jaxbandits.fused.path import kernel_spec  # noqa: E402
+from jaxbandits.engine.fused import lanes  # noqa: E402
+from jaxbandits.engine.fused.lowering import round_work  # noqa: E402
+from jaxbandits.engine.fused.path import kernel_spec  # noqa: E402
 from jaxbandits.policies import classic  # noqa: E402
 
 K, T, R, n = 10, 10_000, 200, 1024
@@ -28,8 +28,8 @@ for pol in (classic.ucb1(), classic.kl_ucb(), classic.thompson(), classic.gaussi
     ks, _ = kernel_spec(env, jb.channels.attributed(), pol, T, R, block=128, interpret=False)
     args = (S((ks.k_pad,), jnp.float32), S((ks.r_pad,), jnp.int32)) + (S((n,), jnp.uint32),) * 4
     out[pol.name] = round_work(lower(lanes.build(ks, n), args))
-# Thompson at the launch the fused path uses on a GPU (jaxbandits.fused.path.GPU_LAUNCH)
-from jaxbandits.fused.path import GPU_LAUNCH  # noqa: E402
+# Thompson at the launch the fused path uses on a GPU (jaxbandits.engine.fused.path.GPU_LAUNCH)
+from jaxbandits.engine.fused.path import GPU_LAUNCH  # noqa: E402
 
 b, w = GPU_LAUNCH["thompson"]
 ks, _ = kernel_spec(env, jb.channels.attributed(), classic.thompson(), T, R, block=b, interpret=False, num_warps=w)

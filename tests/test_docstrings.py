@@ -31,8 +31,8 @@ DOCUMENTED = [
     "jaxbandits.ope.rejection",
     "jaxbandits.ope.simulate",
     "jaxbandits.ope.command",
-    "jaxbandits.fused",
-    "jaxbandits.fused.path",
+    "jaxbandits.engine.fused",
+    "jaxbandits.engine.fused.path",
     "jaxbandits.delaymodels.families",
     "jaxbandits.delaymodels.logs",
     "jaxbandits.delaymodels.model",
@@ -348,11 +348,11 @@ INTERNAL = [
     "jaxbandits.core._io",
     "jaxbandits.core._validate",
     "jaxbandits.core._pytree",
-    "jaxbandits.fused._registry",
-    "jaxbandits.fused.kernels",
-    "jaxbandits.fused.lanes",
-    "jaxbandits.fused.rng",
-    "jaxbandits.fused.lowering",
+    "jaxbandits.engine.fused._registry",
+    "jaxbandits.engine.fused.kernels",
+    "jaxbandits.engine.fused.lanes",
+    "jaxbandits.engine.fused.rng",
+    "jaxbandits.engine.fused.lowering",
 ]
 
 
@@ -369,7 +369,7 @@ def test_internal_modules_say_so_and_only_the_internals_page_renders_them():
 
     api = Path(__file__).resolve().parents[1] / "docs" / "api"
     names = _module_names()
-    assert "jaxbandits.fused.lanes" in names and "jaxbandits.policies.classic" in names
+    assert "jaxbandits.engine.fused.lanes" in names and "jaxbandits.policies.classic" in names
     underscored = {n for n in names if any(p.startswith("_") for p in n.split(".")[1:])}
     assert underscored <= set(INTERNAL), f"modules named private but not listed as internal: {underscored - set(INTERNAL)}"
     for name in INTERNAL:

@@ -31,7 +31,7 @@ import numpy as np
 import pytest
 
 import jaxbandits as jb
-from jaxbandits.fused import path as FP
+from jaxbandits.engine.fused import path as FP
 from jaxbandits.policies import classic
 from jaxbandits.policies import conversions as CV
 from jaxbandits.engine import choose_path
@@ -332,7 +332,7 @@ def test_in_kernel_samplers_have_their_laws():
     from scipy import stats
 
     import jax.numpy as jnp
-    from jaxbandits.fused import rng
+    from jaxbandits.engine.fused import rng
 
     n = 5000
     lane = jnp.arange(n, dtype=jnp.uint32)
@@ -364,7 +364,7 @@ def test_sequential_gammas_have_their_laws_and_are_independent():
     from scipy import stats
 
     import jax.numpy as jnp
-    from jaxbandits.fused import rng
+    from jaxbandits.engine.fused import rng
 
     n = 4000
     lane_keys = jnp.arange(n, dtype=jnp.uint32)
@@ -388,7 +388,7 @@ def test_lanes_argmax_is_the_scan_tie_rule():
     (many of them: values drawn from {0, 1, 2, inf}) and the uniform included."""
     import jax.numpy as jnp
     from jaxbandits import mathlib as M
-    from jaxbandits.fused.lanes import argmax_lanes
+    from jaxbandits.engine.fused.lanes import argmax_lanes
 
     rs = np.random.default_rng(0)
     K, n = 7, 5000
@@ -458,7 +458,7 @@ def test_forced_fused_names_what_it_does_not_cover():
     with pytest.raises(ValueError, match="n_runs"):
         jb.simulate(jb.envs.bernoulli(MEANS), jb.channels.attributed(), classic.ucb1(), 20, 0, 0, path="fused")
     # a direct call of the fused backend names the same reasons (it was an AttributeError on None)
-    from jaxbandits.fused import simulate_fused
+    from jaxbandits.engine.fused import simulate_fused
 
     with pytest.raises(ValueError, match=r"simulate_fused: .*'e' \(Exp3\) has no fused kernel"):
         simulate_fused(env, jb.channels.attributed(), pols, 20, jax.random.key(0), 2)
@@ -498,7 +498,7 @@ def _lower(*flags):
                     "jax-cuda12-plugin==<jaxlib version> jax-cuda12-pjrt==<jaxlib version>)")
     env = dict(os.environ, JAX_PLATFORMS="cpu",
                PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), d, os.environ.get("PYTHONPATH", "")) if p))
-    r = subprocess.run([sys.executable, "-m", "jaxbandits.fused.lowering", *flags],
+    r = subprocess.run([sys.executable, "-m", "jaxbandits.engine.fused.lowering", *flags],
                        capture_output=True, text=True, env=env, cwd=ROOT, timeout=1200)
     recs = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
     assert recs, r.stderr[-3000:]
@@ -541,10 +541,10 @@ def test_every_fused_kernel_lowers_for_several_shapes():
 
 
 def test_every_library_algorithm_is_fused_or_says_why():
-    """The coverage table (``python -m jaxbandits.fused.lowering --coverage``, docs/fused.md): each
+    """The coverage table (``python -m jaxbandits.engine.fused.lowering --coverage``, docs/fused.md): each
     algorithm of the library in the world and channel it is built for, whether the fused path takes
     it (the kernels of those that do are lowered for CUDA by the tests above), and why not."""
-    from jaxbandits.fused.lowering import policy_coverage
+    from jaxbandits.engine.fused.lowering import policy_coverage
 
     cov = policy_coverage()
     assert {r["policy"] for r in cov if r["fused"]} == {"UCB1", "KL-UCB", "Thompson", "Gaussian-TS", "uniform random",

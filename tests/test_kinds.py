@@ -114,7 +114,7 @@ def test_max_proposals_is_the_smallest_cap_by_an_independent_tail():
     ``P(F > f) < tail``, so ``P(F > f - 1) >= tail``."""
     from scipy.stats import nbinom
 
-    from jaxbandits.fused.rng import max_proposals
+    from jaxbandits.engine.fused.rng import max_proposals
 
     for q in (1, 3, 17, 64):
         for p_reject, tail in ((0.05, 1e-18), (0.05, 1e-6), (0.2, 1e-9)):
@@ -131,7 +131,7 @@ def test_every_fused_delay_law_has_the_whole_distribution_of_its_law():
     import jax.numpy as jnp
 
     import jaxbandits.core.delays as D
-    from jaxbandits.fused.path import kernel_law
+    from jaxbandits.engine.fused.path import kernel_law
 
     N = 20000
     v = (jnp.arange(N, dtype=jnp.float32) + 0.5) / N

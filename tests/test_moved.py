@@ -41,6 +41,7 @@ OLD_TO_NEW = {
     "jaxbandits.compare": "jaxbandits.report.compare", "jaxbandits.sweeps": "jaxbandits.report.sweeps",
     "jaxbandits.cli": "jaxbandits.apps.cli", "jaxbandits.serve": "jaxbandits.apps.serve",
     "jaxbandits.dashboard": "jaxbandits.apps.dashboard",
+    "jaxbandits.fused": "jaxbandits.engine.fused",
     **{f"jaxbandits.bayes.{m}": f"jaxbandits.delaymodels.{m}" for m in ("families", "model", "hierarchical", "logs",
                                                                          "warm")},
 }

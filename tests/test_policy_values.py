@@ -15,7 +15,7 @@ from jaxbandits import channels as C
 from jaxbandits import delays as D
 from jaxbandits import envs as E
 from jaxbandits.engine.checkpoint import Interrupted
-from jaxbandits.fused import FusedSpec, spec_of
+from jaxbandits.engine.fused import FusedSpec, spec_of
 from jaxbandits.policies import adversarial as A
 from jaxbandits.policies import anonymous as AN
 from jaxbandits.policies import classic as P

@@ -142,7 +142,7 @@ class DelayLaw:
 
     support_max: int = NEVER
     #: whether ``ppf_float`` is a formula of the law's scalars and ``u`` alone (no tables): what the
-    #: fused kernels can draw in-kernel (:func:`jaxbandits.fused.path.kernel_law`)
+    #: fused kernels can draw in-kernel (:func:`jaxbandits.engine.fused.path.kernel_law`)
     closed_form = False
 
     def ppf_float(self, u):

@@ -38,7 +38,7 @@ class PolicyValue:
     _build_fn: ClassVar[Callable[..., Any]]
     _renamed: ClassVar[Tuple[Tuple[str, str], ...]] = ()  # (field, constructor argument)
     #: ``(kind, field names)`` of the fused kernel that implements this policy, else ``None``
-    #: (read by ``jaxbandits.fused.spec_of``)
+    #: (read by ``jaxbandits.engine.fused.spec_of``)
     fused: ClassVar[Optional[Tuple[str, Tuple[str, ...]]]] = None
     #: the public constructor that makes values of this class (set by :func:`policy_value`; an
     #: experiment file names it as its ``kind``)

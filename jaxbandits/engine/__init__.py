@@ -15,7 +15,7 @@ and ``jaxbandits.engine.simulate`` are one function object), with the choice bet
 execution paths (docs/fused.md, :data:`PATHS`, :func:`choose_path`):
 
 * ``"scan"``: the engine's scan over rounds: every world, channel and policy;
-* ``"fused"``: :mod:`jaxbandits.fused`, one Pallas kernel per policy with the whole time loop
+* ``"fused"``: :mod:`jaxbandits.engine.fused`, one Pallas kernel per policy with the whole time loop
   inside (GPU; Pallas' interpreter elsewhere), for the combinations it covers;
 * ``"auto"`` (default): fused when the default backend is a GPU and the combination is covered,
   the scan otherwise.

@@ -67,7 +67,7 @@ def simulate(env, channel, policies, horizon: int, key, n_runs: int = 1, *, reco
     run's, docs/results.md).
 
     ``path`` picks the execution path (docs/fused.md): ``"auto"`` (default) runs the fused GPU
-    kernels (:mod:`jaxbandits.fused`) when the default backend is a GPU and they cover the
+    kernels (:mod:`jaxbandits.engine.fused`) when the default backend is a GPU and they cover the
     combination, else the scan; ``"scan"`` always the engine's scan; ``"fused"`` the fused kernels
     (on a CPU through Pallas' interpreter: slow, for tests), refusing with a ``ValueError`` a
     combination they do not cover. Both paths return the same ``SimOutput``, with its statistics
@@ -134,7 +134,7 @@ def simulate(env, channel, policies, horizon: int, key, n_runs: int = 1, *, reco
         return _simulate_scan(env, channel, policies, horizon, key, n_runs, record=record, chunk=chunk,
                               progress=progress, shard=shard, first_run=first_run, delayed_regret=delayed_regret,
                               checkpoint=checkpoint, resume=resume, stop=stop, keep=keep, stats_block=stats_block)
-    from ..fused import simulate_fused
+    from .fused import simulate_fused
 
     horizon, n_runs, key, first_run = check_args(env, channel, policies, horizon, key, n_runs, record, chunk,
                                                   first_run, delayed_regret)

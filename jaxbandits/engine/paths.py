@@ -1,5 +1,5 @@
 """The execution path of a ``simulate`` call: the engine's scan or the fused GPU kernels
-(:mod:`jaxbandits.fused`; docs/fused.md), :data:`PATHS` and :func:`choose_path`.
+(:mod:`jaxbandits.engine.fused`; docs/fused.md), :data:`PATHS` and :func:`choose_path`.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ PATHS = ("auto", "fused", "scan")
 
 
 def _fused_blockers(env, channel, policies, *, chunk, shard, resume) -> List[str]:
-    from .. import fused
+    from . import fused
 
     return fused.unsupported(env, channel, policies, chunk=chunk, shard=shard, resume=resume)
 

@@ -1,6 +1,6 @@
 """The statistics of a simulation's records reduced on the device, and how much of the per-run
 records is kept (docs/results.md, "The two forms"): the one implementation both backends use, the
-scan path (:mod:`jaxbandits.engine.driver`) and the fused kernels (:mod:`jaxbandits.fused`).
+scan path (:mod:`jaxbandits.engine.driver`) and the fused kernels (:mod:`jaxbandits.engine.fused`).
 """
 from __future__ import annotations
 

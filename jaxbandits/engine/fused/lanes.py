@@ -16,7 +16,7 @@ module exports and its ``act`` calls (:func:`jaxbandits.policies.classic.ucb1_in
 :func:`~jaxbandits.policies.classic.beta_posterior` and
 :func:`~jaxbandits.policies.classic.gaussian_posterior`), traced here on ``[block]`` vectors,
 with the tie rule of :func:`jaxbandits.core.mathlib.argmax_random_tie`. Only the random numbers are
-the kernel's (:mod:`jaxbandits.fused.rng`, counter-based).
+the kernel's (:mod:`jaxbandits.engine.fused.rng`, counter-based).
 
 Round ``t`` (0-based) of a run, Bernoulli world, attributed channel, no delay (conventions §2):
 
@@ -37,8 +37,8 @@ import jax.numpy as jnp
 from jax import lax
 from jax.experimental import pallas as pl
 
-from ..core import mathlib as M
-from ..policies import classic as P
+from ...core import mathlib as M
+from ...policies import classic as P
 from . import rng
 
 __all__ = ["build", "argmax_lanes", "index_lanes", "LANES_KINDS"]
@@ -210,8 +210,8 @@ def _lanes_delayed_kernel(ks, *refs):
     direct sum over the ring with the table ``tau_0 .. tau_H`` (the other laws: O(H K) a round).
     The indices are :mod:`jaxbandits.policies.conversions`' ``delayed_ucb_index`` and
     ``delayed_klucb_index``; the tie word is the policy key's ``(t, TIE)`` (``v_t`` draws the delay)."""
-    from ..policies import conversions as CV
-    from ..core.ring import discounted_value, discounted_window
+    from ...policies import conversions as CV
+    from ...core.ring import discounted_value, discounted_window
     from .kernels import TIE
 
     n_rep = 3 if ks.replay else 0

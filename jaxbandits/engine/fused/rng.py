@@ -14,7 +14,7 @@ These are not the scan path's bits (which fold keys per round); the statistics a
 On top of it: open uniforms (23 bits + 1/2, as :func:`jaxbandits.core.mathlib.uniform`), normals by
 Box-Muller (both of a pair) and by the inverse CDF, and exact Gamma(a >= 1) variates by Marsaglia
 and Tsang (2000), a lane's proposals served to its variates in sequence (Beta(a, b) is then
-``G_a / (G_a + G_b)``, in :mod:`jaxbandits.fused.lanes`).
+``G_a / (G_a + G_b)``, in :mod:`jaxbandits.engine.fused.lanes`).
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import math
 import jax.numpy as jnp
 from jax import lax
 
-from ..core.mathlib import mt_proposal
+from ...core.mathlib import mt_proposal
 
 _U = jnp.uint32
 _F = jnp.float32

@@ -1,5 +1,5 @@
 """Internal: not public API (:class:`FusedSpec` and :func:`spec_of` are public as
-``jaxbandits.fused.FusedSpec`` and ``jaxbandits.fused.spec_of``).
+``jaxbandits.engine.fused.FusedSpec`` and ``jaxbandits.engine.fused.spec_of``).
 
 What the fused path needs to know about a policy: its algorithm and parameters.
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import NamedTuple, Optional
 
-from ..core.values import PolicyValue
+from ...core.values import PolicyValue
 
 __all__ = ["FusedSpec", "spec_of"]
 
@@ -56,7 +56,7 @@ def spec_of(policy) -> Optional[FusedSpec]:
         are traced: a policy built inside a grid's program runs on the scan path).
 
     Examples:
-        >>> from jaxbandits import fused
+        >>> from jaxbandits.engine import fused
         >>> from jaxbandits.policies import adversarial, classic
         >>> fused.spec_of(classic.ucb1(alpha=0.5))
         FusedSpec(kind='ucb1', params=(('alpha', 0.5),))

@@ -20,7 +20,7 @@ def unsupported(*args, **kwargs):
 
     :func:`jaxbandits.simulate` with ``path="auto"`` runs fused on a GPU exactly when this list is
     empty; ``path="fused"`` raises with these sentences. Implemented in
-    :func:`jaxbandits.fused.path.unsupported` (imported on first call).
+    :func:`jaxbandits.engine.fused.path.unsupported` (imported on first call).
 
     Args:
         *args: ``(env, channel, policies)``: the world, the channel, and one policy or a dict of
@@ -32,7 +32,8 @@ def unsupported(*args, **kwargs):
         A list of strings, one reason each.
 
     Examples:
-        >>> from jaxbandits import channels, envs, fused
+        >>> from jaxbandits import channels, envs
+        >>> from jaxbandits.engine import fused
         >>> from jaxbandits.policies import adversarial, classic
         >>> world = envs.bernoulli([0.1, 0.5])
         >>> fused.unsupported(world, channels.attributed(), classic.ucb1())
@@ -51,7 +52,7 @@ def simulate_fused(*args, **kwargs):
     Most users call :func:`jaxbandits.simulate`, which picks this path on a GPU. Nothing is
     checked here: :func:`jaxbandits.simulate` (``path="fused"``) checks the inputs and refuses a
     combination :func:`unsupported` names; call this directly only with one it accepts.
-    Implemented in :func:`jaxbandits.fused.path.simulate_fused` (Pallas is imported on first
+    Implemented in :func:`jaxbandits.engine.fused.path.simulate_fused` (Pallas is imported on first
     call).
 
     Args:
@@ -67,7 +68,8 @@ def simulate_fused(*args, **kwargs):
 
     Examples:
         >>> import jax
-        >>> from jaxbandits import channels, envs, fused
+        >>> from jaxbandits import channels, envs
+        >>> from jaxbandits.engine import fused
         >>> from jaxbandits.policies import classic
         >>> out = fused.simulate_fused(envs.bernoulli([0.1, 0.5]), channels.attributed(), classic.ucb1(),
         ...                            1000, jax.random.key(0), 64)  # doctest: +SKIP

@@ -1,8 +1,8 @@
-"""Internal: not public API (a contributor's tool, run as ``python -m jaxbandits.fused.lowering``).
+"""Internal: not public API (a contributor's tool, run as ``python -m jaxbandits.engine.fused.lowering``).
 
 Lower every fused kernel for CUDA without a GPU (docs/fused.md, "How it is tested").
 
-    JAX_PLATFORMS=cpu PYTHONPATH=<dir with jax-cuda12-plugin> python -m jaxbandits.fused.lowering [--all]
+    JAX_PLATFORMS=cpu PYTHONPATH=<dir with jax-cuda12-plugin> python -m jaxbandits.engine.fused.lowering [--all]
 
 needs ``jax-cuda12-plugin`` and ``jax-cuda12-pjrt`` of the installed jaxlib's version (installed
 without their dependencies: nothing CUDA is loaded, the plugin only registers the platform) and
@@ -15,7 +15,7 @@ module: one Triton ``custom_call``, nothing else, so XLA allocates no buffer but
 arguments and results) and ``bytes`` (those arguments and results: the device memory of the fused
 path, records plus state).
 
-    ... python -m jaxbandits.fused.lowering --memory
+    ... python -m jaxbandits.engine.fused.lowering --memory
 
 prints the same accounting at the sizes of ``benchmarks/limits.py`` on a GPU (1e6 runs, K = 10,
 T = 1e4, 200 record points; DelayedKLUCB m = 1000 at 1e5 runs), next to the records the scan path
@@ -32,10 +32,10 @@ def cases(full: bool = False):
     adds more shapes (arms, windows, record counts, runs)."""
     import numpy as np
 
-    from .. import channels, envs
-    from ..core import delays
-    from ..policies import classic
-    from ..policies import conversions as CV
+    from ... import channels, envs
+    from ...core import delays
+    from ...policies import classic
+    from ...policies import conversions as CV
 
     shapes = [(3, 1000, 11, 256)] + ([(10, 10_000, 201, 1024), (17, 500, 500, 128), (2, 1, 1, 128)] if full else [])
     for K, T, R, n in shapes:
@@ -62,10 +62,10 @@ def memory_cases():
     """The configurations of ``benchmarks/limits.py`` on a GPU."""
     import numpy as np
 
-    from .. import channels, envs
-    from ..core import delays
-    from ..policies import classic
-    from ..policies import conversions as CV
+    from ... import channels, envs
+    from ...core import delays
+    from ...policies import classic
+    from ...policies import conversions as CV
 
     env = envs.bernoulli(np.linspace(0.1, 0.9, 10))
     for pol in (classic.ucb1(), classic.kl_ucb(), classic.thompson()):
@@ -140,16 +140,16 @@ def library_policies():
     the world and channel it is built for (families: ``"fused"`` or a key of :data:`NO_KERNEL_WHY`)."""
     import numpy as np
 
-    from .. import channels, envs
-    from ..core import delays
-    from ..policies import adversarial as A
-    from ..policies import anonymous as AN
-    from ..policies import bayes as BY
-    from ..policies import classic as C
-    from ..policies import composite as CO
-    from ..policies import conversions as CV
-    from ..policies import explore as E
-    from ..policies import linear as L
+    from ... import channels, envs
+    from ...core import delays
+    from ...policies import adversarial as A
+    from ...policies import anonymous as AN
+    from ...policies import bayes as BY
+    from ...policies import classic as C
+    from ...policies import composite as CO
+    from ...policies import conversions as CV
+    from ...policies import explore as E
+    from ...policies import linear as L
 
     means = np.array([0.2, 0.5, 0.7])
     law = delays.geometric(mean=20.0)
@@ -191,7 +191,7 @@ def library_policies():
 
 def policy_coverage():
     """One dict per library algorithm: ``{"policy", "fused", "reasons", "why"}``: whether the fused
-    path covers it in its own world and channel, :func:`jaxbandits.fused.unsupported`'s reasons when
+    path covers it in its own world and channel, :func:`jaxbandits.engine.fused.unsupported`'s reasons when
     it does not, and the family's explanation (:data:`NO_KERNEL_WHY`)."""
     from .path import unsupported
 

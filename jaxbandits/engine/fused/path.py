@@ -15,10 +15,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import channels as C
-from ..core import delays as D
-from ..engine.recording import SimOutput, record_points
-from ..core.values import is_policy
+from ... import channels as C
+from ...core import delays as D
+from ..recording import SimOutput, record_points
+from ...core.values import is_policy
 from ._registry import spec_of
 
 __all__ = ["unsupported", "simulate_fused", "CLASSIC", "DELAYED", "run_keys_words", "scan_uniforms", "clear_cache"]
@@ -35,7 +35,7 @@ GPU_LAUNCH = {"thompson": (32, 1)}
 
 def _world_kind(env):
     """("bernoulli", law) for the library's Bernoulli / conversions worlds, else None."""
-    from ..envs.stochastic import BanditEnv
+    from ...envs.stochastic import BanditEnv
 
     if type(env) is not BanditEnv or env.noise != "bernoulli":
         return None
@@ -63,7 +63,7 @@ def unsupported(env, channel, policies, *, chunk=None, shard=None, resume=False,
 
     Examples:
         >>> from jaxbandits import channels, envs
-        >>> from jaxbandits.fused import path
+        >>> from jaxbandits.engine.fused import path
         >>> from jaxbandits.policies import classic
         >>> path.unsupported(envs.bernoulli([0.1, 0.5]), channels.attributed(), classic.ucb1(), grid=True)
         ['grids of hyper-parameters (simulate_grid) run on the scan path']
@@ -176,13 +176,13 @@ def scan_uniforms(key, n_runs, horizon, first_run=0):
 
     Examples:
         >>> import jax
-        >>> from jaxbandits.fused import path
+        >>> from jaxbandits.engine.fused import path
         >>> reward, delay, tie = path.scan_uniforms(jax.random.key(0), 2, 5)
         >>> reward.shape
         (2, 5)
     """
-    from ..engine.round import run_keys
-    from ..core.mathlib import uniform
+    from ..round import run_keys
+    from ...core.mathlib import uniform
 
     def one(r):
         keys = run_keys(key, r)[0]
@@ -206,7 +206,7 @@ def run_keys_words(key, run_ids):
 
     Examples:
         >>> import jax, jax.numpy as jnp
-        >>> from jaxbandits.fused import path
+        >>> from jaxbandits.engine.fused import path
         >>> words = path.run_keys_words(jax.random.key(0), jnp.arange(3))
         >>> len(words), words[0].dtype, words[0].shape
         (4, dtype('uint32'), (3,))
@@ -231,7 +231,7 @@ def clear_cache():
         None.
 
     Examples:
-        >>> from jaxbandits.fused import path
+        >>> from jaxbandits.engine.fused import path
         >>> path.clear_cache()
     """
     _CACHE.clear()
@@ -303,7 +303,7 @@ def kernel_spec(env, channel, pol, horizon, n_rec, *, block, interpret, num_warp
     tau = np.zeros((1,), np.float32)
     params = tuple((k, _scalar(v)) for k, v in sp.params if k not in ("delay", "window"))
     world = ("bernoulli",)
-    if type(channel) is C.Conversions:  # the calendar kernel (jaxbandits.fused.lanes.build_delayed)
+    if type(channel) is C.Conversions:  # the calendar kernel (jaxbandits.engine.fused.lanes.build_delayed)
         world = ("conversions",)
         law = env.delay
         m = int(channel.window)
@@ -356,13 +356,13 @@ def simulate_fused(env, channel, policies, horizon, key, n_runs=1, *, record=Non
     Examples:
         >>> import jax
         >>> from jaxbandits import channels, envs
-        >>> from jaxbandits.fused import path
+        >>> from jaxbandits.engine.fused import path
         >>> from jaxbandits.policies import classic
         >>> out = path.simulate_fused(envs.bernoulli([0.1, 0.5]), channels.attributed(), classic.ucb1(),
         ...                           100, jax.random.key(0), 8)  # doctest: +SKIP
     """
-    from ..engine import reduce as RD
-    from ..engine import stats as ST
+    from .. import reduce as RD
+    from .. import stats as ST
     from . import kernels as Kn
 
     why = unsupported(env, channel, policies)

@@ -2,9 +2,9 @@
 
 What every fused kernel shares: the static description of a kernel (:class:`KernelSpec`, the
 compile cache's key) and the tie word's counter. The delays are drawn by the delay law's own
-``ppf_float`` (:func:`jaxbandits.fused.path.kernel_law`), not by a copy of its formula here.
+``ppf_float`` (:func:`jaxbandits.engine.fused.path.kernel_law`), not by a copy of its formula here.
 
-The kernels themselves are in :mod:`jaxbandits.fused.lanes` (runs on lanes, arms unrolled). The
+The kernels themselves are in :mod:`jaxbandits.engine.fused.lanes` (runs on lanes, arms unrolled). The
 earlier ``[block, Kp]`` tiles kernels that lived here were removed once the lanes kernels measured
 faster on an H200 (UCB1: 5.7e10 against 1.5e10 run-steps/s, docs/benchmarks.md); the calendar
 kernels' lanes version gives the tiles version's results bit for bit (tested before the removal)
