@@ -1,0 +1,110 @@
+"""Checks of the *kinds* that random mutants showed missing, second part (docs/contributing.md,
+"Mutation testing"; the first part is tests/test_kinds.py): each test is a kind of check applied
+to every case it covers, not a test aimed at one mutated line.
+
+* an estimate against an independent computation (the bytes of a state from numpy, a count of
+  pending decisions from its definition, a replay re-done row by row on the host);
+* a bound at the bound (memory exactly enough, a ring filled and then past);
+"""
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxbandits.engine.driver as DRV
+from jaxbandits import channels as C
+from jaxbandits import delays as D
+from jaxbandits import online, ope
+from jaxbandits.policies import classic
+from jaxbandits.types import Arrivals, Context, ProblemSpec
+
+
+# ----------------------------------------------------------------- online learner: memory, pending
+def _nbytes(tree):
+    """The bytes of a built state, from numpy (a key counted by its key data)."""
+    n = 0
+    for leaf in jax.tree.leaves(tree):
+        if jnp.issubdtype(leaf.dtype, jax.dtypes.prng_key):
+            leaf = jax.random.key_data(leaf)
+        n += np.asarray(leaf).nbytes
+    return n
+
+
+def test_the_learners_memory_check_refuses_exactly_past_the_bytes_of_its_state(monkeypatch):
+    """An estimate against an independent computation, at the bound: the learner is let through
+    with exactly the bytes its built state holds (numpy ``nbytes`` of every leaf) available, and
+    refused with one byte less, the message giving that need; for several policies and ring sizes."""
+    cases = [(classic.ucb1(), C.attributed(), 3, 5), (classic.ucb1(), C.conversions(window=6), 3, None)]
+    for pol, ch, K, H in cases:
+        monkeypatch.setattr(DRV, "available_memory", lambda: None)  # unknown: no check
+        st = online.init(pol, ch, K, 0, max_pending=H)
+        need = _nbytes(st)
+        monkeypatch.setattr(DRV, "available_memory", lambda: need)
+        online.init(pol, ch, K, 0, max_pending=H)
+        monkeypatch.setattr(DRV, "available_memory", lambda: need - 1)
+        with pytest.raises(ValueError, match=rf"needs {need / 2**30:.1f} GiB \(a pending ring of {st.config.pending} slots"):
+            online.init(pol, ch, K, 0, max_pending=H)
+
+
+def test_the_learners_pending_count_follows_its_definition_through_a_ring_filled_and_past():
+    """A count against its definition, every round of a ring filled and then left behind (idle
+    rounds from ``advance``): ``stats()['pending']`` is the number of decisions made in the last
+    ``H`` rounds (the ring's slots), none given feedback."""
+    H = 3
+    st = online.init(classic.ucb1(), C.attributed(), 3, 0, max_pending=H)
+    made, seen = [], []
+    for step in range(9):
+        if step < 5 or step == 6:
+            st, ids, _ = online.decide(st, 1)
+            made += [int(i) for i in np.asarray(ids)]
+        else:
+            st = online.advance(st, int(st.t) + 2)
+        s = online.stats(st)
+        want = sum(1 for d in made if s["round"] - d < H)
+        assert s["pending"] == want, (step, s, made)
+        seen.append(want)
+    assert 0 in seen and H in seen and 1 in seen  # empty, full and part-full rings all checked
+
+
+# ----------------------------------------------------------------------------- replay, row by row
+def _replay_by_hand(log, pol, seed, window):
+    """Replay (docs/ope.md) re-done on the host, one row at a time: the policy initialised with
+    ``fold_in(key, 0)``, acting at row ``j`` with ``fold_in(fold_in(key, 1), j)``, the acceptance
+    coins ``uniform(fold_in(key, 2), [N]) < min propensity / propensity``; an accepted row's
+    outcome delivered at the first row at or after its conversion (a conversion seen within the
+    window) or the first row after its window closed (a zero, if the log was read after that)."""
+    N, t = len(log), log.time
+    key = jax.random.key(seed)
+    k_init, k_act, k_acc = (jax.random.fold_in(key, i) for i in range(3))
+    st = pol.init(ProblemSpec(log.n_arms, N, None, C.attributed().feedback), k_init)
+    coins = np.asarray(jax.random.uniform(k_acc, (N,))) < (log.propensity.min() / log.propensity).astype(np.float32)
+    y = log.observed(window)
+    due, acc = {}, np.zeros(N, bool)
+    act, update, payload = jax.jit(pol.act), jax.jit(pol.update), jax.jit(pol.payload)
+    for j in range(N):
+        a, memo = act(st, Context(jnp.int32(j), None, None, jnp.int32(-1)), jax.random.fold_in(k_act, j))
+        acc[j] = int(a) == int(log.arm[j]) and coins[j]
+        if acc[j]:
+            later = np.flatnonzero(t >= log.conversion_time[j]) if y[j] else np.flatnonzero(t > t[j] + window)
+            row = max(j, int(later[0])) if later.size and (y[j] or t[j] + window < log.end[j]) else N
+            if row < N:
+                due[row] = due.get(row, 0) + np.asarray(payload(memo, jnp.float32(y[j]), jnp.int32(row - j)))
+        P = np.asarray(payload(memo, jnp.float32(1), jnp.int32(0))).shape[0]
+        got = jnp.asarray(due.pop(j, np.zeros(P)), jnp.float32)
+        memo = jax.tree.map(lambda m: m if acc[j] else jnp.zeros_like(m), memo)
+        st = update(st, Arrivals(jnp.int32(j), jnp.int32(a if acc[j] else -1), memo, got, None))
+    return acc
+
+
+def test_replay_accepts_the_rows_of_a_replay_done_by_hand_with_its_documented_keys():
+    """An independent computation of replay's accepted rows (its keys, coins and delivery rows),
+    for a random policy (Thompson sampling: its draws read the act keys) and an index one, on an
+    uneven log (several decisions per time unit, conversions and zeros delivered)."""
+    log = ope.simulate_log(0, 48, [0.3, 0.7], D.geometric(mean=3.0), [0.6, 0.4], span=30.0)
+    assert len(np.unique(log.time)) < len(log) and 0 < log.observed(4.0).sum() < len(log)
+    for pol in (classic.thompson(), classic.ucb1()):
+        (_,), acc = ope.replay(log, pol, C.attributed(), 3, window=4.0)
+        want = _replay_by_hand(log, pol, 3, 4.0)
+        assert 5 < want.sum() and np.array_equal(acc, want), (pol.name, acc.astype(int), want.astype(int))
