@@ -18,6 +18,7 @@ from jaxbandits import bayes
 from jaxbandits import channels as C
 from jaxbandits import delays as D
 from jaxbandits import envs, online, ope
+from jaxbandits.policies import adversarial as A
 from jaxbandits.policies import classic
 from jaxbandits.types import Arrivals, Context, ProblemSpec
 
@@ -167,3 +168,24 @@ def test_every_random_action_set_draws_its_whole_law():
     for kind, cdf in (("uniform", "uniform"), ("gaussian", "norm")):  # one round of 1000 actions
         v = np.asarray(envs.linear(np.ones(2) / 2, n_actions=1000, action_set=kind).context(None, 0, jax.random.key(6))[0])
         assert S.kstest(v.ravel(), cdf).pvalue > 1e-4, kind
+
+
+# -------------------------------------------------------------------- a calendar width at its bound
+def test_doubling_width_holds_every_epoch_reachable_where_each_term_of_its_bound_leads():
+    """A bound against the schedule it bounds, at uneven sizes where each term of
+    ``max(T^2, (e K T / 2 + T beta) ln K)`` leads (K = 2 and T long: T^2; K much larger than T:
+    the arms' term): the epochs :func:`doubling_epochs` reaches within T rounds (zero delays: every
+    round counts; delays of every size) process delays below ``beta_m = 2^(m/2) / (4 e ln K)``, so
+    the width ``ceil(beta_M) + 1`` of the largest holds them, and it is that of the first epoch M
+    meeting the bound (found here by a vectorised search)."""
+    rng = np.random.default_rng(0)
+    for K, T in [(2, 4096), (7, 300), (1000, 50), (64, 8), (3, 2)]:
+        lnk = math.log(K)
+        beta = lambda m: 2.0 ** (np.asarray(m) / 2) / (4 * math.e * lnk)
+        ms = np.arange(200)
+        M = int(ms[2.0**ms >= np.maximum(float(T) ** 2, (math.e * K * T / 2 + T * beta(ms)) * lnk)][0])
+        w = A.doubling_width(K, T)
+        assert w == math.ceil(beta(M)) + 1, (K, T, w, M)
+        for d in (np.zeros(T, np.int64), rng.integers(0, 2 * w, T)):
+            ep, _ = A.doubling_epochs(d, K)
+            assert math.ceil(beta(ep.max())) + 1 <= w, (K, T, ep.max(), w)
