@@ -6,13 +6,19 @@ to every case it covers, not a test aimed at one mutated line.
   pending decisions from its definition, a replay re-done row by row on the host);
 * a bound at the bound (memory exactly enough, a ring filled and then past);
 """
+import importlib
+import inspect
 import math
+import pathlib
+import pkgutil
+import re
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import jaxbandits
 import jaxbandits.engine.driver as DRV
 from jaxbandits import bayes
 from jaxbandits import channels as C
@@ -189,3 +195,55 @@ def test_doubling_width_holds_every_epoch_reachable_where_each_term_of_its_bound
         for d in (np.zeros(T, np.int64), rng.integers(0, 2 * w, T)):
             ep, _ = A.doubling_epochs(d, K)
             assert math.ceil(beta(ep.max())) + 1 <= w, (K, T, ep.max(), w)
+
+
+# ------------------------------------------------------------------------------ stated defaults
+def _public_callables():
+    """Every public function and method of the library's public modules, with its qualified name."""
+    for m in pkgutil.walk_packages(jaxbandits.__path__, "jaxbandits."):
+        if any(p.startswith("_") for p in m.name.split(".")[1:]):
+            continue
+        mod = importlib.import_module(m.name)
+        for n, f in vars(mod).items():
+            if n.startswith("_") or getattr(f, "__module__", None) != mod.__name__:
+                continue
+            objs = [(n, f)]
+            if inspect.isclass(f):
+                objs = [(f"{n}.{a}", v) for a, v in vars(f).items() if not a.startswith("_") and callable(v)]
+            for qn, o in objs:
+                try:
+                    yield f"{mod.__name__}.{qn}", inspect.signature(o)
+                except (TypeError, ValueError):
+                    continue
+
+
+def test_every_public_seed_defaults_to_zero():
+    """Every stated default, every public function: a ``seed`` (or ``key`` given as a seed) left
+    out is seed 0 (conventions, "Seeds": one seed in, same seed same result), in every module."""
+    seen = {}
+    for name, sig in _public_callables():
+        for pn in ("seed", "key"):
+            p = sig.parameters.get(pn)
+            if p is not None and p.default is not inspect.Parameter.empty and p.default is not None:
+                seen[f"{name}:{pn}"] = p.default
+    assert len(seen) >= 15 and "jaxbandits.bayes.fit.delay_laws:seed" in seen, sorted(seen)
+    assert {k: v for k, v in seen.items() if v != 0} == {}
+
+
+def test_every_sbc_default_is_the_one_its_page_states():
+    """Every stated default of the SBC functions: ``sbc``'s signature as docs/sbc.md writes it
+    (parsed from the page), and the bins of every rank test (``rank_uniformity`` and each
+    ``SBCResult`` method) the page's 10 equal bins."""
+    from jaxbandits.bayes import calibration as CAL
+
+    page = (pathlib.Path(__file__).parents[1] / "docs" / "sbc.md").read_text()
+    call = re.search(r"`B\.sbc\(model, (.*?)\)`", page, re.S).group(1)
+    stated = dict(kv.split("=") for kv in re.sub(r"\s+", " ", call).split(", "))
+    sig = inspect.signature(CAL.sbc)
+    assert len(stated) >= 12
+    for k, v in stated.items():
+        assert sig.parameters[k.strip()].default == eval(v), (k, v, sig.parameters[k.strip()].default)
+    assert "binned in 10 equal bins" in page
+    for f in (CAL.rank_uniformity, CAL.SBCResult.pvalues, CAL.SBCResult.passes, CAL.SBCResult.summary,
+              CAL.SBCResult.plot):
+        assert inspect.signature(f).parameters["n_bins"].default == 10, f.__qualname__
