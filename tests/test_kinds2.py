@@ -6,6 +6,7 @@ to every case it covers, not a test aimed at one mutated line.
   pending decisions from its definition, a replay re-done row by row on the host);
 * a bound at the bound (memory exactly enough, a ring filled and then past);
 """
+import dataclasses
 import importlib
 import inspect
 import math
@@ -20,12 +21,16 @@ import pytest
 
 import jaxbandits
 import jaxbandits.engine.driver as DRV
+import jaxbandits.experiments as X
 from jaxbandits import bayes
 from jaxbandits import channels as C
 from jaxbandits import delays as D
 from jaxbandits import envs, online, ope
+from jaxbandits.engine.stats import Stats
 from jaxbandits.policies import adversarial as A
 from jaxbandits.policies import classic
+from jaxbandits.reproductions import wang2021
+from jaxbandits.results import Results
 from jaxbandits.types import Arrivals, Context, ProblemSpec
 
 
@@ -247,3 +252,91 @@ def test_every_sbc_default_is_the_one_its_page_states():
     for f in (CAL.rank_uniformity, CAL.SBCResult.pvalues, CAL.SBCResult.passes, CAL.SBCResult.summary,
               CAL.SBCResult.plot):
         assert inspect.signature(f).parameters["n_bins"].default == 10, f.__qualname__
+
+
+# --------------------------------------------------------------- stated settings and labels
+def _built_panels(exp):
+    built = exp.build(dict(exp.config))
+    if isinstance(built, (list, tuple)) and built and isinstance(built[0], X.Panel):
+        return list(built)
+    env, ch, pols = built
+    return [X.Panel(exp.name, env, ch, pols)]
+
+
+def test_every_labels_stated_numbers_are_its_policys_parameters():
+    """Every label of every registered experiment's panels (but bayes-ts-warm-start's, whose build
+    fits a posterior: minutes): each ``name=value`` it states equals
+    the field of its policy value so named (``a`` for ``alpha``: a field's first letters), and a
+    stated ``+-N%`` is the policy's ``d`` that far from the panel's ``d`` (rounded)."""
+    checked = pct = 0
+    for name, exp in X.load_all().items():
+        if exp.build is None or name == "bayes-ts-warm-start":  # its build fits a posterior (minutes)
+            continue
+        for panel in _built_panels(exp):
+            for lab, pol in panel.policies.items():
+                if not dataclasses.is_dataclass(pol):
+                    continue
+                fields = {f.name: getattr(pol, f.name) for f in dataclasses.fields(pol)}
+                for k, v in re.findall(r"\b(\w+)=([\w.^]+)", lab):
+                    match = [f for f in fields if f == k] or [f for f in fields if f.startswith(k)]
+                    if len(match) != 1:
+                        continue
+                    got = fields[match[0]]
+                    want = type(got)(v) if isinstance(got, (int, float)) and not isinstance(got, bool) else v
+                    assert got == want, (name, panel.name, lab, match[0], got)
+                    checked += 1
+                for sign, n in re.findall(r"([+-])(\d+)%", lab):
+                    d0 = int(re.search(r"\bd=(\d+)", panel.name).group(1))
+                    assert fields["d"] == round(d0 * (1 + int(sign + n) / 100)), (name, panel.name, lab)
+                    pct += 1
+    assert checked >= 60 and pct >= 4, (checked, pct)  # 64 and 4 when written
+
+
+def test_wang2021_settings_are_those_its_module_and_page_state():
+    """Stated reproduction settings pinned: the alpha grid, the f set, T and the runs that the
+    module docstring states (the paper gives none: ours), and Fig. 5's delays d that
+    docs/reproductions/wang2021.md states, are its experiments' defaults."""
+    doc = re.sub(r"\s+", " ", wang2021.__doc__)
+    alphas = [int(a) for a in re.search(r"alpha in \{([^}]*)\}", doc).group(1).split(", ")]
+    fs = [f.strip() for f in re.search(r"f in \{([^}]*)\}", doc).group(1).split(",")]
+    runs = re.search(r"T = 1e5, (\d+) runs \(Figs. 2-4\) and (\d+) runs \(Fig. 5\)", doc)
+    assert (alphas, fs) == ([2, 4, 6, 8], ["k", "k^2", "k^3", "2^k"])
+    for fig in ("fig2", "fig3", "fig4"):
+        e = X.get(f"wang2021-{fig}")
+        assert (e.config["alphas"], e.config["fs"], e.horizon, e.runs) == (alphas, fs, 10**5, int(runs.group(1))), fig
+    page = re.sub(r"\s+", " ", (pathlib.Path(__file__).parents[1] / "docs" / "reproductions" / "wang2021.md").read_text())
+    ds = [int(d) for d in re.search(r"oblivious delays z ~ U\{\d+\.\.\d+\} \(d = (\d+)\) and U\{\d+\.\.\d+\} \(d = (\d+)\)",
+                                    page).groups()]
+    e5 = X.get("wang2021-fig5")
+    assert (e5.config["ds"], e5.horizon, e5.runs) == (ds, 10**5, int(runs.group(2)))
+
+
+# ------------------------------------------------------------------------ results: the two forms
+def test_paired_moments_follow_every_case_of_the_two_forms():
+    """Every case of a documented rule (docs/results.md, "The two forms"): results holding the
+    curves of 2 of 4 runs and statistics over all 4 give a pair's moments from the statistics
+    (against a float64 sum over the 4 runs) when the pair was recorded for that metric; a pair of
+    policies not paired (other panels), or a metric not paired, falls back to the curves, which are
+    too few: the clear error, never a KeyError."""
+    rng = np.random.default_rng(0)
+    runs, R = 4, 3
+    x = {lab: rng.random((runs, R)) for lab in "ABC"}
+
+    def mom(v):
+        m = v.mean(0)
+        return m[None], ((v - m) ** 2).sum(0)[None]
+
+    def stats(lab, paired_with):
+        return Stats(runs, np.array([float(runs)]), {"regret": mom(x[lab]), "reward": mom(-x[lab])},
+                     {o: {"regret": mom(x[lab] - x[o])} for o in paired_with}, {"regret": x[lab][:, -1]})
+
+    curves = {lab: {"regret": x[lab][:2], "reward": -x[lab][:2], "pulls": np.ones((2, R, 2))} for lab in "ABC"}
+    r = Results("demo", {}, 0, runs, 30, np.array([10, 20, 30]), curves,
+                stats={"A": stats("A", "B"), "B": stats("B", "A"), "C": stats("C", "")})
+    assert not r.per_run
+    n, m, m2 = r.moments("A", other="B")
+    d = x["A"] - x["B"]
+    assert n == runs and np.allclose(m, d.mean(0)) and np.allclose(m2, ((d - d.mean(0)) ** 2).sum(0))
+    for kw in ({"other": "C"}, {"metric": "reward", "other": "B"}):
+        with pytest.raises(ValueError, match="the results hold the curves of 2 of 4 runs and no statistics"):
+            r.moments("A", **kw)
