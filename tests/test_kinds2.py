@@ -340,3 +340,62 @@ def test_paired_moments_follow_every_case_of_the_two_forms():
     for kw in ({"other": "C"}, {"metric": "reward", "other": "B"}):
         with pytest.raises(ValueError, match="the results hold the curves of 2 of 4 runs and no statistics"):
             r.moments("A", **kw)
+
+
+# ------------------------------------------------------------------ stated ranges at their bounds
+class _Stop(Exception):
+    """Raised by :class:`_StopSweep` at a runner's first simulation: every check passed."""
+
+
+class _StopSweep:
+    """A sweep that stops at the first simulation (the runner's checks come before it)."""
+
+    def simulate(self, *args, **kwargs):
+        raise _Stop
+
+    simulate_grid = simulate
+
+
+def _stated_integer_ranges(heavy):
+    """``(experiment, key, lo, hi, top)`` of every ``integer(s) in [lo, hi]`` stated in a registered
+    sweep's ranges; ``top``: whether the top bound is tried (not when it sizes arrays, the horizon
+    keys and the arms, unless ``heavy``)."""
+    pat = re.compile(r"\bintegers? in \[(\d+(?:\*\*\d+)?), (\d+(?:\*\*\d+)?)\]")
+    for name, exp in X.load_all().items():
+        if exp.runner is None:
+            continue
+        for k, words in exp.ranges.items():
+            m = pat.search(words)
+            if m:
+                lo, hi = (int(eval(g)) for g in m.groups())
+                yield exp, k, lo, hi, heavy or not (k in exp.horizon_keys or k in ("horizon", "n_arms"))
+
+
+def _check_stated_ranges(heavy):
+    tried = 0
+    for exp, k, lo, hi, top in _stated_integer_ranges(heavy):
+        for v, ok in ((lo, True), (lo - 1, False)) + (((hi, True), (hi + 1, False)) if top else ()):
+            cfg = dict(exp.config)
+            cfg[k] = [v] if isinstance(cfg[k], list) else v
+            if ok:
+                with pytest.raises(_Stop):
+                    exp.runner(cfg, 1, 0, None, _StopSweep())
+            else:
+                with pytest.raises(ValueError, match=rf"^{k} must be {'>=' if v < lo else '<='}"):
+                    exp.runner(cfg, 1, 0, None, _StopSweep())
+            tried += 1
+    return tried
+
+
+def test_every_stated_integer_range_of_a_sweep_is_its_check_at_both_bounds():
+    """Every stated range tried at the bound: each ``integers in [lo, hi]`` that a registered
+    sweep states (``jaxbandits show NAME``) is accepted at ``lo`` and ``hi`` (the runner reaches its
+    first simulation, stopped there) and refused at ``lo - 1`` and ``hi + 1`` with the parameter
+    named; the top bounds that size arrays (horizons, arms) are tried in the slow test below."""
+    assert _check_stated_ranges(False) >= 18  # 18 when written
+
+
+@pytest.mark.slow
+def test_every_stated_integer_range_of_a_sweep_is_its_check_at_both_bounds_arrays_included():
+    """As above, with the top bounds that build arrays of 2**24 rounds or 2**20 arms (about 20 s)."""
+    assert _check_stated_ranges(True) >= 32  # 32 when written
