@@ -31,6 +31,8 @@ from jaxbandits.policies import adversarial as A
 from jaxbandits.policies import classic
 from jaxbandits.reproductions import wang2021
 from jaxbandits.results import Results
+from jaxbandits.sweeping import CallCache, Sweep
+from jaxbandits.sweeps import SweepResults
 from jaxbandits.types import Arrivals, Context, ProblemSpec
 
 
@@ -399,3 +401,44 @@ def test_every_stated_integer_range_of_a_sweep_is_its_check_at_both_bounds():
 def test_every_stated_integer_range_of_a_sweep_is_its_check_at_both_bounds_arrays_included():
     """As above, with the top bounds that build arrays of 2**24 rounds or 2**20 arms (about 20 s)."""
     assert _check_stated_ranges(True) >= 32  # 32 when written
+
+
+# ----------------------------------------------------------- every runner's bookkeeping, fast
+class _Placeholders(Sweep):
+    """A sweep that computes no unit: each simulation gives zeros of its form (what a part of a
+    split sweep reads for a unit another part computes), each fit or law unit nothing."""
+
+    def __init__(self):
+        super().__init__(CallCache(None))
+
+    def unit(self, fingerprint, compute, *, placeholder=lambda: None, **kwargs):
+        return placeholder()
+
+
+_TINY = {"log2_T": [3, 4], "delays": [0, 2], "horizon": 64}
+
+
+def test_every_registered_runner_gives_a_well_formed_result_of_its_experiment():
+    """Every registered sweep runs its own bookkeeping in the fast suite (no unit computed: zeros
+    of each simulation's form): the result names its experiment, holds the config and seed it was
+    given, and each swept series (finals, bounds, extras) has one entry per swept value."""
+    seen = 0
+    for name, exp in X.load_all().items():
+        if exp.runner is None:
+            continue
+        cfg = dict(exp.config)
+        for k, v in _TINY.items():
+            if k in cfg:
+                cfg[k] = v if isinstance(cfg[k], list) else v[-1] if isinstance(v, list) else v
+        res = exp.runner(dict(cfg), 2, 7, None, _Placeholders())
+        assert (res.experiment, res.seed) == (name, 7) and isinstance(res.config, dict), (name, res.experiment)
+        assert {k: res.config[k] for k in cfg} == cfg, name
+        if isinstance(res, SweepResults):
+            n = len(res.x)
+            assert n >= 2 and res.finals, (name, res.x)
+            for lab, f in res.finals.items():
+                assert all(a is not None and a.shape == (2,) for a in f), (name, lab)  # every swept value, each run
+            for k, v in res.extra.items():
+                assert not isinstance(v, list) or len(v) == n, (name, k, v)
+        seen += 1
+    assert seen >= 6
