@@ -20,9 +20,10 @@ import numpy as np
 import pytest
 
 import jaxbandits
+import jaxbandits.distributed as DIST
 import jaxbandits.engine.driver as DRV
 import jaxbandits.experiments as X
-from jaxbandits import bayes
+from jaxbandits import bayes, cli
 from jaxbandits import channels as C
 from jaxbandits import delays as D
 from jaxbandits import envs, online, ope
@@ -442,3 +443,23 @@ def test_every_registered_runner_gives_a_well_formed_result_of_its_experiment():
                 assert not isinstance(v, list) or len(v) == n, (name, k, v)
         seen += 1
     assert seen >= 6
+
+
+# ------------------------------------------------------------------------ exit codes of every path
+def test_every_process_of_a_distributed_run_exits_zero_and_only_process_0_reports(tmp_path, monkeypatch, capsys):
+    """Exit codes of every path of ``jaxbandits run`` that a run reaches (the run itself stood in):
+    each process of a distributed run exits 0, process 0 after writing the report and the others
+    without (docs/cluster.md: process 0 writes); a part exits 0 with its line."""
+    reports = []
+    monkeypatch.setattr(DIST, "initialize", lambda *a: None)
+    monkeypatch.setattr(X, "run", lambda *a, **k: Results("quickstart", {}, 0, 2, 8, np.array([8]),
+                                                            {"p": {"regret": np.zeros((2, 1))}}))
+    monkeypatch.setattr(cli, "_report", lambda res, out, cache: reports.append(res) or 0)
+    base = ["run", "quickstart", "--no-progress", "--no-compile-cache", "--single-device"]
+    for pid in (0, 1, 2):
+        monkeypatch.setattr(DIST, "process_index", lambda: pid)
+        rc = cli.main(base + ["--out", str(tmp_path / "d"), "--distributed", "--coordinator", "localhost:1",
+                              "--num-processes", "3", "--process-id", str(pid)])
+        assert rc == 0 and len(reports) == 1, (pid, rc, reports)
+    assert cli.main(base + ["--out", str(tmp_path / "p"), "--part", "1/2"]) == 0 and len(reports) == 1
+    assert "part 1/2" in capsys.readouterr().out
