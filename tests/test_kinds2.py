@@ -16,6 +16,7 @@ import re
 
 import jax
 import jax.numpy as jnp
+import arviz as az
 import numpy as np
 import pytest
 
@@ -27,6 +28,7 @@ from jaxbandits import bayes, cli
 from jaxbandits import channels as C
 from jaxbandits import delays as D
 from jaxbandits import envs, online, ope
+from jaxbandits.bayes import ppc
 from jaxbandits.engine.stats import Stats
 from jaxbandits.policies import adversarial as A
 from jaxbandits.policies import classic
@@ -463,3 +465,21 @@ def test_every_process_of_a_distributed_run_exits_zero_and_only_process_0_report
         assert rc == 0 and len(reports) == 1, (pid, rc, reports)
     assert cli.main(base + ["--out", str(tmp_path / "p"), "--part", "1/2"]) == 0 and len(reports) == 1
     assert "part 1/2" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------- a default grid at its bound
+def test_the_ppc_default_age_grid_spans_the_logs_ages_at_every_size():
+    """Every bound at the bound: the default age grid of :func:`ppc_curves` runs from 1 to the
+    log's largest age rounded (past it by half a round at most), with two ages at least (1 and 2)
+    when every age is below 2; checked on logs whose largest age is 0.7, 1.4, 1.6, 2.6 and 37.2 (a
+    posterior of 20 draws stood in: the grid reads only the log), each curve one value per age."""
+    rng = np.random.default_rng(0)
+    idata = az.from_dict(posterior={"p": rng.uniform(0.1, 0.3, (1, 20, 2)), "delay_mean": rng.uniform(5, 10, (1, 20))})
+    idata.posterior.attrs.update({"model": "exponential", "window": "none", "discrete": 0})
+    for top in (0.7, 1.4, 1.6, 2.6, 37.2):
+        log = bayes.conversion_log([0, 1, 0, 1], [0.0, 0.3, 0.1, 0.2], [np.nan] * 4, [top] * 4, 2)
+        c = ppc.ppc_curves(idata, log, n_draws=3)
+        ages = c["ages"]
+        assert ages[0] == 1 and ages[-1] == max(round(top), 2) and ages[-1] - max(top, 2) <= 0.5, (top, ages)
+        assert np.all(np.diff(ages) > 0) and c["observed"].shape == (2, ages.size)
+        assert c["replicated"].shape == (3, 2, ages.size)
