@@ -483,3 +483,27 @@ def test_the_ppc_default_age_grid_spans_the_logs_ages_at_every_size():
         assert ages[0] == 1 and ages[-1] == max(round(top), 2) and ages[-1] - max(top, 2) <= 0.5, (top, ages)
         assert np.all(np.diff(ages) > 0) and c["observed"].shape == (2, ages.size)
         assert c["replicated"].shape == (3, 2, ages.size)
+
+
+def test_histogram_laws_refuse_one_entry_past_their_stated_cap():
+    """Every bound at the bound (``MAX_HISTOGRAM = 2**24`` as docs and docstrings state it): a pmf
+    of 2**24 + 1 entries and a sample of 2**24 rounds are refused, naming the cap, before any table
+    is built (the acceptance at the cap itself builds 2**24-entry tables: the slow test below)."""
+    L = 2**24
+    with pytest.raises(ValueError, match=r"at most MAX_HISTOGRAM = 2\*\*24 = 16777216 entries, got 16777217"):
+        D.histogram(np.broadcast_to(np.float32(1.0), (L + 1,)))  # a view: nothing allocated
+    with pytest.raises(ValueError, match=r"samples must be < MAX_HISTOGRAM = 2\*\*24 = 16777216"):
+        D.from_samples(np.array([0, L]))
+    assert D.MAX_HISTOGRAM == L
+
+
+@pytest.mark.slow
+def test_histogram_laws_accept_their_stated_cap():
+    """The other side of the bound (about 10 s): a pmf of 2**24 entries and samples up to
+    2**24 - 1 give laws of that length."""
+    L = 2**24
+    pmf = np.zeros(L, np.float32)
+    pmf[[0, L - 1]] = 1.0
+    law = D.histogram(pmf)
+    assert law.support_max == L - 1 and float(law.cdf(jnp.asarray(L - 2))) == pytest.approx(0.5)
+    assert D.from_samples(np.array([0, L - 1])).support_max == L - 1
