@@ -30,8 +30,10 @@ from jaxbandits import delays as D
 from jaxbandits import envs, online, ope
 from jaxbandits.bayes import ppc
 from jaxbandits.engine.stats import Stats
+from jaxbandits.fused import path as FP
 from jaxbandits.policies import adversarial as A
 from jaxbandits.policies import classic
+from jaxbandits.policies import conversions as CV
 from jaxbandits.reproductions import wang2021
 from jaxbandits.results import Results
 from jaxbandits.sweeping import CallCache, Sweep
@@ -507,3 +509,26 @@ def test_histogram_laws_accept_their_stated_cap():
     law = D.histogram(pmf)
     assert law.support_max == L - 1 and float(law.cdf(jnp.asarray(L - 2))) == pytest.approx(0.5)
     assert D.from_samples(np.array([0, L - 1])).support_max == L - 1
+
+
+# -------------------------------------------------------------- the fused calendar at uneven sizes
+@pytest.mark.slow
+def test_fused_kernel_replays_the_scan_at_uneven_packed_sizes_with_a_tau_table_law():
+    """Uneven sizes of a packed layout, and the early rounds of a tau-table law: nine arms (two full
+    calendar words of four arms and a third with one), a Weibull law (its Ñ summed from the
+    tau table, over lags before round 0 in the first rounds) and a window larger than the arms.
+    Fed the scan path's uniforms, the fused kernel takes the scan's actions in nearly every run
+    (the tau-table sum adds in another order than the scan's product: a near tie may resolve the
+    other way, as tests/test_fused.py allows) and its rewards where it does. Slow: about 35 s
+    (an interpret-mode kernel on the CPU)."""
+    law = D.weibull(0.7, 6.0)
+    theta = [0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6]
+    env, ch = envs.conversions(theta, law), C.conversions(window=15)
+    key, N, T = jax.random.key(11), 32, 120
+    scan = jaxbandits.simulate(env, ch, CV.delayed_ucb(law, 15), T, key, N, record=10, path="scan", keep="all")
+    rep = FP.simulate_fused(env, ch, CV.delayed_ucb(law, 15), T, key, N, record=10, keep="all",
+                            replay=FP.scan_uniforms(key, N, T))
+    same = (rep.pulls == scan.pulls).all(axis=(1, 2))
+    assert same.mean() >= 0.75, same.mean()
+    np.testing.assert_array_equal(rep.reward[same], scan.reward[same])
+    assert (rep.pulls[:, -1, 8] > 0).all()  # the arm alone in the third word is played
