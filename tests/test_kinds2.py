@@ -519,16 +519,16 @@ def test_fused_kernel_replays_the_scan_at_uneven_packed_sizes_with_a_tau_table_l
     tau table, over lags before round 0 in the first rounds) and a window larger than the arms.
     Fed the scan path's uniforms, the fused kernel takes the scan's actions in nearly every run
     (the tau-table sum adds in another order than the scan's product: a near tie may resolve the
-    other way, as tests/test_fused.py allows) and its rewards where it does. Slow: about 35 s
+    other way, as tests/test_fused.py allows; here every run agreed when written) and its rewards where it does. Slow: about 35 s
     (an interpret-mode kernel on the CPU)."""
     law = D.weibull(0.7, 6.0)
-    theta = [0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6]
+    theta = [0.6, 0.55, 0.5, 0.45, 0.4, 0.35, 0.3, 0.25, 0.2]  # arm 0, played first, the best
     env, ch = envs.conversions(theta, law), C.conversions(window=15)
     key, N, T = jax.random.key(11), 32, 120
     scan = jaxbandits.simulate(env, ch, CV.delayed_ucb(law, 15), T, key, N, record=10, path="scan", keep="all")
     rep = FP.simulate_fused(env, ch, CV.delayed_ucb(law, 15), T, key, N, record=10, keep="all",
                             replay=FP.scan_uniforms(key, N, T))
     same = (rep.pulls == scan.pulls).all(axis=(1, 2))
-    assert same.mean() >= 0.75, same.mean()
+    assert same.mean() >= 0.9, same.mean()  # 1.0 when written
     np.testing.assert_array_equal(rep.reward[same], scan.reward[same])
     assert (rep.pulls[:, -1, 8] > 0).all()  # the arm alone in the third word is played
