@@ -122,7 +122,13 @@ def test_replay_accepts_the_rows_of_a_replay_done_by_hand_with_its_documented_ke
     """An independent computation of replay's accepted rows (its keys, coins and delivery rows),
     for a random policy (Thompson sampling: its draws read the act keys), on an
     uneven log (several decisions per time unit, conversions and zeros delivered)."""
-    log = ope.simulate_log(0, 48, [0.3, 0.7], D.geometric(mean=3.0), [0.6, 0.4], span=30.0)
+    rng = np.random.default_rng(0)  # a log built in numpy (ope.simulate_log compiles a simulation)
+    N, logging, rates = 48, np.array([0.6, 0.4]), np.array([0.3, 0.7])
+    arm = (rng.random(N) < logging[1]).astype(int)
+    t = np.floor(np.arange(N) * 30.0 / N)
+    ct = np.where(rng.random(N) < rates[arm], t + rng.geometric(1 / 3.0, N) - 1, np.nan)
+    ct = np.where(ct <= t[-1], ct, np.nan)  # read at the last decision
+    log = ope.decision_log(arm, t, logging[arm], ct, t[-1], n_arms=2)
     assert len(np.unique(log.time)) < len(log) and 0 < log.observed(4.0).sum() < len(log)
     for pol in (classic.thompson(),):
         (_,), acc = ope.replay(log, pol, C.attributed(), 3, window=4.0)
