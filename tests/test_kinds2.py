@@ -3,8 +3,16 @@
 to every case it covers, not a test aimed at one mutated line.
 
 * an estimate against an independent computation (the bytes of a state from numpy, a count of
-  pending decisions from its definition, a replay re-done row by row on the host);
-* a bound at the bound (memory exactly enough, a ring filled and then past);
+  pending decisions from its definition, a replay re-done row by row on the host, a width against
+  the schedule it bounds, paired moments against float64 sums);
+* the whole distribution (every random action set's law, every simulator's stated delay means);
+* stated defaults and settings read from the docs and docstrings that state them (every public
+  seed, the SBC signature, a reproduction's settings, every label's numbers);
+* every bound at the bound (memory exactly enough, a ring filled and past, every stated integer
+  range of a sweep, the histogram cap, the PPC's default grid);
+* every registered item in the fast suite (every runner's bookkeeping with its units stood in) and
+  every exit path of a command;
+* uneven sizes of a packed layout (the fused calendar at nine arms: slow).
 """
 import dataclasses
 import importlib
