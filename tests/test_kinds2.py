@@ -22,11 +22,12 @@ import pathlib
 import pkgutil
 import re
 
+import arviz as az
 import jax
 import jax.numpy as jnp
-import arviz as az
 import numpy as np
 import pytest
+import scipy.stats as S
 
 import jaxbandits
 import jaxbandits.distributed as DIST
@@ -36,6 +37,7 @@ from jaxbandits import bayes, cli
 from jaxbandits import channels as C
 from jaxbandits import delays as D
 from jaxbandits import envs, online, ope
+from jaxbandits.bayes import calibration as CAL
 from jaxbandits.bayes import ppc
 from jaxbandits.engine.stats import Stats
 from jaxbandits.fused import path as FP
@@ -185,8 +187,6 @@ def test_every_random_action_set_draws_its_whole_law():
     (zero vectors redrawn 4 times, then e_0: exact probabilities), so the pair of actions at K = 2,
     d = 2 takes each of its 9 values with its exact probability (chi-square); uniform entries are
     U(0, 1) and Gaussian ones N(0, 1) (Kolmogorov-Smirnov over all entries)."""
-    import scipy.stats as S
-
     n = 6000
     w = envs.linear(np.ones(2) / 2, n_actions=2, action_set="binary")
     x = np.asarray(jax.jit(jax.vmap(lambda k: w.context(None, 0, k)[0]))(jax.random.split(jax.random.key(5), n)))
@@ -260,8 +260,6 @@ def test_every_sbc_default_is_the_one_its_page_states():
     """Every stated default of the SBC functions: ``sbc``'s signature as docs/sbc.md writes it
     (parsed from the page), and the bins of every rank test (``rank_uniformity`` and each
     ``SBCResult`` method) the page's 10 equal bins."""
-    from jaxbandits.bayes import calibration as CAL
-
     page = (pathlib.Path(__file__).parents[1] / "docs" / "sbc.md").read_text()
     call = re.search(r"`B\.sbc\(model, (.*?)\)`", page, re.S).group(1)
     stated = dict(kv.split("=") for kv in re.sub(r"\s+", " ", call).split(", "))
