@@ -785,7 +785,7 @@ def _polyval32(coeffs, x):
 
 def ndtri(p):
     """The standard normal quantile ``Phi^-1(p)`` of float32 ``p``, computed as
-    :func:`jax.scipy.special.ndtri` computes it (the same operations on the same float32
+    ``jax.scipy.special.ndtri`` computes it (the same operations on the same float32
     constants: equal bit for bit, tested), but with no array constant, so it also runs inside a
     fused Pallas kernel (the log-normal delay law's inverse CDF, :mod:`jaxbandits.core.delays`).
 
@@ -795,9 +795,9 @@ def ndtri(p):
     Returns:
         ``Phi^-1(p)``, float32 of ``p``'s shape.
 
-    Example:
+    Examples:
         >>> import jax.numpy as jnp
-        >>> from jaxbandits import mathlib
+        >>> from jaxbandits.core import mathlib
         >>> [round(float(x), 4) for x in mathlib.ndtri(jnp.array([0.5, 0.975, 0.0], jnp.float32))]
         [0.0, 1.96, -inf]
     """
