@@ -1,0 +1,99 @@
+"""Checks of the *kinds* that random mutants showed missing, third part (docs/contributing.md,
+"Mutation testing"; the first two parts are tests/test_kinds.py and tests/test_kinds2.py): each
+test is a kind of check applied to every case it covers, not a test aimed at one mutated line.
+
+* every bound at the bound: every range a policy constructor's docstring states, tried at the
+  bound and one step outside;
+* stated defaults and settings read from the pages that state them (every reproduction's
+  checkpoints and grids, the signatures docs/bayes.md writes, sibling functions' defaults);
+"""
+import importlib
+import inspect
+import pathlib
+import re
+
+import pytest
+
+from jaxbandits.policies import adversarial, anonymous, bayes as PB, classic, composite, conversions, explore, linear
+
+ROOT = pathlib.Path(__file__).parents[1]
+POLICY_MODULES = (adversarial, anonymous, PB, classic, composite, conversions, explore, linear)
+
+
+# ------------------------------------------------------------------------- every bound at the bound
+_NUM = r"(-?[\d.]+(?:e[+-]?\d+)?)"
+
+
+def _stated_ranges(doc):
+    """(parameter, lo, lo_open, hi, hi_open, integer) for every ``Args:`` line of a docstring that
+    states one range of its parameter: ``>= a``, ``> a``, ``|x| <= b``, ``[a, b]``, ``(a, b]``..."""
+    for name, text in re.findall(r"^    (\w+): (.*)$", doc, re.M):
+        if re.search(r"\bwith\b|\bor\b", text):  # conditional or alternative forms: not one range
+            continue
+        integer = "integer" in text
+        spans = re.findall(r"``([^`]*)``", text)
+        got = []
+        for s in spans:
+            if m := re.fullmatch(rf"(?:\w+ )?(>=|>) {_NUM}", s):
+                got.append((float(m[2]), m[1] == ">", None, False))
+            elif m := re.fullmatch(rf"\|\w+\| <= {_NUM}", s):
+                got.append((-float(m[1]), False, float(m[1]), False))
+            elif m := re.fullmatch(rf"([\[(]){_NUM}, {_NUM}([\])])", s):
+                got.append((float(m[2]), m[1] == "(", float(m[3]), m[4] == ")"))
+        if len(got) == 1:
+            yield (name, *got[0], integer)
+
+
+def _policy_constructors():
+    for mod in POLICY_MODULES:
+        for n, f in vars(mod).items():
+            if not n.startswith("_") and inspect.isfunction(f) and f.__module__ == mod.__name__:
+                yield f"{mod.__name__}.{n}", f
+
+
+def _outside(b, below, integer):
+    if integer:
+        return int(b) - 1 if below else int(b) + 1
+    step = max(abs(b), 1.0) * 1e-6
+    return b - step if below else b + step
+
+
+def test_every_stated_policy_range_is_refused_one_step_outside_and_accepted_at_the_bound():
+    """Every bound at the bound, every policy constructor: each range its docstring states for a
+    parameter (``an integer >= 1``, ``> 0``, ``|prior_mean| <= 1e30``, ``in [0, 1]``, ``(0, 1]``)
+    is the one it checks: a closed end is accepted and one step past it (1 for an integer, 1e-6
+    relative for a real) refused with a ValueError naming the parameter; an open end is refused
+    and one step inside accepted. Constructors that need other arguments are left out."""
+    checked = set()
+    for qn, f in _policy_constructors():
+        sig = inspect.signature(f)
+        if any(p.default is inspect.Parameter.empty and p.kind is not p.VAR_KEYWORD
+               for p in sig.parameters.values()):
+            continue  # needs arguments a range check cannot choose
+        try:
+            f()
+        except (TypeError, ValueError):
+            continue  # its defaults alone are not a policy (e.g. a law to be given)
+        for name, lo, lo_open, hi, hi_open, integer in _stated_ranges(inspect.getdoc(f) or ""):
+            if name not in sig.parameters:
+                continue
+            d = sig.parameters[name].default
+            integer = integer or (isinstance(d, int) and not isinstance(d, bool))  # an int default: counted
+            ends = [(lo, lo_open, True)] + ([(hi, hi_open, False)] if hi is not None else [])
+            for b, is_open, lower in ends:
+                bound = int(b) if integer else b
+                out = _outside(b, lower, integer)
+                inside = _outside(b, not lower, integer)
+                refused, accepted = ([bound], [inside]) if is_open else ([out], [bound])
+                for v in refused:
+                    with pytest.raises(ValueError, match=rf"\b{name}\b"):
+                        f(**{name: v})
+                for v in accepted:
+                    try:
+                        f(**{name: v})
+                    except Exception as e:  # noqa: BLE001 - report which end was refused
+                        pytest.fail(f"{qn}({name}={v!r}) refused at its stated bound: {e}")
+                checked.add(f"{qn}:{name}")
+    assert {"jaxbandits.policies.bayes.beta_ts:window", "jaxbandits.policies.classic.gaussian_thompson:prior_mean",
+            "jaxbandits.policies.bayes.delay_model_ts:window"} <= checked, sorted(checked)
+    assert len(checked) >= 20, sorted(checked)
