@@ -14,6 +14,7 @@ import re
 
 import pytest
 
+import jaxbandits.experiments as X
 from jaxbandits.policies import adversarial, anonymous, bayes as PB, classic, composite, conversions, explore, linear
 
 ROOT = pathlib.Path(__file__).parents[1]
@@ -97,3 +98,49 @@ def test_every_stated_policy_range_is_refused_one_step_outside_and_accepted_at_t
     assert {"jaxbandits.policies.bayes.beta_ts:window", "jaxbandits.policies.classic.gaussian_thompson:prior_mean",
             "jaxbandits.policies.bayes.delay_model_ts:window"} <= checked, sorted(checked)
     assert len(checked) >= 20, sorted(checked)
+
+
+# --------------------------------------------------------------- stated settings, read from pages
+def _stated_checkpoints(section):
+    """Every checkpoint sequence a page section states: ``R(a) / R(b) / ...`` in its text, a table
+    header of ``R(a)`` cells, or a ``| policy | a | b | ... |`` header of round numbers."""
+    for m in re.finditer(r"R\((\d+)\)\**(?:\s*/\s*\**R\(\d+\)\**)+", section):
+        yield tuple(int(t) for t in re.findall(r"R\((\d+)\)", m[0]))
+    for row in re.findall(r"^\|(.*)\|\s*$", section, re.M):
+        cells = [c.strip() for c in row.split("|")]
+        rs = [int(m[1]) for c in cells if (m := re.fullmatch(r"R\((\d+)\)", c))]
+        if len(rs) >= 3:
+            yield tuple(rs)
+        if cells[0] in ("policy", "panel: policy"):
+            ns = [int(c) for c in cells[1:] if c.isdigit()]
+            if len(ns) >= 3:
+                yield tuple(ns)
+
+
+def test_every_reproductions_stated_checkpoints_are_its_registered_ones():
+    """Stated settings pinned, every reproduction page: each checkpoint sequence a section of
+    docs/reproductions/*.md reports (``R(500) / R(1000) / ...``, a table of ``R(t)`` columns or of
+    round columns) is the registered checkpoints of the figure its heading names (``Figure 3``,
+    ``Fig. 3(a)``), or of one of the paper's experiments where the heading names none; and
+    App. F's ``E[tau]`` columns are pikeburke2018-appF's delay grid."""
+    exps = X.load_all()
+    mapped = unmapped = 0
+    for page in sorted((ROOT / "docs" / "reproductions").glob("*.md")):
+        stem = page.stem
+        ours = {n: e for n, e in exps.items() if n.startswith(stem + "-")}
+        for section in re.split(r"^## ", page.read_text(), flags=re.M)[1:]:
+            head = section.splitlines()[0]
+            fig = re.search(r"\b(?:Figure|Fig\.) (\d+)(?: ?\((\w)\))?", head)
+            for cps in _stated_checkpoints(section):
+                if fig:
+                    name = f"{stem}-fig{fig[1]}{fig[2] or ''}"
+                    assert tuple(exps[name].checkpoints) == cps, (page.name, head, cps, exps[name].checkpoints)
+                    mapped += 1
+                else:
+                    assert any(tuple(e.checkpoints) == cps for e in ours.values()), (page.name, head, cps)
+                    unmapped += 1
+    assert mapped >= 5 and unmapped >= 1, (mapped, unmapped)
+    appf = (ROOT / "docs" / "reproductions" / "pikeburke2018.md").read_text().split("## Appendix F")[1]
+    grid = re.search(r"^\| E\[τ\] \|(.*)\|\s*$", appf, re.M)[1]
+    stated = [int(c) for c in grid.split("|") if c.strip().isdigit()]
+    assert exps["pikeburke2018-appF"].config["delays"] == stated and len(stated) == 6
