@@ -7,6 +7,7 @@ test is a kind of check applied to every case it covers, not a test aimed at one
 * stated defaults and settings read from the pages that state them (every reproduction's
   checkpoints and grids, the signatures docs/bayes.md writes, sibling functions' defaults);
 """
+import ast
 import importlib
 import inspect
 import pathlib
@@ -144,3 +145,77 @@ def test_every_reproductions_stated_checkpoints_are_its_registered_ones():
     grid = re.search(r"^\| E\[τ\] \|(.*)\|\s*$", appf, re.M)[1]
     stated = [int(c) for c in grid.split("|") if c.strip().isdigit()]
     assert exps["pikeburke2018-appF"].config["delays"] == stated and len(stated) == 6
+
+
+def _literal(node):
+    """A literal keyword value; of alternatives written ``"naive" | "closed"``, the first."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        return _literal(node.left)
+    return ast.literal_eval(node)
+
+
+def _doc_calls():
+    """(page, callable, keywords) for every call ``Alias.func(k=literal, ...)`` (keywords only) in
+    the python blocks of docs/, the alias resolved through the block's jaxbandits imports."""
+    for page in sorted((ROOT / "docs").rglob("*.md")):
+        for block in re.findall(r"```python\n(.*?)```", page.read_text(), re.S):
+            try:
+                tree = ast.parse(block)
+            except SyntaxError:
+                continue
+            alias = {}
+            for n in ast.walk(tree):
+                if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("jaxbandits"):
+                    alias.update({a.asname or a.name: (n.module, a.name) for a in n.names})
+            for n in ast.walk(tree):
+                if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                        and isinstance(n.func.value, ast.Name) and n.func.value.id in alias
+                        and not n.args and n.keywords):
+                    continue
+                mod, nm = alias[n.func.value.id]
+                try:
+                    owner = importlib.import_module(f"{mod}.{nm}")
+                except ImportError:
+                    owner = getattr(importlib.import_module(mod), nm)
+                try:
+                    kws = {k.arg: _literal(k.value) for k in n.keywords}
+                except ValueError:
+                    continue  # a keyword given a name, not a literal: an example, not a signature
+                yield page.relative_to(ROOT), getattr(owner, n.func.attr), kws
+
+
+def test_every_default_a_docs_call_writes_is_the_signatures():
+    """Stated defaults pinned against the pages that state them: every call the docs' python
+    blocks write with keyword literals (``PB.delay_model_ts(window=255, model="exponential", ...)``,
+    ``PB.beta_ts(mode="naive" | "closed", window=255)``, ``W.ars_ucb(alpha=4.0, f="k^2")``) gives
+    each parameter that has a default its default (a parameter without one, e.g. a law's ``mean``
+    whose default ``None`` means "required", takes any value)."""
+    checked = set()
+    for page, f, kws in _doc_calls():
+        sig = inspect.signature(f)
+        for k, v in kws.items():
+            p = sig.parameters[k]  # a keyword the function lacks would be a wrong page too
+            if p.default is inspect.Parameter.empty or p.default is None:
+                continue
+            assert v == p.default, (str(page), f.__qualname__, k, v, p.default)
+            checked.add(f"{f.__qualname__}:{k}")
+    assert {"delay_model_ts:window", "beta_ts:window", "delay_model_ts:refresh", "ars_ucb:alpha"} <= checked, checked
+    assert len(checked) >= 12, sorted(checked)
+
+
+def test_sibling_plot_and_figure_functions_share_their_defaults():
+    """Stated defaults agree between siblings: every ``plot_X`` (which writes a file) and its
+    ``figure_X`` (which returns the figure) in the same module give every parameter they share the
+    same default (``t0`` of the ratio figure, ``bands``, ``logx``...)."""
+    pairs = 0
+    for m in ("jaxbandits.report.plotting", "jaxbandits.bayes.ppc", "jaxbandits.bayes.report"):
+        mod = importlib.import_module(m)
+        for n, plot in vars(mod).items():
+            fig = getattr(mod, "figure_" + n[len("plot_"):], None) if n.startswith("plot_") else None
+            if fig is None:
+                continue
+            a, b = inspect.signature(plot).parameters, inspect.signature(fig).parameters
+            shared = set(a) & set(b)
+            assert {k: a[k].default for k in shared} == {k: b[k].default for k in shared}, (m, n)
+            pairs += 1
+    assert pairs >= 3, pairs
