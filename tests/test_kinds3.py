@@ -13,9 +13,15 @@ import inspect
 import pathlib
 import re
 
+import jax
+import numpy as np
 import pytest
 
+import jaxbandits
+import jaxbandits.engine.loop as LOOP
 import jaxbandits.experiments as X
+from jaxbandits import channels as C, envs
+from jaxbandits.engine import memory as MEM, reduce as RD
 from jaxbandits.policies import adversarial, anonymous, bayes as PB, classic, composite, conversions, explore, linear
 
 ROOT = pathlib.Path(__file__).parents[1]
@@ -219,3 +225,40 @@ def test_sibling_plot_and_figure_functions_share_their_defaults():
             assert {k: a[k].default for k in shared} == {k: b[k].default for k in shared}, (m, n)
             pairs += 1
     assert pairs >= 3, pairs
+
+
+# ------------------------------------------------------------- against an independent computation
+@pytest.mark.slow  # a simulation's compile: 16 s on the shared 2-core machine
+def test_auto_chunk_counts_the_bytes_of_a_real_chunks_records(monkeypatch):
+    """An estimate against an independent computation: the bytes per record point and run of the
+    record arrays a real chunk returns (every field, a delayed channel so that every field is
+    there, two policies on three arms) are what :func:`auto_chunk` counts, so its chunks are the
+    rounds that fit ``CHUNK_RECORD_BYTES``, exactly; for uneven sizes (runs, horizons, record
+    points that divide nothing)."""
+    seen = []
+    real = LOOP.compiled
+
+    def spy(name, *a, **k):
+        exe, dt = real(name, *a, **k)
+        if name != "chunk":
+            return exe, dt
+
+        def run(*x):
+            out = exe(*x)
+            seen.append(out[1])
+            return out
+        return run, dt
+    monkeypatch.setattr(LOOP, "compiled", spy)
+    K, S, runs = 3, 2, 3
+    pols = {"a": classic.ucb1(), "b": classic.ucb1(alpha=1.0)}
+    jaxbandits.simulate(envs.bernoulli([0.2, 0.5, 0.6]), C.conversions(window=2), pols, 6, 0, n_runs=runs,
+                        keep="none", record=S)
+    per_point = sum(leaf.nbytes for leaf in jax.tree.leaves(seen[-1]))
+    lead = {leaf.shape[:2] for leaf in jax.tree.leaves(seen[-1])}
+    assert len(lead) == 1
+    n_rec, runs_pad = lead.pop()
+    per_point //= n_rec * runs_pad  # bytes of all policies' records per record point and run
+    for n_runs, T, R in [(10**6, 10_000, 200), (333_333, 77_777, 97), (5 * 10**5, 131_071, 1000)]:
+        total = per_point * n_runs * R
+        want = None if total <= RD.CHUNK_RECORD_BYTES else max(1, T * RD.CHUNK_RECORD_BYTES // total)
+        assert MEM.auto_chunk([K] * len(pols), n_runs, T, R) == want, (n_runs, T, R, per_point)
