@@ -22,6 +22,7 @@ import jaxbandits.engine.loop as LOOP
 import jaxbandits.experiments as X
 from jaxbandits import channels as C, envs
 from jaxbandits.engine import memory as MEM, reduce as RD
+from jaxbandits.experiments import files as F
 from jaxbandits.policies import adversarial, anonymous, bayes as PB, classic, composite, conversions, explore, linear
 
 ROOT = pathlib.Path(__file__).parents[1]
@@ -262,3 +263,56 @@ def test_auto_chunk_counts_the_bytes_of_a_real_chunks_records(monkeypatch):
         total = per_point * n_runs * R
         want = None if total <= RD.CHUNK_RECORD_BYTES else max(1, T * RD.CHUNK_RECORD_BYTES // total)
         assert MEM.auto_chunk([K] * len(pols), n_runs, T, R) == want, (n_runs, T, R, per_point)
+
+
+# ------------------------------------------------------------------------ error messages read whole
+_FILE = """\
+horizon = 100
+runs = 2
+world = {kind = "envs.bernoulli", means = [0.5, 0.4]}
+channel = {kind = "channels.attributed"}
+
+[policies]
+UCB1 = {kind = "classic.ucb1"}
+"""
+_WORLD = '{kind = "envs.bernoulli", means = [0.5, 0.4]}'
+_CHANNEL = '{kind = "channels.attributed"}'
+
+
+def _load(path, text, sets=None):
+    path.write_text(text)
+    exp = F.experiment(str(path), sets)
+    exp.build(dict(exp.config))
+
+
+@pytest.mark.parametrize("line, key, old, new, got, want", [
+    (3, "world", _WORLD, _CHANNEL, "Attributed", "a world (a jaxbandits.World)"),
+    (4, "channel", "channel = " + _CHANNEL, "channel = " + _WORLD, "BanditEnv",
+     "a channel (a jaxbandits.channels.Channel)"),
+    (7, "policies.UCB1", '{kind = "classic.ucb1"}', _CHANNEL, "Attributed", "a policy (a jaxbandits.Policy)"),
+])
+def test_every_slot_whose_kind_returns_the_wrong_thing_is_refused_read_whole(tmp_path, line, key, old, new, got, want):
+    """An error message read whole, every slot of an experiment file (world, channel, a policy):
+    a kind that returns another component is refused with the file, the line and the key of that
+    slot, the kind and what it returned: nothing else, nothing missing."""
+    f = tmp_path / "e.toml"
+    text = _FILE.replace(old, new, 1)
+    kind = re.search(r'kind = "([\w.]+)"', new)[1]
+    with pytest.raises(F.FileError) as e:
+        _load(f, text)
+    assert str(e.value) == f"{f}, line {line}, key {key}: {kind} returned a {got}, not {want}"
+
+
+def test_given_by_set_is_said_exactly_of_the_keys_set_gave(tmp_path):
+    """An error message read whole, both ways: an error at a key says "(given by --set)" when
+    ``--set`` gave that key (or a key inside it), and not when ``--set`` gave other keys only."""
+    f = tmp_path / "e.toml"
+    bad_h = _FILE.replace("horizon = 100", "horizon = 0")
+    plain = f"{f}, line 1, key horizon: must lie in [1, 16777216], got 0"
+    for sets in (None, {"runs": 3}, {"world.means": [0.5, 0.4]}, {"policies.UCB1.alpha": 2.0}):
+        with pytest.raises(F.FileError) as e:
+            _load(f, bad_h, sets)
+        assert str(e.value) == plain, sets
+    with pytest.raises(F.FileError) as e:
+        _load(f, bad_h, {"horizon": 0, "runs": 3})
+    assert str(e.value) == plain.replace("key horizon:", "key horizon (given by --set):")
