@@ -23,6 +23,7 @@ import jaxbandits.experiments as X
 from jaxbandits import channels as C, envs
 from jaxbandits.engine import memory as MEM, reduce as RD
 from jaxbandits.experiments import files as F
+from jaxbandits.experiments.sweeping import CallCache, Sweep
 from jaxbandits.policies import adversarial, anonymous, bayes as PB, classic, composite, conversions, explore, linear
 
 ROOT = pathlib.Path(__file__).parents[1]
@@ -316,3 +317,38 @@ def test_given_by_set_is_said_exactly_of_the_keys_set_gave(tmp_path):
     with pytest.raises(F.FileError) as e:
         _load(f, bad_h, {"horizon": 0, "runs": 3})
     assert str(e.value) == plain.replace("key horizon:", "key horizon (given by --set):")
+
+
+class _Recording(Sweep):
+    """A sweep that computes no unit (each simulation gives zeros of its form) and records every
+    grid simulation's grid, channel and horizon."""
+
+    def __init__(self):
+        super().__init__(CallCache(None))
+        self.calls = []
+
+    def unit(self, fingerprint, compute, *, placeholder=lambda: None, **kwargs):
+        return placeholder()
+
+    def simulate_grid(self, build, grid, channel, horizon, *a, **k):
+        self.calls.append((build, grid, channel, horizon))
+        return super().simulate_grid(build, grid, channel, horizon, *a, **k)
+
+
+def test_heavy_tail_calendars_hold_exactly_their_delays_and_the_widest_is_reported():
+    """A width against an independent computation, every swept horizon and delay model: the
+    calendar of each untruncated-delay policy (DEW's two forms) is the least that holds every delay
+    of its runs, ``min(T, max delay + 1)`` (a delay of ``T`` never arrives), read from the delays
+    the grid passes; and the width the result reports is the widest calendar of all its runs."""
+    exp = X.get("thune2019-heavy-tail")
+    cfg = dict(exp.config, log2_T=[3, 4, 5])
+    sweep = _Recording()
+    res = exp.runner(cfg, 3, 7, None, sweep)
+    dew = 0
+    for build, grid, ch, T in sweep.calls:
+        _, pol = build(**{k: np.asarray(v)[0] for k, v in grid.items()})
+        if type(pol).__name__ == "DEW":
+            assert ch.width == min(T, int(np.max(grid["delays"])) + 1), (T, ch.width, int(np.max(grid["delays"])))
+            dew += 1
+    assert dew == 2 * 2 * 3, dew  # two DEW forms, two models, three horizons
+    assert res.width == max(ch.width for _, _, ch, _ in sweep.calls)
