@@ -20,13 +20,14 @@ import pytest
 import jaxbandits
 import jaxbandits.engine.loop as LOOP
 import jaxbandits.experiments as X
-from jaxbandits import channels as C, envs
+from jaxbandits import bayes, channels as C, envs
 from jaxbandits.engine import memory as MEM, reduce as RD
 from jaxbandits.experiments import files as F
 from jaxbandits.experiments.sweeping import CallCache, Sweep
 from jaxbandits.policies import adversarial, anonymous, bayes as PB, classic, composite, conversions, explore, linear
 
 ROOT = pathlib.Path(__file__).parents[1]
+FIT = importlib.import_module("jaxbandits.bayes.fit")  # the module (the package's ``fit`` is the function)
 POLICY_MODULES = (adversarial, anonymous, PB, classic, composite, conversions, explore, linear)
 
 
@@ -352,3 +353,40 @@ def test_heavy_tail_calendars_hold_exactly_their_delays_and_the_widest_is_report
             dew += 1
     assert dew == 2 * 2 * 3, dew  # two DEW forms, two models, three horizons
     assert res.width == max(ch.width for _, _, ch, _ in sweep.calls)
+
+
+class _Started(Exception):
+    pass
+
+
+def _logit(p):
+    return np.log(p / (1 - p))
+
+
+@pytest.mark.parametrize("hierarchical", [False, True])
+def test_every_nuts_fit_starts_where_its_docstring_says_from_the_logs_counts(monkeypatch, hierarchical):
+    """Starting values against an independent computation from the log's own rows (conversions
+    seen and plays per arm, counted with numpy): each arm's rate ``clip((S_k + 1) / (N_k + 2),
+    1e-3, 0.9)``; the hierarchical model's population mean the logit of the pooled rate so
+    clipped, spread 0.5, each arm's offset the clipped logit offset ``clip((logit p_k - mu) / 0.5,
+    -2, 2)``; arms at both clips (a rate near 0 and one near 1) included."""
+    log = bayes.synthetic_log([0.002, 0.3, 0.97, 0.6], 400, 200.0, 260.0, mean=5.0, seed=3)
+    seen = []
+
+    def stop(values, **kw):
+        seen.append(values)
+        raise _Started
+    monkeypatch.setattr(FIT, "init_near", stop)
+    with pytest.raises(_Started):
+        bayes.fit(log, hierarchical=hierarchical, num_warmup=1, num_samples=1, num_chains=1)
+    v = seen[0]
+    S = np.bincount(log.arm[~np.isnan(log.conversion_time)], minlength=4).astype(float)
+    N = np.bincount(log.arm, minlength=4).astype(float)
+    p_k = np.clip((S + 1) / (N + 2), 1e-3, 0.9)
+    assert p_k.min() < 0.01 and p_k.max() == 0.9  # both clips reached
+    if not hierarchical:
+        np.testing.assert_allclose(v["p"], p_k, rtol=1e-6)
+        return
+    mu = _logit(np.clip((S.sum() + 1) / (N.sum() + 2), 1e-3, 0.9))
+    np.testing.assert_allclose([v["p_mu"], v["p_sd"]], [mu, 0.5], rtol=1e-6)
+    np.testing.assert_allclose(v["p_z"], np.clip((_logit(p_k) - mu) / 0.5, -2, 2), rtol=1e-5, atol=1e-6)
