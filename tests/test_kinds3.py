@@ -12,9 +12,12 @@ import importlib
 import inspect
 import pathlib
 import re
+import types
 
 import jax
 import numpy as np
+import numpyro.infer
+import numpyro.infer.autoguide
 import pytest
 
 import jaxbandits
@@ -390,3 +393,35 @@ def test_every_nuts_fit_starts_where_its_docstring_says_from_the_logs_counts(mon
     mu = _logit(np.clip((S.sum() + 1) / (N.sum() + 2), 1e-3, 0.9))
     np.testing.assert_allclose([v["p_mu"], v["p_sd"]], [mu, 0.5], rtol=1e-6)
     np.testing.assert_allclose(v["p_z"], np.clip((_logit(p_k) - mu) / 0.5, -2, 2), rtol=1e-5, atol=1e-6)
+
+
+# -------------------------------------------------------------------------- every derived key distinct
+def test_every_key_an_svi_fit_derives_is_distinct_across_seeds(monkeypatch):
+    """Every derived key distinct: the keys an SVI fit derives from its seed (the fit's and the
+    posterior draws') are distinct within a fit, and each kind distinct across seeds of both
+    parities and the largest seed (no two seeds share a draw key). The optimisation and the draws
+    are stood in (each fit stops at its draws): only the keys are read."""
+    real = FIT.V.seed_key
+    keys = []
+
+    def spy(x, *a, **k):
+        key = real(x, *a, **k)
+        keys.append(tuple(np.asarray(jax.random.key_data(key)).ravel().tolist()))
+        return key
+
+    def draws(self, key, *a, **k):
+        raise _Started
+    monkeypatch.setattr(FIT.V, "seed_key", spy)
+    monkeypatch.setattr(numpyro.infer.SVI, "run", lambda self, *a, **k: types.SimpleNamespace(params={}, losses=[0.0]))
+    monkeypatch.setattr(numpyro.infer.autoguide.AutoMultivariateNormal, "sample_posterior", draws)
+    log = bayes.synthetic_log([0.2, 0.5], 60, 50.0, 60.0, mean=5.0, seed=1)
+    seeds = [0, 1, 2, 3, 64, 2**32, 2**64 - 1]
+    per = []
+    for sd in seeds:
+        keys.clear()
+        with pytest.raises(_Started):
+            bayes.fit(log, method="svi", seed=sd)
+        assert len(keys) == 2 and len(set(keys)) == 2, (sd, keys)  # the fit's key, the draws' key
+        per.append(keys[:])
+    for i in range(2):
+        assert len({k[i] for k in per}) == len(seeds), (i, per)
