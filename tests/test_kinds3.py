@@ -12,6 +12,7 @@ import importlib
 import inspect
 import pathlib
 import re
+import shlex
 import types
 
 import jax
@@ -23,10 +24,13 @@ import pytest
 import jaxbandits
 import jaxbandits.engine.loop as LOOP
 import jaxbandits.experiments as X
-from jaxbandits import bayes, channels as C, envs
+from jaxbandits import bayes, channels as C, envs, ope
+from jaxbandits.apps import cli
+from jaxbandits.core.values import is_policy
 from jaxbandits.engine import memory as MEM, reduce as RD
 from jaxbandits.experiments import files as F
 from jaxbandits.experiments.sweeping import CallCache, Sweep
+from jaxbandits.ope import command as OPECMD
 from jaxbandits.policies import adversarial, anonymous, bayes as PB, classic, composite, conversions, explore, linear
 
 ROOT = pathlib.Path(__file__).parents[1]
@@ -425,3 +429,36 @@ def test_every_key_an_svi_fit_derives_is_distinct_across_seeds(monkeypatch):
         per.append(keys[:])
     for i in range(2):
         assert len({k[i] for k in per}) == len(seeds), (i, per)
+
+
+# ------------------------------------------------------------------ every documented form run once
+def _documented_commands(word):
+    """Every ``jaxbandits WORD ...`` command line in the docs' code blocks (continuations joined)."""
+    for page in sorted((ROOT / "docs").rglob("*.md")):
+        for block in re.findall(r"```\w*\n(.*?)```", page.read_text(), re.S):
+            for line in block.replace("\\\n", " ").splitlines():
+                line = line.split("  #")[0].strip()
+                if line.startswith(f"jaxbandits {word} "):
+                    yield page.relative_to(ROOT), shlex.split(line)[1:]
+
+
+def test_every_documented_evaluate_policy_form_gives_its_target():
+    """Every documented form run once: each ``--policy`` target that an ``evaluate`` command line of
+    the docs writes (``arm:LABEL``, ``probs:...``, ``uniform``, a library policy's kind such as
+    ``conversions.delayed_klucb`` with the line's ``--delay``), parsed by the command's own parser,
+    gives a target: a fixed law of the log's arms summing to 1, or a policy (replayed)."""
+    log = ope.decision_log(arm=["green", "red", "blue", "red"], time=[0, 1, 2, 3], propensity=[1 / 3] * 4,
+                           conversion_time=[float("nan"), 2.5, float("nan"), float("nan")], end=5,
+                           arms=["green", "red", "blue"])
+    forms = set()
+    for page, argv in _documented_commands("evaluate"):
+        args = cli.parser().parse_args(argv)
+        delay = OPECMD.parse_delay(args.delay) if getattr(args, "delay", None) else None
+        for spec in args.policy:
+            t = OPECMD.parse_policy(spec, log, delay)
+            if t.policy is None:
+                assert t.probs.shape == (3,) and abs(t.probs.sum() - 1) < 1e-12, (str(page), spec)
+            else:
+                assert is_policy(t.policy) and t.channel is not None, (str(page), spec)
+            forms.add(re.split(r"[:\s]", spec)[0])
+    assert {"arm", "probs", "uniform", "conversions.delayed_klucb"} <= forms, forms
