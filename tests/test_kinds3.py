@@ -16,6 +16,7 @@ import shlex
 import types
 
 import jax
+import matplotlib.figure
 import numpy as np
 import numpyro.infer
 import numpyro.infer.autoguide
@@ -26,6 +27,7 @@ import jaxbandits.engine.loop as LOOP
 import jaxbandits.experiments as X
 from jaxbandits import bayes, channels as C, envs, ope
 from jaxbandits.apps import cli
+from jaxbandits.bayes import ppc
 from jaxbandits.core.values import is_policy
 from jaxbandits.engine import memory as MEM, reduce as RD
 from jaxbandits.experiments import files as F
@@ -462,3 +464,35 @@ def test_every_documented_evaluate_policy_form_gives_its_target():
                 assert is_policy(t.policy) and t.channel is not None, (str(page), spec)
             forms.add(re.split(r"[:\s]", spec)[0])
     assert {"arm", "probs", "uniform", "conversions.delayed_klucb"} <= forms, forms
+
+
+# ---------------------------------------------------------------------- a figure's data read back
+def test_the_ppc_figures_band_and_curves_read_back_from_its_artists(monkeypatch, tmp_path):
+    """A figure's data read back: the posterior predictive figure, drawn from given curves (two
+    arms, uneven ages), holds in each panel the data's curve at (ages, observed), the replicated
+    curves at (ages, each draw), and a 5-95% band whose vertices at each age are that age's 5% and
+    95% percentiles of the draws (step ``post``: the band may also hold the previous age's value)."""
+    figs = []
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda self, *a, **k: figs.append(self))
+    rng = np.random.default_rng(5)
+    ages = np.array([1.0, 2.0, 3.0, 5.0, 8.0, 13.0])
+    rep = np.sort(rng.uniform(0, 0.4, (7, 2, ages.size)), axis=-1)
+    obs = np.sort(rng.uniform(0, 0.4, (2, ages.size)), axis=-1)
+    log = bayes.conversion_log([0, 1, 0, 1], [0.0, 0.3, 0.1, 0.2], [np.nan] * 4, [20.0] * 4, 2)
+    curves = {"ages": ages, "observed": obs, "replicated": rep, "plays": 4, "draws": np.arange(7)}
+    ppc.plot_ppc(None, log, tmp_path / "ppc.png", curves=curves)
+    axes = figs[0].axes
+    for k in range(2):
+        ax = axes[k]
+        lines = [(np.asarray(ln.get_xdata(), float), np.asarray(ln.get_ydata(), float)) for ln in ax.lines]
+        assert len(lines) == 8  # 7 draws, the data
+        for (x, y), want in zip(lines, list(rep[:, k]) + [obs[k]]):
+            np.testing.assert_array_equal(x, ages)
+            np.testing.assert_array_equal(y, want)
+        (band,) = ax.collections
+        v = np.concatenate([p.vertices for p in band.get_paths()])
+        lo, hi = np.percentile(rep[:, k], [5, 95], axis=0)
+        assert set(np.round(v[:, 0], 9)) == set(ages), (k, v[:, 0])
+        for i, a in enumerate(ages):
+            ys = v[v[:, 0] == a, 1]
+            assert np.isclose(ys, lo[i]).any() and np.isclose(ys, hi[i]).any(), (k, a, ys, lo[i], hi[i])
