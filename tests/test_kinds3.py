@@ -11,6 +11,7 @@ import ast
 import importlib
 import inspect
 import pathlib
+import math
 import re
 import shlex
 import types
@@ -21,6 +22,7 @@ import numpy as np
 import numpyro.infer
 import numpyro.infer.autoguide
 import pytest
+import scipy.stats as S
 
 import jaxbandits
 import jaxbandits.engine.loop as LOOP
@@ -28,6 +30,7 @@ import jaxbandits.experiments as X
 from jaxbandits import bayes, channels as C, envs, ope
 from jaxbandits.apps import cli
 from jaxbandits.bayes import ppc
+from jaxbandits.core import delays as D
 from jaxbandits.core.values import is_policy
 from jaxbandits.engine import memory as MEM, reduce as RD
 from jaxbandits.experiments import files as F
@@ -496,3 +499,21 @@ def test_the_ppc_figures_band_and_curves_read_back_from_its_artists(monkeypatch,
         for i, a in enumerate(ages):
             ys = v[v[:, 0] == a, 1]
             assert np.isclose(ys, lo[i]).any() and np.isclose(ys, hi[i]).any(), (k, a, ys, lo[i], hi[i])
+
+
+# ------------------------------------------------------------- a law's fields as its docstring states
+def test_the_poisson_table_is_the_length_its_docstring_states_and_holds_its_claimed_mass():
+    """A stated setting pinned, every field of the law: the table length written in
+    :func:`poisson`'s docstring (``lam + A sqrt(lam) + B``, read from it) is the law's
+    ``table_len`` for means across the range, the bound ``MAX_POISSON_MEAN`` included, and a
+    traced mean gets the length of that largest mean; the mass past the table is below the 1e-12
+    the docstring claims (scipy)."""
+    a, b = map(float, re.search(r"``lam \+ (\d+) sqrt\(lam\) \+ (\d+)``", D.poisson.__doc__).groups())
+    want = lambda lam: math.ceil(lam + a * math.sqrt(lam) + b)
+    for lam in (1e-3, 0.3, 1.0, 4.0, 37.5, 250.0, D.MAX_POISSON_MEAN):
+        n = D.poisson(lam).table_len
+        assert n == want(lam), (lam, n, want(lam))
+        assert S.poisson.sf(n - 1, lam) < 1e-12, lam
+    lens = []
+    jax.jit(lambda lam: lens.append(D.poisson(lam).table_len) or lam)(4.0)
+    assert lens == [want(D.MAX_POISSON_MEAN)]
