@@ -10,6 +10,7 @@ test is a kind of check applied to every case it covers, not a test aimed at one
 import ast
 import importlib
 import inspect
+import json
 import pathlib
 import math
 import re
@@ -517,3 +518,28 @@ def test_the_poisson_table_is_the_length_its_docstring_states_and_holds_its_clai
     lens = []
     jax.jit(lambda lam: lens.append(D.poisson(lam).table_len) or lam)(4.0)
     assert lens == [want(D.MAX_POISSON_MEAN)]
+
+
+# ------------------------------------------------------------ every execution path run once end to end
+def _find(d, key):
+    if isinstance(d, dict):
+        if key in d:
+            return d[key]
+        for v in d.values():
+            if (r := _find(v, key)) is not None:
+                return r
+    return None
+
+
+@pytest.mark.slow  # the kernels' compile through Pallas' interpreter: about 10 s here
+def test_an_experiment_runs_on_the_fused_path_end_to_end_and_says_so(tmp_path, capsys):
+    """Every execution path run once end to end: a registered experiment that the fused path
+    covers (quickstart), run by the command line with ``--path fused`` (Pallas' interpreter on a
+    CPU), exits 0, writes its summary, and the summary says each panel ran fused."""
+    out = tmp_path / "q"
+    rc = cli.main(["run", "quickstart", "--path", "fused", "--runs", "2", "--horizon", "64", "--out", str(out),
+                   "--no-progress"])
+    assert rc == 0, capsys.readouterr().err
+    summary = json.loads((out / "summary.json").read_text())
+    paths = _find(summary, "paths")
+    assert paths and all(v.startswith("fused") for v in paths.values()), paths  # "fused (interpreted)" here
