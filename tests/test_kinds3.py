@@ -11,10 +11,14 @@ import ast
 import importlib
 import inspect
 import json
+import os
 import pathlib
 import math
 import re
 import shlex
+import subprocess
+import sys
+import textwrap
 import types
 
 import jax
@@ -543,3 +547,38 @@ def test_an_experiment_runs_on_the_fused_path_end_to_end_and_says_so(tmp_path, c
     summary = json.loads((out / "summary.json").read_text())
     paths = _find(summary, "paths")
     assert paths and all(v.startswith("fused") for v in paths.values()), paths  # "fused (interpreted)" here
+
+
+_GRID_ON_DEVICES = textwrap.dedent("""
+    import os, json
+    os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+    import jax, numpy as np
+    assert jax.device_count() == 2
+    from jaxbandits import channels as C, envs as E, simulate_grid
+    from jaxbandits.policies import classic as P
+    env = E.bernoulli([0.2, 0.5, 0.3])
+    build = lambda alpha: (env, P.ucb1(alpha=alpha))
+    grid = {"alpha": np.array([1.0, 2.0, 0.5])}
+    out = {}
+    for n_runs in (5, 16):
+        a = simulate_grid(build, grid, C.attributed(), 40, jax.random.key(1), n_runs, shard=True, record=4)
+        b = simulate_grid(build, grid, C.attributed(), 40, jax.random.key(1), n_runs, shard=False, record=4)
+        out[n_runs] = [a.timing["devices"], list(a.pulls.shape), bool(np.array_equal(a.pulls, b.pulls)),
+                       bool(np.array_equal(a.regret, b.regret))]
+    print(json.dumps(out))
+""")
+
+
+@pytest.mark.slow  # a fresh process compiling a grid on two devices: about 20 s here
+def test_a_grid_of_runs_on_several_devices_equals_one_device_at_uneven_sizes():
+    """Every execution path on several devices (two forced host devices, a fresh process): a grid
+    of runs sharded over the devices holds every run of every grid point and equals the one-device
+    grid bit for bit, for run counts that the devices divide and do not (5 and 16 over 2)."""
+    env = dict(os.environ)
+    env.pop("XLA_FLAGS", None)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    out = subprocess.run([sys.executable, "-c", _GRID_ON_DEVICES], capture_output=True, text=True, env=env, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    for n_runs, (dev, shape, same_pulls, same_regret) in res.items():
+        assert dev == 2 and shape[:2] == [3, int(n_runs)] and same_pulls and same_regret, (n_runs, res)
