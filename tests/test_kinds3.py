@@ -9,6 +9,7 @@ test is a kind of check applied to every case it covers, not a test aimed at one
 """
 import ast
 import importlib
+import importlib.util
 import inspect
 import json
 import os
@@ -582,3 +583,36 @@ def test_a_grid_of_runs_on_several_devices_equals_one_device_at_uneven_sizes():
     res = json.loads(out.stdout.strip().splitlines()[-1])
     for n_runs, (dev, shape, same_pulls, same_regret) in res.items():
         assert dev == 2 and shape[:2] == [3, int(n_runs)] and same_pulls and same_regret, (n_runs, res)
+
+
+def _cuda_plugin_dir():
+    """Where jax-cuda12-plugin is (as .ci/run installs it; '' when importable here), or None."""
+    d = os.environ.get("JAXBANDITS_CUDA_PLUGIN_DIR") or os.path.join(sys.prefix, "cuda-plugin")
+    if os.path.isdir(os.path.join(d, "jax_plugins", "xla_cuda12")):
+        return d
+    if importlib.util.find_spec("jax_plugins") is not None and importlib.util.find_spec("jax_plugins.xla_cuda12"):
+        return ""
+    return None
+
+
+def test_the_lowering_reports_unpadded_records_are_its_padded_records_without_the_padded_runs():
+    """An estimate against an independent computation, at uneven sizes: for every kernel of the
+    memory report (lowered for CUDA on this CPU; 10**6 and 10**5 runs, which the block of 128 runs
+    does not divide), ``records_unpadded`` is the lowered program's own record bytes with the
+    padded runs taken out (``records * runs / n_pad``; the lanes layout pads no arm)."""
+    d = _cuda_plugin_dir()
+    if d is None:
+        pytest.skip("jax-cuda12-plugin is not installed: the CUDA lowering report is NOT checked (install it as "
+                    ".ci/run does)")
+    env = dict(os.environ, JAX_PLATFORMS="cpu",
+               PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), d, os.environ.get("PYTHONPATH", "")) if p))
+    r = subprocess.run([sys.executable, "-m", "jaxbandits.engine.fused.lowering", "--memory"], capture_output=True,
+                       text=True, env=env, cwd=ROOT, timeout=600)
+    recs = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+    assert len(recs) >= 4 and all(x["ok"] for x in recs), r.stderr[-3000:]
+    for x in recs:
+        n = x["shape"]["runs"]
+        n_pad = -(-n // 128) * 128
+        assert n_pad != n  # an uneven size
+        b = x["bytes"]
+        assert b["records_unpadded"] * n_pad == b["records"] * n, (x["kernel"], b, n, n_pad)
