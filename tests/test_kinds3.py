@@ -5,16 +5,28 @@ test is a kind of check applied to every case it covers, not a test aimed at one
 * every bound at the bound: every range a policy constructor's docstring states, tried at the
   bound and one step outside;
 * stated defaults and settings read from the pages that state them (every reproduction's
-  checkpoints and grids, the signatures docs/bayes.md writes, sibling functions' defaults);
+  checkpoints and grids, every default a docs call writes, sibling functions' defaults, the
+  Poisson table's length and the tail it claims);
+* an estimate against an independent computation (auto_chunk against the bytes of a real chunk's
+  record arrays; where every NUTS fit starts, from the log's own counts; a sweep's calendar widths
+  against the delays they hold; the fused lowering report's unpadded bytes from its padded ones,
+  at run counts the block does not divide);
+* error messages read whole (every slot of a file whose kind returns the wrong thing; where an
+  error says "given by --set" and where it does not);
+* every derived key distinct (an SVI fit's keys across seeds);
+* a figure's data read back (the PPC figure's band and curves from its artists);
+* every documented form run once (each ``--policy`` target the docs' ``evaluate`` lines write);
+* every execution path run once end to end (an experiment on the fused path, interpreted; a grid
+  of runs on two forced host devices at uneven run counts: both slow).
 """
 import ast
 import importlib
 import importlib.util
 import inspect
 import json
+import math
 import os
 import pathlib
-import math
 import re
 import shlex
 import subprocess
@@ -200,10 +212,9 @@ def _doc_calls():
                         and not n.args and n.keywords):
                     continue
                 mod, nm = alias[n.func.value.id]
-                try:
+                owner = getattr(importlib.import_module(mod), nm, None)
+                if owner is None:  # a submodule not imported yet
                     owner = importlib.import_module(f"{mod}.{nm}")
-                except ImportError:
-                    owner = getattr(importlib.import_module(mod), nm)
                 try:
                     kws = {k.arg: _literal(k.value) for k in n.keywords}
                 except ValueError:
