@@ -4,10 +4,10 @@ Public API: ``delays``, ``envs``, ``channels``, ``policies``, ``simulate``, ``si
 ``experiments``, ``Results``.
 
 The package's folders are its layers (docs/architecture.md): ``core/`` <- ``envs/``, ``channels/``,
-``policies/`` <- ``engine/``, ``fused/`` <- ``experiments/`` <- ``report/`` <- ``apps/``. The modules
-that moved into them keep their old import paths (``jaxbandits.core.delays``, ``jaxbandits.experiments.results``,
-``jaxbandits.apps.cli``, ...) through :mod:`jaxbandits._moved`, with a ``DeprecationWarning`` naming the
-new path.
+``policies/``, ``delaymodels/`` <- ``engine/`` (with the fused backend, ``engine/fused/``) <-
+``experiments/`` <- ``report/`` <- ``apps/``. The modules that moved into them keep their old
+import paths (``jaxbandits.delays``, ``jaxbandits.results``, ``jaxbandits.cli``, ...) through
+:mod:`jaxbandits._moved`, with a ``DeprecationWarning`` naming the new path.
 
 Internal, not public API (each says so in its docstring; docs/api/internal.md): ``jaxbandits.core._io``,
 ``jaxbandits.core._validate``, ``jaxbandits.core._pytree``, ``jaxbandits._version``, ``jaxbandits._moved``,
@@ -44,7 +44,7 @@ _results.FIGURES = _results_figures
 
 
 def __getattr__(name):
-    """``jaxbandits.experiments.results``, ``jaxbandits.core.types``, ...: the old names of moved modules, with a
+    """``jaxbandits.results``, ``jaxbandits.types``, ...: the old names of moved modules, with a
     ``DeprecationWarning`` naming the new path (:mod:`jaxbandits._moved`)."""
     return _moved.attribute(name, stacklevel=2)
 
