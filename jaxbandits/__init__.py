@@ -6,7 +6,7 @@ Public API: ``delays``, ``envs``, ``channels``, ``policies``, ``simulate``, ``si
 The package's folders are its layers (docs/architecture.md): ``core/`` <- ``envs/``, ``channels/``,
 ``policies/``, ``delaymodels/`` <- ``engine/`` (with the fused backend, ``engine/fused/``) <-
 ``experiments/`` <- ``report/`` <- ``apps/``. The modules that moved into them keep their old
-import paths (``jaxbandits.delays``, ``jaxbandits.results``, ``jaxbandits.cli``, ...) through
+import paths (``import jaxbandits.results``, ``jaxbandits.types``, ``jaxbandits.cli``, ...) through
 :mod:`jaxbandits._moved`, with a ``DeprecationWarning`` naming the new path.
 
 Internal, not public API (each says so in its docstring; docs/api/internal.md): ``jaxbandits.core._io``,

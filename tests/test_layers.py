@@ -34,7 +34,7 @@ LAYERS = {
     "jaxbandits.engine": ENGINE, "jaxbandits.engine.fused": ENGINE,
     # experiments (jaxbandits/experiments/: specs, registry, runner, sweeping, parts, distributed,
     # results; the experiment files); the online learner; off-policy evaluation of logs
-    "jaxbandits.experiments": EXPERIMENTS, "jaxbandits.expfile": EXPERIMENTS, "jaxbandits.online": EXPERIMENTS,
+    "jaxbandits.experiments": EXPERIMENTS, "jaxbandits.online": EXPERIMENTS,
     "jaxbandits.ope": EXPERIMENTS,
     # report, statistics with no plotting: which policies a report shows, offline Bayesian fits
     "jaxbandits.report.labels": STATISTICS, "jaxbandits.bayes.fit": STATISTICS,

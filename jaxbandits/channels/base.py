@@ -137,7 +137,7 @@ def calendar_round_profile(cal: Calendar, t, spread):
 
 
 class CalendarState(NamedTuple):
-    """The state of a calendar channel (:class:`CalendarChannel`, :class:`Composite`).
+    """The state of a calendar channel (:class:`CalendarChannel`, :class:`~jaxbandits.channels.library.Composite`).
 
     Attributes:
         cal: the :class:`Calendar` of records in flight.

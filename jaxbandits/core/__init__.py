@@ -11,6 +11,6 @@
   ``_io`` (atomic writes, locks, manifests).
 
 Importing this package imports none of its modules (``from jaxbandits.core import delays`` imports
-the one asked for). ``jaxbandits.core.delays``, ``jaxbandits.core.mathlib`` and ``jaxbandits.core.ring`` are the
-same module objects.
+the one asked for). The package's attributes ``jaxbandits.delays``, ``jaxbandits.mathlib`` and
+``jaxbandits.ring`` are these same module objects.
 """

@@ -424,7 +424,7 @@ def _show(v) -> str:
 def _stable(v):
     """A nested form of ``v`` whose ``repr`` is the same in every process (no addresses): functions
     by module and qualified name, arrays by a hash of their bytes. A module is named by its path
-    before the layer folders (``jaxbandits.core.delays`` as ``jaxbandits.core.delays``:
+    before the layer folders (``jaxbandits.core.delays`` as ``jaxbandits.delays``:
     :func:`jaxbandits._moved.stable_module`, the table of moved modules reversed), so that digests
     written before the move still match."""
     import jax

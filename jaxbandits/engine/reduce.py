@@ -1,6 +1,6 @@
 """The statistics of a simulation's records reduced on the device, and how much of the per-run
 records is kept (docs/results.md, "The two forms"): the one implementation both backends use, the
-scan path (:mod:`jaxbandits.engine.driver`) and the fused kernels (:mod:`jaxbandits.engine.fused`).
+scan path (:mod:`jaxbandits.engine.loop`) and the fused kernels (:mod:`jaxbandits.engine.fused`).
 """
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ __all__ = ["FINAL_FIELDS", "STAT_FIELD", "stat_metrics", "stat_pairs", "reduce_o
            "host_block_stats", "CHUNK_RECORD_BYTES", "KEEP_BYTES", "resolve_keep", "signature", "CACHE_SIZE",
            "clear_cache", "programs"]
 
-#: compiled reductions kept (least recently used first out); the driver keeps as many programs
+#: compiled reductions kept (least recently used first out); the compile cache
+#: (:mod:`jaxbandits.engine.programs`) keeps as many programs
 CACHE_SIZE = 32
 
 

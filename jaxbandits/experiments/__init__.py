@@ -18,8 +18,11 @@ that use the reproductions.
 
 The package by concern: :mod:`~jaxbandits.experiments.specs` (what an experiment is, its config checks and words),
 :mod:`~jaxbandits.experiments.registry` (where experiments are found), :mod:`~jaxbandits.experiments.builtin` (the core experiments),
-:mod:`~jaxbandits.experiments.assemble` (results from outputs) and :mod:`~jaxbandits.experiments.runner` (:func:`run`). Every name is
-re-exported here: ``jaxbandits.experiments.run``, ``.Experiment``, ``.get``... as before.
+:mod:`~jaxbandits.experiments.assemble` (results from outputs) and :mod:`~jaxbandits.experiments.runner` (:func:`run`): their
+names are re-exported here (``jaxbandits.experiments.run``, ``.Experiment``, ``.get``... as before). The rest of
+the experiments layer lives in the package too, imported from its modules (not re-exported):
+:mod:`~jaxbandits.experiments.results`, :mod:`~jaxbandits.experiments.sweeping`, :mod:`~jaxbandits.experiments.parts`,
+:mod:`~jaxbandits.experiments.distributed` and the experiment files, :mod:`~jaxbandits.experiments.files`.
 """
 from __future__ import annotations
 

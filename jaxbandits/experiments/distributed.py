@@ -11,7 +11,7 @@ on CPU uses the gloo collectives that ``jax.distributed`` sets up) and assembled
 one-process driver assembles them, so the outputs are bitwise those of one process: run ``r`` is
 keyed by ``fold_in(key, r)`` whatever the device that runs it (docs/conventions.md §8).
 
-The driver does the work (``engine.loop.run_problems(..., global_devices=True)``: the same
+The engine's chunk loop does the work (``engine.loop.run_problems(..., global_devices=True)``: the same
 compiled programs; only the mesh, all processes' devices instead of the local ones, and the
 gather differ).
 """

@@ -245,7 +245,7 @@ def read_serve_db(path) -> DecisionLog:
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
-        if meta.get("format") != "jaxbandits.apps.serve":
+        if meta.get("format") != "jaxbandits.serve":  # the serve database's on-disk format name
             raise ValueError(f"{path}: not a jaxbandits serve database (format {meta.get('format')!r})")
         rows = db.execute("SELECT seq, kind, body FROM events ORDER BY seq").fetchall()
     except sqlite3.DatabaseError as e:

@@ -16,7 +16,7 @@ import numpy as np
 from .config import ServeConfig
 
 
-DB_FORMAT = "jaxbandits.apps.serve"
+DB_FORMAT = "jaxbandits.serve"  # an on-disk name, kept when the module moved to apps/serve (docs/online.md)
 
 
 DB_FORMAT_VERSION = 2  # 2: decide events log ids, arms and propensities; feedback and advance events their round
