@@ -24,7 +24,7 @@ import numpy as np  # noqa: E402
 from jaxbandits import channels as C  # noqa: E402
 from jaxbandits import delays as D  # noqa: E402
 from jaxbandits import envs as E  # noqa: E402
-from jaxbandits.core._io import write_text  # noqa: E402
+from jaxbandits.core.fileio import write_text  # noqa: E402
 from jaxbandits.policies import bayes as PB  # noqa: E402
 from jaxbandits.engine import simulate  # noqa: E402
 

@@ -21,7 +21,7 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 from jaxbandits import experiments as X  # noqa: E402
-from jaxbandits.core._io import write_text  # noqa: E402
+from jaxbandits.core.fileio import write_text  # noqa: E402
 from jaxbandits.engine import record_points, simulate  # noqa: E402
 
 

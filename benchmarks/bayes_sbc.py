@@ -18,7 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from jaxbandits.bayes.calibration import sbc  # noqa: E402
-from jaxbandits.core._io import write_text  # noqa: E402
+from jaxbandits.core.fileio import write_text  # noqa: E402
 
 FAMILIES = ["exponential", "geometric", "weibull", "lognormal", "histogram"]
 

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxbandits import channels, delays, online
-from jaxbandits.core._io import atomic_write, json_writer
+from jaxbandits.core.fileio import atomic_write, json_writer
 from jaxbandits.policies import bayes, classic
 from jaxbandits.policies import conversions as conv
 from jaxbandits.core.types import Arrivals, Context

@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 from jaxbandits import channels, delays, ope
-from jaxbandits.core._io import atomic_write, json_writer
+from jaxbandits.core.fileio import atomic_write, json_writer
 from jaxbandits.policies import classic
 
 K = 4

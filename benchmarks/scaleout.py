@@ -142,7 +142,7 @@ def main():
                        "load_average_after": os.getloadavg()[0]},
            "T": a.horizon, "runs": a.runs, "policy": "UCB1", "K": 10, "rows": rows}
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
-    from jaxbandits.core._io import atomic_write, json_writer
+    from jaxbandits.core.fileio import atomic_write, json_writer
 
     atomic_write(a.out, json_writer(doc))
     print(f"wrote {a.out}")

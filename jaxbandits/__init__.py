@@ -7,20 +7,20 @@ The package's folders are its layers (docs/architecture.md): ``core/`` <- ``envs
 ``policies/``, ``delaymodels/`` <- ``engine/`` (with the fused backend, ``engine/fused/``) <-
 ``experiments/`` <- ``report/`` <- ``apps/``. The modules that moved into them keep their old
 import paths (``import jaxbandits.results``, ``jaxbandits.types``, ``jaxbandits.cli``, ...) through
-:mod:`jaxbandits._moved`, with a ``DeprecationWarning`` naming the new path.
+:mod:`jaxbandits.moved`, with a ``DeprecationWarning`` naming the new path.
 
-Internal, not public API (each says so in its docstring; docs/api/internal.md): ``jaxbandits.core._io``,
-``jaxbandits.core._validate``, ``jaxbandits.core._pytree``, ``jaxbandits._version``, ``jaxbandits._moved``,
-``jaxbandits.engine.fused._registry`` and the fused backend's ``jaxbandits.engine.fused.kernels``, ``.lanes``, ``.rng`` and
+Internal, not public API (each says so in its docstring; docs/api/internal.md): ``jaxbandits.core.fileio``,
+``jaxbandits.core.validate``, ``jaxbandits.core.pytree``, ``jaxbandits.version``, ``jaxbandits.moved``,
+``jaxbandits.engine.fused.registry`` and the fused backend's ``jaxbandits.engine.fused.kernels``, ``.lanes``, ``.rng`` and
 ``.lowering``.
 """
 import sys as _sys
 import types as _types
 
-from . import _moved
-from ._version import __version__  # noqa: E402
+from . import moved
+from .version import __version__  # noqa: E402
 
-_moved.install()  # before anything else: old import paths (and old pickles naming them) keep working
+moved.install()  # before anything else: old import paths (and old pickles naming them) keep working
 
 from . import channels, engine, envs, policies  # noqa: E402
 from .core import delays, mathlib, ring  # noqa: E402
@@ -45,8 +45,8 @@ _results.FIGURES = _results_figures
 
 def __getattr__(name):
     """``jaxbandits.results``, ``jaxbandits.types``, ...: the old names of moved modules, with a
-    ``DeprecationWarning`` naming the new path (:mod:`jaxbandits._moved`)."""
-    return _moved.attribute(name, stacklevel=2)
+    ``DeprecationWarning`` naming the new path (:mod:`jaxbandits.moved`)."""
+    return moved.attribute(name, stacklevel=2)
 
 
 class _Package(_types.ModuleType):

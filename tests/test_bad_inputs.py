@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jaxbandits.core import _validate as V
+from jaxbandits.core import validate as V
 from jaxbandits import channels as C
 from jaxbandits import delays as D
 from jaxbandits import envs as E

@@ -202,7 +202,7 @@ def test_cli_compare_writes_table_summary_and_plot(tmp_path, capsys):
     checksums; errors name the option, exit 2."""
     import hashlib
 
-    from jaxbandits.core._io import files_of
+    from jaxbandits.core.fileio import files_of
 
     rng = np.random.default_rng(6)
     world = rng.normal(50, 10, size=(20, 3))

@@ -176,9 +176,9 @@ def _check_python(words):
         mod = words[2]
         if mod == "pytest":
             return
-        from jaxbandits import _moved
+        from jaxbandits import moved
 
-        mod = _moved.new_path(mod) or mod  # an old path the docs show still runs (tests/test_moved.py)
+        mod = moved.new_path(mod) or mod  # an old path the docs show still runs (tests/test_moved.py)
         src = ROOT / (mod.replace(".", "/") + ".py")
     else:
         src = ROOT / words[i]

@@ -343,12 +343,12 @@ def test_docstring_examples_run(modname):
 #: modules that are not public API: each says so in its docstring's first line and is rendered
 #: only on docs/api/internal.md (docs/contributing.md, "Public and internal")
 INTERNAL = [
-    "jaxbandits._version",
-    "jaxbandits._moved",
-    "jaxbandits.core._io",
-    "jaxbandits.core._validate",
-    "jaxbandits.core._pytree",
-    "jaxbandits.engine.fused._registry",
+    "jaxbandits.version",
+    "jaxbandits.moved",
+    "jaxbandits.core.fileio",
+    "jaxbandits.core.validate",
+    "jaxbandits.core.pytree",
+    "jaxbandits.engine.fused.registry",
     "jaxbandits.engine.fused.kernels",
     "jaxbandits.engine.fused.lanes",
     "jaxbandits.engine.fused.rng",

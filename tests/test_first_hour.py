@@ -586,7 +586,7 @@ def test_serve_on_a_full_disk_refuses_the_request_and_keeps_its_state(tmp_path):
 def test_atomic_write_on_a_full_disk_says_so_and_leaves_no_temporary(tmp_path):
     import errno
 
-    from jaxbandits.core import _io
+    from jaxbandits.core import fileio
 
     def writer(p):
         with open(p, "w") as fh:
@@ -594,7 +594,7 @@ def test_atomic_write_on_a_full_disk_says_so_and_leaves_no_temporary(tmp_path):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     with pytest.raises(OSError, match=r"summary.json: no space left on the device .* nothing was replaced"):
-        _io.atomic_write(str(tmp_path / "summary.json"), writer)
+        fileio.atomic_write(str(tmp_path / "summary.json"), writer)
     assert list(tmp_path.iterdir()) == []
 
 

@@ -83,7 +83,7 @@ def test_output_folder_errors_read_whole(tmp_path, monkeypatch, fail, exc, reaso
     REASON...`` (not only some words of it somewhere)."""
     import os
 
-    from jaxbandits.core import _io
+    from jaxbandits.core import fileio
     from jaxbandits.experiments.results import Results
 
     out = tmp_path / ("new" if fail == "makedirs" else "there")
@@ -98,7 +98,7 @@ def test_output_folder_errors_read_whole(tmp_path, monkeypatch, fail, exc, reaso
     res = Results("exp", {"x": 1}, 0, 2, 3, np.arange(1, 4), {"A": c}, timing={}, versions={})
     with monkeypatch.context() as m:
         m.setattr(os, fail, refuse)
-        with pytest.raises(_io.OutputFolderError) as e:
+        with pytest.raises(fileio.OutputFolderError) as e:
             res.save(str(out), plot=False)
     err = e.value
     assert err.path == os.fspath(out) and err.reason.startswith(reason)

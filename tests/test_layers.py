@@ -26,7 +26,7 @@ CORE, COMPONENTS, ENGINE, EXPERIMENTS, STATISTICS, REPORT, APPS, FACADE = range(
 LAYERS = {
     # core (jaxbandits/core/): types, values, math, the ring buffer, delay laws, plain helpers; the
     # version and the table of moved modules (imports nothing of the package)
-    "jaxbandits._version": CORE, "jaxbandits._moved": CORE, "jaxbandits.core": CORE,
+    "jaxbandits.version": CORE, "jaxbandits.moved": CORE, "jaxbandits.core": CORE,
     # components: worlds, channels, policies, and the Bayesian delay models the policies use
     "jaxbandits.envs": COMPONENTS, "jaxbandits.channels": COMPONENTS, "jaxbandits.policies": COMPONENTS,
     "jaxbandits.delaymodels": COMPONENTS,
@@ -190,9 +190,9 @@ def test_imports_go_down_the_layers():
 
 
 def moved_table():
-    """``jaxbandits/_moved.py``'s table of old module paths, read without importing the package (the
+    """``jaxbandits/moved.py``'s table of old module paths, read without importing the package (the
     module imports only the standard library)."""
-    spec = importlib.util.spec_from_file_location("_moved_table", os.path.join(ROOT, "_moved.py"))
+    spec = importlib.util.spec_from_file_location("_moved_table", os.path.join(ROOT, "moved.py"))
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod.MOVED
@@ -209,7 +209,7 @@ def test_no_module_imports_an_old_path():
     bad = sorted(f"{a}:{line} imports {b}" + (f" ({', '.join(n for n in names if isinstance(n, str))})" if b == PKG else "")
                  for a, b, line, names in imports(MODS, everything=True)
                  if old(b) or (b == PKG and any(isinstance(n, str) and old(f"{PKG}.{n}") for n in names)))
-    assert not bad, "imports of old module paths (see jaxbandits/_moved.py):\n" + "\n".join(bad)
+    assert not bad, "imports of old module paths (see jaxbandits/moved.py):\n" + "\n".join(bad)
 
 
 #: Private names taken across modules, each ``(importer, module, name)``: none. Nothing may be
@@ -225,6 +225,18 @@ def test_no_private_name_of_another_module():
                  if is_private(n[1] if isinstance(n, tuple) else n)
                  and (a, b, n[1] if isinstance(n, tuple) else n) not in KNOWN_PRIVATE)
     assert not bad, "private names used outside their module:\n" + "\n".join(bad)
+
+
+def private_modules_taken(found):
+    """``importer:line imports module`` for every import of a module with a ``_``-prefixed part
+    (``jaxbandits.core._io``) from outside it: a module other modules share is not private."""
+    return sorted(f"{a}:{line} imports {b}" for a, b, line, _ in found
+                  if any(is_private(p) for p in b.split(".")[1:]) and a != b and not a.startswith(b + "."))
+
+
+def test_no_private_module_of_another_module():
+    bad = private_modules_taken(IMPORTS)
+    assert not bad, "private modules imported by other modules (name them without the underscore):\n" + "\n".join(bad)
 
 
 def package_edges(mods, found):
@@ -275,7 +287,8 @@ def test_upward_and_private_imports_are_found(tmp_path):
     mods = _tree(tmp_path, {"__init__.py": "", "core/__init__.py": "", "apps/__init__.py": "",
                             "core/types.py": "def g():\n    from ..apps.cli import main\n",
                             "apps/cli.py": "from ..core import types as T\nfrom ..core.types import _hidden\nT._inner()\n"
-                                           "import jaxbandits\n"})
+                                           "import jaxbandits\nfrom ..core import _shared\n",
+                            "core/_shared.py": ""})
     found = imports(mods)
     assert ([(a, b) for a, b, _, _ in found if b != PKG and layer_of(b) > layer_of(a)]
             == [("jaxbandits.core.types", "jaxbandits.apps.cli")])
@@ -283,6 +296,7 @@ def test_upward_and_private_imports_are_found(tmp_path):
                      if is_private(n if isinstance(n, str) else n[1]))
     assert private == ["_hidden", "_inner"]
     assert [a for a, b, _, _ in found if b == PKG] == ["jaxbandits.apps.cli"]
+    assert private_modules_taken(found) == ["jaxbandits.apps.cli:5 imports jaxbandits.core._shared"]
 
 
 def test_package_inits_are_edges_of_their_submodules_importers(tmp_path):

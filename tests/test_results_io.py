@@ -1,4 +1,4 @@
-"""Results are never lost (jaxbandits/core/_io.py): atomic files, saves as one unit, the output folder's
+"""Results are never lost (jaxbandits/core/fileio.py): atomic files, saves as one unit, the output folder's
 lock, other experiments' results refused without force, stale files removed, an unwritable
 output folder found before anything runs. The faults are real: a child process is killed with
 SIGKILL in the middle of a save, two processes run into one folder at once."""
@@ -14,7 +14,7 @@ import time
 import numpy as np
 import pytest
 
-from jaxbandits.core import _io
+from jaxbandits.core import fileio
 from jaxbandits import experiments as X
 from jaxbandits.experiments.results import Results
 
@@ -57,11 +57,11 @@ def _assert_whole(d, seed, leftovers=False):
     table.md all of that seed; no temporary file (unless ``leftovers``: a killed writer's, which
     the next writer removes)."""
     names = os.listdir(d)
-    tmps = [f for f in names if f.startswith(_io.TMP_PREFIX)]
+    tmps = [f for f in names if f.startswith(fileio.TMP_PREFIX)]
     assert leftovers or not tmps, names
     for f in set(names) - set(tmps):
         assert os.path.getsize(os.path.join(d, f)) > 0, f
-    m = json.load(open(os.path.join(d, _io.MANIFEST_NAME)))
+    m = json.load(open(os.path.join(d, fileio.MANIFEST_NAME)))
     assert m["state"] == "complete"
     assert sorted(m["files"]) == _visible(d)
     for f, sha in m["files"].items():
@@ -77,16 +77,16 @@ def _assert_whole(d, seed, leftovers=False):
 # ----------------------------------------------------------------------------- single files
 def test_atomic_write_keeps_the_old_file_on_failure(tmp_path):
     p = tmp_path / "f.txt"
-    _io.write_text(p, "old")
+    fileio.write_text(p, "old")
 
     def broken(tmp):
         open(tmp, "w").write("half of the new")
         raise RuntimeError("disk full")
 
     with pytest.raises(RuntimeError):
-        _io.atomic_write(p, broken)
+        fileio.atomic_write(p, broken)
     assert p.read_text() == "old" and os.listdir(tmp_path) == ["f.txt"]
-    assert _io.atomic_write(p, lambda tmp: open(tmp, "w").write("new")) == str(p)
+    assert fileio.atomic_write(p, lambda tmp: open(tmp, "w").write("new")) == str(p)
     assert p.read_text() == "new" and os.listdir(tmp_path) == ["f.txt"]
 
 
@@ -102,7 +102,7 @@ def test_save_writes_a_manifest_and_returns_the_paths(tmp_path):
 CHILD = r"""
 import os, sys, time
 import test_results_io as T
-from jaxbandits.core import _io
+from jaxbandits.core import fileio
 
 stage, out = sys.argv[1], sys.argv[2]
 
@@ -125,12 +125,12 @@ elif stage == "png":  # killed while a plot is half written (results.nc and the 
         stop()
     Figure.savefig = savefig
 elif stage == "commit":  # killed after the first file of the new set was renamed into place
-    real = _io._replace
+    real = fileio._replace
     def replace(src, dst):
         real(src, dst)
         if not os.path.basename(dst).startswith("."):
             stop()
-    _io._replace = replace
+    fileio._replace = replace
 T.make_results(2).save(out)
 print("SAVED", flush=True)
 """
@@ -161,7 +161,7 @@ def test_kill_while_writing_leaves_the_old_results_whole(tmp_path, stage):
     make_results(1).save(d)
     before = {f: _sha(os.path.join(d, f)) for f in _visible(d)}
     _killed_save(d, stage)
-    assert any(f.startswith(_io.TMP_PREFIX) for f in os.listdir(d))  # it was killed mid-write
+    assert any(f.startswith(fileio.TMP_PREFIX) for f in os.listdir(d))  # it was killed mid-write
     assert {f: _sha(os.path.join(d, f)) for f in _visible(d)} == before
     _assert_whole(d, 1, leftovers=True)
     make_results(3).save(d)  # the folder is usable (the lock died with the process); leftovers removed
@@ -175,7 +175,7 @@ def test_kill_during_the_commit_rolls_forward_to_the_new_results(tmp_path):
     d = str(tmp_path / "r")
     make_results(1).save(d)
     _killed_save(d, "commit")
-    m = json.load(open(os.path.join(d, _io.MANIFEST_NAME)))
+    m = json.load(open(os.path.join(d, fileio.MANIFEST_NAME)))
     assert m["state"] == "committing"
     s = json.load(open(os.path.join(d, "summary.json")))["seed"]
     import xarray as xr
@@ -244,8 +244,8 @@ def test_second_concurrent_run_into_one_folder_fails_at_once(tmp_path):
 def test_a_held_folder_is_refused_to_another_thread(tmp_path):
     d = str(tmp_path / "r")
     errors = []
-    with _io.output_folder(d):
-        t = threading.Thread(target=lambda: errors.append(pytest.raises(_io.FolderInUseError, make_results(1).save, d)))
+    with fileio.output_folder(d):
+        t = threading.Thread(target=lambda: errors.append(pytest.raises(fileio.FolderInUseError, make_results(1).save, d)))
         t.start()
         t.join()
         make_results(1).save(d)  # the holding thread itself may save (re-entrant)
@@ -262,7 +262,7 @@ def test_other_experiments_results_are_refused_then_replaced_with_force(tmp_path
     assert {"ratio.png", "delayed_regret.png"} <= set(_visible(d))
     (tmp_path / "r" / "notes.txt").write_text("mine")
     before = {f: _sha(os.path.join(d, f)) for f in _visible(d)}
-    with pytest.raises(_io.ResultsExistError, match=r"holds the results of experiment 'exp-old'.*--force"):
+    with pytest.raises(fileio.ResultsExistError, match=r"holds the results of experiment 'exp-old'.*--force"):
         make_results(2).save(d)
     assert {f: _sha(os.path.join(d, f)) for f in _visible(d)} == before
     make_results(2).save(d, force=True)
@@ -275,7 +275,7 @@ def test_other_experiments_results_are_refused_then_replaced_with_force(tmp_path
 def test_same_experiment_other_settings_needs_force_rerun_does_not(tmp_path):
     d = str(tmp_path / "r")
     make_results(1, config={"x": 1}, ratio=True).save(d)
-    with pytest.raises(_io.ResultsExistError, match=r"x=1 there, x=2 now"):
+    with pytest.raises(fileio.ResultsExistError, match=r"x=1 there, x=2 now"):
         make_results(2, config={"x": 2}).save(d)
     make_results(2, config={"x": 1}).save(d)  # a rerun (another seed, runs or horizon): no force needed
     assert "ratio.png" not in _visible(d)  # but the files it does not write are gone
@@ -290,7 +290,7 @@ def test_a_folder_from_before_manifests_counts_as_results(tmp_path):
     (d / "summary.json").write_text(json.dumps({"experiment": "exp-old", "config": {}}))
     (d / "ratio.png").write_bytes(b"old plot")
     (d / "mine.csv").write_text("1,2")
-    with pytest.raises(_io.ResultsExistError, match="exp-old"):
+    with pytest.raises(fileio.ResultsExistError, match="exp-old"):
         make_results(1).save(str(d))
     make_results(1).save(str(d), force=True)
     assert _visible(str(d)) == ["mine.csv", "regret.png", "results.nc", "summary.json", "table.md"]
@@ -307,7 +307,7 @@ def test_run_refuses_other_results_before_running(tmp_path, monkeypatch):
 
     with monkeypatch.context() as m:
         m.setattr(X.runner, "simulate", no_simulation)
-        with pytest.raises(_io.ResultsExistError, match="exp-old"):
+        with pytest.raises(fileio.ResultsExistError, match="exp-old"):
             X.run("classic-bernoulli", runs=2, horizon=50, out=d)
     res = X.run("classic-bernoulli", runs=2, horizon=50, out=d, force=True)
     assert "ratio.png" not in _visible(d)
@@ -328,11 +328,11 @@ def test_unwritable_out_is_refused_before_running(tmp_path, monkeypatch):
     monkeypatch.setattr(X.runner, "simulate", no_simulation)
     for out, msg in _bad_outs(tmp_path):
         t0 = time.perf_counter()
-        with pytest.raises(_io.OutputFolderError, match=msg):
+        with pytest.raises(fileio.OutputFolderError, match=msg):
             X.run("quickstart", runs=2, horizon=50, out=out)
         assert time.perf_counter() - t0 < 1.0
-        with pytest.raises(_io.OutputFolderError, match=msg):
-            _io.check_writable(out)
+        with pytest.raises(fileio.OutputFolderError, match=msg):
+            fileio.check_writable(out)
 
 
 @pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root may write anywhere")
@@ -342,9 +342,9 @@ def test_folder_without_write_permission_is_refused(tmp_path):
     ro.chmod(0o500)
     try:
         for out in (ro, ro / "sub"):
-            with pytest.raises(_io.OutputFolderError, match="permission"):
-                _io.check_writable(out)
-            with pytest.raises(_io.OutputFolderError, match="permission"):
+            with pytest.raises(fileio.OutputFolderError, match="permission"):
+                fileio.check_writable(out)
+            with pytest.raises(fileio.OutputFolderError, match="permission"):
                 make_results(1).save(str(out))
     finally:
         ro.chmod(0o700)
@@ -358,12 +358,12 @@ def test_permission_errors_are_named(tmp_path, monkeypatch):
 
     with monkeypatch.context() as m:
         m.setattr(os, "makedirs", refuse)
-        with pytest.raises(_io.OutputFolderError, match=r"'.*new': no permission to create it"):
+        with pytest.raises(fileio.OutputFolderError, match=r"'.*new': no permission to create it"):
             make_results(1).save(str(tmp_path / "new"))
     (tmp_path / "there").mkdir()
     with monkeypatch.context() as m:
         m.setattr(os, "open", refuse)
-        with pytest.raises(_io.OutputFolderError, match="no permission to write in it"):
+        with pytest.raises(fileio.OutputFolderError, match="no permission to write in it"):
             make_results(1).save(str(tmp_path / "there"))
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import scaleout_tiny
-from jaxbandits.core import _io
+from jaxbandits.core import fileio
 from jaxbandits import experiments as X
 from jaxbandits.apps.cli import main
 
@@ -99,9 +99,9 @@ def _edit_part_json(folder, **changes):
         else:
             meta[k] = v
     p.write_text(json.dumps(meta))
-    man = folder / _io.MANIFEST_NAME
+    man = folder / fileio.MANIFEST_NAME
     m = json.load(open(man))
-    m["files"]["part.json"] = _io.sha256_file(str(p))
+    m["files"]["part.json"] = fileio.sha256_file(str(p))
     man.write_text(json.dumps(m))
 
 

@@ -13,7 +13,7 @@ import pytest
 
 import scaleout_tiny
 
-from jaxbandits.core import _io
+from jaxbandits.core import fileio
 from jaxbandits.apps.cli import main
 from jaxbandits.engine.checkpoint import SweepShare
 
@@ -100,9 +100,9 @@ def _merge_err(capsys, *dirs, out):
 
 
 def _resign(folder, name):
-    man = folder / _io.MANIFEST_NAME
+    man = folder / fileio.MANIFEST_NAME
     m = json.load(open(man))
-    m["files"][name] = _io.sha256_file(str(folder / name))
+    m["files"][name] = fileio.sha256_file(str(folder / name))
     man.write_text(json.dumps(m))
 
 

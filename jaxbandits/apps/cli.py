@@ -128,7 +128,7 @@ def parser():
     """
     p = _Parser(prog="jaxbandits", description="Bandits with delayed feedback, in JAX.")
     p.add_argument("--debug", action="store_true", help="show the Python traceback of an error")
-    from .._version import __version__
+    from ..version import __version__
 
     p.add_argument("--version", action="version", version=f"jaxbandits {__version__}")
     sub = p.add_subparsers(dest="cmd", metavar="COMMAND", parser_class=_Parser,
@@ -358,7 +358,7 @@ def format_error(e: BaseException) -> str:
         jaxbandits run: error: the following arguments are required: name
         (see: jaxbandits run --help)
     """
-    from ..core._io import OutputFolderError
+    from ..core.fileio import OutputFolderError
 
     if isinstance(e, _UsageError):
         cmd = e.prog.split(" ", 1)[1] + " " if " " in e.prog else ""
@@ -449,7 +449,7 @@ def _main(argv):
         return _compare(a)
     if a.cmd == "merge":
         return _merge(a)
-    from ..core._io import check_writable
+    from ..core.fileio import check_writable
 
     if a.runs is not None and a.runs < 1:
         raise ValueError(f"--runs must be >= 1, got {a.runs}")
@@ -586,9 +586,9 @@ def _report(res, out, cache):
 
 def _written(out) -> list:
     """The files the results folder ``out`` holds, as its manifest lists them (docs/results.md)."""
-    from ..core import _io
+    from ..core import fileio
 
-    man = _io.read_json(os.path.join(out, _io.MANIFEST_NAME))
+    man = fileio.read_json(os.path.join(out, fileio.MANIFEST_NAME))
     files = list((man or {}).get("files", {})) if isinstance(man, dict) else []
     first = ("summary.json", "results.nc")
     return [f for f in first if f in files] + sorted(f for f in files if f not in first)
@@ -648,7 +648,7 @@ def _show(a):
         if a.output is None:
             sys.stdout.write(text)
         else:
-            from ..core._io import write_text
+            from ..core.fileio import write_text
 
             print(f"wrote {write_text(a.output, text)}", file=sys.stderr)
         return 0
@@ -658,7 +658,7 @@ def _show(a):
 
 
 def _plot(a):
-    from ..core._io import add_file
+    from ..core.fileio import add_file
     from ..report.plotting import figure_regret, save_figure
     from ..experiments.results import Results
 
@@ -731,7 +731,7 @@ def _compare(a):
 def _fit(a):
     import warnings
 
-    from ..core._io import check_writable, output_folder
+    from ..core.fileio import check_writable, output_folder
 
     for name in ("chains", "warmup", "samples"):
         if getattr(a, name) < (0 if name == "warmup" else 1):

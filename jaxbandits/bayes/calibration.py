@@ -27,7 +27,7 @@ import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 import numpy as np
 
-from ..core import _validate as V
+from ..core import validate as V
 from ..delaymodels.families import family
 from ..delaymodels.model import WeightedRows, conversion_model
 

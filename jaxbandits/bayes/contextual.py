@@ -29,7 +29,7 @@ import numpy as np
 import numpyro
 import numpyro.distributions as dist
 
-from ..core import _validate as V
+from ..core import validate as V
 from ..delaymodels.families import family
 from ..delaymodels.logs import ConversionLog, conversion_log
 from ..delaymodels.model import unseen_log_term

@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core import _validate as V
+from ..core import validate as V
 from ..delaymodels.families import Family, delay_law, family, family_of
 from ..delaymodels.logs import ConversionLog, conversion_log, from_table, load_log, read_log, warn_empty_arms, write_log
 from ..delaymodels.model import WeightedRows, compress_rows, conversion_model

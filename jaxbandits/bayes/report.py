@@ -116,7 +116,7 @@ def save_fit(idata, log: ConversionLog, out_dir: str, plot: bool = True, force: 
     """
     import arviz as az
 
-    from ..core._io import json_writer, save_files, text_writer
+    from ..core.fileio import json_writer, save_files, text_writer
 
     names = [v for v in idata.posterior.data_vars if v not in ("delay_cdf", "pending_conversions")]
     s = az.summary(idata, var_names=names)

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from ..core import _validate as V
+from ..core import validate as V
 from .fit import ConversionLog, conversion_log
 
 __all__ = ["synthetic_log"]

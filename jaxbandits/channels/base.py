@@ -11,7 +11,7 @@ from typing import Any, NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 
-from ..core import _validate as V
+from ..core import validate as V
 from ..core import ring
 from ..core.types import NEVER, Delivery, Feedback, Play
 from ..core.values import constructor

@@ -8,7 +8,7 @@ from typing import Optional
 
 import jax.numpy as jnp
 
-from ..core import _validate as V
+from ..core import validate as V
 from ..core.types import NEVER, Delivery, Feedback, Play
 from ..core.values import constructor
 from .base import CalendarChannel, CalendarState, Channel, ChannelSpec, calendar_init, calendar_round_profile

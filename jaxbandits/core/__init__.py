@@ -7,8 +7,9 @@
 * :mod:`~jaxbandits.core.ring`: the ring-buffer / sliding-window primitive;
 * :mod:`~jaxbandits.core.delays`: delay laws; :mod:`~jaxbandits.core.profiles`: Wang et al.'s lag profiles;
 * :mod:`~jaxbandits.core.intervals`: t and bootstrap intervals of a mean over runs;
-* internal: ``_validate`` (host-side input checks), ``_pytree`` (frozen dataclasses as pytrees),
-  ``_io`` (atomic writes, locks, manifests).
+* internal (not public API, but shared by the whole package, hence names without an underscore):
+  ``validate`` (host-side input checks), ``pytree`` (frozen dataclasses as pytrees), ``fileio``
+  (atomic writes, locks, manifests).
 
 Importing this package imports none of its modules (``from jaxbandits.core import delays`` imports
 the one asked for). The package's attributes ``jaxbandits.delays``, ``jaxbandits.mathlib`` and

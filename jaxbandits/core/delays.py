@@ -34,9 +34,9 @@ import numpy as np
 from jax.scipy.special import erf, erfinv, gammaincc, log_ndtr, ndtr
 from scipy.special import erfc as _erfc_np  # float64 host sums (scipy ships with jax)
 
-from . import _validate as V
-from ._pytree import pytree as _pytree
-from ._pytree import static as _static
+from . import validate as V
+from .pytree import pytree as _pytree
+from .pytree import static as _static
 from .mathlib import ndtri, open_uniform
 from .types import NEVER
 from .values import constructor

@@ -19,7 +19,7 @@ from typing import Optional
 
 import numpy as np
 
-from . import _validate as V
+from . import validate as V
 from . import delays as D
 from .values import constructor
 

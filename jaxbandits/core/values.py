@@ -16,7 +16,7 @@ from typing import Any, Callable, ClassVar, Optional, Tuple
 import jax.numpy as jnp
 import numpy as np
 
-from .._moved import stable_module
+from ..moved import stable_module
 from .types import Policy
 
 __all__ = ["PolicyValue", "policy_value", "is_policy", "policy_digest", "user_policy_id", "ById", "constructor",
@@ -425,7 +425,7 @@ def _stable(v):
     """A nested form of ``v`` whose ``repr`` is the same in every process (no addresses): functions
     by module and qualified name, arrays by a hash of their bytes. A module is named by its path
     before the layer folders (``jaxbandits.core.delays`` as ``jaxbandits.delays``:
-    :func:`jaxbandits._moved.stable_module`, the table of moved modules reversed), so that digests
+    :func:`jaxbandits.moved.stable_module`, the table of moved modules reversed), so that digests
     written before the move still match."""
     import jax
 

@@ -12,5 +12,5 @@ use, below the offline fits and their reports in :mod:`jaxbandits.bayes`.
 
 Users mostly reach them through :mod:`jaxbandits.bayes`, which re-exports their public names
 (``bayes.family``, ``bayes.ConversionLog``, ...); their old paths ``jaxbandits.bayes.families``,
-... keep importing (:mod:`jaxbandits._moved`).
+... keep importing (:mod:`jaxbandits.moved`).
 """

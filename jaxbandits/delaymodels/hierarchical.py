@@ -50,7 +50,7 @@ def hierarchical_priors(fam, priors: Optional[dict], prior_mean: float) -> dict:
         ValueError: an unknown key or a non-positive scale.
 
     Examples:
-        >>> from jaxbandits.bayes import hierarchical
+        >>> from jaxbandits.delaymodels import hierarchical
         >>> sorted(hierarchical.hierarchical_priors("exponential", None, 30.0))[:3]
         ['delay_mean_loc', 'delay_mean_scale', 'delay_pool_scale']
     """
@@ -86,7 +86,7 @@ def hierarchical_model(data: WeightedRows, n_arms: int, fam="exponential", discr
     Examples:
         >>> import jax, numpy as np
         >>> from numpyro import handlers
-        >>> from jaxbandits.bayes import hierarchical, model
+        >>> from jaxbandits.delaymodels import hierarchical, model
         >>> wr, _ = model.compress_rows(np.array([0, 1, 0]), np.array([True, False, False]),
         ...                             np.array([3.0, 0.0, 0.0]), np.array([10.0, 9.0, 8.0]), 2, per_arm_delay=True)
         >>> tr = handlers.trace(handlers.seed(hierarchical.hierarchical_model, jax.random.key(0))).get_trace(wr, 2)

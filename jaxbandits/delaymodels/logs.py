@@ -662,7 +662,7 @@ def write_log(path, log: ConversionLog):
         b,1,,10
         a,2,,10
     """
-    from ..core._io import atomic_write
+    from ..core.fileio import atomic_write
 
     def write(p):
         with open(p, "w", newline="") as fh:

@@ -122,7 +122,7 @@ def loglik_ring(rs: RingStats, p, th, fam="exponential", per_arm_delay=False):
 
     Examples:
         >>> import jax.numpy as jnp
-        >>> from jaxbandits.bayes import model
+        >>> from jaxbandits.delaymodels import model
         >>> rs = model.RingStats(n_conv=jnp.zeros(2), hist=jnp.zeros(3), n_closed=jnp.zeros(2),
         ...                      ring_arm=jnp.zeros(3, jnp.int32), ring_pend=jnp.zeros(3), t=jnp.asarray(-1))
         >>> float(model.loglik_ring(rs, jnp.array([0.5, 0.5]), {"delay_mean": 5.0}, fam="geometric"))
@@ -164,7 +164,7 @@ def unseen_log_term(log_p, log1m_p, log_s):
 
     Examples:
         >>> import math
-        >>> from jaxbandits.bayes import model
+        >>> from jaxbandits.delaymodels import model
         >>> round(float(model.unseen_log_term(math.log(0.5), math.log(0.5), math.log(0.25))), 4)  # log(1 - 0.5 * 0.75)
         -0.47
     """
@@ -241,7 +241,7 @@ def conversion_model(data, n_arms: int, fam="exponential", discrete: bool = Fals
     Examples:
         >>> import jax, jax.numpy as jnp
         >>> from numpyro import handlers
-        >>> from jaxbandits.bayes import model
+        >>> from jaxbandits.delaymodels import model
         >>> rows = model.Rows(jnp.array([0, 1]), jnp.array([1.0, 0.0]), jnp.array([3.0, 0.0]), jnp.array([10.0, 9.0]))
         >>> tr = handlers.trace(handlers.seed(model.conversion_model, jax.random.key(0))).get_trace(rows, 2)
         >>> [name for name, site in tr.items() if site["type"] == "sample" and not site["is_observed"]]
@@ -285,7 +285,7 @@ def loglik_rows(rows: Rows, p, th, fam="exponential", discrete=False, per_arm_de
 
     Examples:
         >>> import jax.numpy as jnp
-        >>> from jaxbandits.bayes import model
+        >>> from jaxbandits.delaymodels import model
         >>> rows = model.Rows(arm=jnp.array([0, 1, 0]), converted=jnp.array([1.0, 0.0, 0.0]),
         ...                   delay=jnp.array([3.0, 0.0, 0.0]), age=jnp.array([10.0, 9.0, 8.0]))
         >>> round(float(model.loglik_rows(rows, jnp.array([0.5, 0.2]), {"delay_mean": 5.0})), 4)
@@ -313,7 +313,7 @@ def loglik_suffstats(ss: SuffStats, p, th, fam="exponential", per_arm_delay=Fals
 
     Examples:
         >>> import jax.numpy as jnp
-        >>> from jaxbandits.bayes import model
+        >>> from jaxbandits.delaymodels import model
         >>> rows = model.Rows(jnp.array([0, 1, 0]), jnp.array([1.0, 0.0, 0.0]),
         ...                   jnp.array([3.0, 0.0, 0.0]), jnp.array([10.0, 9.0, 8.0]))
         >>> p, th = jnp.array([0.5, 0.2]), {"delay_mean": 5.0}
@@ -354,7 +354,7 @@ def compress(rows: Rows, n_arms: int, window: int, per_arm_delay: bool = False) 
 
     Examples:
         >>> import jax.numpy as jnp
-        >>> from jaxbandits.bayes import model
+        >>> from jaxbandits.delaymodels import model
         >>> rows = model.Rows(jnp.array([0, 1, 0]), jnp.array([1.0, 0.0, 0.0]),
         ...                   jnp.array([3.0, 0.0, 0.0]), jnp.array([10.0, 9.0, 8.0]))
         >>> ss = model.compress(rows, 2, 10)
@@ -409,7 +409,7 @@ def compress_rows(arm, seen, delay, age, n_arms: int, per_arm_delay: bool = Fals
 
     Examples:
         >>> import numpy as np
-        >>> from jaxbandits.bayes import model
+        >>> from jaxbandits.delaymodels import model
         >>> wr, (seen, unseen) = model.compress_rows(np.array([0, 1, 0]), np.array([True, False, False]),
         ...                                          np.array([3.0, 0.0, 0.0]), np.array([10.0, 9.0, 8.0]), 2)
         >>> wr.n_conv.tolist(), wr.delay.tolist(), wr.age.tolist()
@@ -469,7 +469,7 @@ def pointwise_weighted(wr: WeightedRows, p, th, fam="exponential", discrete=Fals
 
     Examples:
         >>> import numpy as np, jax.numpy as jnp
-        >>> from jaxbandits.bayes import model
+        >>> from jaxbandits.delaymodels import model
         >>> wr, _ = model.compress_rows(np.array([0, 1, 0]), np.array([True, False, False]),
         ...                             np.array([3.0, 0.0, 0.0]), np.array([10.0, 9.0, 8.0]), 2)
         >>> log_f, unseen = model.pointwise_weighted(wr, jnp.array([0.5, 0.2]), {"delay_mean": 5.0})
@@ -506,7 +506,7 @@ def loglik_weighted(wr: WeightedRows, p, th, fam="exponential", discrete=False, 
 
     Examples:
         >>> import numpy as np, jax.numpy as jnp
-        >>> from jaxbandits.bayes import model
+        >>> from jaxbandits.delaymodels import model
         >>> wr, _ = model.compress_rows(np.array([0, 1, 0]), np.array([True, False, False]),
         ...                             np.array([3.0, 0.0, 0.0]), np.array([10.0, 9.0, 8.0]), 2)
         >>> round(float(model.loglik_weighted(wr, jnp.array([0.5, 0.2]), {"delay_mean": 5.0})), 4)

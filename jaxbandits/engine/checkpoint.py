@@ -56,7 +56,7 @@ def _atomic(path: str, write: Callable[[Any], None]):
     except BaseException as e:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        from ..core._io import disk_full, disk_full_error
+        from ..core.fileio import disk_full, disk_full_error
 
         if disk_full(e, path):  # one error naming the file (numpy's and the OS's name none)
             raise disk_full_error(path, e) from None

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core import _validate as V
+from ..core import validate as V
 
 __all__ = ["n_devices", "mesh", "place", "place_global", "state_global", "agree_across_processes", "process_barrier",
            "gather_local", "gather_global"]

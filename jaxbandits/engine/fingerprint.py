@@ -58,7 +58,7 @@ def checkpoint_fingerprint(plan: Plan, key, n_runs, record_at, chunk, first_run,
     """
     import hashlib
 
-    from .._version import __version__
+    from ..version import __version__
 
     def digest(tree):
         h = hashlib.sha256()

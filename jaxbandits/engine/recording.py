@@ -10,7 +10,7 @@ from typing import List, NamedTuple, Optional, Tuple
 
 import numpy as np
 
-from ..core import _validate as V
+from ..core import validate as V
 
 __all__ = ["record_points", "SimOutput", "SegmentPlan", "segment_plan"]
 

@@ -12,7 +12,7 @@ from typing import Any, Tuple
 import jax
 import numpy as np
 
-from ..core import _validate as V
+from ..core import validate as V
 from . import stats as ST
 
 __all__ = ["FINAL_FIELDS", "STAT_FIELD", "stat_metrics", "stat_pairs", "reduce_on_device", "host_stats",

@@ -28,7 +28,7 @@ from typing import Any, Callable, NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 
-from ..core import _validate as V
+from ..core import validate as V
 from ..channels import Channel, ChannelSpec
 from ..core.mathlib import fold_in, uniform
 from ..core.types import NEVER, Arrivals, Context, Play, Policy, ProblemSpec

@@ -24,7 +24,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jax.scipy.special import ndtri
 
-from ..core._pytree import pytree, static  # noqa: F401  (re-exported for the worlds)
+from ..core.pytree import pytree, static  # noqa: F401  (re-exported for the worlds)
 from ..core.types import Outcome
 
 _F = jnp.float32

@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core import _validate as V
+from ..core import validate as V
 from ..core import delays as D
 from ..core import mathlib as M
 from ..core.types import Outcome

@@ -5,7 +5,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core import _validate as V
+from ..core import validate as V
 from ..core import delays as D
 from ..core.types import Outcome
 from .base import World, pytree, static

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import _validate as V
+from ..core import validate as V
 from .. import channels as C
 from ..core import delays as D
 from .. import envs as E

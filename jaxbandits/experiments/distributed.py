@@ -61,7 +61,7 @@ def initialize(coordinator: Optional[str] = None, num_processes: Optional[int] =
     """
     import jax
 
-    from ..core import _validate as V
+    from ..core import validate as V
 
     if num_processes is not None:
         num_processes = V.integer("num_processes", num_processes, lo=1)
@@ -320,7 +320,7 @@ def launch_local(args: List[str], n_processes: int, devices_per_process: Optiona
         ...               "--out", tempfile.mkdtemp()], 2)  # doctest: +SKIP
         0
     """
-    from ..core import _validate as V
+    from ..core import validate as V
 
     n = V.integer("processes", n_processes, lo=1, hi=1024)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

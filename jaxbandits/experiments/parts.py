@@ -9,7 +9,7 @@ are those runs of the whole, docs/conventions.md §8) and writes a *part folder*
                 versions), which part, and what the merged results need (metric, panels, ...)
     part.npz    the per-run records of each policy, as the simulator returns them
 
-both written as one unit with the manifest and checksums of :mod:`jaxbandits.core._io`. The merge
+both written as one unit with the manifest and checksums of :mod:`jaxbandits.core.fileio`. The merge
 checks that the parts are of one run (same experiment, config, seed, runs, horizon, record points
 and the versions that change the bits), that every part ``0 .. n-1`` is there exactly once and
 that each file matches its checksum; it then concatenates the per-run records in the layout the
@@ -27,7 +27,7 @@ from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
-from ..core import _io
+from ..core import fileio
 
 __all__ = ["parse_part", "run_range", "save_part", "save_sweep_part", "load_part", "merge", "MergeError", "PART_FORMAT"]
 
@@ -137,7 +137,7 @@ def whole_width_channel(panel, horizon: int, runs: int, runs_here: int):
 # ----------------------------------------------------------------------------- writing a part
 def save_part(out, meta: dict, outs: Dict[str, object]) -> dict:
     """Write the part folder ``out``: ``part.json`` (``meta``) and ``part.npz`` (the records of
-    ``outs``, ``{label: SimOutput}``), as one unit (:func:`jaxbandits.core._io.save_files`).
+    ``outs``, ``{label: SimOutput}``), as one unit (:func:`jaxbandits.core.fileio.save_files`).
 
     Args:
         out: the part folder (created; refused if it holds other results).
@@ -179,7 +179,7 @@ def save_part(out, meta: dict, outs: Dict[str, object]) -> dict:
             np.savez(fh, **arrays)
 
     identity = {"experiment": meta["experiment"], "config": meta["config"], "part": f"{meta['part']}/{meta['parts']}"}
-    return _io.save_files(out, {"part.json": _io.json_writer(_io.json_normal(meta)), "part.npz": write_npz}, identity)
+    return fileio.save_files(out, {"part.json": fileio.json_writer(fileio.json_normal(meta)), "part.npz": write_npz}, identity)
 
 
 def save_sweep_part(out, meta: dict, ctx) -> dict:
@@ -226,7 +226,7 @@ def save_sweep_part(out, meta: dict, ctx) -> dict:
             np.savez(fh, **arrays)
 
     identity = {"experiment": meta["experiment"], "config": meta["config"], "part": f"{meta['part']}/{meta['parts']}"}
-    return _io.save_files(out, {"part.json": _io.json_writer(_io.json_normal(meta)), "part.npz": write_npz}, identity)
+    return fileio.save_files(out, {"part.json": fileio.json_writer(fileio.json_normal(meta)), "part.npz": write_npz}, identity)
 
 
 # ----------------------------------------------------------------------------- reading and merging
@@ -267,10 +267,10 @@ def load_part(folder) -> dict:
     d = _short(folder)
     if not os.path.isdir(folder):
         raise MergeError(f"merge: {d!r} does not exist (a part folder of jaxbandits run --part I/N)")
-    _io.recover(folder)
+    fileio.recover(folder)
     pj = os.path.join(folder, "part.json")
     if not os.path.isfile(pj):
-        s = _io.read_json(os.path.join(folder, "summary.json"))
+        s = fileio.read_json(os.path.join(folder, "summary.json"))
         if isinstance(s, dict) and s.get("partial"):
             raise MergeError(f"merge: {d!r} holds an interrupted part (it did not finish): resume it with: "
                              f"{s.get('resume')}")
@@ -280,16 +280,16 @@ def load_part(folder) -> dict:
         what = "a whole run's results" if os.path.isfile(os.path.join(folder, "results.nc")) else "no part.json"
         raise MergeError(f"merge: {d!r} is not a part folder ({what}): give the folders written by "
                          "jaxbandits run NAME --part I/N --out DIR")
-    meta = _io.read_json(pj)
+    meta = fileio.read_json(pj)
     if not isinstance(meta, dict) or meta.get("format") != PART_FORMAT:
         raise MergeError(f"merge: {pj} is not a part description of this version ({PART_FORMAT})")
-    man = _io.read_json(os.path.join(folder, _io.MANIFEST_NAME))
+    man = fileio.read_json(os.path.join(folder, fileio.MANIFEST_NAME))
     sums = man.get("files", {}) if isinstance(man, dict) else {}
     for name in ("part.json", "part.npz"):
         p = os.path.join(folder, name)
         if not os.path.isfile(p):
             raise MergeError(f"merge: {d!r} lacks {name}")
-        if name not in sums or _io.sha256_file(p) != sums[name]:
+        if name not in sums or fileio.sha256_file(p) != sums[name]:
             raise MergeError(f"merge: {p} does not match the checksum of its manifest (a damaged or edited file): "
                              "rerun that part")
     meta["_folder"] = d
@@ -435,7 +435,7 @@ def merge(dirs: Sequence, out, *, force: bool = False, plot: bool = True):
 
     if not dirs:
         raise MergeError("merge: give the part folders to merge (jaxbandits merge DIR... --out OUT)")
-    _io.check_writable(out)
+    fileio.check_writable(out)
     real = lambda d: os.path.realpath(os.fspath(d))
     if real(out) in {real(d) for d in dirs}:
         raise MergeError(f"merge: --out {os.fspath(out)!r} is one of the parts: write the results to another folder")
@@ -446,7 +446,7 @@ def merge(dirs: Sequence, out, *, force: bool = False, plot: bool = True):
     identity = {"experiment": ref["experiment"], "config": ref["config"]}
     if ref.get("kind") == "sweep":
         return _merge_sweep(metas, out, identity, force=force, plot=plot)
-    with _io.output_folder(out, identity, force=force):
+    with fileio.output_folder(out, identity, force=force):
         outs = merged_outputs(metas)
         timing = merged_timing(metas)
         steps = ref["runs"] * ref["horizon"] * len(outs)
@@ -505,7 +505,7 @@ def _merge_sweep(metas: List[dict], out, identity: dict, *, force: bool = False,
                 if uid not in held:
                     raise MergeError(f"merge: {m['_folder']!r} lacks unit {uid} that its part owns: rerun that part")
                 ctx.cache.put_bytes(uid, kind, held[uid].tobytes())
-        with _io.output_folder(out, identity, force=force):
+        with fileio.output_folder(out, identity, force=force):
             try:
                 res = call_runner(exp.runner, ref["config"], ref["runs"], ref["seed"], ref["horizon"], ctx)
             except MissingUnit as e:

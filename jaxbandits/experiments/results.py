@@ -34,7 +34,7 @@ def versions() -> dict:
     """
     import jax
 
-    from .._version import __version__
+    from ..version import __version__
 
     return {"jaxbandits": __version__, "jax": jax.__version__, "numpy": np.__version__,
             "python": platform.python_version(), "backend": jax.default_backend(),
@@ -376,7 +376,7 @@ class Results:
 
     def identity(self) -> dict:
         """What the results are of (experiment and settings): an output folder holding results of
-        another identity is not overwritten without ``force`` (see :mod:`jaxbandits.core._io`)."""
+        another identity is not overwritten without ``force`` (see :mod:`jaxbandits.core.fileio`)."""
         return {"experiment": self.experiment, "config": jsonable(self.config)}
 
     def save(self, out_dir, plot=True, force=False) -> dict:
@@ -385,14 +385,14 @@ class Results:
         temporary name, flushed and renamed into place, and files of the folder's previous results
         that this set does not contain are removed (a user's own files never are). A folder that
         holds the results of another experiment (or of other settings) is refused with
-        :class:`jaxbandits.core._io.ResultsExistError` unless ``force=True``; one that another run is
-        writing, with :class:`jaxbandits.core._io.FolderInUseError`."""
-        from ..core import _io
+        :class:`jaxbandits.core.fileio.ResultsExistError` unless ``force=True``; one that another run is
+        writing, with :class:`jaxbandits.core.fileio.FolderInUseError`."""
+        from ..core import fileio
 
         summary = self.summary()
         files = {"results.nc": lambda p: self.to_xarray().to_netcdf(p, engine="h5netcdf"),
-                 "summary.json": _io.json_writer(summary),
-                 "table.md": _io.text_writer(f"{self.experiment}: {self.runs} runs, mean ± s.e.\n\n" + self.table())}
+                 "summary.json": fileio.json_writer(summary),
+                 "table.md": fileio.text_writer(f"{self.experiment}: {self.runs} runs, mean ± s.e.\n\n" + self.table())}
         keys = {"results.nc": "results", "summary.json": "summary", "table.md": "table"}
         if plot:
             if FIGURES is None:
@@ -401,7 +401,7 @@ class Results:
             for name, (key, writer) in FIGURES(self).items():
                 files[name] = writer
                 keys[name] = key
-        written = _io.save_files(out_dir, files, self.identity(), force=force)
+        written = fileio.save_files(out_dir, files, self.identity(), force=force)
         return {keys[name]: path for name, path in written.items()}
 
     @classmethod
@@ -421,12 +421,12 @@ class Results:
         """
         import xarray as xr
 
-        from ..core import _io
+        from ..core import fileio
 
         path = os.path.join(out_dir, "results.nc")
         if not os.path.isdir(out_dir):
             raise FileNotFoundError(f"results folder {os.fspath(out_dir)!r} does not exist")
-        _io.recover(out_dir)  # a save that a crash interrupted is finished first
+        fileio.recover(out_dir)  # a save that a crash interrupted is finished first
         if not os.path.isfile(path):
             raise FileNotFoundError(f"results folder {os.fspath(out_dir)!r} holds no results.nc: "
                                     "not a folder written by jaxbandits run")

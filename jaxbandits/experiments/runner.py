@@ -11,8 +11,8 @@ from typing import Optional
 
 import numpy as np
 
-from ..core import _io
-from ..core import _validate as V
+from ..core import fileio
+from ..core import validate as V
 from ..engine.checkpoint import CallCache, Checkpoint, Interrupted, graceful_stop
 from .results import Results, versions
 from ..engine import simulate
@@ -30,9 +30,9 @@ def run(name, runs: Optional[int] = None, horizon: Optional[int] = None, seed: i
     :func:`~jaxbandits.experiments.files.loading.experiment`).
 
     ``out`` is checked and locked before anything runs: a folder that cannot be written raises
-    :class:`jaxbandits.core._io.OutputFolderError`, one another run is writing
-    :class:`~jaxbandits.core._io.FolderInUseError`, one holding another experiment's results (or this
-    experiment's with other settings) :class:`~jaxbandits.core._io.ResultsExistError` unless
+    :class:`jaxbandits.core.fileio.OutputFolderError`, one another run is writing
+    :class:`~jaxbandits.core.fileio.FolderInUseError`, one holding another experiment's results (or this
+    experiment's with other settings) :class:`~jaxbandits.core.fileio.ResultsExistError` unless
     ``force=True`` (which replaces them, removing their files). A sweep runs at ``horizon`` alone
     when it is given, else at its own list of horizons.
 
@@ -81,7 +81,7 @@ def run(name, runs: Optional[int] = None, horizon: Optional[int] = None, seed: i
     Raises:
         ValueError: an argument is out of range or not used by the experiment, or the name is
             unknown (each message names the argument).
-        jaxbandits.core._io.OutputFolderError: ``out`` cannot be written (its subclasses
+        jaxbandits.core.fileio.OutputFolderError: ``out`` cannot be written (its subclasses
             ``FolderInUseError``, ``ResultsExistError`` as above).
         jaxbandits.engine.checkpoint.Interrupted: SIGINT / SIGTERM stopped a run with ``out``.
 
@@ -133,7 +133,7 @@ def run(name, runs: Optional[int] = None, horizon: Optional[int] = None, seed: i
     ident = {"experiment": name, "config": cfg}
     if job.get("part"):  # a part folder is not a whole run's results, nor another part's
         ident["part"] = "{}/{}".format(*job["part"])
-    with _io.output_folder(out, ident, force=bool(force)):
+    with fileio.output_folder(out, ident, force=bool(force)):
         return _run(name, exp, runs, horizon, seed, cfg, out, progress, chunk, given_horizon, job)
 
 
@@ -200,7 +200,7 @@ def _scale_out_checks(name, exp, runs, out, resume, part, distributed, job):
         job["part"] = _parts.parse_part(part)
         if exp.runner is None:  # a sweep splits its units (simulations, fits), not its runs
             job["range"] = _parts.run_range(runs, *job["part"])
-        held = _io.read_json(os.path.join(out, "part.json"))
+        held = fileio.read_json(os.path.join(out, "part.json"))
         if isinstance(held, dict) and not job["force"] and (held.get("part"), held.get("parts")) != job["part"]:
             raise ValueError(f"--out {out} holds part {held.get('part')}/{held.get('parts')}; give each part its own "
                              f"folder (or --force to replace it)")
@@ -444,7 +444,7 @@ def _run_sweep(name, exp, runs, horizon, seed, cfg, out, chunk, sweep_horizon, j
 
 
 def _disk_full_hint(e: OSError, ckpt_root, done: bool) -> OSError:
-    """``e`` as it is, or for a full disk (:func:`jaxbandits.core._io.disk_full_error`: the file and the
+    """``e`` as it is, or for a full disk (:func:`jaxbandits.core.fileio.disk_full_error`: the file and the
     cause) with what is kept and how to go on: the checkpoint in ``ckpt_root`` holds the finished
     run (``done``) or its chunks saved so far, and ``--resume`` continues from it (docs/results.md)."""
     if e.errno != errno.ENOSPC or ckpt_root is None or not os.path.isdir(ckpt_root):
@@ -452,14 +452,14 @@ def _disk_full_hint(e: OSError, ckpt_root, done: bool) -> OSError:
     what = ("the finished run is kept in its checkpoint" if done
             else "the run is kept up to its last saved chunk in its checkpoint")
     goon = ("write its results without simulating again" if done else "continue from there")
-    return OSError(errno.ENOSPC, f"{str(e.strerror or e).removesuffix(_io.FREE_SPACE)}; {what} ({ckpt_root}): free space, then run the same command "
+    return OSError(errno.ENOSPC, f"{str(e.strerror or e).removesuffix(fileio.FREE_SPACE)}; {what} ({ckpt_root}): free space, then run the same command "
                    f"with --resume to {goon} (or --force to start afresh)")
 
 
 def _saved_chunk(ckpt_root, default):
     """The chunk size an interrupted run's checkpoint was cut with (its fingerprint), else ``default``."""
     for d in sorted(os.listdir(ckpt_root)) if ckpt_root and os.path.isdir(ckpt_root) else ():
-        fp = _io.read_json(os.path.join(ckpt_root, d, "fingerprint.json"))
+        fp = fileio.read_json(os.path.join(ckpt_root, d, "fingerprint.json"))
         if isinstance(fp, dict) and isinstance(fp.get("chunk"), int):
             return fp["chunk"]
     return default
@@ -509,7 +509,7 @@ def resume_command(name, runs, horizon, seed, overrides, out, chunk, part=None) 
 def _write_partial(out, name, cfg, seed, runs, horizon, panel, n_panels, err, part=None):
     """``summary.json`` of an interrupted run: partial, how far it got, how to resume."""
 
-    doc = {"experiment": name, "config": _io.json_normal(cfg), "seed": seed, "runs": runs,
+    doc = {"experiment": name, "config": fileio.json_normal(cfg), "seed": seed, "runs": runs,
            "horizon": horizon, "partial": True, "panels_done": panel, "panels": n_panels,
            "rounds_done_in_panel": err.rounds_done, "checkpoint": os.path.join(out, ".checkpoint"),
            "resume": err.resume_command}
@@ -518,4 +518,4 @@ def _write_partial(out, name, cfg, seed, runs, horizon, panel, n_panels, err, pa
             doc.pop(k)
     if part is not None:
         doc["part"] = f"{part[0]}/{part[1]}"
-    _io.atomic_write(os.path.join(out, "summary.json"), _io.json_writer(doc))
+    fileio.atomic_write(os.path.join(out, "summary.json"), fileio.json_writer(doc))

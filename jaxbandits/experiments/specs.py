@@ -12,7 +12,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from ..core import _validate as V
+from ..core import validate as V
 
 
 @dataclasses.dataclass(frozen=True)

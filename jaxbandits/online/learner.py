@@ -7,7 +7,7 @@ from typing import Optional
 import jax.numpy as jnp
 import numpy as np
 
-from ..core import _validate as V
+from ..core import validate as V
 from ..core.types import Policy
 from .clock import Clock
 from .persistence import load, save

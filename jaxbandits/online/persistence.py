@@ -21,7 +21,7 @@ FORMAT_VERSION = 2  # 2: the state's `play` flag (the clock)
 
 
 def _version():
-    from .._version import __version__
+    from ..version import __version__
 
     return __version__
 
@@ -88,7 +88,7 @@ def save(state: LearnerState, path, extra: Optional[dict] = None) -> None:
         >>> read_header(path)["extra"]
         {'site': 'a'}
     """
-    from ..core._io import atomic_write
+    from ..core.fileio import atomic_write
 
     def writer(tmp):
         with open(tmp, "wb") as f:

@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core import _validate as V
+from ..core import validate as V
 from ..core import mathlib as M
 from ..engine.round import act
 from ..policies.explore import chosen_probability

@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core import _validate as V
+from ..core import validate as V
 from ..channels import Channel
 from ..engine.round import check_pair, policy_shapes, run_keys
 from ..core.types import NEVER, Context, Policy, ProblemSpec

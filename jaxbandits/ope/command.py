@@ -265,7 +265,7 @@ def plot(results: dict, path: str, level: float):
 
 def main(a) -> int:
     """The ``jaxbandits evaluate`` command (its arguments: :func:`jaxbandits.apps.cli`'s parser)."""
-    from ..core._io import check_writable, file_sha256, json_writer, save_files, text_writer
+    from ..core.fileio import check_writable, file_sha256, json_writer, save_files, text_writer
     from .log import load
 
     if a.window is not None and a.window < 0:

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core import _validate as V
+from ..core import validate as V
 from ..core import mathlib as M
 from ..core.types import Needs, Policy, ProblemSpec, one_hot
 from ..core.values import is_policy, policy_value

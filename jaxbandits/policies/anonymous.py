@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ..core import _validate as V
+from ..core import validate as V
 from ..core import mathlib as M
 from ..core.types import Needs, Policy, ProblemSpec, one_hot
 from ..core.values import policy_value

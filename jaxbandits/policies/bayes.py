@@ -30,7 +30,7 @@ import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 from numpyro.infer.util import potential_energy
 
-from ..core import _validate as V
+from ..core import validate as V
 from ..core import mathlib as M
 from ..delaymodels.families import family
 from ..delaymodels.model import RingStats, conversion_model

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import cho_solve, solve_triangular
 
-from ..core import _validate as V
+from ..core import validate as V
 from ..core import mathlib as M
 from ..core.types import Needs, Policy, ProblemSpec, one_hot
 from ..core.values import policy_value

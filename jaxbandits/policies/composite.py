@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..core import _validate as V
+from ..core import validate as V
 from ..core import mathlib as M
 from ..core import ring as R
 from ..core.types import Needs, Policy, ProblemSpec, one_hot

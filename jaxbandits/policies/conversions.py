@@ -33,7 +33,7 @@ from typing import Any, NamedTuple, Optional
 
 import jax.numpy as jnp
 
-from ..core import _validate as V
+from ..core import validate as V
 from ..core import delays as D
 from ..core import mathlib as M
 from ..core import ring as R

@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from ..core import _validate as V
+from ..core import validate as V
 from ..core import mathlib as M
 from ..core.types import Policy
 from ..core.values import is_policy, policy_value

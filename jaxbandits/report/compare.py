@@ -250,10 +250,10 @@ def save_comparison(out, comparison: Comparison, results=None, plot: bool = True
     """
     import json
 
-    from ..core import _io
+    from ..core import fileio
 
     written = []
-    with _io.output_folder(out) as path:
+    with fileio.output_folder(out) as path:
         sp = os.path.join(path, "summary.json")
         try:
             with open(sp, encoding="utf-8") as fh:
@@ -272,10 +272,10 @@ def save_comparison(out, comparison: Comparison, results=None, plot: bool = True
                     if k not in entry and lab in fresh:
                         entry[k] = fresh[lab][k]
         doc["comparison"] = comparison.to_dict()
-        written.append(_io.add_file(out, "summary.json", _io.json_writer(doc)))
+        written.append(fileio.add_file(out, "summary.json", fileio.json_writer(doc)))
         if plot:
             from .plotting import plot_compare
 
-            written.append(_io.add_file(out, "compare.png",
+            written.append(fileio.add_file(out, "compare.png",
                                         lambda p: plot_compare(comparison, p, results=results, logx=logx)))
     return written

@@ -14,7 +14,7 @@ from typing import Dict, Iterable, List, Optional
 
 import numpy as np
 
-from ..core._io import atomic_write
+from ..core.fileio import atomic_write
 from .labels import REFERENCE_LABELS, check_metric, is_reference, select_labels, short_labels
 
 #: matplotlib settings shared by every figure of jaxbandits.
@@ -158,7 +158,7 @@ def overrides(results) -> Optional[dict]:
         defaults = experiments.get(results.experiment).config
     except Exception:  # an experiment of another session or package: show the whole config
         return None
-    from ..core._io import json_normal
+    from ..core.fileio import json_normal
 
     cfg, dflt = json_normal(results.config), json_normal(defaults)
     return {k: v for k, v in cfg.items() if k not in DESCRIPTIVE_KEYS and (k not in dflt or dflt[k] != v)}

@@ -145,16 +145,16 @@ class SweepResults:
         """Write ``results.nc``, ``summary.json``, ``table.md`` and (``plot``) ``regret.png`` into
         ``out_dir`` as one unit, atomically, removing the files of the folder's previous results
         (as :meth:`jaxbandits.experiments.results.Results.save`, ``force`` included)."""
-        from ..core import _io
+        from ..core import fileio
 
         files = {"results.nc": lambda p: self.to_xarray().to_netcdf(p, engine="h5netcdf"),
-                 "summary.json": _io.json_writer(self.summary()),
-                 "table.md": _io.text_writer(f"{self.experiment}: {self.runs} runs, mean ± s.e. of the final "
+                 "summary.json": fileio.json_writer(self.summary()),
+                 "table.md": fileio.text_writer(f"{self.experiment}: {self.runs} runs, mean ± s.e. of the final "
                                              f"{self.metric}\n\n" + self.table())}
         if plot:
             files["regret.png"] = self.plot
         keys = {"results.nc": "results", "summary.json": "summary", "table.md": "table", "regret.png": "plot"}
-        written = _io.save_files(out_dir, files, self.identity(), force=force)
+        written = fileio.save_files(out_dir, files, self.identity(), force=force)
         return {keys[name]: path for name, path in written.items()}
 
     def plot(self, path):

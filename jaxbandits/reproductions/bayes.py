@@ -110,7 +110,7 @@ class FitRecovery:
     def save(self, out_dir, plot=True, force=False):
         """``summary.json``, ``table.md`` and (``plot``) ``recovery.png``, as one unit and
         atomically (see :meth:`jaxbandits.experiments.results.Results.save`)."""
-        from ..core._io import json_writer, save_files, text_writer
+        from ..core.fileio import json_writer, save_files, text_writer
 
         files = {"summary.json": json_writer(self.summary()), "table.md": text_writer(self.table())}
         if plot:

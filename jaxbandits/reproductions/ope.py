@@ -71,7 +71,7 @@ class BiasCoverage:
         return "\n".join(lines) + f"\n\n{self.runs} simulated logs per law.\n"
 
     def save(self, out_dir, plot=True, force=False):
-        from ..core._io import json_writer, save_files, text_writer
+        from ..core.fileio import json_writer, save_files, text_writer
 
         files = {"summary.json": json_writer(self.summary()), "table.md": text_writer(self.table())}
         if plot:

@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from ..core import _validate as V
+from ..core import validate as V
 from .. import channels as C
 from .. import envs as E
 from ..experiments.specs import Experiment

@@ -4,7 +4,7 @@ survival ratio), window m = 1000, T = 1e4,
 beta = log t (eps = 0), round-robin start, random ties."""
 from __future__ import annotations
 
-from ..core import _validate as V
+from ..core import validate as V
 from .. import channels as C
 from ..core import delays as D
 from .. import envs as E

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import _validate as V
+from ..core import validate as V
 from .. import channels as C
 from .. import envs as E
 from ..core import profiles as Pr

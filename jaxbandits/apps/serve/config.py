@@ -10,7 +10,7 @@ import json
 import os
 from typing import Any, Dict, List, Optional
 
-from ...core import _validate as V
+from ...core import validate as V
 from ...core.delays import DELAY_LAWS, delay_law
 
 

@@ -138,7 +138,7 @@ class Service:
                              "choose another --db")
 
     def _check_meta(self):
-        from ..._version import __version__
+        from ...version import __version__
 
         rows = dict(self.db.execute("SELECT key, value FROM meta").fetchall())
         want = {"format": DB_FORMAT, "format_version": str(DB_FORMAT_VERSION), "config": self.config.canonical()}

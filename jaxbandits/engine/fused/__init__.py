@@ -10,7 +10,7 @@ Importing this package is light: Pallas is imported only when a kernel is built.
 """
 from __future__ import annotations
 
-from ._registry import FusedSpec, spec_of
+from .registry import FusedSpec, spec_of
 
 __all__ = ["FusedSpec", "spec_of", "unsupported", "simulate_fused", "SUPPORTED"]
 

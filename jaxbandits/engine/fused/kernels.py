@@ -21,7 +21,7 @@ TIE = 0xFFFFFFFF  # the counter lane of the tie-breaking word (never a draw's la
 class KernelSpec(NamedTuple):
     """Everything static about one fused kernel (hashable: the compile cache key)."""
 
-    kind: str  # the policy (fused._registry.FusedSpec.kind)
+    kind: str  # the policy (fused.registry.FusedSpec.kind)
     params: tuple  # its parameters
     n_arms: int  # K
     k_pad: int  # K padded to a power of two (the length of the means' argument)

@@ -47,7 +47,7 @@ _F = jnp.float32
 _I = jnp.int32
 _U = jnp.uint32
 
-#: the policies with a lanes kernel (fused._registry kinds)
+#: the policies with a lanes kernel (fused.registry kinds)
 LANES_KINDS = ("ucb1", "kl_ucb", "thompson", "gaussian_ts", "random")
 
 

@@ -19,7 +19,7 @@ from ... import channels as C
 from ...core import delays as D
 from ..recording import SimOutput, record_points
 from ...core.values import is_policy
-from ._registry import spec_of
+from .registry import spec_of
 
 __all__ = ["unsupported", "simulate_fused", "CLASSIC", "DELAYED", "run_keys_words", "scan_uniforms", "clear_cache"]
 

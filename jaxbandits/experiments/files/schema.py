@@ -4,7 +4,7 @@ and its parameters known), and the errors, which name the file, the line and the
 (:class:`FileError`, collected by a :class:`FileContext`).
 
 The schema is a small table and plain checks rather than a validation library (pydantic,
-jsonschema): the ranges are the library's own (``jaxbandits.core._validate``, the same as for ``--set``
+jsonschema): the ranges are the library's own (``jaxbandits.core.validate``, the same as for ``--set``
 and the Python API), a constructor's parameters are checked against its own signature
 (:mod:`~jaxbandits.experiments.files.kinds`), and each error needs the key's line
 (:mod:`~jaxbandits.experiments.files.scanner`)."""
@@ -15,7 +15,7 @@ import difflib
 import math
 from typing import Dict, List
 
-from ...core import _validate as V
+from ...core import validate as V
 from .kinds import check_params, import_ref, resolve_kind
 from .scanner import line_of
 from .tomlwriter import dotted

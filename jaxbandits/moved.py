@@ -28,7 +28,11 @@ import warnings
 #: hook reads it forwards, :func:`stable_module` backwards.
 MOVED = {
     **{f"jaxbandits.{m}": f"jaxbandits.core.{m}" for m in
-       ("types", "values", "mathlib", "ring", "delays", "profiles", "intervals", "_validate", "_pytree", "_io")},
+       ("types", "values", "mathlib", "ring", "delays", "profiles", "intervals")},
+    # the internal helpers the modules share, public names since they are shared
+    "jaxbandits._validate": "jaxbandits.core.validate", "jaxbandits._pytree": "jaxbandits.core.pytree",
+    "jaxbandits._io": "jaxbandits.core.fileio", "jaxbandits._version": "jaxbandits.version",
+    "jaxbandits.fused._registry": "jaxbandits.engine.fused.registry",
     "jaxbandits.simulate": "jaxbandits.engine",  # the module that re-exported the driver's simulate
     **{f"jaxbandits.{m}": f"jaxbandits.experiments.{m}" for m in ("parts", "sweeping", "distributed", "results")},
     **{f"jaxbandits.{m}": f"jaxbandits.report.{m}" for m in ("labels", "plotting", "compare", "sweeps")},
