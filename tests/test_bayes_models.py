@@ -269,3 +269,21 @@ def test_the_report_layer_is_imported_from_its_modules():
         assert name not in B.__all__ and name in module.__all__
     with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
         B.no_such_name
+
+
+def test_hierarchical_and_contextual_priors_follow_one_rule():
+    """Both models' priors (``delaymodels.hierarchical.merged_priors``): every key known and named in
+    the error with its model, every value a positive number except the model's location, which may
+    be any number; booleans are not numbers."""
+    from jaxbandits.bayes.contextual import contextual_priors
+    from jaxbandits.delaymodels.hierarchical import hierarchical_priors
+
+    for fn, loc, scale, model in ((hierarchical_priors, "p_mu_loc", "p_mu_scale", "hierarchical"),
+                                  (contextual_priors, "alpha_loc", "alpha_scale", "contextual")):
+        assert fn("weibull", {loc: -3}, 30.0)[loc] == -3.0 and fn("weibull", {scale: 2}, 30.0)[scale] == 2.0
+        with pytest.raises(ValueError, match=f"unknown prior 'nope' for the {model} weibull model"):
+            fn("weibull", {"nope": 1.0}, 30.0)
+        with pytest.raises(ValueError, match=f"prior '{scale}' must be a positive number, got -1"):
+            fn("weibull", {scale: -1}, 30.0)
+        with pytest.raises(ValueError, match=f"prior '{loc}' must be a number, got True"):
+            fn("weibull", {loc: True}, 30.0)

@@ -31,6 +31,7 @@ import numpyro.distributions as dist
 
 from ..core import validate as V
 from ..delaymodels.families import family
+from ..delaymodels.hierarchical import merged_priors
 from ..delaymodels.logs import ConversionLog, conversion_log
 from ..delaymodels.model import unseen_log_term
 
@@ -81,15 +82,7 @@ def contextual_priors(fam, priors: Optional[dict], prior_mean: float) -> dict:
         >>> sorted(contextual.contextual_priors("exponential", None, 30.0))[:3]
         ['alpha_loc', 'alpha_scale', 'coef_scale']
     """
-    fam = family(fam)
-    out = {**CONTEXT_DEFAULTS, **fam.default_priors(prior_mean)}
-    for k, v in (priors or {}).items():
-        if k not in out:
-            raise ValueError(f"unknown prior {k!r} for the contextual {fam.name} model; known: {sorted(out)}")
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not (v > 0 or k == "alpha_loc"):
-            raise ValueError(f"prior {k!r} must be a {'number' if k == 'alpha_loc' else 'positive number'}, got {v!r}")
-        out[k] = float(v)
-    return out
+    return merged_priors(CONTEXT_DEFAULTS, fam, priors, prior_mean, "contextual", signed="alpha_loc")
 
 
 def contextual_model(data: ContextRows, n_arms: int, n_features: int, n_segments: int, fam="exponential",

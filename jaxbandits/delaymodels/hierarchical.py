@@ -28,7 +28,7 @@ import numpyro.distributions as dist
 from .families import family
 from .model import WeightedRows, loglik_weighted_jit
 
-__all__ = ["hierarchical_model", "hierarchical_priors", "HIER_DEFAULTS"]
+__all__ = ["hierarchical_model", "hierarchical_priors", "HIER_DEFAULTS", "merged_priors"]
 
 #: defaults of the hierarchy's own priors (the delay parameters' locations and scales are the flat model's)
 HIER_DEFAULTS = {"p_mu_loc": -2.0, "p_mu_scale": 1.5, "p_pool_scale": 1.0, "delay_pool_scale": 0.5}
@@ -54,13 +54,39 @@ def hierarchical_priors(fam, priors: Optional[dict], prior_mean: float) -> dict:
         >>> sorted(hierarchical.hierarchical_priors("exponential", None, 30.0))[:3]
         ['delay_mean_loc', 'delay_mean_scale', 'delay_pool_scale']
     """
+    return merged_priors(HIER_DEFAULTS, fam, priors, prior_mean, "hierarchical", signed="p_mu_loc")
+
+
+def merged_priors(defaults: dict, fam, priors: Optional[dict], prior_mean: float, model: str, signed: str) -> dict:
+    """A model's priors: its own ``defaults`` and the family's, overridden by ``priors`` (the rule of
+    the hierarchical and the contextual models): every key known, every value a positive number
+    except ``signed`` (a location), which may be any number.
+
+    Args:
+        defaults: the model's own priors.
+        fam: the delay family or its name.
+        priors: overrides, or None.
+        prior_mean: the delay prior's mean (the family's defaults).
+        model: the model's name, for the messages (``"hierarchical"``).
+        signed: the one key whose value may be zero or negative.
+
+    Returns:
+        A dict of the priors' entries (floats).
+
+    Raises:
+        ValueError: an unknown key, or a value of the wrong sign or type.
+
+    Examples:
+        >>> merged_priors({"loc": 0.0, "scale": 1.0}, "exponential", {"loc": -2}, 30.0, "demo", "loc")["loc"]
+        -2.0
+    """
     fam = family(fam)
-    out = {**HIER_DEFAULTS, **fam.default_priors(prior_mean)}
+    out = {**defaults, **fam.default_priors(prior_mean)}
     for k, v in (priors or {}).items():
         if k not in out:
-            raise ValueError(f"unknown prior {k!r} for the hierarchical {fam.name} model; known: {sorted(out)}")
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not (v > 0 or k == "p_mu_loc"):
-            raise ValueError(f"prior {k!r} must be a {'number' if k == 'p_mu_loc' else 'positive number'}, got {v!r}")
+            raise ValueError(f"unknown prior {k!r} for the {model} {fam.name} model; known: {sorted(out)}")
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not (v > 0 or k == signed):
+            raise ValueError(f"prior {k!r} must be a {'number' if k == signed else 'positive number'}, got {v!r}")
         out[k] = float(v)
     return out
 
