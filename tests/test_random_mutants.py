@@ -90,3 +90,53 @@ def test_import_time_lines_run_their_module_files_first(tmp_path, monkeypatch):
         ("covering", ["tests/a.py::t"])
     assert RM.select_tests({"file": "jaxbandits/x.py", "line": 9}, cmap, ["tests/test_x.py"], at) == \
         ("module files", ["tests/test_x.py"])
+
+
+def test_a_map_is_of_one_package_tree_and_map_add_refuses_another(tmp_path, monkeypatch):
+    """The map's line numbers hold for the tree it ran on only: the digest changes with any file's
+    contents or name, and adding tests to a map of another tree is refused before anything runs."""
+    (tmp_path / "jaxbandits").mkdir()
+    (tmp_path / "jaxbandits" / "a.py").write_text("x = 1\n")
+    (tmp_path / "jaxbandits" / "b.py").write_text("y = 2\n")
+    monkeypatch.setattr(RM, "ROOT", str(tmp_path))
+    names = ["jaxbandits/a.py", "jaxbandits/b.py"]
+    monkeypatch.setattr(RM, "package_files", lambda: names)
+    d0 = RM.package_digest()
+    assert RM.package_digest() == d0
+    (tmp_path / "jaxbandits" / "b.py").write_text("y = 3\n")
+    d1 = RM.package_digest()
+    assert d1 != d0
+    (tmp_path / "jaxbandits" / "b.py").rename(tmp_path / "jaxbandits" / "c.py")
+    names[1] = "jaxbandits/c.py"
+    assert RM.package_digest() not in (d0, d1)
+    out = tmp_path / "map.json"
+    out.write_text('{"lines": {}, "durations": {}, "failed": [], "package": "%s"}' % d1)
+    monkeypatch.setattr(RM, "_coverage_run", lambda *a, **k: (_ for _ in ()).throw(AssertionError("ran")))
+    try:
+        RM.map_add(["tests/test_x.py"], out=str(out))
+    except SystemExit as e:
+        assert "another package tree" in str(e)
+    else:
+        raise AssertionError("map_add accepted a map of another tree")
+
+
+def test_map_add_merges_new_tests_into_the_lines_they_cover(tmp_path, monkeypatch):
+    (tmp_path / "jaxbandits").mkdir()
+    (tmp_path / "jaxbandits" / "a.py").write_text("x = 1\n")
+    monkeypatch.setattr(RM, "ROOT", str(tmp_path))
+    monkeypatch.setattr(RM, "package_files", lambda: ["jaxbandits/a.py"])
+    out = tmp_path / "map.json"
+    import json
+    out.write_text(json.dumps({"lines": {"jaxbandits/a.py": {"1": ["tests/old.py::t"]}},
+                               "durations": {"tests/old.py::t": 1.0}, "failed": [],
+                               "package": RM.package_digest()}))
+    monkeypatch.setattr(RM, "_coverage_run", lambda tests, data, extra=(): (
+        {"tests/new.py::u": 2.0}, set(), ""))
+    monkeypatch.setattr(RM, "_lines_of", lambda data: {"jaxbandits/a.py": {"1": ["tests/new.py::u"],
+                                                                            "2": ["tests/new.py::u"]}})
+    assert RM.map_add(["tests/new.py"], out=str(out)) == 0
+    cmap = json.loads(out.read_text())
+    assert cmap["lines"]["jaxbandits/a.py"] == {"1": ["tests/new.py::u", "tests/old.py::t"],
+                                                "2": ["tests/new.py::u"]}
+    assert cmap["durations"] == {"tests/old.py::t": 1.0, "tests/new.py::u": 2.0}
+    assert cmap["added"] == ["tests/new.py"]

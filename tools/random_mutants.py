@@ -25,7 +25,10 @@ Which tests run for a mutant: the *default suite's tests that execute its line*.
 the default suite once under coverage with one context per test (``JAXBANDITS_FRESH_TRACES=1``:
 every test starts with no compiled program cached, so it traces, and covers, all it runs) and
 writes ``.mutants_map.json``: for each line of the package the tests that executed it, each
-test's duration and the tests that fail unmutated (never used). A mutant then runs its covering
+test's duration and the tests that fail unmutated (never used), and a digest of the package's
+sources: a sample refuses to run on a package that differs from the map's. ``--map-add FILES``
+adds test files written after the map (their coverage, run alone, merged into it) without a
+rerun of the whole suite; the package must be the map's. A mutant then runs its covering
 tests, those of its module's own test files first and the rest fastest first, with ``-x``, until
 one fails (killed) or all pass (survived) or ``--cap`` seconds pass (``capped``: counted as not
 killed). A line that runs at import (module and class bodies, decorators, default arguments:
@@ -39,7 +42,8 @@ reruns the surviving and capped import-time mutants of a report written before t
 Usage::
 
     python tools/random_mutants.py --list                        # counts per folder and operator
-    python tools/random_mutants.py --map                         # the coverage map (~40 min, 2 cores)
+    python tools/random_mutants.py --map                         # the coverage map (~45 min, 2 cores)
+    python tools/random_mutants.py --map-add tests/test_new.py   # add new test files to the map
     python tools/random_mutants.py --sample 400 --seed 1 --jobs 2 --report report.json
 """
 from __future__ import annotations
@@ -243,16 +247,25 @@ MAP = os.path.join(ROOT, ".mutants_map.json")
 CACHE = os.path.join(ROOT, ".mutants_cache")
 
 
-def build_map(out=MAP):
-    """Run the default suite once under coverage, one context per test, and write the map."""
-    data_file = os.path.join(ROOT, ".mutants_coverage")
+def package_digest():
+    """sha256 of the package's sources (paths and contents): the tree a map's line numbers are of."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for rel in sorted(package_files()):
+        h.update(rel.encode() + b"\0" + open(os.path.join(ROOT, rel), "rb").read() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def _coverage_run(tests, data_file, extra=()):
     for f in os.listdir(ROOT):
-        if f.startswith(".mutants_coverage"):
+        if f.startswith(os.path.basename(data_file)):
             os.remove(os.path.join(ROOT, f))
     env = dict(os.environ, JAXBANDITS_FRESH_TRACES="1", COVERAGE_FILE=data_file, JAX_PLATFORMS="cpu",
                JAX_COMPILATION_CACHE_DIR=CACHE, JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--cov=jaxbandits",
-           "--cov-context=test", "--cov-report=", "--durations=0", "--durations-min=0", "-rfE"]
+           "--cov-context=test", "--cov-report=", "--durations=0", "--durations-min=0", "-rfE",
+           *extra, *tests]
     r = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     durations, failed = collections.Counter(), set()
     for ln in r.stdout.splitlines():
@@ -261,17 +274,13 @@ def build_map(out=MAP):
             durations[m.group(3).strip()] += float(m.group(1))
         elif ln.startswith(("FAILED ", "ERROR ")):
             failed.add(ln.split(" ")[1])
-    json.dump({"durations": durations, "failed": sorted(failed), "lines": {}, "tail": r.stdout[-3000:]},
-              open(out, "w"))
     print(r.stdout[-1500:])
-    return lines_from_coverage(data_file, out)
+    return durations, failed, r.stdout[-3000:]
 
 
-def lines_from_coverage(data_file=os.path.join(ROOT, ".mutants_coverage"), out=MAP):
-    """Fill the map's ``lines`` from the coverage data of :func:`build_map`'s run."""
+def _lines_of(data_file):
     import coverage
 
-    cmap = json.load(open(out))
     data = coverage.CoverageData(basename=data_file)
     data.read()
     lines = {}
@@ -281,10 +290,50 @@ def lines_from_coverage(data_file=os.path.join(ROOT, ".mutants_coverage"), out=M
             continue
         by = data.contexts_by_lineno(f)
         lines[rel] = {str(n): sorted({c.rsplit("|", 1)[0] for c in cs if c}) for n, cs in by.items()}
-    cmap["lines"] = lines
+    return lines
+
+
+def map_add(tests, out=MAP):
+    """Merge the coverage of ``tests`` (test files or node ids, run alone with ``-n 0``) into the map
+    :func:`build_map` wrote, for tests written after it; the package must be the one it mapped."""
+    cmap = json.load(open(out))
+    if cmap.get("package") != package_digest():
+        raise SystemExit(f"{out} maps another package tree (digest {cmap.get('package')}, this tree "
+                         f"{package_digest()}): rebuild it with --map")
+    data_file = os.path.join(ROOT, ".mutants_coverage_add")
+    durations, failed, _ = _coverage_run(list(tests), data_file, extra=("-n", "0"))
+    added = 0
+    for rel, by in _lines_of(data_file).items():
+        have = cmap["lines"].setdefault(rel, {})
+        for n, ts in by.items():
+            new = sorted(set(have.get(n, [])) | set(ts))
+            added += len(new) - len(have.get(n, []))
+            have[n] = new
+    cmap["durations"].update(durations)
+    cmap["failed"] = sorted(set(cmap["failed"]) | failed)
+    cmap.setdefault("added", []).extend(tests)
     json.dump(cmap, open(out, "w"))
-    print(f"map: {len(lines)} files, {len(cmap['durations'])} tests timed, {len(cmap['failed'])} failing "
-          f"unmutated -> {out}")
+    print(f"map: {len(durations)} tests added, {added} (line, test) pairs, {len(failed)} failing -> {out}")
+    return 0
+
+
+def build_map(out=MAP):
+    """Run the default suite once under coverage, one context per test, and write the map."""
+    data_file = os.path.join(ROOT, ".mutants_coverage")
+    durations, failed, tail = _coverage_run([], data_file)
+    json.dump({"durations": durations, "failed": sorted(failed), "lines": {}, "tail": tail,
+               "package": package_digest()}, open(out, "w"))
+    return lines_from_coverage(data_file, out)
+
+
+def lines_from_coverage(data_file=os.path.join(ROOT, ".mutants_coverage"), out=MAP):
+    """Fill the map's ``lines`` from the coverage data of :func:`build_map`'s run."""
+    cmap = json.load(open(out))
+    cmap["lines"] = _lines_of(data_file)
+    cmap.setdefault("package", package_digest())
+    json.dump(cmap, open(out, "w"))
+    print(f"map: {len(cmap['lines'])} files, {len(cmap['durations'])} tests timed, {len(cmap['failed'])} "
+          f"failing unmutated -> {out}")
     return 0
 
 
@@ -397,6 +446,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--list", action="store_true", help="count the mutants by folder and operator")
     ap.add_argument("--map", action="store_true", help="build the coverage map (runs the default suite)")
+    ap.add_argument("--map-add", nargs="+", metavar="TEST",
+                    help="add these test files (written after the map) to the map")
     ap.add_argument("--sample", type=int, default=0, help="run a uniform random sample of this many")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--jobs", type=int, default=1)
@@ -415,6 +466,8 @@ def main(argv=None):
         return 0
     if a.map:
         return build_map()
+    if a.map_add:
+        return map_add(a.map_add)
     muts = all_mutants()
     if a.list or not a.sample:
         by = collections.Counter((folder_of(m["file"]), m["op"]) for m in muts)
@@ -426,6 +479,8 @@ def main(argv=None):
     cache, cur = {}, curated_tests()
     runnable = [as_runnable(m, cache, cur) for m in sample]
     cmap = json.load(open(MAP))
+    if cmap.get("package", package_digest()) != package_digest():
+        raise SystemExit(f"{MAP} maps another package tree: rebuild it with --map")
     at_import = {}
     for m in runnable:
         if m["file"] not in at_import:
