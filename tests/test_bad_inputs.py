@@ -418,6 +418,11 @@ xcase("study-horizon", run("bayes-fit-recovery", horizon=100), VE, "horizon")
 xcase("set-wang-stream-length", run("wang2021-fig5", overrides={"stream_length": 2**25}), VE, "horizon")
 xcase("set-wang-stream-seed", run("wang2021-fig5", overrides={"stream_seed": -5}), VE, "seed")
 xcase("set-wang-profiles", run("wang2021-fig3", overrides={"profiles": [[1, 2, 3]]}), VE, "profiles")
+xcase("set-wang-fig3-seven-profiles", run("wang2021-fig3", overrides={"profiles": [["interval", 1, 2]] * 7}), VE,
+      "profiles: 1 to 6 entries")
+xcase("set-wang-fig3-no-profiles", run("wang2021-fig3", overrides={"profiles": []}), VE, "profiles. must be a non-empty list")
+xcase("set-wang-fig4-five-profiles", run("wang2021-fig4", overrides={"profiles": [["discounted", 0.5]] * 5}), VE,
+      "profiles: 1 to 4 entries")
 xcase("set-wang-alphas", run("wang2021-fig2", overrides={"alphas": [0]}), VE, "alpha")
 xcase("set-bayes-window", run("bayes-ts-shared-delay", overrides={"window": 0}), VE, "window")
 xcase("set-settings-entry", run("vernade2020-fig1", overrides={"settings": [[100, "a"]]}), VE, "settings")

@@ -60,8 +60,17 @@ def _fig2(cfg):
     return panels
 
 
+def _panel_count(cfg, most):
+    """The figure has ``most`` panels: a longer ``profiles`` list is refused, not cut short."""
+    n = len(cfg["profiles"])
+    if not 1 <= n <= most:
+        raise ValueError(f"profiles: 1 to {most} entries (one panel each), got {n}")
+    return n
+
+
 def _fig3(cfg):
     panels = []
+    _panel_count(cfg, 6)
     for (kind, a, b), vary in zip(cfg["profiles"], ["alpha", "f"] * 3):
         V.choice("profiles: kind", kind, ("interval", "lin-dec", "lin-inc"))
         if kind == "interval":
@@ -107,6 +116,7 @@ def fig4_profiles(cfg):
 
 def _fig4(cfg):
     panels = []
+    _panel_count(cfg, 4)
     for prof, vary in zip(fig4_profiles(cfg), ["alpha", "f", "alpha", "f"]):
         env = E.composite(cfg["means"], profile=prof)
         panels.append(Panel(f"{prof.name} L={prof.length} tail={prof.tail_mass:.1e}, vary {vary}", env,
@@ -163,14 +173,14 @@ FIG3 = Experiment("wang2021-fig3",
                                                ["lin-dec", 50, 0], ["lin-inc", 100, 0], ["lin-inc", 50, 0]]},
                   horizon=100_000, runs=50, record=("log", 120), layout=(2, 3), checkpoints=CHECKPOINTS,
                   ranges={**RANGES, "profiles": "entries [kind, a, b]: 'interval' (lags in {a..b}, 0 <= a <= b), "
-                                                "'lin-dec' or 'lin-inc' (length a >= 1; b unused)"})
+                                                "'lin-dec' or 'lin-inc' (length a >= 1; b unused); 1 to 6 entries"})
 FIG4 = Experiment("wang2021-fig4",
                   "Wang et al. 2021 Fig. 4: ARS-UCB alone on infinite-support profiles (discounted, polynomial), truncated",
                   _fig4, {**BASE, "profiles": [["discounted", 0.8], ["discounted", 0.9], ["polynomial", 3.0],
                                                ["polynomial", 2.0]], "tol": 1e-6, "max_len": 4096},
                   horizon=100_000, runs=50, record=("log", 120), layout=(2, 2), checkpoints=CHECKPOINTS,
                   ranges={**RANGES, "profiles": "entries [kind, gamma]: 'discounted' (gamma in (0, 1)) or "
-                                                "'polynomial' (gamma > 1)"})
+                                                "'polynomial' (gamma > 1); 1 to 4 entries"})
 FIG5 = Experiment("wang2021-fig5",
                   "Wang et al. 2021 Fig. 5: ARS-EXP3 vs CLW on synthetic stand-ins for Outbrain (non-oblivious) and Coupon (oblivious)",
                   _fig5, {"ds": [10, 20], "beta": 0.5, "stream_length": 100_000, "stream_seed": 2021,
