@@ -135,6 +135,12 @@ class Checkpoint:
             raise ValueError(f"the checkpoint in {self.folder} was written by jaxbandits {saved.get('jaxbandits')} "
                              f"{was}: it cannot be resumed; start afresh (delete the folder) or finish it with "
                              "that version")
+        if diff and "world_ids" in diff:
+            raise ValueError(f"the checkpoint in {self.folder} was written by jaxbandits {saved.get('jaxbandits')}, "
+                             f"which named a world by its arrays alone (worlds differing only in a delay law's type "
+                             f"or a static field shared one name; this version names it by "
+                             f"{self.fingerprint.get('world_ids')!r}): it cannot be resumed; start afresh (delete "
+                             "the folder) or finish it with that version")
         if diff:
             k = diff[0]
             raise ValueError(f"the checkpoint in {self.folder} is of another run: {k} was {saved.get(k)!r}, "

@@ -15,13 +15,44 @@ from . import round as R
 from .devices import n_devices
 from .programs import Plan
 
-__all__ = ["POLICY_IDS", "checkpoint_fingerprint", "unit_fingerprint"]
+__all__ = ["POLICY_IDS", "WORLD_IDS", "checkpoint_fingerprint", "unit_fingerprint", "world_digest"]
 
 #: how a fingerprint names its policies: library policies by value (``v:`` and the digest of their
 #: fields), a user's Policy NamedTuple by its name and functions' names (``u:``, values.user_policy_id).
 #: Checkpoints written before named them otherwise: none (by a digest of their code and closures),
 #: "values" (user policies still by a digest of their code): refused, naming the version.
 POLICY_IDS = "values+names"
+
+#: how a fingerprint names its world: by its tree's structure (its type, its delay law's type and
+#: every static field) and its arrays' dtypes, shapes and bytes. Checkpoints written before named
+#: it by its arrays' bytes alone (no ``world_ids``), so worlds that differ only in a static field or
+#: in a delay law's type with the same parameters (``exponential(0.2)`` and ``poisson(0.2)``)
+#: shared one: refused, naming the version.
+WORLD_IDS = "structure+arrays"
+
+
+def world_digest(world) -> str:
+    """A world's name in a fingerprint: sha256 of its tree's structure (the world's type, its delay
+    law's type, every static field: ``jax.tree.structure``) and of each array's dtype, shape and
+    bytes (:data:`WORLD_IDS`). Two worlds get one digest only if they are equal as values.
+
+    Examples:
+        >>> from jaxbandits import delays, envs
+        >>> from jaxbandits.engine.fingerprint import world_digest
+        >>> a = envs.bernoulli([0.3, 0.6], delay=delays.exponential(0.2))
+        >>> b = envs.bernoulli([0.3, 0.6], delay=delays.poisson(0.2))
+        >>> world_digest(a) == world_digest(b), world_digest(a) == world_digest(envs.bernoulli([0.3, 0.6], delay=delays.exponential(0.2)))
+        (False, True)
+    """
+    import hashlib
+
+    leaves, tree = jax.tree.flatten(world)
+    h = hashlib.sha256(str(tree).encode())
+    for a in leaves:
+        a = np.asarray(jax.random.key_data(a) if isinstance(a, jax.Array)
+                       and jnp.issubdtype(a.dtype, jax.dtypes.prng_key) else a)
+        h.update(f"|{a.dtype.str}{a.shape}|".encode() + a.tobytes())
+    return h.hexdigest()[:16]
 
 
 def checkpoint_fingerprint(plan: Plan, key, n_runs, record_at, chunk, first_run, extra=None) -> dict:
@@ -38,10 +69,10 @@ def checkpoint_fingerprint(plan: Plan, key, n_runs, record_at, chunk, first_run,
         extra: more JSON-serialisable fields (None: none).
 
     Returns:
-        A JSON-serialisable ``dict``: per label the policy (by its digest), channel, world (by a
-        digest of its arrays) and sizes; digests of the key and record points; the runs, chunk,
-        devices, grid flag, the versions of JAX and jaxbandits, x64, :data:`POLICY_IDS`, and
-        ``extra``.
+        A JSON-serialisable ``dict``: per label the policy (by its digest), channel, world (by
+        :func:`world_digest`) and sizes; digests of the key and record points; the runs, chunk,
+        devices, grid flag, the versions of JAX and jaxbandits, x64, :data:`POLICY_IDS`,
+        :data:`WORLD_IDS`, and ``extra``.
 
     Example:
         >>> import jax
@@ -68,13 +99,14 @@ def checkpoint_fingerprint(plan: Plan, key, n_runs, record_at, chunk, first_run,
         return h.hexdigest()[:16]
 
     probs = {lab: f"{p.policy.name} {policy_digest(p.policy)} | {p.channel} | {type(p.world).__name__} "
-                  f"{digest(p.world)} | W={p.width} "
+                  f"{world_digest(p.world)} | W={p.width} "
                   f"P={p.payload_size} H={p.cspec.reveal} T={p.horizon} dl={p.dl_mode},{p.dl_len}"
              for lab, p in plan.problems}
     return {"problems": probs, "key": digest(key), "n_runs": int(n_runs), "first_run": int(first_run),
             "record_at": digest(np.asarray(record_at)), "chunk": chunk, "devices": plan.n_dev,
             "gridded": plan.gridded, "jax": jax.__version__, "jaxbandits": __version__,
-            "x64": bool(jax.config.jax_enable_x64), "policy_ids": POLICY_IDS, **(extra or {})}
+            "x64": bool(jax.config.jax_enable_x64), "policy_ids": POLICY_IDS, "world_ids": WORLD_IDS,
+            **(extra or {})}
 
 
 def unit_fingerprint(problems: Dict[str, R.Problem], grid_params, key, n_runs, record_at, first_run=0, shard=None,
