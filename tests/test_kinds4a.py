@@ -5,10 +5,9 @@ aimed at one mutated line.
 
 * every bound at the bound: every range ``online.decide`` states, every range a delay profile's
   constructor states, ``serve --port`` at both ends, every synthetic log simulator at its
-  smallest play count, every documented form of ``bands`` and the numbers just outside;
+  smallest play count;
 * stated defaults and settings read from the pages that state them (every horizon sweep a page
-  states; the delay prior's default mean of both fits; the chunk size in record bytes; a sweep
-  unit's id, which names its file);
+  states; the delay prior's default mean of both fits; a sweep unit's id, which names its file);
 * an output format parsed back (every markdown table :meth:`Results.table` writes, with and
   without ``L(T)`` and checkpoints);
 * error messages read whole (ids of every dtype in a wrong shape; a config with several unknown
@@ -33,11 +32,9 @@ from jaxbandits import Results, bayes, channels as C, online, ope
 from jaxbandits.apps import cli, serve
 from jaxbandits.bayes import contextual as CTX
 from jaxbandits.core import profiles as Pr
-from jaxbandits.engine import reduce as RD
 from jaxbandits.engine.checkpoint import CallCache
 from jaxbandits.experiments import distributed as DIST
 from jaxbandits.policies import classic
-from jaxbandits.report.plotting import figure_regret
 
 ROOT = pathlib.Path(__file__).parents[1]
 PURE = importlib.import_module("jaxbandits.online.pure")
@@ -92,7 +89,8 @@ def test_every_range_online_decide_states_is_its_check_at_the_bound(monkeypatch)
                     online.decide(st, kw["n"], propensity=kw["propensity"])
 
 
-_PROFILE_BASE = {"interval": {"d_min": 0, "d_max": Pr.MAX_LEN - 1}, "linear_decreasing": {"d": 1}, "linear_increasing": {"d": 1},
+_PROFILE_BASE = {"interval": {"d_min": 0, "d_max": Pr.MAX_LEN - 1}, "linear_decreasing": {"d": 1},
+                 "linear_increasing": {"d": 1},
                  "discounted": {"gamma": 0.5, "tol": 0.999},  # tol 0.999: a gamma near 1 within MAX_LEN lags
                  "polynomial": {"gamma": 2.0, "max_len": 8}}
 
@@ -177,32 +175,6 @@ def _res(delayed=False, checkpoints=None):
     return Results("x", {}, 0, 3, 30, t, curves, checkpoints=checkpoints)
 
 
-@pytest.mark.parametrize("bands, ok", [(2, True), (0.5, True), ("se", True), ("ci", True), ("none", True),
-                                       (0, False), (-1, False), (True, False), ("two", False)])
-def test_every_documented_form_of_bands_draws_and_each_number_past_zero_is_refused(bands, ok):
-    """Every documented form run once and the bound at the bound: ``bands`` of the regret figure
-    in each form its docstring states, ``'ci'``, ``'se'``, ``'none'`` or a positive number of standard errors
-    (2, 0.5) draws, the number's band ``mean ± bands * se`` exactly; 0, a negative number,
-    ``True`` or another string are refused with the message read whole."""
-    res = _res()
-    if not ok:
-        with pytest.raises(ValueError, match=re.escape("bands must be 'ci', 'se', 'none' or a positive number of "
-                                                       f"standard errors, got {bands!r}")):
-            figure_regret(res, bands=bands)
-        return
-    fig = figure_regret(res, bands=bands)
-    polys = fig.axes[0].collections
-    if bands == "none":
-        assert len(polys) == 0
-        return
-    assert len(polys) == 2  # one band per policy
-    if isinstance(bands, (int, float)):
-        m, se = res.mean_se("A")
-        verts = polys[0].get_paths()[0].vertices
-        assert np.isclose(verts[:, 1].max(), (m + bands * se).max()), (verts[:, 1].max(), m + bands * se)
-        assert np.isclose(verts[:, 1].min(), (m - bands * se).min())
-
-
 # --------------------------------------------------------------- stated settings, read from pages
 def test_every_horizon_sweep_a_page_states_is_the_registered_grid():
     """Stated settings pinned: every ``T = 2^a..2^b`` (a sweep) or ``T = 2^a`` a line of docs/
@@ -260,18 +232,6 @@ def test_the_delay_prior_default_mean_is_the_one_bayes_md_states_in_both_fits(mo
             with pytest.raises(_Stop):
                 fit()
             assert seen == [pytest.approx(want)], (window, seen, want)
-
-
-def test_the_chunk_record_bytes_are_the_ones_the_pages_state():
-    """A stated setting pinned: ``engine.reduce.CHUNK_RECORD_BYTES`` is the "about 256 MiB of
-    records" that docs/simulate.md (which names the constant), docs/architecture.md and
-    docs/benchmarks.md state."""
-    for page in ("simulate.md", "architecture.md", "benchmarks.md"):
-        text = re.sub(r"\s+", " ", (ROOT / "docs" / page).read_text())
-        stated = {int(x) for x in re.findall(r"about (\d+) MiB", text)}
-        assert stated == {RD.CHUNK_RECORD_BYTES // 2**20}, (page, stated)
-    assert RD.CHUNK_RECORD_BYTES % 2**20 == 0
-    assert "engine.reduce.CHUNK_RECORD_BYTES" in (ROOT / "docs" / "simulate.md").read_text()
 
 
 def test_a_sweep_units_id_and_file_are_the_stated_hash_of_its_fingerprint():
