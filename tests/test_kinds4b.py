@@ -240,3 +240,83 @@ def test_every_profiles_list_longer_than_the_default_gives_one_panel_per_entry_o
         assert "profiles" in str(e)
         return
     assert len(panels) == len(profs), [p.name for p in panels]
+
+
+# --------------------------------------------- every field of a fingerprint: the off-policy study's summary
+def test_every_field_of_the_ope_studys_summary_against_its_definition_from_the_estimates(monkeypatch):
+    """Every field of a fingerprint: the ``ope-bias-coverage`` study at a tiny size (two laws,
+    three logs each: an uneven count, where a divisor of ``n`` and of ``n - 1`` differ), every
+    estimate its ``evaluate`` calls return recorded: each estimator's row holds exactly ``mean``,
+    ``bias`` (mean - truth), ``mcse`` (the sample standard deviation over ``sqrt(n)``),
+    ``bias_over_mcse``, ``coverage_95`` (the share of intervals holding the truth) and ``sd`` (the
+    sample standard deviation, ``n - 1``), each recomputed from the recorded estimates with
+    :mod:`statistics`; the law's truth is ``ope.true_value`` of its config."""
+    import statistics
+
+    from jaxbandits.core import delays as D
+    from jaxbandits.reproductions import ope as ROPE
+
+    real, reports = ope.evaluate, []
+
+    def spy(*a, **k):
+        reports.append(real(*a, **k))
+        return reports[-1]
+    monkeypatch.setattr(ope, "evaluate", spy)
+    exp = X.get("ope-bias-coverage")
+    cfg = {**exp.config, "laws": ["geometric", "pareto"], "n_decisions": 80, "span": 60.0}
+    res = exp.runner(dict(cfg), 3, 5, None)
+    assert len(reports) == 6 and [L["law"] for L in res.laws] == cfg["laws"]
+    for j, L in enumerate(res.laws):
+        fn, kw = ROPE.LAWS[L["law"]]
+        truth = ope.true_value(cfg["target"], cfg["rates"], getattr(D, fn)(**kw), cfg["window"])
+        assert L["truth"] == truth and L["runs"] == 3
+        names = [e.name for e in reports[3 * j].estimates]
+        assert list(L["estimators"]) == names
+        for i, name in enumerate(names):
+            es = [rep.estimates[i] for rep in reports[3 * j:3 * j + 3]]
+            v = [e.value for e in es]
+            mean, sd = statistics.fmean(v), statistics.stdev(v)
+            want = {"mean": mean, "bias": mean - truth, "mcse": sd / math.sqrt(3),
+                    "bias_over_mcse": (mean - truth) / (sd / math.sqrt(3)),
+                    "coverage_95": sum(e.lo <= truth <= e.hi for e in es) / 3, "sd": sd}
+            got = L["estimators"][name]
+            assert sorted(got) == sorted(want), (name, sorted(got))
+            for k in want:
+                assert got[k] == pytest.approx(want[k], rel=1e-9, abs=1e-15), (L["law"], name, k, got[k], want[k])
+
+
+# ------------------------------------------------ an independent computation: the fit's delay-CDF grid
+class _Stop(Exception):
+    pass
+
+
+def test_the_fits_delay_cdf_age_grid_spans_the_logs_ages_at_every_size(monkeypatch):
+    """An independent computation of where a fit reads its delay CDF (``idata.posterior``'s
+    ``delay_cdf`` ages): from 1 to the log's largest age (its cutoff less its play time, capped by
+    the window when one is given) rounded, and at least to 2; strictly increasing, at most 60 ages.
+    Logs whose largest age is 0.7, 1.6, 37.2 and 500 (the last with a window of 90); the SVI fit's
+    optimisation and draws stood in (the grid reads only the log)."""
+    import numpyro.infer
+    import numpyro.infer.autoguide
+
+    from jaxbandits import bayes
+
+    fit_mod = __import__("importlib").import_module("jaxbandits.bayes.fit")
+    seen = []
+
+    def spy(fam, theta, ages, discrete):
+        seen.append(np.asarray(ages))
+        raise _Stop
+    monkeypatch.setattr(fit_mod, "delay_cdf_grid", spy)
+    monkeypatch.setattr(numpyro.infer.SVI, "run", lambda self, *a, **k: types.SimpleNamespace(params={}, losses=[0.0]))
+    monkeypatch.setattr(numpyro.infer.autoguide.AutoMultivariateNormal, "sample_posterior",
+                        lambda self, key, params, sample_shape=(): {"p": np.full(sample_shape + (2,), 0.2),
+                                                                     "delay_mean": np.full(sample_shape, 5.0)})
+    for top, window in ((0.7, None), (1.6, None), (37.2, None), (500.0, 90)):
+        log = bayes.conversion_log([0, 1, 0, 1], [0.0, 0.3, 0.1, 0.2], [np.nan] * 4, [top] * 4, 2)
+        with pytest.raises(_Stop):
+            bayes.fit(log, method="svi", window=window, num_samples=4)
+        ages = seen.pop()
+        end = max(min(top, window or math.inf), 2.0)
+        assert ages[0] == 1 and ages[-1] == round(end) and ages.size <= 60, (top, window, ages)
+        assert np.all(np.diff(ages) > 0), ages
