@@ -320,3 +320,59 @@ def test_the_fits_delay_cdf_age_grid_spans_the_logs_ages_at_every_size(monkeypat
         end = max(min(top, window or math.inf), 2.0)
         assert ages[0] == 1 and ages[-1] == round(end) and ages.size <= 60, (top, window, ages)
         assert np.all(np.diff(ages) > 0), ages
+
+
+# ------------------------------------------- every documented form run once: a file's sweep in parts
+_SWEEP_MODULE = '''
+from jaxbandits.core.fileio import json_writer, save_files
+
+
+class Values:
+    """The result of the tiny sweep (what the command line reads of a study: summary, table, runs),
+    its units' values saved as summary.json."""
+
+    def __init__(self, config, runs, seed, values):
+        self.experiment, self.config, self.runs, self.seed, self.values = "tinysweep", config, runs, seed, values
+
+    def summary(self):
+        return {"experiment": self.experiment, "config": self.config, "seed": self.seed, "values": self.values}
+
+    def table(self):
+        return str(self.values)
+
+    def save(self, out, plot=True, force=False):
+        save_files(out, {"summary.json": json_writer(self.summary())},
+                   {"experiment": self.experiment, "config": self.config}, force=force)
+
+
+def run(config, runs, seed, horizon, sweep):
+    vals = [sweep.unit({"tiny": i, "seed": seed, "scale": config["scale"]},
+                       lambda i=i: {"v": i * config["scale"] + seed, "runs": runs}, cost=1.0 + i, kind="json",
+                       what="value") for i in range(config["n"])]
+    return Values(config, runs, seed, vals)
+'''
+
+
+def test_a_sweep_defined_by_an_experiment_file_split_in_parts_and_merged_is_the_whole_run(tmp_path, monkeypatch):
+    """Every documented form run once (docs/experiment-files.md, ``runner = "package.module:function"``
+    a sweep, split by ``--part``; docs/cluster.md, merge): a sweep defined by an experiment file,
+    with a ``--set`` override, run whole and in two parts (each part computing some of its units)
+    by the command line, then merged from the parts given out of order: the merged summary is the
+    whole run's."""
+    from jaxbandits.apps import cli
+
+    (tmp_path / "tinysweep_mod.py").write_text(_SWEEP_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sweep.toml").write_text('name = "tinysweep"\nrunner = "tinysweep_mod:run"\nruns = 2\n\n'
+                                         '[config]\nn = 5\nscale = 2\n')
+    args = ["run", "sweep.toml", "--set", "scale=3", "--seed", "4", "--no-progress"]
+    assert cli.main([*args, "--out", "whole"]) == 0
+    for i in range(2):
+        assert cli.main([*args, "--part", f"{i}/2", "--out", f"p{i}"]) == 0
+    owners = {o for m in ("p0", "p1") for _, _, o in json.loads((tmp_path / m / "part.json").read_text())["units"]}
+    assert owners == {0, 1}
+    assert cli.main(["merge", "p1", "p0", "--out", "merged"]) == 0
+    whole, merged = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("whole", "merged"))
+    assert merged == whole and whole["config"]["scale"] == 3
+    assert [v["v"] for v in whole["values"]] == [3 * i + 4 for i in range(5)]
