@@ -376,3 +376,45 @@ def test_a_sweep_defined_by_an_experiment_file_split_in_parts_and_merged_is_the_
     whole, merged = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("whole", "merged"))
     assert merged == whole and whole["config"]["scale"] == 3
     assert [v["v"] for v in whole["values"]] == [3 * i + 4 for i in range(5)]
+
+
+# ------------------------------------- parts that differ only in what the merge does not check
+def test_parts_differing_only_in_what_the_merge_does_not_check_merge_to_the_first_parts_record(tmp_path, monkeypatch,
+                                                                                               capsys):
+    """Parts that differ only in what the merge does not check (the versions of what does not change
+    the bits: NumPy, Python; docs/cluster.md lists what it refuses): ``quickstart`` run in two parts
+    by the command line (its simulations stood in: zeros of their form), part 1's record edited to
+    name other NumPy and Python versions (and re-signed); the merge, given the parts out of order,
+    succeeds and its results record part 0's versions (the first part's: the merge's convention, as
+    for every other field it takes from one part), not part 1's."""
+    from jaxbandits.apps import cli
+    from jaxbandits.core import fileio
+    from jaxbandits.engine import prepare as PR
+    from jaxbandits.experiments import runner
+    from jaxbandits.experiments.sweeping import placeholder_outputs
+
+    def zeros(env, channel, policies, horizon, key, n_runs=1, *, record=None, chunk=None, first_run=0, keep=None,
+              stats_block=None, **kw):
+        p = PR.prepare(env, channel, policies, horizon, key, n_runs, record=record, chunk=chunk, first_run=first_run,
+                       keep=keep, stats_block=stats_block)
+        outs = placeholder_outputs(p.problems, p.n_runs, p.record_at, keep=p.keep)
+        return outs if isinstance(policies, dict) else next(iter(outs.values()))
+    monkeypatch.setattr(runner, "simulate", zeros)
+    monkeypatch.chdir(tmp_path)
+    args = ["run", "quickstart", "--runs", "5", "--horizon", "32", "--seed", "3", "--no-progress"]
+    for i in range(2):
+        assert cli.main([*args, "--part", f"{i}/2", "--out", f"p{i}"]) == 0
+    p0 = json.loads((tmp_path / "p0" / "part.json").read_text())
+    pj = tmp_path / "p1" / "part.json"
+    meta = json.loads(pj.read_text())
+    assert meta["versions"] == p0["versions"]
+    meta["versions"].update(numpy="0.0.1-other", python="2.0.0-other")
+    pj.write_text(json.dumps(meta))
+    man = tmp_path / "p1" / fileio.MANIFEST_NAME
+    m = json.loads(man.read_text())
+    m["files"]["part.json"] = fileio.sha256_file(str(pj))
+    man.write_text(json.dumps(m))
+    capsys.readouterr()
+    assert cli.main(["merge", "p1", "p0", "--out", "merged", "--no-plot"]) == 0, capsys.readouterr().err
+    s = json.loads((tmp_path / "merged" / "summary.json").read_text())
+    assert s["versions"] == p0["versions"] and s["runs"] == 5
