@@ -418,3 +418,35 @@ def test_parts_differing_only_in_what_the_merge_does_not_check_merge_to_the_firs
     assert cli.main(["merge", "p1", "p0", "--out", "merged", "--no-plot"]) == 0, capsys.readouterr().err
     s = json.loads((tmp_path / "merged" / "summary.json").read_text())
     assert s["versions"] == p0["versions"] and s["runs"] == 5
+
+
+# ---------------------------------------- an independent computation: where the contextual fit starts
+def test_the_contextual_fit_starts_from_the_logs_counts_with_every_covariate_at_zero(monkeypatch):
+    """The contextual fit in the fast suite up to its sampler (NUTS' start stood in: the fit stops
+    there; a real tiny fit costs about 10 s of CPU and is left to the slow tests): its starting
+    values against an independent computation from the log's own rows, counted with numpy: each
+    arm's intercept the logit of ``clip((S_k + 1) / (N_k + 2), 1e-3, 0.9)``, every covariate's
+    coefficient 0, every segment's delay mean the mean seen delay; two covariates, three segments."""
+    from jaxbandits import bayes
+
+    fit_mod = __import__("importlib").import_module("jaxbandits.bayes.fit")
+    seen = []
+
+    def stop(values, **kw):
+        seen.append((values, kw))
+        raise _Stop
+    monkeypatch.setattr(fit_mod, "init_near", stop)
+    log, X, _ = bayes.synthetic_contextual_log(300, [0.5, -1.0], [0.5, -0.3], [10.0, 30.0], 100.0, 120.0, seed=3)
+    seg = np.arange(len(log)) % 3
+    with pytest.raises(_Stop):
+        bayes.fit_contextual(log, X, seg, num_chains=1, num_warmup=1, num_samples=1)
+    v, kw = seen[0]
+    ok = ~np.isnan(log.conversion_time)
+    S = np.bincount(log.arm[ok], minlength=2).astype(float)
+    N = np.bincount(log.arm, minlength=2).astype(float)
+    rate = np.clip((S + 1) / (N + 2), 1e-3, 0.9)
+    np.testing.assert_allclose(v["alpha"], np.log(rate / (1 - rate)), rtol=1e-6)
+    np.testing.assert_array_equal(v["beta"], np.zeros(2))
+    md = float(np.mean(log.conversion_time[ok] - log.play_time[ok]))
+    np.testing.assert_allclose(v["delay_mean"], np.full(3, md), rtol=1e-5)
+    assert set(kw.get("real", ())) == {"alpha", "beta"}
