@@ -41,30 +41,31 @@ def test_every_clw_update_reads_the_window_of_its_formula_from_round_zero():
     """CLW in both round rules and both sets of constants (the forward rule with Wang's, COLT's
     backward rule with COLT's loss-Exp3), driven by hand with observations ``Z(t)`` all non-zero:
     at every round the change of the played arm's log-weight against every other arm's is the one
-    of its formula with the window
-    ``sum_{tau = max(0, t-d+1)}^{t} Z(tau)`` written out in float64 (Wang: ``+ rate window / (2d N
-    p)``; COLT: ``- rate (d - window) / (2d p)``), and zero on the other rounds. Update rounds
-    before ``d`` (whose window starts at round 0) occur in every form (checked)."""
+    of its formula with the window ``sum_{tau = max(0, t-d+1)}^{t} Z(tau)`` written out in float64
+    (Wang: ``+ rate window / (2d N p)``; COLT: ``- rate (d - window) / (2d p)``), and zero on the
+    other rounds. Update rounds before ``d`` (whose window starts at round 0) occur in every form
+    (checked). Both forms are compiled as one program (one compile)."""
     d, T, n_keys, N = 3, 10, 64, 3
     y = np.random.default_rng(0).uniform(0.2, 1.0, (n_keys, T)).astype(np.float32)
     spec = ProblemSpec(n_arms=N, horizon=T)
-    for rule, params in (("wang_forward", "wang"), ("original", "colt")):
-        pol = composite.clw(d, round_rule=rule, clw_params=params)
+    forms = (("wang_forward", "wang"), ("original", "colt"))
 
-        def one(key, ys, pol=pol):
-            st0 = pol.init(spec, key)
+    def drive(pol, key, ys):
+        st0 = pol.init(spec, key)
 
-            def step(st, inp):
-                t, yt, k = inp
-                a, memo = pol.act(st, None, k)
-                st2 = pol.update(st, Arrivals(t, a, memo, yt[None]))
-                return st2, (st.logw, st2.logw, memo.arm, memo.p_arm, st2.n_updates - st.n_updates)
+        def step(st, inp):
+            t, yt, k = inp
+            a, memo = pol.act(st, None, k)
+            st2 = pol.update(st, Arrivals(t, a, memo, yt[None]))
+            return st2, (st.logw, st2.logw, memo.arm, memo.p_arm, st2.n_updates - st.n_updates)
 
-            ks = jax.random.split(jax.random.fold_in(key, 1), T)
-            return jax.lax.scan(step, st0, (jnp.arange(T), ys, ks))[1], st0.rates[0], st0.ds[0]
+        ks = jax.random.split(jax.random.fold_in(key, 1), T)
+        return jax.lax.scan(step, st0, (jnp.arange(T), ys, ks))[1], st0.rates[0], st0.ds[0]
 
-        keys = jax.random.split(jax.random.key(7), n_keys)
-        (old, new, arm, p, upd), rate, dk = jax.device_get(jax.jit(jax.vmap(one))(keys, jnp.asarray(y)))
+    pols = [composite.clw(d, round_rule=rule, clw_params=params) for rule, params in forms]
+    keys = jax.random.split(jax.random.key(7), n_keys)
+    both = jax.jit(lambda keys, ys: [jax.vmap(lambda k, y_: drive(pol, k, y_))(keys, ys) for pol in pols])
+    for (rule, params), ((old, new, arm, p, upd), rate, dk) in zip(forms, jax.device_get(both(keys, jnp.asarray(y)))):
         assert (dk == d).all()
         r_, t_ = np.meshgrid(np.arange(n_keys), np.arange(T), indexing="ij")
         own = lambda w: w[r_, t_, arm][..., None]
