@@ -294,14 +294,16 @@ def _lines_of(data_file):
 
 
 def map_add(tests, out=MAP):
-    """Merge the coverage of ``tests`` (test files or node ids, run alone with ``-n 0``) into the map
+    """Merge the coverage of ``tests`` (test files or node ids, run alone on one worker) into the map
     :func:`build_map` wrote, for tests written after it; the package must be the one it mapped."""
     cmap = json.load(open(out))
     if cmap.get("package") != package_digest():
         raise SystemExit(f"{out} maps another package tree (digest {cmap.get('package')}, this tree "
                          f"{package_digest()}): rebuild it with --map")
     data_file = os.path.join(ROOT, ".mutants_coverage_add")
-    durations, failed, _ = _coverage_run(list(tests), data_file, extra=("-n", "0"))
+    # one xdist worker: pytest-cov records no per-test contexts in a run without xdist (seen with
+    # pytest-cov 7.1, coverage 7.17)
+    durations, failed, _ = _coverage_run(list(tests), data_file, extra=("-n", "1"))
     added = 0
     for rel, by in _lines_of(data_file).items():
         have = cmap["lines"].setdefault(rel, {})
@@ -309,6 +311,8 @@ def map_add(tests, out=MAP):
             new = sorted(set(have.get(n, [])) | set(ts))
             added += len(new) - len(have.get(n, []))
             have[n] = new
+    if durations and not added:
+        raise SystemExit("map-add: the coverage run recorded no test's lines (no per-test contexts): map unchanged")
     cmap["durations"].update(durations)
     cmap["failed"] = sorted(set(cmap["failed"]) | failed)
     cmap.setdefault("added", []).extend(tests)
