@@ -109,7 +109,7 @@ def test_every_binary_action_row_is_its_first_non_zero_draw_of_five_replayed_by_
 def test_every_channels_initial_state_has_the_fields_and_bytes_its_docstring_states(make, reveal):
     """Every field of a fingerprint: each library channel's initial state (``CalendarState``):
     ``cal.buf`` f32[W, P] of zeros (``P = 1`` for the composite channel: one sum per round),
-    ``cal.lost`` an i32 scalar 0, ``due`` i32[H] (``H`` the spec's reveal ring, 0 without one)
+    ``cal.lost`` an i32 scalar 0, ``due`` i32[H] (``H`` the length of the channel's reveal ring, 0 without one)
     filled with ``NEVER``, and nothing else: its bytes are exactly ``4 (W P + 1 + H)``."""
     from jaxbandits.core.delays import NEVER
 
