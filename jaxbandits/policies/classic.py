@@ -64,7 +64,7 @@ def uniform_random() -> Policy:
         return M.sample_from_probs(p, M.uniform(key)), RandomMemo(p)
 
     return Policy(init, act, lambda s, arr: s, lambda memo, r, d: jnp.zeros((1,), _F), Needs(),
-                  "random", memo_probs=True)
+                  "random", memo_probs=True, honours_mask=True)
 
 
 # ----------------------------------------------------------------------------- index policies
@@ -136,7 +136,8 @@ def _index_policy(name, index_fn) -> Policy:
         a = M.argmax_random_tie(idx, M.uniform(key), ctx.mask)
         return a, IndexMemo(one_hot(a, idx.shape[0]))
 
-    return Policy(_index_init, act, _index_update, _index_payload, _STOCHASTIC, name, estimate=index_estimate)
+    return Policy(_index_init, act, _index_update, _index_payload, _STOCHASTIC, name, estimate=index_estimate,
+                  honours_mask=True)
 
 
 def ucb1_index(sums, n, t, alpha: float = 2.0):
@@ -447,7 +448,7 @@ def exp3(eta: float | None = None, gamma: float = 0.0) -> Policy:
     def update(state, arr):
         return state._replace(cum_loss=state.cum_loss + arr.payload)
 
-    return Policy(init, act, update, payload, _FULL, "Exp3", memo_probs=True)
+    return Policy(init, act, update, payload, _FULL, "Exp3", memo_probs=True, honours_mask=True)
 
 
 # ----------------------------------------------------------------------------- linear
@@ -547,7 +548,7 @@ def linucb(lam: float = 1.0, delta: float = 0.05, sigma: float = 0.5, s_norm: fl
         a = M.argmax_random_tie(idx, M.uniform(key), ctx.mask)
         return a, LinMemo(x[a])
 
-    return Policy(_lin_init(lam), act, _lin_update, _lin_payload, _STOCHASTIC, "LinUCB")
+    return Policy(_lin_init(lam), act, _lin_update, _lin_payload, _STOCHASTIC, "LinUCB", honours_mask=True)
 
 
 @policy_value("LinTS")
@@ -582,4 +583,4 @@ def lints(lam: float = 1.0, v: float = 0.5) -> Policy:
         a = M.argmax_random_tie(idx, M.uniform(key), ctx.mask)
         return a, LinMemo(ctx.features[a])
 
-    return Policy(_lin_init(lam), act, _lin_update, _lin_payload, _STOCHASTIC, "LinTS")
+    return Policy(_lin_init(lam), act, _lin_update, _lin_payload, _STOCHASTIC, "LinTS", honours_mask=True)
