@@ -16,7 +16,7 @@ Also: ``simulate`` with a padded linear world (``n_valid``) refuses a policy tha
 runs one that honours them; a linear world without padding emits no mask; the digests that name
 policies in checkpoints are unchanged by the new field.
 
-Cost: one compiled scan of 64 rounds per honouring policy (two by default; the rest with
+Cost: one compiled scan of 64 rounds per honouring policy (seven by default; the rest with
 ``-m slow``), a vmapped ``act`` per other one.
 """
 from __future__ import annotations
@@ -129,10 +129,11 @@ def test_wrappers_declare_what_their_base_does():
     assert not C.ucb1().as_tuple()._replace(honours_mask=False).honours_mask  # a user's copy declares its own
 
 
-#: run by default: an index argmax (UCB1) and a law restricted to the allowed arms (Exp3) (LinUCB on a
-#: padded world: test_simulate_runs_a_padded_world_for_a_policy_that_honours_masks); the others (a
-#: compile each, 7 to 50 s on a loaded 2-core machine) run with -m slow
-DEFAULT_HONOUR = ("UCB1", "Exp3")
+#: run by default, one per way of honouring a mask: an index argmax (UCB1), a law restricted to the
+#: allowed arms (Exp3, uniform random), a round robin that skips masked arms (DelayedUCB), features
+#: (LinUCB), the two wrappers; the others (a compile each, 1 to 6 s on 2 idle cores, the whole file
+#: 36 s) run with -m slow
+DEFAULT_HONOUR = ("UCB1", "Exp3", "uniform random", "DelayedUCB", "LinUCB", "explore(UCB1)", "Skipper(UCB1)")
 
 
 @pytest.mark.parametrize("name", [n if n in DEFAULT_HONOUR else pytest.param(n, marks=pytest.mark.slow)
