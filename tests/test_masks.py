@@ -236,3 +236,13 @@ def test_policy_values_still_compare_hash_and_print_by_value():
     assert C.ucb1() != C.ucb1(alpha=1.0) and repr(C.ucb1(alpha=1.0)) == "UCB1(alpha=1.0)"
     assert "honours_mask" not in [f.name for f in dataclasses.fields(C.ucb1())]  # an interface field, not a value's
     assert C.ucb1().honours_mask is True and CO.clw(5).honours_mask is False
+
+
+def test_exp3_keeps_to_the_mask_when_the_allowed_arms_weights_underflow():
+    # exp(-eta L) of the allowed arms underflows to 0: the restricted law was 0/0 (NaN), arm 0 played
+    pol = C.exp3(eta=1.0)
+    st = pol.init(ProblemSpec(3, 100), jax.random.key(0))._replace(cum_loss=jnp.array([0.0, 1e6, 1e6]))
+    ctx = Context(jnp.int32(0), None, jnp.array([False, True, True]), jnp.int32(-1))
+    acts, memos = jax.jit(jax.vmap(lambda k: pol.act(st, ctx, k)))(jax.random.split(jax.random.key(2), 64))
+    np.testing.assert_array_equal(np.asarray(memos.probs[0]), [0.0, 0.5, 0.5])
+    assert set(np.asarray(acts).tolist()) == {1, 2}

@@ -436,9 +436,11 @@ def exp3(eta: float | None = None, gamma: float = 0.0) -> Policy:
 
     def act(state, ctx, key):
         p = M.exp_weights_probs(state.cum_loss, state.eta, gamma)
-        if ctx.mask is not None:  # the law restricted to the allowed arms
-            p = jnp.where(ctx.mask, p, 0.0)
-            p = p / jnp.sum(p)
+        if ctx.mask is not None:  # the law restricted to the allowed arms (uniform over them if it
+            p = jnp.where(ctx.mask, p, 0.0)  # gives them no mass: weights underflowed to 0)
+            s = jnp.sum(p)
+            ok = jnp.asarray(ctx.mask, _F)
+            p = jnp.where(s > 0, p / jnp.where(s > 0, s, 1.0), ok / jnp.maximum(jnp.sum(ok), 1.0))
         a = M.sample_from_probs(p, M.uniform(key))
         return a, Exp3Memo(one_hot(a, p.shape[0]), p[a], p)
 
