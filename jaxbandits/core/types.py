@@ -209,6 +209,10 @@ class Policy(NamedTuple):
     reports in ``/stats`` (docs/online.md); it is never called by the engine. ``posterior``
     (optional) maps a state to a :class:`RatePosterior`, the policy's posterior of each arm's
     conversion rate and its fitted delay law: what ``jaxbandits serve``'s dashboard draws.
+    ``honours_mask`` declares that ``act`` never returns an arm the context's ``mask`` leaves out
+    (``Context.mask``, which actions exist this round): a world whose context masks actions, and
+    :func:`jaxbandits.online.decide` given ``masks``, refuse a policy that does not declare it
+    (docs/conventions.md §5).
 
     Attributes:
         init: ``init(spec, key) -> state``.
@@ -226,6 +230,8 @@ class Policy(NamedTuple):
         estimate: ``estimate(state) -> f32[K]``, the policy's estimate of each arm's mean (None:
             none).
         posterior: ``posterior(state) ->`` :class:`RatePosterior` (None: none).
+        honours_mask: ``act`` never returns an arm the context's ``mask`` leaves out (False: it
+            may ignore the mask; masked worlds and masked decisions refuse it).
     """
 
     init: Callable[[ProblemSpec, Any], Any]
@@ -240,6 +246,7 @@ class Policy(NamedTuple):
     memo_probs: bool = False
     estimate: Optional[Callable[[Any], Any]] = None
     posterior: Optional[Callable[[Any], "RatePosterior"]] = None
+    honours_mask: bool = False  # act never returns an arm the context's mask leaves out
 
 
 class RatePosterior(NamedTuple):

@@ -450,12 +450,19 @@ def _stable(v):
     return ("object", stable_module(type(v).__module__), type(v).__qualname__)
 
 
+#: declarations of :class:`~jaxbandits.core.types.Policy` that change no result and are left out of
+#: :func:`user_policy_id`, so the ids written before they were declared still match:
+#: ``honours_mask`` (a refusal before compiling, never a different run)
+_NOT_IN_ID = ("honours_mask",)
+
+
 def user_policy_id(policy) -> str:
     """What names a user's :class:`~jaxbandits.core.types.Policy` NamedTuple in checkpoints and split
     sweeps: its ``name`` and its functions' qualified names (``module:qualname``), with its
-    declarations (``needs``, ``max_hold``, ...). Nothing is read from code or closures, so the
-    parameters a closure holds are *not* seen: give each differently parameterised policy its own
-    ``name`` (``name=f"mine(alpha={alpha})"``), or write it as a value
+    declarations (``needs``, ``max_hold``, ...; not ``honours_mask``, which changes no result).
+    Nothing is read from code or closures, so the parameters a closure holds are *not* seen: give
+    each differently parameterised policy its own ``name`` (``name=f"mine(alpha={alpha})"``), or
+    write it as a value
     (:func:`policy_value`), whose fields name it (docs/composing.md).
 
     Args:
@@ -474,6 +481,8 @@ def user_policy_id(policy) -> str:
     """
     parts = []
     for field, v in zip(policy._fields, policy):
+        if field in _NOT_IN_ID:
+            continue
         if callable(v):
             v = f"{stable_module(getattr(v, '__module__', ''))}:{getattr(v, '__qualname__', type(v).__qualname__)}"
         parts.append((field, v if isinstance(v, (str, int, float, bool, type(None))) else repr(v)))

@@ -194,6 +194,16 @@ def check_pair(channel, policy, label):
                          f"{policy.reveal_window}) but the channel {channel} does not report them")
 
 
+def check_mask(world, policy, label, mask):
+    """A world whose context masks actions (``mask``, the abstract value of its context's mask: not
+    None) needs a policy that declares ``honours_mask`` (it never chooses a masked arm)."""
+    if mask is not None and not policy.honours_mask:
+        raise ValueError(f"policy {label!r} ({policy.name}) does not honour masks (Policy.honours_mask is False), "
+                         f"but the world {type(world).__name__} masks actions in its context (padded or varying "
+                         f"action sets): the policy could play an arm that does not exist; use a policy that honours "
+                         f"masks, or a world without them (docs/conventions.md §5)")
+
+
 def _kind(x) -> str:
     dt = getattr(x, "dtype", None)
     return f"{type(x).__name__}" if dt is None else f"{dt}{list(getattr(x, 'shape', ()))}"
@@ -338,7 +348,8 @@ def problem(world, channel, policy, horizon: int, *, n_runs: int = 1, delayed_re
     Raises:
         TypeError: a component of the wrong type, or an action or outcome of the wrong dtype.
         ValueError: a bad horizon or ``n_runs``, a policy whose needs the channel does not meet
-            (the message names what is missing), or a width too large.
+            (the message names what is missing), a world that masks actions with a policy that
+            does not honour masks (``Policy.honours_mask``), or a width too large.
 
     Examples:
         >>> from jaxbandits import channels, delays, engine, envs
@@ -366,6 +377,7 @@ def problem(world, channel, policy, horizon: int, *, n_runs: int = 1, delayed_re
     i32 = jax.ShapeDtypeStruct((), jnp.int32)
     f32 = jax.ShapeDtypeStruct((), jnp.float32)
     feats = jax.eval_shape(lambda k: world.context(world.setup(k), 0, k), k)
+    check_mask(world, policy, label, feats[1])
     P = policy_shapes(policy, spec, Context(i32, *feats, i32), label).payload_size
     ws = jax.eval_shape(world.setup, k)
     out = jax.eval_shape(lambda *a: world.outcome(*a)[0], ws, i32, i32, f32, f32, feats[0], k)

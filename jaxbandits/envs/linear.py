@@ -50,11 +50,19 @@ class LinearEnv(World):
         x = self._draw(key)
         if self.normalize:  # L2-normalise each action (Vernade et al. 2020); zero draws were redrawn
             x = x / jnp.maximum(jnp.linalg.norm(x, axis=-1, keepdims=True), 1e-12)
+        if not self.masked:  # every action exists: no mask (a policy that ignores masks may play it)
+            return x, None
         valid = self.n_valid or self.n_arms
         if self.min_valid:  # K_t drawn each round (from the CONTEXT stream, before the action)
             u = jax.random.uniform(jax.random.fold_in(key, 7))
             valid = self.min_valid + jnp.floor(u * (valid - self.min_valid + 1)).astype(jnp.int32)
         return x, jnp.arange(self.n_arms) < valid
+
+    @property
+    def masked(self) -> bool:
+        """Whether the context masks actions (``n_valid`` or ``min_valid`` given): then only a
+        policy that honours masks (``Policy.honours_mask``) runs on it."""
+        return bool(self.n_valid or self.min_valid)
 
     def _draw(self, key):
         K, d = self.n_arms, self.dim
@@ -106,7 +114,8 @@ def linear(theta, n_actions=None, features=None, action_set=None, noise="bernoul
         normalize: scale every action to unit L2 norm (Vernade et al. 2020's "from {0,1}^d,
             normalised"; all-zero binary draws are redrawn).
         n_valid: only the first ``n_valid`` actions exist each round; the rest are padding, masked
-            out of the policy's choice and of the regret's comparator.
+            out of the policy's choice and of the regret's comparator (only policies that honour
+            masks, ``Policy.honours_mask``, run on a world with ``n_valid`` or ``min_valid``).
         min_valid: with ``n_valid``, the number of actions ``K_t`` is drawn uniformly from
             ``{min_valid..n_valid}`` every round.
 

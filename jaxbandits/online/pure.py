@@ -147,7 +147,8 @@ def decide(state: LearnerState, n: Optional[int] = None, contexts=None, masks=No
         n: the number of decisions, ``>= 1``; ``None``: the length of ``contexts`` (or
             ``masks``, ``delays``), else 1.
         contexts: f32[n, K, d], the arms' features of each decision (contextual policies only).
-        masks: bool[n, K], which arms exist at each decision (optional).
+        masks: bool[n, K], which arms exist at each decision (optional; only for a policy that
+            honours them, ``Policy.honours_mask``: it never chooses an arm a mask leaves out).
         delays: i32[n], the delays shown before acting (action-time channels only).
         propensity: ``S``, ``0 <= S <= 2^16``; ``S >= 1`` also returns the chosen arms'
             probabilities (0: not).
@@ -158,8 +159,10 @@ def decide(state: LearnerState, n: Optional[int] = None, contexts=None, masks=No
 
     Raises:
         ValueError: ``n`` or ``propensity`` out of range, rows of different lengths, contexts
-            missing for a contextual policy (or given for a K-armed one), masks of the wrong
-            shape, delays missing for an action-time channel (or given for another).
+            missing for a contextual policy (or given for a K-armed one), masks given to a policy
+            that does not honour them (``Policy.honours_mask`` False), masks of the wrong shape or
+            with a row that leaves no arm, delays missing for an action-time channel (or given for
+            another).
 
     Example:
         >>> from jaxbandits import channels, online
@@ -186,9 +189,17 @@ def decide(state: LearnerState, n: Optional[int] = None, contexts=None, masks=No
     elif contexts is not None:
         raise ValueError("contexts given, but the learner was initialised without dim (a K-armed policy)")
     if masks is not None:
+        policy = state.config.policy
+        if not policy.honours_mask:
+            raise ValueError(f"masks given, but the policy {policy.name} does not honour masks (its act may choose "
+                             f"an arm the mask leaves out; Policy.honours_mask is False): decide without masks, or "
+                             f"use a policy that honours them (docs/online.md)")
         masks = jnp.asarray(masks, bool)
         if masks.shape != (n, spec.n_arms):
             raise ValueError(f"masks must have shape [{n}, {spec.n_arms}], got {masks.shape}")
+        empty = np.flatnonzero(~np.asarray(masks).any(axis=1))
+        if empty.size:
+            raise ValueError(f"masks must leave at least one arm in every row, row {int(empty[0])} has none")
     if spec.feedback.delay_at_action:
         if delays is None:
             raise ValueError(f"the channel {state.config.channel} shows the delay before acting: give delays i32[n]")

@@ -189,7 +189,7 @@ def skipper(beta: float, base: Policy, count_skipped: bool = True, name: Optiona
     label = f"Skipper({float(beta):g}, {base.name})" if V.is_concrete(beta) else f"Skipper({base.name})"
     needs = base.needs._replace(attributed=True, zeros_observed=True)
     return Policy(init, act, update, payload, needs, name or label, base.max_hold, base.reveal_window,
-                  base.memo_hold, base.memo_probs)
+                  base.memo_hold, base.memo_probs, honours_mask=base.honours_mask)
 
 
 @policy_value("SkipperDEW")

@@ -492,7 +492,8 @@ def delay_model_ts(window: int = 255, model: str = "exponential", engine: str = 
         return RatePosterior(jax.nn.sigmoid(u["p"]), jax.nn.sigmoid(u["p"] - half), jax.nn.sigmoid(u["p"] + half),
                              pmf, hist)
 
-    return Policy(init, act, update, payload, _CONV, label, reveal_window=W, estimate=estimate, posterior=posterior)
+    return Policy(init, act, update, payload, _CONV, label, reveal_window=W, estimate=estimate, posterior=posterior,
+                  honours_mask=True)
 
 
 # ----------------------------------------------------------------------------- Beta TS baselines
@@ -579,4 +580,4 @@ def beta_ts(mode: str = "naive", window: int = 255, name: Optional[str] = None) 
         conv = st.conv + arr.payload
         return BetaTSState(st.plays + one_hot(arr.action, K), conv, closed_n, closed_s, ring_arm, ring_conv, ring_used)
 
-    return Policy(init, act, update, payload, _CONV, name or f"Beta TS ({mode})", reveal_window=W)
+    return Policy(init, act, update, payload, _CONV, name or f"Beta TS ({mode})", reveal_window=W, honours_mask=True)

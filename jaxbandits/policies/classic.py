@@ -64,7 +64,7 @@ def uniform_random() -> Policy:
         return M.sample_from_probs(p, M.uniform(key)), RandomMemo(p)
 
     return Policy(init, act, lambda s, arr: s, lambda memo, r, d: jnp.zeros((1,), _F), Needs(),
-                  "random", memo_probs=True)
+                  "random", memo_probs=True, honours_mask=True)
 
 
 # ----------------------------------------------------------------------------- index policies
@@ -136,7 +136,8 @@ def _index_policy(name, index_fn) -> Policy:
         a = M.argmax_random_tie(idx, M.uniform(key), ctx.mask)
         return a, IndexMemo(one_hot(a, idx.shape[0]))
 
-    return Policy(_index_init, act, _index_update, _index_payload, _STOCHASTIC, name, estimate=index_estimate)
+    return Policy(_index_init, act, _index_update, _index_payload, _STOCHASTIC, name, estimate=index_estimate,
+                  honours_mask=True)
 
 
 def ucb1_index(sums, n, t, alpha: float = 2.0):
@@ -435,9 +436,11 @@ def exp3(eta: float | None = None, gamma: float = 0.0) -> Policy:
 
     def act(state, ctx, key):
         p = M.exp_weights_probs(state.cum_loss, state.eta, gamma)
-        if ctx.mask is not None:  # the law restricted to the allowed arms
-            p = jnp.where(ctx.mask, p, 0.0)
-            p = p / jnp.sum(p)
+        if ctx.mask is not None:  # the law restricted to the allowed arms (uniform over them if it
+            p = jnp.where(ctx.mask, p, 0.0)  # gives them no mass: weights underflowed to 0)
+            s = jnp.sum(p)
+            ok = jnp.asarray(ctx.mask, _F)
+            p = jnp.where(s > 0, p / jnp.where(s > 0, s, 1.0), ok / jnp.maximum(jnp.sum(ok), 1.0))
         a = M.sample_from_probs(p, M.uniform(key))
         return a, Exp3Memo(one_hot(a, p.shape[0]), p[a], p)
 
@@ -447,7 +450,7 @@ def exp3(eta: float | None = None, gamma: float = 0.0) -> Policy:
     def update(state, arr):
         return state._replace(cum_loss=state.cum_loss + arr.payload)
 
-    return Policy(init, act, update, payload, _FULL, "Exp3", memo_probs=True)
+    return Policy(init, act, update, payload, _FULL, "Exp3", memo_probs=True, honours_mask=True)
 
 
 # ----------------------------------------------------------------------------- linear
@@ -547,7 +550,7 @@ def linucb(lam: float = 1.0, delta: float = 0.05, sigma: float = 0.5, s_norm: fl
         a = M.argmax_random_tie(idx, M.uniform(key), ctx.mask)
         return a, LinMemo(x[a])
 
-    return Policy(_lin_init(lam), act, _lin_update, _lin_payload, _STOCHASTIC, "LinUCB")
+    return Policy(_lin_init(lam), act, _lin_update, _lin_payload, _STOCHASTIC, "LinUCB", honours_mask=True)
 
 
 @policy_value("LinTS")
@@ -582,4 +585,4 @@ def lints(lam: float = 1.0, v: float = 0.5) -> Policy:
         a = M.argmax_random_tie(idx, M.uniform(key), ctx.mask)
         return a, LinMemo(ctx.features[a])
 
-    return Policy(_lin_init(lam), act, _lin_update, _lin_payload, _STOCHASTIC, "LinTS")
+    return Policy(_lin_init(lam), act, _lin_update, _lin_payload, _STOCHASTIC, "LinTS", honours_mask=True)

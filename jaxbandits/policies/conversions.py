@@ -310,7 +310,7 @@ def _delayed(index: str, delay, window, eps, cap, iters, online, name) -> Policy
     def estimate(st: DelayedState):  # S / Ñ: the delay-corrected conversion rate (NaN before Ñ > 0)
         return jnp.where(st.n_tilde > 0, st.s / jnp.where(st.n_tilde > 0, st.n_tilde, 1.0), jnp.nan)
 
-    return Policy(init, act, update, payload, _needs(m), name, estimate=estimate)
+    return Policy(init, act, update, payload, _needs(m), name, estimate=estimate, honours_mask=True)
 
 
 def _check(delay, window, eps, online):
@@ -469,7 +469,8 @@ def _discarding(index, delay, window, eps, bonus, cap, iters, name) -> Policy:
         n_eff = st.tau_m * st.nc
         return jnp.where(n_eff > 0, st.sc / jnp.where(n_eff > 0, n_eff, 1.0), jnp.nan)
 
-    return Policy(init, act, update, payload, _needs(m), name, max_hold=m, memo_hold=True, estimate=estimate)
+    return Policy(init, act, update, payload, _needs(m), name, max_hold=m, memo_hold=True, estimate=estimate,
+                  honours_mask=True)
 
 
 @policy_value("DiscardingUCB")

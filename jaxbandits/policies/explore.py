@@ -168,4 +168,4 @@ def explore(base: Policy, eps: float, samples: int = 256) -> Policy:
     name = f"{base.name}+explore({eps:g})"
     posterior = None if base.posterior is None else (lambda st: base.posterior(st.base))
     return Policy(init, act, update, payload, base.needs, name, base.max_hold, base.reveal_window, base.memo_hold,
-                  True, estimate, posterior)
+                  True, estimate, posterior, honours_mask=base.honours_mask)

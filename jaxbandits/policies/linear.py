@@ -240,7 +240,7 @@ def otf_linucb(window: int, lam: float = 1.0, delta: float = 0.1, variant: str =
     nm = name or ("OTFLinUCB" if bias else "OTFLinUCB-nobias")
     exact = variant == "paper" and bias_mode == "exact" and bias
     return Policy(_init(lam, window), act, _update(window, kind, need_exact=exact), _payload,
-                  _conv(window), nm)
+                  _conv(window), nm, honours_mask=True)
 
 
 @policy_value("OTFLinTS")
@@ -301,7 +301,7 @@ def otf_lints(window: int, lam: float = 1.0, delta: float = 0.1, variant: str = 
     return Policy(_init(lam, window, sigma0 if ref else None), act,
                   _update(window, "ts_ref" if ref else "norm", sigma0 if ref else None,
                           need_exact=(not ref and bias_mode == "exact")), _payload,
-                  _conv(window), name or "OTFLinTS")
+                  _conv(window), name or "OTFLinTS", honours_mask=True)
 
 
 # ----------------------------------------------------------------------------- baselines (not in the paper)
@@ -371,7 +371,8 @@ def linucb_wait(window: int, lam: float = 1.0, delta: float = 0.1, name: str = "
         ring = R.put(st.ring, arr.t, arr.memo.x)
         return WaitState(0.5 * (vinv + vinv.T), st.b + arr.payload, ring, R.get(ring, arr.t + 1), st.t + 1)
 
-    return Policy(init, act, update, _payload, _conv(window), name, max_hold=window, memo_hold=True)
+    return Policy(init, act, update, _payload, _conv(window), name, max_hold=window, memo_hold=True,
+                  honours_mask=True)
 
 
 @policy_value("LinUCBIgnoreDelays")
@@ -416,4 +417,5 @@ def linucb_ignore_delays(lam: float = 1.0, delta: float = 0.1, name: str = "LinU
         a = M.argmax_random_tie(u, M.uniform(key), ctx.mask)
         return a, OTFMemo(x[a])
 
-    return Policy(init, act, _update(0, "norm"), _payload, Needs(attributed=True, zeros_observed=False), name)
+    return Policy(init, act, _update(0, "norm"), _payload, Needs(attributed=True, zeros_observed=False), name,
+                  honours_mask=True)
