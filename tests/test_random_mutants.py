@@ -81,11 +81,15 @@ def test_import_time_lines_run_their_module_files_first(tmp_path, monkeypatch):
     (tmp_path / "jaxbandits" / "x.py").write_text(src)
     monkeypatch.setattr(RM, "ROOT", str(tmp_path))
     assert RM.import_time_lines("jaxbandits/x.py") == {1, 2, 3, 5, 6, 7, 10}
-    cmap = {"lines": {"jaxbandits/x.py": {"1": ["tests/other.py::first_importer"], "4": ["tests/a.py::t"]}},
-            "durations": {}, "failed": []}
+    cmap = {"lines": {"jaxbandits/x.py": {"1": ["tests/other.py::first_importer"], "4": ["tests/a.py::t"],
+                                          "11": ["tests/b.py::u", "tests/test_x.py::own", "tests/bad.py::f"]}},
+            "durations": {"tests/a.py::t": 5.0, "tests/b.py::u": 1.0}, "failed": ["tests/bad.py::f"]}
     at = RM.import_time_lines("jaxbandits/x.py")
     sel, tests = RM.select_tests({"file": "jaxbandits/x.py", "line": 1}, cmap, ["tests/test_x.py"], at)
-    assert sel.startswith("import-time") and tests == ["tests/test_x.py", "tests/other.py::first_importer"]
+    # an import-time line: its module's files, its first importer, then every test that runs one of
+    # the module's functions (fastest first; not those failing unmutated, nor the module's own again)
+    assert sel.startswith("import-time") and tests == ["tests/test_x.py", "tests/other.py::first_importer",
+                                                       "tests/b.py::u", "tests/a.py::t"]
     assert RM.select_tests({"file": "jaxbandits/x.py", "line": 4}, cmap, ["tests/test_x.py"], at) == \
         ("covering", ["tests/a.py::t"])
     assert RM.select_tests({"file": "jaxbandits/x.py", "line": 9}, cmap, ["tests/test_x.py"], at) == \

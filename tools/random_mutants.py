@@ -34,7 +34,8 @@ one fails (killed) or all pass (survived) or ``--cap`` seconds pass (``capped``:
 killed). A line that runs at import (module and class bodies, decorators, default arguments:
 :func:`import_time_lines`) is credited by coverage to whichever test imported its module first,
 not to the tests that read what it defines: its mutant runs its module's test files
-(``tests_for``) first, then the covering tests. A line that no test executes in the test process
+(``tests_for``) first, then the covering tests, then every test that runs one of the module's
+functions, fastest first. A line that no test executes in the test process
 (or only in a subprocess of the CLI tests) runs its module's test files. A kill counts only when
 the failing test passes on the unmutated tree (``--verify``). ``--resume --retry-import-time``
 reruns the surviving and capped import-time mutants of a report written before that rule.
@@ -360,11 +361,20 @@ def import_time_lines(path):
 def select_tests(m, cmap, module_files, import_time):
     """What a mutant runs, and why: the covering tests (:func:`covering_tests`); for a line that runs
     at import (:func:`import_time_lines`), its module's own test files first, then the covering
-    tests; for a line no test executed, its module's files alone."""
+    tests, then every test that runs the module's functions (what a module defines at import, a
+    constant or a registered experiment, is read by the tests that call its code, and coverage
+    credits the line to the first importer alone), fastest first; for a line no test executed, its
+    module's files alone."""
     cov = covering_tests(m, cmap, module_files)
     if m["line"] in import_time:
-        return "import-time line: module files, then covering", list(module_files) + [
-            t for t in (cov or []) if t.split("::")[0] not in module_files]
+        first = list(module_files) + [t for t in (cov or []) if t.split("::")[0] not in module_files]
+        bad, dur = set(cmap["failed"]), cmap["durations"]
+        users = {t for n, ts in cmap["lines"].get(m["file"], {}).items() if int(n) not in import_time
+                 for t in ts if t and t not in bad}
+        have = set(first)
+        rest = sorted((t for t in users if t not in have and t.split("::")[0] not in module_files),
+                      key=lambda t: (dur.get(t, 1.0), t))
+        return "import-time line: module files, covering, then the module's users", first + rest
     if cov:
         return "covering", cov
     return "module files", list(module_files)
