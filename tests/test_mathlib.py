@@ -266,6 +266,19 @@ def test_argmax_random_tie_exact_rule_and_mask():
     assert (got != got_nomask).any()
 
 
+def test_argmax_random_tie_never_picks_a_masked_arm_when_the_allowed_values_are_all_minus_inf_or_nan():
+    """Every allowed value -inf, or an allowed NaN: the arm is uniform over the allowed arms (the
+    (floor(u n) + 1)-th of the n allowed), never a masked one (before, -inf tied with the masked
+    arms' -inf and NaN tied with nothing, giving arm 0 whatever the mask)."""
+    mask = jnp.array([False, True, False, True, True, False])
+    allowed = np.flatnonzero(np.asarray(mask))
+    us = (jnp.arange(300, dtype=jnp.float32) + 0.5) / 300
+    for v in ([5.0, -np.inf, 7.0, -np.inf, -np.inf, 1.0], [5.0, 1.0, 7.0, np.nan, 2.0, 9.0]):
+        got = np.asarray(jax.vmap(lambda u: M.argmax_random_tie(jnp.asarray(v, jnp.float32), u, mask))(us))
+        want = allowed[np.floor(np.asarray(us) * len(allowed)).astype(int)]
+        np.testing.assert_array_equal(got, want)
+
+
 def _mix32_np(x):
     """Wellons' lowbias32 finaliser (published constants 0x7feb352d, 0x846ca68b), uint32 arithmetic."""
     x = x.astype(np.uint64)

@@ -272,7 +272,9 @@ def argmax_random_tie(values, u, mask=None):
     Args:
         values: f32[K].
         u: a uniform on (0, 1).
-        mask: bool[K], the allowed arms, or ``None`` for all.
+        mask: bool[K], the allowed arms (at least one), or ``None`` for all. The arm is always
+            an allowed one: if every allowed value is ``-inf``, or one is NaN, it is uniform over
+            the allowed arms.
 
     Returns:
         i32, the arm.
@@ -289,6 +291,9 @@ def argmax_random_tie(values, u, mask=None):
     if mask is not None:
         values = jnp.where(mask, values, -jnp.inf)
     ties = values >= jnp.max(values)
+    if mask is not None:  # never a masked arm: not when every allowed value is -inf (all tie at
+        ties = ties & mask  # -inf), nor when one is NaN (nothing ties: uniform over the allowed)
+        ties = jnp.where(jnp.any(ties), ties, mask)
     c = jnp.cumsum(ties.astype(jnp.int32))
     j = jnp.floor(u * c[-1]).astype(jnp.int32)  # pick the (j+1)-th tied index
     return jnp.argmax(ties & (c > j)).astype(jnp.int32)
