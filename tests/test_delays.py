@@ -470,6 +470,9 @@ def test_delay_laws_by_name_live_in_delays_and_serve_re_exports_them():
         D.delay_law({"law": "nope"})
     with pytest.raises(ValueError, match=r"--delay 'geometric:foo=1' \(geometric\)"):
         command.parse_delay("geometric:foo=1")
+    for bad in ("geometric:mean=abc", "geometric:mean=1=2", "geometric:mean="):  # a value that is no number
+        with pytest.raises(ValueError, match=r"^--delay: the value of 'mean' must be a number"):
+            command.parse_delay(bad)
     for mod in (dashboard, command):
         names = {a.name for n in ast.walk(ast.parse(inspect.getsource(mod)))
                  if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}

@@ -48,7 +48,11 @@ def parse_delay(text: str):
         if "=" not in kv:
             raise ValueError(f"--delay takes LAW:key=value,... (e.g. geometric:mean=20), got {text!r}")
         k, v = kv.split("=", 1)
-        kw[k.strip()] = json.loads(v)
+        try:
+            kw[k.strip()] = json.loads(v)
+        except ValueError:
+            raise ValueError(f"--delay: the value of {k.strip()!r} must be a number (or JSON), got {v!r} "
+                             f"in {text!r}, e.g. geometric:mean=20") from None
     return D.delay_law({"law": law, **kw}, where=f"--delay {text!r}")
 
 
