@@ -9,7 +9,6 @@ import numpy as np
 
 from ..core import validate as V
 from ..core import delays as D
-from ..core import mathlib as M
 from ..core.types import Outcome
 from .base import World, pytree, static
 from .stochastic import check_delay, check_means, as_means
@@ -56,7 +55,9 @@ class CompositeEnv(World):
             r = self.table[jnp.clip(t, 0, self.table.shape[0] - 1), action]
         elif self.total == "beta":  # Beta(s k, (1-s) k): same mean, from the WORLD stream
             s = jnp.clip(self.means_[action], 1e-6, 1 - 1e-6)
-            r = M.beta_sample(key, s * self.concentration, (1 - s) * self.concentration).astype(_F)
+            # jax.random.beta: exact for every shape (s k or (1 - s) k is below 1 for most means) and
+            # scalar ones (mathlib.beta_sample takes arrays of shapes >= 1)
+            r = jax.random.beta(key, s * self.concentration, (1 - s) * self.concentration).astype(_F)
         else:
             r = (u < self.means_[action]).astype(_F)
         if self.profile.shape[0] > 0:
