@@ -4,6 +4,7 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from scipy import special, stats
 
 from jaxbandits import mathlib as M
@@ -359,3 +360,18 @@ def test_ndtri_is_jaxs_bit_for_bit_and_has_no_array_constant():
     np.testing.assert_array_equal(a, b)
     consts = jax.make_jaxpr(ndtri)(jnp.float32(0.3)).consts
     assert all(np.ndim(c) == 0 for c in consts), [np.shape(c) for c in consts]
+
+
+def test_gamma_mt_refuses_a_concrete_shape_out_of_range_and_a_traced_one_ends_in_nan():
+    """Bad input gets an error before anything runs (a concrete shape below 1, or NaN), never a
+    hang: under jit, where a shape cannot be checked, a shape below 1/3 (Marsaglia-Tsang accepts
+    no proposal) ends the loop after GAMMA_MAX_ROUNDS rounds with NaN for that variate alone."""
+    key = jax.random.key(0)
+    for bad in ([2.0, 0.2], [np.nan, 3.0], [0.999]):
+        with pytest.raises(ValueError, match=r"gamma_mt: shapes a must be >= 1"):
+            M.gamma_mt(key, jnp.asarray(bad, jnp.float32))
+    g = np.asarray(jax.jit(M.gamma_mt)(key, jnp.asarray([2.0, 0.2, 5.0], jnp.float32)))
+    assert np.isnan(g[1]) and np.isfinite(g[[0, 2]]).all() and (g[[0, 2]] > 0).all()
+    # in range, the values are those of the unbounded loop: the same bits eager and jitted
+    a = jnp.asarray([1.0, 1.5, 7.0, 30.0], jnp.float32)
+    np.testing.assert_array_equal(np.asarray(M.gamma_mt(key, a)), np.asarray(jax.jit(M.gamma_mt)(key, a)))

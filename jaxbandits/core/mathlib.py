@@ -13,6 +13,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from . import validate as V
+
 _F = jnp.float32
 _EPS = 1e-7
 
@@ -605,12 +607,20 @@ def beta_from_gammas(ga, gb):
     return ga / (ga + gb)
 
 
+#: the most rounds of further proposals :func:`gamma_mt` draws (a bound, not a tuning: reached only
+#: for shapes outside its range)
+GAMMA_MAX_ROUNDS = 4096
+
+
 def gamma_mt(key, a, n_try: int = 4):
     """Exact Gamma(a, 1) variates for ``a >= 1`` by Marsaglia and Tsang (2000).
 
     ``n_try`` proposals per variate are drawn at once (each accepted with probability > 0.95 for
     ``a >= 1``); a variate that rejects all of them (probability < 1e-5) goes on through a
-    ``while_loop`` of further proposals, so the law is exact.
+    ``while_loop`` of further proposals, so the law is exact. The loop stops after
+    :data:`GAMMA_MAX_ROUNDS` rounds (for ``a >= 1`` it ends sooner with probability above
+    ``1 - 1e-5000``): a shape outside the range (below 1/3, NaN) gives NaN there, not a hang; a
+    concrete one is refused before anything runs.
 
     Args:
         key: a typed PRNG key.
@@ -620,6 +630,9 @@ def gamma_mt(key, a, n_try: int = 4):
     Returns:
         f32[n], one Gamma(a_i) variate each.
 
+    Raises:
+        ValueError: a concrete shape below 1 or not finite.
+
     Examples:
         >>> import jax, jax.numpy as jnp  # doctest: +SKIP
         >>> from jaxbandits import mathlib  # doctest: +SKIP
@@ -627,6 +640,10 @@ def gamma_mt(key, a, n_try: int = 4):
         >>> g.shape, bool((g > 0).all())  # doctest: +SKIP
         ((2,), True)
     """
+    if V.is_concrete(a):
+        bad = ~(np.asarray(a, np.float64) >= 1.0)  # NaN is bad too
+        if bad.any():
+            raise ValueError(f"gamma_mt: shapes a must be >= 1 (finite), got {np.asarray(a)[bad][:4].tolist()}")
     a = jnp.asarray(a, _F)
     n = a.shape[0]
     d = a - 1.0 / 3.0
@@ -647,8 +664,9 @@ def gamma_mt(key, a, n_try: int = 4):
         ok2, v2 = propose(key, (i + 1) * 4 * n_try * n)
         return done | ok2, jnp.where(done, val, v2), i + 1
 
-    done, val, _ = lax.while_loop(lambda s: ~jnp.all(s[0]), body, (done, val, jnp.uint32(0)))
-    return val
+    done, val, _ = lax.while_loop(lambda s: ~jnp.all(s[0]) & (s[2] < GAMMA_MAX_ROUNDS), body,
+                                  (done, val, jnp.uint32(0)))
+    return jnp.where(done, val, jnp.nan)
 
 
 def beta_sample(key, a, b):
