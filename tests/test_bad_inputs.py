@@ -418,6 +418,8 @@ xcase("study-horizon", run("bayes-fit-recovery", horizon=100), VE, "horizon")
 xcase("set-wang-stream-length", run("wang2021-fig5", overrides={"stream_length": 2**25}), VE, "horizon")
 xcase("set-wang-stream-seed", run("wang2021-fig5", overrides={"stream_seed": -5}), VE, "seed")
 xcase("set-wang-profiles", run("wang2021-fig3", overrides={"profiles": [[1, 2, 3]]}), VE, "profiles")
+xcase("set-appf-one-delay", run("pikeburke2018-appF", overrides={"delays": [5, 5]}), VE,
+      r"delays: at least 2 distinct E\[tau\] values")
 xcase("set-wang-fig3-seven-profiles", run("wang2021-fig3", overrides={"profiles": [["interval", 1, 2]] * 7}), VE,
       "profiles: 1 to 6 entries")
 xcase("set-wang-fig3-no-profiles", run("wang2021-fig3", overrides={"profiles": []}), VE, "profiles. must be a non-empty list")

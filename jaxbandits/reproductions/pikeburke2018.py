@@ -55,6 +55,8 @@ def _fig3b(cfg):
 def _appF(cfg, runs, seed, horizon, sweep: Sweep = DIRECT):
     T = V.horizon("horizon", horizon or cfg["horizon"])
     es = list(cfg["delays"])
+    if len(set(es)) < 2:  # the fits below are slopes in E[tau]
+        raise ValueError(f"delays: at least 2 distinct E[tau] values (a slope needs two), got {es}")
     res = SweepResults("pikeburke2018-appF", {**cfg, "horizon": T}, seed, runs, "E[tau]", [float(e) for e in es],
                        metric="regret")
     key = V.seed_key(seed)  # the same reward streams for every E: paired differences
@@ -95,6 +97,6 @@ APP_F = Experiment("pikeburke2018-appF",
                    None, {"means": [0.5, 0.6], "delays": [0, 5, 10, 25, 50, 100], "families": ["unif", "const"],
                           "horizon": 250_000}, horizon=250_000, runs=40, runner=_appF,
                    horizon_keys=("horizon",),
-                   ranges={"means": RANGES["means"], "delays": "E[tau] values, integers >= 0",
+                   ranges={"means": RANGES["means"], "delays": "E[tau] values, integers >= 0, at least 2 distinct",
                            "families": "a non-empty list of 'unif' (uniform on {0..2E}) and/or 'const' (delay E)",
                            "horizon": "an integer in [1, 2**24]"})
