@@ -36,6 +36,12 @@ def world_digest(world) -> str:
     law's type, every static field: ``jax.tree.structure``) and of each array's dtype, shape and
     bytes (:data:`WORLD_IDS`). Two worlds get one digest only if they are equal as values.
 
+    Args:
+        world: a world (any pytree: its structure and arrays are what is hashed).
+
+    Returns:
+        ``str``, 16 hex digits.
+
     Examples:
         >>> from jaxbandits import delays, envs
         >>> from jaxbandits.engine.fingerprint import world_digest
