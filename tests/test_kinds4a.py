@@ -217,7 +217,7 @@ def test_the_delay_prior_default_mean_is_the_one_bayes_md_states_in_both_fits(mo
     def ctx(fam, priors, prior_mean):
         seen.append(prior_mean)
         raise _Stop
-    monkeypatch.setattr(FIT, "_init_values", flat)
+    monkeypatch.setattr(FIT, "start_values", flat)
     if "arviz" not in sys.modules:  # its import (about 10 s here) stood in: the fits stop before they use it
         monkeypatch.setitem(sys.modules, "arviz", types.ModuleType("arviz"))
     monkeypatch.setattr(CTX, "contextual_priors", ctx)
@@ -320,7 +320,7 @@ def test_a_distributed_sweeps_unit_mismatch_names_every_process_unlike_process_0
 
     def exchange(mine):
         return [mine if u == 0 else hashlib.sha256(str(u).encode()).digest() for u in units]
-    monkeypatch.setattr(DIST, "_bytes_all", exchange)
+    monkeypatch.setattr(DIST, "bytes_all", exchange)
 
     def runner(config, runs, seed, horizon, sweep):
         return sweep.unit({"seed": seed}, lambda: {"runs": runs}, kind="json")

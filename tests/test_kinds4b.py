@@ -468,8 +468,8 @@ def test_the_fused_paths_speed_is_its_run_steps_over_its_run_time(monkeypatch):
         return jax.jit(lambda mu, rec, tau, words, *rep: (jnp.zeros((R, n_pad), jnp.float32),
                                                             jnp.zeros((R, n_pad), jnp.float32),
                                                             jnp.zeros((R * K, n_pad), jnp.int32)))
-    monkeypatch.setattr(FP, "_program", program)
-    monkeypatch.setattr(FP, "_COMPILED", collections.OrderedDict())
+    monkeypatch.setattr(FP, "kernel_program", program)
+    monkeypatch.setattr(FP, "COMPILED", collections.OrderedDict())
     out = FP.simulate_fused(envs.bernoulli([0.3, 0.6]), C.attributed(),
                             {"UCB1": classic.ucb1(), "UCB1 (a=1)": classic.ucb1(alpha=1.0)}, 24, jax.random.key(0), 3,
                             interpret=True)

@@ -115,7 +115,7 @@ def test_a_map_is_of_one_package_tree_and_map_add_refuses_another(tmp_path, monk
     assert RM.package_digest() not in (d0, d1)
     out = tmp_path / "map.json"
     out.write_text('{"lines": {}, "durations": {}, "failed": [], "package": "%s"}' % d1)
-    monkeypatch.setattr(RM, "_coverage_run", lambda *a, **k: (_ for _ in ()).throw(AssertionError("ran")))
+    monkeypatch.setattr(RM, "coverage_run", lambda *a, **k: (_ for _ in ()).throw(AssertionError("ran")))
     try:
         RM.map_add(["tests/test_x.py"], out=str(out))
     except SystemExit as e:
@@ -134,9 +134,9 @@ def test_map_add_merges_new_tests_into_the_lines_they_cover(tmp_path, monkeypatc
     out.write_text(json.dumps({"lines": {"jaxbandits/a.py": {"1": ["tests/old.py::t"]}},
                                "durations": {"tests/old.py::t": 1.0}, "failed": [],
                                "package": RM.package_digest()}))
-    monkeypatch.setattr(RM, "_coverage_run", lambda tests, data, extra=(): (
+    monkeypatch.setattr(RM, "coverage_run", lambda tests, data, extra=(): (
         {"tests/new.py::u": 2.0}, set(), ""))
-    monkeypatch.setattr(RM, "_lines_of", lambda data: {"jaxbandits/a.py": {"1": ["tests/new.py::u"],
+    monkeypatch.setattr(RM, "lines_of", lambda data: {"jaxbandits/a.py": {"1": ["tests/new.py::u"],
                                                                             "2": ["tests/new.py::u"]}})
     assert RM.map_add(["tests/new.py"], out=str(out)) == 0
     cmap = json.loads(out.read_text())

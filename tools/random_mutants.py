@@ -258,7 +258,7 @@ def package_digest():
     return h.hexdigest()[:16]
 
 
-def _coverage_run(tests, data_file, extra=()):
+def coverage_run(tests, data_file, extra=()):
     for f in os.listdir(ROOT):
         if f.startswith(os.path.basename(data_file)):
             os.remove(os.path.join(ROOT, f))
@@ -279,7 +279,7 @@ def _coverage_run(tests, data_file, extra=()):
     return durations, failed, r.stdout[-3000:]
 
 
-def _lines_of(data_file):
+def lines_of(data_file):
     import coverage
 
     data = coverage.CoverageData(basename=data_file)
@@ -304,9 +304,9 @@ def map_add(tests, out=MAP):
     data_file = os.path.join(ROOT, ".mutants_coverage_add")
     # one xdist worker: pytest-cov records no per-test contexts in a run without xdist (seen with
     # pytest-cov 7.1, coverage 7.17)
-    durations, failed, _ = _coverage_run(list(tests), data_file, extra=("-n", "1"))
+    durations, failed, _ = coverage_run(list(tests), data_file, extra=("-n", "1"))
     added = 0
-    for rel, by in _lines_of(data_file).items():
+    for rel, by in lines_of(data_file).items():
         have = cmap["lines"].setdefault(rel, {})
         for n, ts in by.items():
             new = sorted(set(have.get(n, [])) | set(ts))
@@ -325,7 +325,7 @@ def map_add(tests, out=MAP):
 def build_map(out=MAP):
     """Run the default suite once under coverage, one context per test, and write the map."""
     data_file = os.path.join(ROOT, ".mutants_coverage")
-    durations, failed, tail = _coverage_run([], data_file)
+    durations, failed, tail = coverage_run([], data_file)
     json.dump({"durations": durations, "failed": sorted(failed), "lines": {}, "tail": tail,
                "package": package_digest()}, open(out, "w"))
     return lines_from_coverage(data_file, out)
@@ -334,7 +334,7 @@ def build_map(out=MAP):
 def lines_from_coverage(data_file=os.path.join(ROOT, ".mutants_coverage"), out=MAP):
     """Fill the map's ``lines`` from the coverage data of :func:`build_map`'s run."""
     cmap = json.load(open(out))
-    cmap["lines"] = _lines_of(data_file)
+    cmap["lines"] = lines_of(data_file)
     cmap.setdefault("package", package_digest())
     json.dump(cmap, open(out, "w"))
     print(f"map: {len(cmap['lines'])} files, {len(cmap['durations'])} tests timed, {len(cmap['failed'])} "

@@ -132,7 +132,7 @@ def _release_freed_memory():
         pass
 
 
-def _init_values(fam, wr, plays, K, per_arm_delay, prior_mean):
+def start_values(fam, wr, plays, K, per_arm_delay, prior_mean):
     """Starting values from the data (the seen rates, the seen delays' mean / median), not from
     prior draws: drawing Beta variates (what ``init_to_median`` does) costs a gamma-sampler compile
     of about 2 s. Each chain jitters them (see :func:`init_near`)."""
@@ -171,7 +171,7 @@ def init_near(values, radius=0.5, real=()):
 def _hier_init_values(fam, wr, plays, K, prior_mean):
     """Starting values of the hierarchical model: the population at the pooled rate and mean seen
     delay, small spreads, every arm's offset at the (clipped) logit of its own seen rate."""
-    flat = _init_values(fam, wr, plays, K, False, prior_mean)
+    flat = start_values(fam, wr, plays, K, False, prior_mean)
     p_k = np.clip((np.asarray(wr.n_conv, np.float64) + 1) / (np.asarray(plays, np.float64) + 2), 1e-3, 0.9)
     p_all = float(np.clip((np.sum(wr.n_conv) + 1) / (np.sum(plays) + 2), 1e-3, 0.9))
     mu = math.log(p_all / (1 - p_all))
@@ -317,7 +317,7 @@ def fit(log: ConversionLog, model: str = "exponential", method: str = "nuts", *,
             values, real = _hier_init_values(fam, wr, log.plays_per_arm, K, prior_mean)
             init = init_near(values, real=real)
         else:
-            init = init_near(_init_values(fam, wr, log.plays_per_arm, K, per_arm_delay, prior_mean))
+            init = init_near(start_values(fam, wr, log.plays_per_arm, K, per_arm_delay, prior_mean))
         mcmc = MCMC(NUTS(model_fn, init_strategy=init), num_warmup=num_warmup, num_samples=num_samples,
                     num_chains=num_chains, chain_method=chain_method, progress_bar=progress_bar, jit_model_args=True)
         with warnings.catch_warnings():  # "not enough devices for parallel chains" is numpyro's own fallback

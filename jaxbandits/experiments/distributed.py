@@ -218,7 +218,7 @@ def simulate_global(env, channel, policies, horizon: int, key, n_runs: int = 1, 
     return outs[next(iter(outs))] if single else outs
 
 
-def _bytes_all(data: bytes) -> list:
+def bytes_all(data: bytes) -> list:
     """``data`` of every process, on every process (lengths, then the bytes padded to the longest)."""
     import numpy as np
     from jax.experimental import multihost_utils as mh
@@ -269,7 +269,7 @@ def run_sweep_global(runner, cfg, runs: int, seed: int, horizon, folder: Optiona
         import json
 
         mine = hashlib.sha256(json.dumps(ctx.units).encode()).digest()
-        got = _bytes_all(mine)
+        got = bytes_all(mine)
         if any(g != mine for g in got):
             odd = [i for i, g in enumerate(got) if g != got[0]]
             raise RuntimeError(f"distributed sweep: process(es) {odd} asked for other units than process 0 (the "
@@ -278,7 +278,7 @@ def run_sweep_global(runner, cfg, runs: int, seed: int, horizon, folder: Optiona
     with sweep_checkpoints(None, replay_only=True) as rep:
         for uid, kind, owner in ctx.units:
             mine = ctx.cache.get_bytes(uid, kind) if owner == me else b""
-            rep.cache.put_bytes(uid, kind, _bytes_all(mine or b"")[owner] if count > 1 else mine)
+            rep.cache.put_bytes(uid, kind, bytes_all(mine or b"")[owner] if count > 1 else mine)
         return call_runner(runner, cfg, runs, seed, horizon, rep)
 
 

@@ -221,7 +221,7 @@ def run_keys_words(key, run_ids):
 
 
 _CACHE: "collections.OrderedDict" = collections.OrderedDict()  # jitted programs
-_COMPILED: "collections.OrderedDict" = collections.OrderedDict()  # their executables, by argument shapes
+COMPILED: "collections.OrderedDict" = collections.OrderedDict()  # their executables, by argument shapes
 
 
 def clear_cache():
@@ -235,11 +235,11 @@ def clear_cache():
         >>> path.clear_cache()
     """
     _CACHE.clear()
-    _COMPILED.clear()
+    COMPILED.clear()
     _WORDS.clear()
 
 
-def _program(ks, n_pad):
+def kernel_program(ks, n_pad):
     """The jitted program of one kernel (cached by its static description and the runs)."""
     from . import kernels as Kn
 
@@ -402,15 +402,15 @@ def simulate_fused(env, channel, policies, horizon, key, n_runs=1, *, record=Non
         ck = (ks, n_pad, tau.shape)
         if rep:
             ck = ck + (rep[0].shape,)
-        exe = _COMPILED.get(ck)
+        exe = COMPILED.get(ck)
         if exe is None:  # compile once per kernel and shape (a second call compiles nothing)
             t0 = time.perf_counter()
-            exe = _program(ks, n_pad).lower(mu, rec, tau, words, *rep).compile()
+            exe = kernel_program(ks, n_pad).lower(mu, rec, tau, words, *rep).compile()
             compile_s += time.perf_counter() - t0
-            _COMPILED[ck] = exe
-            while len(_COMPILED) > 32:
-                _COMPILED.popitem(last=False)
-        _COMPILED.move_to_end(ck)
+            COMPILED[ck] = exe
+            while len(COMPILED) > 32:
+                COMPILED.popitem(last=False)
+        COMPILED.move_to_end(ck)
         t0 = time.perf_counter()
         got = exe(mu, rec, tau, words, *rep)
         jax.block_until_ready(got)
