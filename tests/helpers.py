@@ -59,3 +59,23 @@ def reactive(K):
         return ReactState(state.cum + jnp.sum(arr.payload * jnp.arange(1, arr.payload.shape[0] + 1)))
 
     return Policy(init, act, update, payload, ALL, "reactive")
+
+
+_TINY_SWEEP = {"log2_T": [3, 4], "delays": [0, 2], "horizon": 64}
+
+
+def tiny_runner_configs():
+    """Every registered experiment with a runner (the sweeps and studies), as ``(name, experiment,
+    config)`` with its horizon-like settings cut to a few rounds (``log2_T`` [3, 4], ``delays``
+    [0, 2], ``horizon`` 64; a scalar setting given as a list takes the list's last value), so that a
+    test can run its bookkeeping in the fast suite."""
+    import jaxbandits.experiments as X
+
+    for name, exp in X.load_all().items():
+        if exp.runner is None:
+            continue
+        cfg = dict(exp.config)
+        for k, v in _TINY_SWEEP.items():
+            if k in cfg:
+                cfg[k] = v if isinstance(cfg[k], list) else v[-1] if isinstance(v, list) else v
+        yield name, exp, cfg

@@ -33,6 +33,7 @@ import jaxbandits
 import jaxbandits.experiments.distributed as DIST
 import jaxbandits.engine.memory as MEM
 import jaxbandits.experiments as X
+from helpers import tiny_runner_configs
 from jaxbandits import bayes
 from jaxbandits.apps import cli
 from jaxbandits import channels as C
@@ -433,7 +434,6 @@ class _Placeholders(Sweep):
         return placeholder()
 
 
-_TINY = {"log2_T": [3, 4], "delays": [0, 2], "horizon": 64}
 
 
 def test_every_registered_runner_gives_a_well_formed_result_of_its_experiment():
@@ -441,13 +441,7 @@ def test_every_registered_runner_gives_a_well_formed_result_of_its_experiment():
     of each simulation's form): the result names its experiment, holds the config and seed it was
     given, and each swept series (finals, bounds, extras) has one entry per swept value."""
     seen = 0
-    for name, exp in X.load_all().items():
-        if exp.runner is None:
-            continue
-        cfg = dict(exp.config)
-        for k, v in _TINY.items():
-            if k in cfg:
-                cfg[k] = v if isinstance(cfg[k], list) else v[-1] if isinstance(v, list) else v
+    for name, exp, cfg in tiny_runner_configs():
         res = exp.runner(dict(cfg), 2, 7, None, _Placeholders())
         assert (res.experiment, res.seed) == (name, 7) and isinstance(res.config, dict), (name, res.experiment)
         assert {k: res.config[k] for k in cfg} == cfg, name

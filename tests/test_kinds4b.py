@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 
 import jaxbandits.experiments as X
+from helpers import tiny_runner_configs
 from jaxbandits import envs, online, ope
 from jaxbandits import channels as C
 from jaxbandits.apps import dashboard
@@ -186,7 +187,6 @@ class _Counting(Sweep):
         return super().simulate_grid(build, grid, channel, horizon, key, n_runs, **kw)
 
 
-_TINY = {"log2_T": [3, 4], "delays": [0, 2], "horizon": 64}
 
 
 def test_every_sweep_runner_counts_the_run_steps_of_the_simulations_it_asked_for():
@@ -196,13 +196,7 @@ def test_every_sweep_runner_counts_the_run_steps_of_the_simulations_it_asked_for
     policies of each call, x grid points), each call's time counted once, and the summary's
     ``run_steps_per_s`` is their ratio."""
     seen = 0
-    for name, exp in X.load_all().items():
-        if exp.runner is None:
-            continue
-        cfg = dict(exp.config)
-        for k, v in _TINY.items():
-            if k in cfg:
-                cfg[k] = v if isinstance(cfg[k], list) else v[-1] if isinstance(v, list) else v
+    for name, exp, cfg in tiny_runner_configs():
         sw = _Counting()
         res = exp.runner(dict(cfg), 3, 7, None, sw)
         if not isinstance(res, SweepResults):
