@@ -144,3 +144,21 @@ def test_map_add_merges_new_tests_into_the_lines_they_cover(tmp_path, monkeypatc
                                                 "2": ["tests/new.py::u"]}
     assert cmap["durations"] == {"tests/old.py::t": 1.0, "tests/new.py::u": 2.0}
     assert cmap["added"] == ["tests/new.py"]
+
+
+def test_a_hung_test_fails_at_its_time_limit_in_the_words_the_tool_reads(tmp_path):
+    """A mutant that makes a test hang is killed, not capped: each test of a mutant's run has a time
+    limit (pytest-timeout), ``max(60 s, 4 x the slowest selected test's mapped time)``, and the tool
+    marks such kills ``by_time_limit`` from pytest-timeout's words, which this pins."""
+    import subprocess
+    import sys
+
+    assert RM.time_limit_of(["a", "b"], {"a": 2.0, "b": 30.0}) == 120.0
+    assert RM.time_limit_of(["a"], {"a": 2.0}) == RM.TEST_LIMIT_FLOOR == 60.0
+    assert RM.time_limit_of([], {}) == 60.0
+    (tmp_path / "test_hang.py").write_text("import time\n\ndef test_hangs():\n    time.sleep(60)\n")
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                        "-rfE", "--timeout=1", "test_hang.py"], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=50)
+    out = r.stdout + r.stderr
+    assert r.returncode == 1 and "Timeout (>" in out and "FAILED test_hang.py::test_hangs" in out, out[-800:]

@@ -393,6 +393,19 @@ def covering_tests(m, cmap, own_files):
     return sorted(tests, key=lambda t: (t.split("::")[0] not in own, dur.get(t, 1.0), t))
 
 
+TEST_LIMIT_FLOOR = 60.0  # seconds: no default test takes a minute alone, compiles included
+TEST_LIMIT_FACTOR = 4.0  # times the slowest selected test's time in the map (measured under coverage)
+
+
+def time_limit_of(tests, durations):
+    """Each test's time limit under a mutant (pytest-timeout): a hang is a failure the suite shows
+    (the library's rule: never a hang), not a run that ends at the mutant's cap. Generous, so that a
+    mutant's fresh compiles never reach it: ``max(60 s, 4 x the slowest selected test's time in the
+    map)``."""
+    slowest = max((durations.get(t, 1.0) for t in tests), default=1.0)
+    return max(TEST_LIMIT_FLOOR, TEST_LIMIT_FACTOR * slowest)
+
+
 def run_covered(m, files, cap):
     """One mutant against its covering tests (``m['tests']``): killed / survived / capped."""
     import tempfile
@@ -409,7 +422,7 @@ def run_covered(m, files, cap):
             return dict(m, status="invalid", seconds=0.0)
         open(path, "w").write(src.replace(m["old"], m["new"]))
         cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-n", "0", "-rfE",
-               *m["tests"]]
+               f"--timeout={m.get('test_limit', 0):g}", *m["tests"]]
         env = dict(os.environ, PYTHONPATH=tmp, JAX_PLATFORMS="cpu", JAX_COMPILATION_CACHE_DIR=CACHE,
                    JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
         try:
@@ -419,8 +432,9 @@ def run_covered(m, files, cap):
             rc, out = None, (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
     failed = [ln.split(" ")[1] for ln in out.splitlines() if ln.startswith(("FAILED ", "ERROR "))]
     status = "capped" if rc is None else ("survived" if rc in (0, 5) else "killed")
+    hung = status == "killed" and "Timeout (>" in out  # pytest-timeout's words: the test hung or crawled
     return dict(m, status=status, rc=rc, killer=failed[:1], seconds=round(time.time() - t0, 1),
-                tail="" if status == "killed" else out[-600:])
+                by_time_limit=hung, tail="" if status == "killed" and not hung else out[-600:])
 
 
 def verify(res, files):
@@ -450,6 +464,9 @@ def summary(res):
         n = c["killed"] + c["survived"] + c["capped"]
         rows.append(f"{f:40s} {c['killed']}/{n} killed ({100.0 * c['killed'] / max(n, 1):.0f}%)"
                     f"  survived {c['survived']}, capped {c['capped']}, invalid {c['invalid']}")
+    hung = sum(1 for r in res if r.get("by_time_limit"))
+    if hung:
+        rows.append(f"{'(killed by a test time limit: a hang)':40s} {hung}")
     k = sum(c["killed"] for c in by.values())
     n = sum(c["killed"] + c["survived"] + c["capped"] for c in by.values())
     rows.append(f"{'all':40s} {k}/{n} killed ({100.0 * k / max(n, 1):.1f}%)")
@@ -500,6 +517,7 @@ def main(argv=None):
         if m["file"] not in at_import:
             at_import[m["file"]] = import_time_lines(m["file"])
         m["selection"], m["tests"] = select_tests(m, cmap, m["tests"], at_import[m["file"]])
+        m["test_limit"] = time_limit_of(m["tests"], cmap["durations"])
     if a.dry:
         for m in runnable:
             print(m["id"], "|", m["from"], "->", m["to"], "|", m["selection"], len(m["tests"]))
