@@ -260,14 +260,15 @@ class _Out:
 class _Recorder:
     """A sweep that runs nothing and records every ``simulate`` / ``simulate_grid`` call."""
 
-    def __init__(self):
-        self.calls = []
+    def __init__(self, grow=0.0):
+        self.calls, self.grow = [], grow  # grow: the finals of the k-th call are raised by grow k^2
 
     def simulate(self, env, channel, policies, horizon, key, n_runs=1, **kw):
+        up = self.grow * len(self.calls) ** 2
         self.calls.append(("sim", env, channel, policies, horizon, n_runs))
         if isinstance(policies, dict):
-            return {lab: _Out(n_runs, 10.0 * (i + 1)) for i, lab in enumerate(policies)}
-        return _Out(n_runs, 7.0)
+            return {lab: _Out(n_runs, 10.0 * (i + 1) + up) for i, lab in enumerate(policies)}
+        return _Out(n_runs, 7.0 + up)
 
     def simulate_grid(self, build, grid, channel, horizon, key, n_runs=1, **kw):
         self.calls.append(("grid", build, channel, dict(grid), horizon, n_runs))
@@ -323,3 +324,170 @@ def test_every_heavy_tail_policys_parameters_and_calendar_width_are_their_formul
             assert ch.width == math.ceil(max(betas)), (T, ch.width, betas)
             spread += math.ceil(min(betas)) != math.ceil(max(betas))
     assert spread >= 1, spread
+
+
+def test_every_field_of_the_bounds_study_and_example8_is_its_formula():
+    """thune2019-bounds (K = 3, T = 2^6, delays 0 and 8, 5 runs) and thune2019-example8 (T = 2^5,
+    2^6), their simulations stood in (finals ``10 + run`` for DEW, ``20 + run`` for Skipper): every
+    policy's parameters against their formulas (DEW's ``eta``, ``d_max``; Skipper's ``beta``), every
+    calendar's width, and every extra field of the bounds study: ``DEW / sqrt((eKT/2+D) lnK)`` the
+    mean DEW final over ``sqrt((e K T / 2 + D) ln K)``, ``eta_thm1``, ``beta_cor4``, ``truncated``
+    (``eta > 1/(4 e d)``), and each bound (Theorem 1's, Corollary 4's) written out."""
+    K, runs = 3, 5
+    exp = X.get("thune2019-bounds")
+    sw = _Recorder()
+    res = exp.runner({**exp.config, "log2_T": 6, "delays": [0, 8], "n_arms": K}, runs, 1, None, sw)
+    T = 64
+    sims = [c for c in sw.calls if c[0] == "sim" and isinstance(c[3], dict)]
+    assert len(sims) == 2
+    dew_mean = np.mean(10.0 + np.arange(runs))
+    for i, (d, (_, env, ch, pols, T_, n)) in enumerate(zip([0, 8], sims)):
+        D = float(T * d)
+        eta, b4 = _eta(K, T, D), _beta4(K, T, D)
+        assert (T_, n, ch.width) == (T, runs, d + 1)
+        assert pols["DEW-Thm1"].eta == pytest.approx(eta, rel=1e-12) and pols["DEW-Thm1"].d_max == d
+        assert pols["Skipper-Cor4"].beta == pytest.approx(b4, rel=1e-12)
+        ex = res.extra
+        assert ex["DEW / sqrt((eKT/2+D) lnK)"][i] == pytest.approx(
+            dew_mean / math.sqrt((_e * K * T / 2 + D) * math.log(K)), rel=1e-12)
+        assert ex["eta_thm1"][i] == pytest.approx(eta, rel=1e-12)
+        assert ex["beta_cor4"][i] == pytest.approx(b4, rel=1e-12)
+        assert ex["truncated"][i] == (d > 0 and eta > 1 / (4 * _e * d))
+        lnk = math.log(K)
+        assert res.bounds["DEW-Thm1"][i] == pytest.approx(
+            max(lnk / eta, 4 * _e * d * lnk) + eta * (_e * K * T / 2 + D), rel=1e-12)
+        assert res.bounds["Skipper-Cor4"][i] == pytest.approx(2 * math.sqrt((_e * K * T / 2 + (1 + 4 * _e) * D) * lnk),
+                                                              rel=1e-12)
+        np.testing.assert_array_equal(res.finals["DEW-Thm1"][i], 10.0 + np.arange(runs))
+    assert ex["truncated"] == [False, True]  # both sides of the truncation occur
+
+    exp = X.get("thune2019-example8")
+    sw = _Recorder()
+    res = exp.runner({**exp.config, "log2_T": [5, 6], "n_arms": K}, 2, 1, None, sw)
+    sims = [c for c in sw.calls if c[0] == "sim" and isinstance(c[3], dict)]
+    for i, (T, (_, env, ch, pols, T_, n)) in enumerate(zip([32, 64], sims)):
+        n_late = math.ceil(math.sqrt(K * T / math.log(K))) - 1
+        D = float(sum(T - 1 - j for j in range(n_late)))
+        assert T_ == T and res.extra["D"][i] == D
+        dew = pols["DEW-Thm1 (d_max=T-1)"]
+        assert dew.eta == pytest.approx(_eta(K, T, D), rel=1e-12) and dew.d_max == T - 1
+        assert pols["untruncated DEW (ref.)"].eta == pytest.approx(math.sqrt(math.log(K) / (_e * K * T / 2)), rel=1e-12)
+        assert pols["Skipper-Cor4 (OT)"].beta == pytest.approx(_beta4(K, T, D), rel=1e-12)
+        assert res.extra["beta_cor4"][i] == pytest.approx(_beta4(K, T, D), rel=1e-12)
+
+
+# ------------------------------------------------ an uneven size: the smallest delay grids of pikeburke2018-appF
+def test_every_delay_grid_of_appF_below_two_points_is_refused_and_the_smallest_ones_fit_apart():
+    """pikeburke2018-appF's fits need two distinct ``E[tau]``: a one-point grid (and a repeated
+    point) is refused naming ``delays``; two points and three uneven ones (``[25, 0, 5]``: the first
+    not the smallest), their simulations stood in with finals growing over the calls, give every
+    policy's ``slope`` and ``paired_slope`` (the least-squares slope of the mean paired difference
+    against the first point's finals) computed apart in closed form, and ``r2``."""
+    exp = X.get("pikeburke2018-appF")
+    for bad in ([5], [5, 5]):
+        with pytest.raises(ValueError, match=r"delays: at least 2 distinct"):
+            exp.runner({**exp.config, "delays": bad}, 3, 0, 40, _Recorder())
+    for es in ([0, 5], [25, 0, 5]):
+        sw = _Recorder(grow=1.5)
+        res = exp.runner({**exp.config, "delays": es, "families": ["unif", "const"]}, 3, 0, 40, sw)
+        x = np.asarray(es, np.float64)
+        assert len(res.extra["fit"]) == 6
+        for lab, fit in res.extra["fit"].items():
+            F = np.stack(res.finals[lab]).astype(np.float64)  # [points, runs]
+            m, pd = F.mean(1), (F - F[0]).mean(1)
+            xc = x - x.mean()
+            slope = lambda y: float(np.sum(xc * (y - y.mean())) / np.sum(xc**2))
+            assert fit["slope"] == pytest.approx(slope(m), rel=1e-9, abs=1e-9), lab
+            assert fit["paired_slope"] == pytest.approx(slope(pd), rel=1e-9, abs=1e-9), lab
+            pred = m.mean() + slope(m) * xc
+            r2 = 1 - np.sum((m - pred) ** 2) / max(np.sum((m - m.mean()) ** 2), 1e-12)
+            assert fit["r2"] == pytest.approx(r2, rel=1e-9, abs=1e-9), lab
+            assert abs(fit["slope"]) > 0.01, (lab, fit)  # the finals do move with E[tau]
+
+
+# ------------------------------------------------ an uneven size: an empty law list for the off-policy study
+def test_every_summary_of_the_off_policy_study_with_no_law_row_says_zero_logs(tmp_path):
+    """An empty law list (refused by ``run`` naming ``laws``; the runner itself, as a part holding
+    no law would, returns no row): ``summary.json`` says ``runs`` 0 and no law, ``table.md`` has its
+    header alone and says ``0 simulated logs per law.``; the runs of one law row are its own."""
+    from jaxbandits.reproductions import ope as ROPE
+
+    exp = X.get("ope-bias-coverage")
+    with pytest.raises(ValueError, match="config key 'laws' must be a non-empty list"):
+        X.run("ope-bias-coverage", runs=3, overrides={"laws": []})
+    res = exp.runner({**exp.config, "laws": []}, 3, 0, None)
+    s = res.summary()
+    assert (s["runs"], s["laws"], s["seed"], s["config"]["laws"]) == (0, [], 0, [])
+    assert res.table().endswith("|---|---|---|---|---|---|---|\n\n0 simulated logs per law.\n")
+    row = {"law": "geometric", "truth": 0.5, "runs": 7, "estimators": {}}
+    assert ROPE.BiasCoverage({}, 0, [row]).summary()["runs"] == 7
+
+
+# ------------------------------------------------ the smallest size run once with warnings as errors
+def test_every_summary_at_one_run_is_exact_with_warnings_as_errors(monkeypatch):
+    """The smallest size, one run (one log), with warnings as errors: the off-policy study's row
+    (its estimates stood in: ``mean`` the one value, ``bias`` against the truth, ``coverage_95``
+    0 or 1, ``mcse``, ``sd`` and ``bias_over_mcse`` NaN: no spread from one value), a results
+    summary, a comparison (no interval: None) and a sweep's summary (s.e. 0), each without a
+    warning (NumPy warns on a standard deviation of one value)."""
+    import types
+
+    from jaxbandits import ope
+    from jaxbandits.reproductions import ope as ROPE
+
+    est = [types.SimpleNamespace(name="a", value=0.7, lo=0.1, hi=0.9),
+           types.SimpleNamespace(name="b", value=0.2, lo=0.3, hi=0.4)]
+    monkeypatch.setattr(ope, "true_value", lambda *a, **k: 0.5)
+    monkeypatch.setattr(ope, "simulate_log", lambda *a, **k: None)
+    monkeypatch.setattr(ope, "evaluate", lambda *a, **k: types.SimpleNamespace(estimates=est))
+    t = np.array([10, 20])
+    c = {"Random": {"regret": np.array([[3.0, 5.0]]), "pulls": np.array([[10, 10]])},
+         "UCB1": {"regret": np.array([[1.0, 2.0]]), "pulls": np.array([[5, 15]])}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        row = ROPE._one_law(X.get("ope-bias-coverage").config, 0, "geometric", 1)
+        r = Results("d", {}, 0, 1, 20, t, c)
+        s = r.summary()
+        cp = compare(r, "Random").to_dict()
+        sw = SweepResults("s", {}, 0, 1, "T", [8.0, 16.0], finals={"A": [np.array([1.0]), np.array([2.0])]},
+                          bounds={"A": [np.nan, np.nan]}).summary()
+    assert row["runs"] == 1 and row["truth"] == 0.5
+    for e in est:
+        got = row["estimators"][e.name]
+        assert got["mean"] == e.value and got["bias"] == pytest.approx(e.value - 0.5, rel=1e-15)
+        assert got["coverage_95"] == float(e.lo <= 0.5 <= e.hi)
+        assert all(math.isnan(got[k]) for k in ("mcse", "sd", "bias_over_mcse")), got
+    assert s["policies"]["UCB1"]["final_regret_mean"] == 2.0 and s["policies"]["UCB1"]["final_regret_se"] == 0.0
+    assert s["policies"]["UCB1"]["final_regret_ci95"] == [None, None]
+    p = cp["policies"]["UCB1"]
+    assert (p["diff_mean"], p["diff_lo"], p["final_diff_ci"]) == ([-2.0, -3.0], [None, None], [None, None])
+    assert sw["policies"]["A"]["regret_mean"] == [1.0, 2.0] and sw["policies"]["A"]["regret_se"] == [0.0, 0.0]
+
+
+# ------------------------------------------------ a stated default pinned: every runner experiment's file
+def test_every_runner_experiment_loaded_back_from_show_toml_is_the_registered_one(tmp_path):
+    """Every registered experiment with a runner of its own, written by ``jaxbandits show NAME
+    --toml`` and loaded back: the same runner, runs, config, ignored options and horizon keys; one
+    that ignores the horizon states horizon 1 (what a runner file states: the file has none), the
+    others their own. The off-policy study's file then runs (no law row: no log simulated)."""
+    from jaxbandits.apps.cli import main
+    from jaxbandits.experiments.files.loading import experiment
+    from jaxbandits.experiments.specs import resolve_config
+
+    seen = set()
+    for name, exp in X.load_all().items():
+        if exp.runner is None:
+            continue
+        f = tmp_path / f"{name}.toml"
+        assert main(["show", name, "--toml", "--output", str(f)]) == 0
+        back = experiment(str(f))
+        assert back.runner is exp.runner and back.runs == exp.runs, name
+        assert (back.ignores, back.horizon_keys) == (tuple(exp.ignores), tuple(exp.horizon_keys)), name
+        assert resolve_config(back, None) == resolve_config(exp, None), name
+        if "horizon" in exp.ignores:
+            assert exp.horizon == back.horizon == 1, (name, exp.horizon, back.horizon)
+        seen.add(name)
+        if name == "ope-bias-coverage":
+            res = back.runner({**resolve_config(back, None), "laws": []}, back.runs, 0, None)
+            assert res.summary()["runs"] == 0 and res.summary()["config"]["window"] == exp.config["window"]
+    assert {"ope-bias-coverage", "bayes-fit-recovery", "thune2019-bounds", "pikeburke2018-appF"} <= seen, seen
