@@ -281,7 +281,8 @@ def test_every_site_of_the_hierarchical_fit_starts_by_its_own_rule(monkeypatch):
             bayes.fit(log, name, hierarchical=True, num_warmup=0, num_samples=1, num_chains=1)
         values, real = got.pop("v"), got.pop("real")
         wr = bayes.compress_log(log, None, False, True)[0]
-        tr = numpyro.handlers.trace(numpyro.handlers.seed(hierarchical_model, 0)).get_trace(
+        model = numpyro.handlers.substitute(hierarchical_model, data=values)  # the sites at their starts: no draws
+        tr = numpyro.handlers.trace(numpyro.handlers.seed(model, 0)).get_trace(
             wr, n_arms=log.n_arms, fam=fam, discrete=False, priors=None, prior_mean=5.0)
         latent = {n: s for n, s in tr.items() if s["type"] == "sample" and not s["is_observed"]}
         assert set(values) == set(latent), name
@@ -301,11 +302,11 @@ def test_every_site_of_the_hierarchical_fit_starts_by_its_own_rule(monkeypatch):
 
 
 # ------------------------------------------------------------------------- a shape bound
-@pytest.mark.parametrize("S,chunk", [(5, 4), (4, 4), (1, 4), (9, 4)])
+@pytest.mark.parametrize("S,chunk", [(6, 4), (7, 4), (4, 4), (1, 4), (9, 4)])
 def test_every_call_of_the_per_draw_function_gets_exactly_a_chunk(S, chunk):
     """``fit``'s per-draw extras run ``fn`` on equal chunks, the last padded with its last draw: every
     call gets exactly ``[chunk, ...]`` (one compilation, memory O(chunk x rows)), and the result is
-    ``fn`` of every draw in order, uneven sizes included."""
+    ``fn`` of every draw in order, uneven sizes included (last chunks of 1, 2, 3 and 4 draws)."""
     shapes = []
 
     def fn(part):
@@ -369,7 +370,8 @@ def test_every_family_s_unconstrained_locs_map_back_to_its_prior_median():
     pm = 7.0
     for name, fam in FAM.FAMILIES.items():
         pri = fam.default_priors(pm)
-        tr = numpyro.handlers.trace(numpyro.handlers.seed(fam.sample, 0)).get_trace(pri)
+        start = numpyro.handlers.substitute(fam.sample, data=fam.init_values(pm, ()))  # no draws
+        tr = numpyro.handlers.trace(numpyro.handlers.seed(start, 0)).get_trace(pri)
         locs = fam.unconstrained_locs(pm)
         assert set(locs) == set(fam.params), name
         for q, loc in locs.items():
@@ -421,9 +423,10 @@ def test_every_form_of_a_log_normal_prior_entry_per_arm_or_scalar():
             for loc in (10.0, np.array([10.0, 20.0])):
                 for scale in (1.5, np.array([0.5, 1.5])):
                     pri = dict(base, **{f"{q}_loc": loc, f"{q}_scale": scale})
-                    tr = numpyro.handlers.trace(numpyro.handlers.seed(fam.sample, 0)).get_trace(pri, n_laws=K)
+                    start = numpyro.handlers.substitute(fam.sample, data=fam.init_values(10.0, (K,)))  # no draws
+                    tr = numpyro.handlers.trace(numpyro.handlers.seed(start, 0)).get_trace(pri, n_laws=K)
                     d = tr[q]["fn"]
-                    assert np.shape(tr[q]["value"]) == (K,), (name, q)
+                    assert d.shape() == (K,), (name, q)
                     while not isinstance(d, dist.LogNormal):
                         d = d.base_dist
                     np.testing.assert_allclose(np.broadcast_to(np.exp(np.asarray(d.loc)), (K,)),
