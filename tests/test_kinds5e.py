@@ -16,6 +16,7 @@ is a kind of check applied to every case it covers, not a test aimed at one muta
 """
 import inspect
 import math
+import os
 import pathlib
 import re
 import subprocess
@@ -120,7 +121,7 @@ def test_every_stated_integer_range_of_a_constructor_that_needs_arguments_at_the
     assert {"linucb_wait:window", "clw:d"} <= checked, sorted(checked)
 
 
-def _discarding_run(pol, K, T, m):
+def _discarding_run(pol, K, T):
     """``estimate`` after each update of a round-robin run with no conversions (``t`` = 0..T-1)."""
     st = pol.init(ProblemSpec(K, T), jax.random.key(0))
 
@@ -134,12 +135,12 @@ def _discarding_run(pol, K, T, m):
 
 def test_every_closed_pull_estimate_is_nan_until_the_first_pull_closes_and_zero_then():
     """Every bound at the bound, ``Policy.estimate``'s 'NaN where it has none yet': Discarding
-    UCB and KL-UCB count a pull once it is ``m`` rounds old, so the estimate of every arm is NaN
-    after updates 0..m-1 and at the update of round m (the pull of round 0 closes at round m + 1's
-    start only through ``leave``), and 0 (no conversions) for an arm once one of its pulls closed."""
+    UCB and KL-UCB count a pull once it is ``m`` rounds old, so every arm's estimate is NaN at the
+    start and after the updates of rounds 0..m-1; after the update of round ``t >= m`` the pulls of
+    rounds 0..t-m have closed, and an arm with one of them has the estimate 0 (no conversions)."""
     K, m, T = 2, 3, 6
     for ctor in (CV.discarding_ucb, CV.discarding_klucb):
-        est = _discarding_run(ctor(D.geometric(0.5), window=m), K, T, m)
+        est = _discarding_run(ctor(D.geometric(0.5), window=m), K, T)
         # the pulls of rounds 0..t-m have closed after t + 1 updates (index t + 1 of est)
         for i, e in enumerate(est):
             closed = [s for s in range(i) if s <= i - 1 - m]
@@ -152,9 +153,7 @@ def test_every_closed_pull_estimate_is_nan_until_the_first_pull_closes_and_zero_
 
 
 def _learner_one_decision():
-    from jaxbandits.policies import classic as P
-
-    lr = online.Learner(P.ucb1(), C.attributed(), 3)
+    lr = online.Learner(classic.ucb1(), C.attributed(), 3)
     return lr, lr.decide(2)[0]
 
 
@@ -173,10 +172,8 @@ def test_every_reward_at_the_stated_limit_is_accepted_and_one_ulp_above_refused(
 def test_every_max_pending_is_accepted_at_one_and_refused_at_zero():
     """Every bound at the bound, ``max_pending`` (an integer ``>= 1``) on a channel with and
     without attribution: 1 gives a 1-slot ring, 0 is refused naming the parameter."""
-    from jaxbandits.policies import classic as P
-
     for ch in (C.attributed(), C.anonymous()):
-        pol = P.ucb1() if ch.feedback.attributed else AN.odaaf(3.0)
+        pol = classic.ucb1() if ch.feedback.attributed else AN.odaaf(3.0)
         st = online.init(pol, ch, 3, 0, max_pending=1, horizon=1000)
         assert st.config.pending == 1, st.config
         with pytest.raises(ValueError, match=r"\bmax_pending\b"):
@@ -328,9 +325,7 @@ def test_every_learner_feedback_form_on_a_conversion_channel_at_padded_sizes():
     """Every documented form run once, ``Learner.feedback`` on a conversion channel: ids alone and
     ids with rewards of ones (pure.feedback's 'conversions only'), at sizes 1 and 9 (padded to 8 and
     16 rows), all accepted."""
-    from jaxbandits.policies import classic as P
-
-    lr = online.Learner(P.ucb1(), C.conversions(window=10), 3)
+    lr = online.Learner(classic.ucb1(), C.conversions(window=10), 3)
     ids, _ = lr.decide(11)
     assert lr.feedback(ids[:1]) == ["accepted"]
     assert lr.feedback(ids[1:2], [1.0]) == ["accepted"]
@@ -355,7 +350,7 @@ st = jax.jit(pol.update)(st, Arrivals(jnp.asarray(0, jnp.int32), a, memo, pay))
 print(int(st.fed_cnt.sum()), float(st.q_cnt.sum()))
 """
     r = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, timeout=60,
-                       env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert r.returncode == 0, r.stderr[-2000:]
     fed, queued = r.stdout.split()
     assert int(fed) + float(queued) == 6.0 and int(fed) >= 1, r.stdout
