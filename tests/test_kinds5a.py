@@ -1,0 +1,222 @@
+"""Checks of the *kinds* that the second random sample's survivors showed missing, fifth part (a)
+(docs/contributing.md, "Mutation testing"; ``tools/mutants/random/seed2.md``): each test is a kind
+of check applied to every case it covers, not a test aimed at one mutated line.
+
+* every bound at the bound: every numeric key of the serve config, every bound of the HTTP request
+  bodies, every integer of an experiment file, every argument of ``distributed.initialize``, the
+  ``run`` command's ``--runs`` / ``--horizon`` / ``--seed`` at their lowest;
+* error messages read whole: each at its key and line (experiment files, the serve config's
+  unknown keys of every table beside a valid one);
+* each clause of a guard alone (a foreign database; the access tokens' negative cases);
+* a command's printed output read whole (the files the ``wrote`` line names are the manifest's);
+* every documented form run once (the placeholder outputs of a split sweep have the real
+  simulation's form, field by field, for every ``keep``; a stopped sweep's resume command);
+* a stated default pinned (lost records of a policy a Results does not list);
+* an uneven size (a pending ring longer than the delay posterior's window).
+"""
+import json
+import math
+import pathlib
+
+import numpy as np
+import pytest
+
+from jaxbandits.apps import serve
+from jaxbandits.core import validate as V
+from jaxbandits.experiments import files as F
+
+ROOT = pathlib.Path(__file__).parents[1]
+I32 = 2**31 - 1  # the top of an integer config value without a stated top (core.validate.integer's default)
+
+
+# ------------------------------------------------------------------ every bound of the serve config
+def _serve(**kw):
+    base = {"arms": ["a", "b"], "policy": {"name": "ucb1"}, "channel": {"kind": "attributed"}}
+    return serve.load_config(None, **{**base, **kw})
+
+
+def _at(path, v):
+    """The load_config overrides that set the config key ``path`` (``("policy", "explore")``) to ``v``."""
+    if path[0] == "policy":
+        return {"policy": {"name": "ucb1", path[1]: v}}
+    if path[0] == "channel":
+        return {"channel": {"kind": "conversions", path[1]: v}}
+    if path[0] == "clock":
+        return {"clock": {"origin": 0, "round_length": 1, path[1]: v}}
+    return {path[0]: v}
+
+
+#: Every numeric key of the serve config with its allowed range (docs/online.md, ServeConfig's
+#: docstring, core.validate's ranges): (key path, lowest, highest or None, the word its error names,
+#: the value just below the lowest, the value just above the highest).
+SERVE_BOUNDS = [
+    (("seed",), 0, 2**64 - 1, "seed"),
+    (("horizon",), 1, I32, "horizon"),
+    (("max_pending",), 1, I32, "max_pending"),
+    (("max_batch",), 1, 100_000, "max_batch"),
+    (("snapshot_every",), 1, I32, "snapshot_every"),
+    (("max_advance",), 1, I32, "max_advance"),
+    (("channel", "window"), 0, I32, "channel.window"),
+    (("policy", "propensity_samples"), 1, 2**16, "policy.propensity_samples"),
+    (("policy", "explore"), 0.0, 1.0, "policy.explore"),
+    (("clock", "round_length"), 5e-324, None, "round_length"),  # > 0: the least positive float is allowed
+]
+
+
+def _below(lo):
+    return lo - 1 if isinstance(lo, int) else (0.0 if lo > 0 else math.nextafter(lo, -1.0))
+
+
+@pytest.mark.parametrize("path,lo,hi,word", SERVE_BOUNDS, ids=[".".join(b[0]) for b in SERVE_BOUNDS])
+def test_every_numeric_key_of_the_serve_config_is_its_check_at_the_bound(path, lo, hi, word):
+    """Every bound at the bound: each numeric key of the serve config is accepted at its lowest and
+    highest allowed value (kept as given) and refused one step outside with a ValueError naming the
+    key (the key's path as the file writes it) and the value given, before anything is built."""
+    for v in (lo, hi):
+        if v is None:
+            continue
+        cfg = _serve(**_at(path, v))
+        got = getattr(cfg, path[0]) if len(path) == 1 else getattr(cfg, path[0])[path[1]]
+        assert got == v and type(got) is type(v), (path, v, got)
+    outside = [_below(lo)] + ([] if hi is None else [hi + 1 if isinstance(hi, int) else math.nextafter(hi, 2.0)])
+    for v in outside:
+        with pytest.raises(ValueError) as e:
+            _serve(**_at(path, v))
+        msg = str(e.value)
+        assert (msg.startswith(f"{word} must") or msg.startswith(f"config key {word!r} must")) and msg.endswith(f"got {v!r}" if isinstance(v, float) else f"got {v}"), (v, msg)
+    if isinstance(lo, int):  # the integer keys say their range the same way (core.validate.integer)
+        with pytest.raises(ValueError, match=f"^{word} must be >= {lo}, got {lo - 1}$" if path != ("seed",) else
+                           rf"^seed must lie in \[0, 2\*\*64 - 1\] = \[0, {2**64 - 1}\], got -1$"):
+            _serve(**_at(path, lo - 1))
+        with pytest.raises(ValueError, match=f"^{word} must be <= {hi}, got {hi + 1}$" if path != ("seed",) else
+                           rf"^seed must lie in .*, got {2**64}$"):
+            _serve(**_at(path, hi + 1))
+
+
+@pytest.mark.parametrize("table,valid,allowed", [
+    ("clock", {"origin": 0, "round_length": 1}, "origin, round_length"),
+    ("channel", {"kind": "conversions", "window": 5}, "kind, window"),
+    ("policy", {"name": "ucb1", "alpha": 2.0}, "alpha, explore, name, propensity_samples"),
+])
+def test_an_unknown_key_beside_valid_keys_is_the_one_named_in_every_table(table, valid, allowed, tmp_path):
+    """An error message read whole: a misspelt key beside the valid keys of each table of the serve
+    config (``round_lenght`` sorts after ``origin``; the valid keys must not be the ones named),
+    read from a file: its line, its key, the close match and the allowed keys."""
+    bad = {**valid, "zz_" + list(valid)[-1]: 1}
+    cfg = {"arms": ["a", "b"], "policy": {"name": "ucb1"}, "channel": {"kind": "attributed"}, table: bad}
+    f = tmp_path / "s.json"
+    f.write_text(json.dumps(cfg, indent=1))
+    line = next(n for n, ln in enumerate(f.read_text().split("\n"), 1) if '"zz_' in ln)
+    key = "zz_" + list(valid)[-1]
+    with pytest.raises(ValueError) as e:
+        serve.load_config(f)
+    assert str(e.value) == (f"{f}, line {line}, key {table}.{key}: unknown key {key!r} in table {table!r}"
+                            + (" (ucb1)" if table == "policy" else "")
+                            + f" (did you mean {list(valid)[-1]!r}?); allowed: {allowed}"), str(e.value)
+
+
+# ---------------------------------------------------------------- every bound of the request bodies
+def test_every_bound_of_the_http_request_bodies_at_the_bound():
+    """Every bound at the bound: the request models (``serve.request_models()``) accept ``n = 1``
+    and ids of magnitude ``2**62 - 1`` (both signs), and refuse ``n = 0`` and ids of magnitude
+    ``2**62`` themselves (docs/online.md: "ids below 2**62 in magnitude"), naming the field."""
+    pytest.importorskip("pydantic")
+    from pydantic import ValidationError
+
+    Decide, Feedback, _ = serve.request_models()
+    assert Decide(n=1).n == 1
+    with pytest.raises(ValidationError, match="greater than or equal to 1"):
+        Decide(n=0)
+    for i in (2**62 - 1, -(2**62 - 1), 0):
+        assert Feedback(events=[{"id": i}]).events[0].id == i
+    for i in (2**62, -(2**62), 2**63):
+        with pytest.raises(ValidationError) as e:
+            Feedback(events=[{"id": 0}, {"id": i}])
+        errs = e.value.errors()
+        assert [x["loc"] for x in errs] == [("events", 1, "id")], errs
+        assert "must be below 2**62 in absolute value" in errs[0]["msg"], errs
+
+
+# ------------------------------------------------------------- every integer of an experiment file
+GOOD = """\
+horizon = 100
+runs = 2
+world = {kind = "envs.bernoulli", means = [0.5, 0.4]}
+channel = {kind = "channels.attributed"}
+
+[policies]
+UCB1 = {kind = "classic.ucb1"}
+"""
+
+#: Every integer key of an experiment file with its range (schema.FILE_KEYS states them; the
+#: file's horizon is 100): (the line that sets it, with V for the value; the key the error names;
+#: lowest; highest or None).
+FILE_BOUNDS = [
+    ("horizon = V", "horizon", 1, 2**24),
+    ("runs = V", "runs", 1, None),
+    ("seed = V", "seed", 0, 2**64 - 1),
+    ("chunk = V", "chunk", 1, None),
+    ("record = V", "record", 1, None),
+    ('record = ["log", V]', "record", 1, 2**20),
+    ("record = [0, V]", "record[1]", 0, 99),
+    ("record = [V]", "record[0]", 0, 99),
+    ("checkpoints = [10, V]", "checkpoints[1]", 1, 100),
+    ("layout = [1, V]", "layout[1]", 1, 100),
+    ("layout = [V, 1]", "layout[0]", 1, 100),
+]
+
+
+def _file(tmp_path, line):
+    """GOOD with ``line`` set (replacing the key's line, or appended before the tables); its line number."""
+    key = line.split(" =")[0]
+    lines = GOOD.split("\n")
+    at = next((i for i, ln in enumerate(lines) if ln.startswith(key + " =")), None)
+    if at is None:
+        at = 2
+        lines.insert(at, line)
+    else:
+        lines[at] = line
+    f = tmp_path / "e.toml"
+    f.write_text("\n".join(lines))
+    return str(f), at + 1
+
+
+@pytest.mark.parametrize("line,key,lo,hi", FILE_BOUNDS, ids=[b[0] for b in FILE_BOUNDS])
+def test_every_integer_of_an_experiment_file_is_its_check_at_the_bound(line, key, lo, hi, tmp_path):
+    """Every bound at the bound, the message read whole: each integer key of an experiment file
+    (and each point of a list) is accepted at its lowest and highest value, and refused one past
+    with exactly ``FILE, line N, key K: must lie in [lo, hi], got v``."""
+    for v in (lo, hi):
+        if v is not None:
+            f, _ = _file(tmp_path, line.replace("V", str(v)))
+            doc, _ = F.read(f)
+    for v in (lo - 1, None if hi is None else hi + 1):
+        if v is None:
+            continue
+        f, n = _file(tmp_path, line.replace("V", str(v)))
+        with pytest.raises(F.FileError) as e:
+            F.read(f)
+        rng = f"[{lo}, {hi if hi is not None else 'inf'}]"
+        assert str(e.value) == f"{f}, line {n}, key {key}: must lie in {rng}, got {v}", str(e.value)
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", '"x"', "true"])
+def test_a_bad_log_lines_value_is_named_by_its_key_and_line_in_every_form(value, tmp_path):
+    """An error message read whole: a log_lines value that is not a finite number, at the top of a
+    file and in a panel, is named by its own key (``log_lines.UCB1``, ``panels[1].log_lines.U``)
+    and line."""
+    f, _ = _file(tmp_path, "log_lines = {UCB1 = 1.0, KL = V}".replace("V", value))
+    shown = {"inf": "inf", "nan": "nan", '"x"': "'x'", "true": "True"}[value]
+    with pytest.raises(F.FileError) as e:
+        F.read(f)
+    assert str(e.value) == f"{f}, line 3, key log_lines.KL: must be a finite number, got {shown}", str(e.value)
+    panels = ("horizon = 100\n\n[[panels]]\nname = 'a'\nworld = {kind = \"envs.bernoulli\", means = [0.5, 0.4]}\n"
+              "channel = {kind = \"channels.attributed\"}\npolicies = {U = {kind = \"classic.ucb1\"}}\n\n[[panels]]\n"
+              "name = 'b'\nworld = {kind = \"envs.bernoulli\", means = [0.5, 0.4]}\n"
+              "channel = {kind = \"channels.attributed\"}\npolicies = {U = {kind = \"classic.ucb1\"}}\n"
+              f"log_lines = {{U = {value}}}\n")
+    g = tmp_path / "p.toml"
+    g.write_text(panels)
+    with pytest.raises(F.FileError) as e:
+        F.read(str(g))
+    assert str(e.value) == f"{g}, line 14, key panels[1].log_lines.U: must be a finite number, got {shown}", str(e.value)
