@@ -220,3 +220,150 @@ def test_a_bad_log_lines_value_is_named_by_its_key_and_line_in_every_form(value,
     with pytest.raises(F.FileError) as e:
         F.read(str(g))
     assert str(e.value) == f"{g}, line 14, key panels[1].log_lines.U: must be a finite number, got {shown}", str(e.value)
+
+
+# ------------------------------------------------------- every argument of distributed.initialize
+def test_every_argument_of_distributed_initialize_is_its_check_at_the_bound(monkeypatch):
+    """Every bound at the bound: the coordinator's port is accepted at 1 and 65535 and refused at 0
+    and 65536 (and without a port or a host), ``num_processes`` from 1, ``process_id`` in
+    ``[0, num_processes - 1]``; each refusal a ValueError naming the argument before the runtime
+    is asked (it is stubbed here: an accepted call reaches it, with the arguments as given)."""
+    import jax
+
+    from jaxbandits.experiments import distributed as DIST
+
+    class Reached(Exception):
+        pass
+
+    calls = []
+
+    def stub(**kw):
+        calls.append(kw)
+        raise Reached  # never marks the runtime initialised
+
+    monkeypatch.setattr(jax.distributed, "initialize", stub)
+
+    def accepted(*a, **kw):
+        n = len(calls)
+        try:
+            DIST.initialize(*a, **kw)
+        except Reached:
+            pass
+        return len(calls) == n + 1 or not calls  # (or already initialised by another test: returned)
+
+    for port in (1, 65535):
+        assert accepted(f"localhost:{port}", 2, 1)
+        assert calls[-1] == {"coordinator_address": f"localhost:{port}", "num_processes": 2, "process_id": 1}
+    for bad in ("localhost:0", "localhost:65536", "localhost:", ":80", "localhost", "localhost:-1", "h:1x"):
+        with pytest.raises(ValueError) as e:
+            DIST.initialize(bad, 2, 0)
+        assert str(e.value) == f"coordinator must be HOST:PORT (a port in 1..65535), got {bad!r}"
+    assert accepted("h:1", 1, 0) and accepted("h:1", 3, 2) and accepted("h:1", None, 5)
+    for args, msg in ((("h:1", 0, 0), "num_processes must be >= 1, got 0"),
+                      (("h:1", 3, 3), "process_id must be <= 2, got 3"),
+                      (("h:1", 3, -1), "process_id must be >= 0, got -1"),
+                      (("h:1", 1, 1), "process_id must be <= 0, got 1")):
+        n = len(calls)
+        with pytest.raises(ValueError) as e:
+            DIST.initialize(*args)
+        assert str(e.value) == msg and len(calls) == n
+
+
+# ---------------------------------------------------- each clause of the foreign-database guard
+@pytest.mark.parametrize("tables,named", [
+    (["users"], "users"),                          # another application's table alone
+    (["meta", "users"], "users"),                  # beside a table named like the service's own meta
+    (["meta", "events", "snapshots", "users"], "users"),
+    (["events"], "events"),                        # the service's table names without its meta table
+    (["events", "snapshots"], "events, snapshots"),
+])
+def test_each_clause_of_the_foreign_database_guard_refuses_alone_and_writes_nothing(tables, named, tmp_path):
+    """Each clause of a guard alone: a SQLite file with a table the service does not make (whatever
+    else it holds), and one with the service's table names but no ``meta`` table, are each refused
+    naming the tables, before anything is written to them (the file's bytes are unchanged)."""
+    import hashlib
+    import sqlite3
+
+    db = tmp_path / "app.db"
+    con = sqlite3.connect(db)
+    for t in tables:
+        con.execute(f"CREATE TABLE {t} (x TEXT)")
+        con.execute(f"INSERT INTO {t} VALUES ('theirs')")
+    con.commit()
+    con.close()
+    digest = hashlib.sha256(db.read_bytes()).hexdigest()
+    with pytest.raises(ValueError) as e:
+        serve.Service(_serve(), str(db))
+    assert str(e.value) == (f"{db}: not a jaxbandits serve database (it holds the table(s) {named} of another "
+                            "application); nothing was written to it: choose another --db")
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == digest
+
+
+# ----------------------------------------------------------- a stated default: lost records are 0
+def test_a_policy_without_lost_records_reports_zero_in_summary_and_results_nc(tmp_path):
+    """A stated default pinned: ``Results.lost_to_W`` defaults to no entries (no record lost);
+    a policy it does not list reports ``lost_to_W = 0`` in summary.json as in results.nc (read
+    back), and the total is the sum of the listed ones."""
+    from jaxbandits import Results
+
+    c = {"regret": np.array([[1.0, 2.0], [3.0, 4.0]]), "pulls": np.array([[5, 15], [10, 10]])}
+    c.update(expected_regret=c["regret"] / 2, reward=10 - c["regret"])  # the curves Results states
+    r = Results("demo", {}, 0, 2, 20, np.array([10, 20]), {"A": c, "B": c})
+    assert r.lost_to_W == {}
+    s = r.summary()
+    assert [s["policies"][k]["lost_to_W"] for k in "AB"] == [0, 0] and s["lost_to_W"] == 0
+    r.lost_to_W = {"B": 3}
+    s = r.summary()
+    assert [s["policies"][k]["lost_to_W"] for k in "AB"] == [0, 3] and s["lost_to_W"] == 3
+    r.save(tmp_path / "o", plot=False)
+    back = Results.load(tmp_path / "o")
+    assert back.lost_to_W == {"A": 0, "B": 3}
+    saved = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert {k: v["lost_to_W"] for k, v in saved["policies"].items()} == back.lost_to_W
+
+
+# ------------------------------------------------- the run command at its lowest, its output read
+def _zeros_simulate(monkeypatch):
+    """``jaxbandits run``'s simulations stood in by zeros of their form (nothing compiles)."""
+    from jaxbandits.engine import prepare as PR
+    from jaxbandits.experiments import runner
+    from jaxbandits.experiments.sweeping import placeholder_outputs
+
+    def zeros(env, channel, policies, horizon, key, n_runs=1, *, record=None, chunk=None, first_run=0, keep=None,
+              stats_block=None, **kw):
+        p = PR.prepare(env, channel, policies, horizon, key, n_runs, record=record, chunk=chunk, first_run=first_run,
+                       keep=keep, stats_block=stats_block)
+        outs = placeholder_outputs(p.problems, p.n_runs, p.record_at, keep=p.keep)
+        return outs if isinstance(policies, dict) else next(iter(outs.values()))
+    monkeypatch.setattr(runner, "simulate", zeros)
+
+
+def test_the_run_command_at_its_lowest_settings_and_its_wrote_line_names_the_manifest_files(tmp_path, monkeypatch,
+                                                                                           capsys):
+    """Every bound at the bound and a command's printed output read whole: ``jaxbandits run
+    quickstart --runs 1 --seed 0`` is accepted (exit 0, summary.json records 1 run and seed 0),
+    ``--runs 0``, ``--horizon 0`` and ``--seed -1`` are refused naming the option (exit 2); the
+    last line printed, ``wrote OUT/summary.json, OUT/results.nc, ...``, names exactly the files the
+    folder's manifest lists (summary.json and results.nc first, then the others sorted), each of
+    which exists (the simulations stood in by zeros of their form)."""
+    from jaxbandits.apps import cli
+    from jaxbandits.core import fileio
+
+    _zeros_simulate(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    base = ["run", "quickstart", "--horizon", "32", "--no-progress", "--out", "o"]
+    for opt, v, msg in (("--runs", "0", "--runs must be >= 1, got 0"), ("--horizon", "0", "--horizon must be >= 1, got 0"),
+                        ("--seed", "-1", "--seed must be >= 0, got -1")):
+        args = [x for x in base if x not in ("--horizon", "32")] + [opt, v]
+        assert cli.main(args) == 2
+        assert capsys.readouterr().err.strip() == f"jaxbandits: error: {msg}"
+    assert not (tmp_path / "o").exists()
+    assert cli.main(base + ["--runs", "1", "--seed", "0"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    s = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert s["runs"] == 1 and s["seed"] == 0 and s["horizon"] == 32
+    files = list(json.loads((tmp_path / "o" / fileio.MANIFEST_NAME).read_text())["files"])
+    assert {"summary.json", "results.nc", "table.md"} <= set(files)
+    want = ["summary.json", "results.nc"] + sorted(f for f in files if f not in ("summary.json", "results.nc"))
+    assert out[-1] == "wrote " + ", ".join(f"o/{f}" for f in want), out[-1]
+    assert all((tmp_path / "o" / f).is_file() for f in want)
