@@ -367,3 +367,43 @@ def test_the_run_command_at_its_lowest_settings_and_its_wrote_line_names_the_man
     want = ["summary.json", "results.nc"] + sorted(f for f in files if f not in ("summary.json", "results.nc"))
     assert out[-1] == "wrote " + ", ".join(f"o/{f}" for f in want), out[-1]
     assert all((tmp_path / "o" / f).is_file() for f in want)
+
+
+# ------------------------------------------- the placeholder of a split sweep: every form of keep
+def test_the_placeholders_of_a_split_sweep_have_the_simulations_form_for_every_keep():
+    """Every documented form run once: for every form of ``keep`` (``"none"``, ``0``, one run, every
+    run) and a censoring channel (so ``delayed_regret`` is a field), the zeros that a part of a
+    split sweep stands in for a simulation it does not run (``placeholder_outputs``) have the real
+    simulation's form field by field: the same fields ``None``, every array of the same shape, the
+    same ``t``, width and run count (3 runs of 8 rounds: one compiled program for every keep)."""
+    import jax
+
+    from jaxbandits import channels, engine, envs
+    from jaxbandits.core import delays
+    from jaxbandits.engine import prepare as PR
+    from jaxbandits.experiments.sweeping import placeholder_outputs
+    from jaxbandits.policies import classic
+
+    env = envs.conversions([0.3, 0.6], delays.fixed(2))
+    ch = channels.conversions(window=3)
+    pols = {"ucb1": classic.ucb1()}
+    key = jax.random.key(0)
+    for keep in ("none", 0, 1, "all"):
+        real = engine.simulate(env, ch, pols, 8, key, 3, record=2, keep=keep)
+        p = PR.prepare(env, ch, pols, 8, key, 3, record=2, keep=keep)
+        fake = placeholder_outputs(p.problems, p.n_runs, p.record_at, keep=p.keep)
+        assert list(fake) == list(real)
+        for lab in real:
+            a, b = real[lab], fake[lab]
+            for f in a._fields:
+                x, y = getattr(a, f), getattr(b, f)
+                if f in ("timing", "stats"):
+                    assert (x is None) == (y is None), (keep, lab, f)
+                    continue
+                assert (x is None) == (y is None), (keep, lab, f, x, y)
+                if isinstance(x, np.ndarray):
+                    assert x.shape == np.shape(y), (keep, lab, f, x.shape, np.shape(y))
+                else:
+                    assert x == y, (keep, lab, f, x, y)
+            assert np.array_equal(a.t, b.t)
+        assert (real["ucb1"].regret is None) == (keep in ("none", 0))
