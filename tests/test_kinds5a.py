@@ -407,3 +407,83 @@ def test_the_placeholders_of_a_split_sweep_have_the_simulations_form_for_every_k
                     assert x == y, (keep, lab, f, x, y)
             assert np.array_equal(a.t, b.t)
         assert (real["ucb1"].regret is None) == (keep in ("none", 0))
+
+
+# ------------------------------------- a stopped sweep's resume command, in each form that names it
+_STOPPING_SWEEP = '''
+import os
+import signal
+
+from jaxbandits.core.fileio import json_writer, save_files
+
+
+class Values:
+    def __init__(self, config, runs, seed, values):
+        self.experiment, self.config, self.runs, self.seed, self.values = "stopsweep", config, runs, seed, values
+
+    def summary(self):
+        return {"experiment": self.experiment, "config": self.config, "seed": self.seed, "values": self.values}
+
+    def table(self):
+        return str(self.values)
+
+    def save(self, out, plot=True, force=False):
+        save_files(out, {"summary.json": json_writer(self.summary())},
+                   {"experiment": self.experiment, "config": self.config}, force=force)
+
+
+def unit(i, config, runs, seed):
+    if i == config["stop_after"] and os.path.exists("stop-once"):  # a Ctrl-C while this unit is computed:
+        os.remove("stop-once")                                      # the sweep stops before the next
+        os.kill(os.getpid(), signal.SIGINT)
+    return {"v": i * config["scale"] + seed, "runs": runs}
+
+
+def run(config, runs, seed, horizon, sweep):
+    vals = [sweep.unit({"stopsweep": i, "seed": seed, "scale": config["scale"]},
+                       lambda i=i: unit(i, config, runs, seed), kind="json", what="value") for i in range(config["n"])]
+    return Values(config, runs, seed, vals)
+'''
+
+
+def test_a_stopped_sweep_prints_the_command_that_resumes_it_registered_or_from_a_file(tmp_path, monkeypatch, capsys):
+    """Every documented form run once (docs/results.md, an interrupted run): a sweep stopped by
+    Ctrl-C after its second unit, registered by name and defined by an experiment file, exits 130
+    and prints ``resume with: jaxbandits run NAME-OR-FILE ... --resume`` (the file's own words for a
+    file, the name for a registered sweep), and that command, run, completes it to the
+    uninterrupted run's summary."""
+    import dataclasses
+    import shlex
+
+    from jaxbandits import experiments as X
+    from jaxbandits.apps import cli
+
+    (tmp_path / "stopsweep_mod.py").write_text(_STOPPING_SWEEP)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    import stopsweep_mod
+
+    (tmp_path / "s.toml").write_text('name = "stopsweep"\nrunner = "stopsweep_mod:run"\nruns = 2\n\n'
+                                     '[config]\nn = 4\nscale = 2\nstop_after = 1\n')
+    exp = X.Experiment(name="stopsweep-5a", description="a sweep stopped after its second unit", build=None,
+                       config={"n": 4, "scale": 2, "stop_after": 1}, horizon=1, runs=2, runner=stopsweep_mod.run,
+                       ignores=("horizon",))
+    X.register(exp)
+    try:
+        for target in ("s.toml", "stopsweep-5a"):
+            args = ["run", target, "--set", "scale=3", "--seed", "4", "--no-progress"]
+            capsys.readouterr()
+            (tmp_path / "stop-once").write_text("")
+            assert cli.main([*args, "--out", "cut"]) == 130
+            err = capsys.readouterr().err
+            want = f"jaxbandits run {target} --runs 2 --seed 4 --set scale=3 --out cut --resume"
+            assert err.strip().splitlines()[-1] == f"resume with: {want}", err
+            assert json.loads((tmp_path / "cut" / "summary.json").read_text())["partial"] is True
+            assert cli.main(shlex.split(want)[1:] + ["--no-progress"]) == 0
+            assert cli.main([*args, "--out", "whole"]) == 0
+            cut, whole = (json.loads((tmp_path / d / "summary.json").read_text()) for d in ("cut", "whole"))
+            assert cut == whole and [v["v"] for v in whole["values"]] == [3 * i + 4 for i in range(4)], (cut, whole)
+            for d in ("cut", "whole"):
+                __import__("shutil").rmtree(tmp_path / d)
+    finally:
+        X.unregister(exp.name)
