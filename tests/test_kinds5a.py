@@ -487,3 +487,77 @@ def test_a_stopped_sweep_prints_the_command_that_resumes_it_registered_or_from_a
                 __import__("shutil").rmtree(tmp_path / d)
     finally:
         X.unregister(exp.name)
+
+
+# ------------------- the dashboard of a service whose pending ring is longer than the posterior's window
+@pytest.fixture(scope="module")
+def dmts(tmp_path_factory):
+    """A delay-model TS service (posterior window 4: delay pmfs over ages 0..4) with a pending ring
+    of 16 slots, 12 decisions made one per round (ages 0..11, so past the window) and a few
+    conversions; the HTTP app with a read and a write token; the decisions' (id, arm)."""
+    pytest.importorskip("fastapi")
+    pytest.importorskip("httpx")
+    with __import__("warnings").catch_warnings():  # Starlette's note that it prefers httpx2 to httpx
+        __import__("warnings").simplefilter("ignore")
+        from fastapi.testclient import TestClient
+
+    cfg = serve.load_config(None, arms=["a", "b"], policy={"name": "delay_model_ts", "window": 4, "refresh": 2},
+                            channel={"kind": "conversions", "window": 4}, max_pending=16, seed=1)
+    svc = serve.Service(cfg, tmp_path_factory.mktemp("dmts") / "d.db")
+    rng = np.random.default_rng(0)
+    made = []
+    try:
+        for _ in range(12):
+            out = svc.decide(1)
+            made += list(zip(out["ids"], out["arms"]))
+            svc.feedback([{"id": i} for i, _ in made[-3:] if rng.random() < 0.3])
+        with TestClient(serve.create_app(svc, read_token="r-5a", write_token="w-5a")) as c:
+            yield c, svc, made
+    finally:
+        svc.close()
+
+
+def test_each_clause_of_the_access_check_alone(dmts):
+    """Each clause of a guard alone (the access tokens, docs/online.md, *The dashboard*): the token
+    is read only from an ``Authorization`` header of the Bearer scheme (any case), else from
+    ``?token=`` on a read. A ``Bearer <token>`` value in another header is refused (reads and
+    writes); an ``Authorization`` header of another scheme is not a token, so a read with it and
+    ``?token=`` is let in by the query token, and a write with it is refused."""
+    c, svc, _ = dmts
+    R, W = "r-5a", "w-5a"
+    for path in ("/stats", "/estimates"):
+        assert c.get(path, headers={"Authorization": f"Bearer {R}"}).status_code == 200
+        assert c.get(path, headers={"Authorization": f"bEaReR {R}"}).status_code == 200
+        for h in ({"X-Token": f"Bearer {R}"}, {"Cookie": f"Bearer {R}"}, {"Authorization": f"Basic {R}"},
+                  {"Authorization": f"Bearer{R}"}, {"Authorization": R}):
+            r = c.get(path, headers=h)
+            assert r.status_code == 401 and "needs the read token" in r.json()["error"], (path, h, r.text)
+        assert c.get(f"{path}?token={R}", headers={"Authorization": "Basic dXNlcjpwYXNz"}).status_code == 200
+        assert c.get(f"{path}?token={R}", headers={"X-Other": "Bearer nope"}).status_code == 200
+        assert c.get(f"{path}?token={R}", headers={"Authorization": "Bearer nope"}).status_code == 401
+    n = svc.learner.state.t
+    for h in ({"X-Token": f"Bearer {W}"}, {"Authorization": f"Basic {W}"}):
+        r = c.post("/advance", json={"now": int(n)}, headers=h)
+        assert r.status_code == 401 and "needs the write token" in r.json()["error"], (h, r.text)
+
+
+def test_estimates_with_a_pending_ring_longer_than_the_posteriors_window(dmts):
+    """An uneven size: the pending ring (16) is longer than the delay posterior's window (ages
+    0..4) and holds decisions of every age 0..11. ``GET /estimates`` answers, and the delays the
+    fit expects to have been seen are, independently, ``sum_k rate_k pmf_k(d) n_k(age >= d)``
+    counted from the decisions made (decision ``i`` made in round ``i``)."""
+    c, svc, made = dmts
+    r = c.get("/estimates", headers={"Authorization": "Bearer r-5a"})
+    assert r.status_code == 200, r.text
+    e = r.json()
+    d = e["delay"]
+    W = len(d["ages"])
+    t = int(svc.learner.state.t)
+    assert d["source"] == "posterior" and W == 5 and t == 11 and [i for i, _ in made] == list(range(12))
+    assert sorted((t - np.asarray(svc.learner.state.pending.round)[:12]).tolist()) == list(range(12))
+    want = np.zeros(W)
+    for k, arm in enumerate(["a", "b"]):
+        rate, pmf = e["arms"][k]["rate"], np.asarray(d["pmf_per_arm"][arm])
+        ages = np.array([t - i for i, a in made if a == arm])
+        want += rate * pmf * np.array([(ages >= a).sum() for a in range(W)])
+    assert np.allclose(d["expected_seen"], want, rtol=1e-6, atol=1e-12), (d["expected_seen"], want)
