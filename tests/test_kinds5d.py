@@ -145,6 +145,17 @@ def test_every_shard_form_against_the_fused_paths_choice(fused_random, shard, fu
         assert why == [f"shard={shard!r}: the fused path runs on one device"]
 
 
+
+def test_shard_true_over_several_devices_is_named_unsupported(monkeypatch):
+    """``shard=True`` means every local device: over several it is not the fused path's one device
+    (it was taken as ``shard=1``, since ``True == 1`` in Python, and run silently on one)."""
+    env, ch = jb.envs.bernoulli(MU0), jb.channels.attributed()
+    assert FP.unsupported(env, ch, classic.uniform_random(), shard=True) == []
+    monkeypatch.setattr(jax, "local_device_count", lambda *a, **k: 4)
+    assert FP.unsupported(env, ch, classic.uniform_random(), shard=True) == [
+        "shard=True over 4 devices: the fused path runs on one device"]
+    assert FP.unsupported(env, ch, classic.uniform_random(), shard=1) == []
+
 def test_progress_bar_is_shown_by_process_0_of_a_multi_process_run_only(monkeypatch, capsys):
     """A run over the devices of every process with ``progress=True``: process 0 writes the bar to
     stderr, any other process writes none (here one process, its index stubbed)."""

@@ -75,7 +75,10 @@ def unsupported(env, channel, policies, *, chunk=None, shard=None, resume=False,
         why.append("grids of hyper-parameters (simulate_grid) run on the scan path")
     if resume:
         why.append("resume=True continues a scan-path checkpoint")
-    if shard not in (None, False, 1):
+    if shard is True:  # every local device (True == 1 in Python, so it is asked apart)
+        if jax.local_device_count() > 1:
+            why.append(f"shard=True over {jax.local_device_count()} devices: the fused path runs on one device")
+    elif shard not in (None, False, 1):
         why.append(f"shard={shard!r}: the fused path runs on one device")
     law = _world_kind(env)
     if law is None:
