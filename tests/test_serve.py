@@ -63,6 +63,22 @@ def client(tmp_path):
     svc.close()
 
 
+def test_a_route_with_a_typed_parameter_gets_the_services_error_form(client):
+    """The service's own routes validate their bodies themselves; a route a user adds to the app with
+    a parameter FastAPI validates still answers in the service's form: status 422 and
+    ``{"error": "<where>: <what>"}`` naming the parameter, not FastAPI's default body."""
+    c, _ = client
+
+    async def probe(n: int):
+        return {"n": n}
+
+    c.app.add_api_route("/probe/{n}", probe, methods=["GET"])
+    assert c.get("/probe/7").json() == {"n": 7}
+    r = c.get("/probe/seven")
+    assert r.status_code == 422 and list(r.json()) == ["error"], r.text
+    assert r.json()["error"].startswith("path.n: ") and "integer" in r.json()["error"], r.text
+
+
 BAD = [
     ("/decide", '{"n": 3', 400, "malformed JSON"),
     ("/decide", '[1, 2]', 422, "JSON object"),
