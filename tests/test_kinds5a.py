@@ -323,6 +323,23 @@ def test_a_policy_without_lost_records_reports_zero_in_summary_and_results_nc(tm
     assert {k: v["lost_to_W"] for k, v in saved["policies"].items()} == back.lost_to_W
 
 
+
+def test_every_curve_form_of_a_results_is_saved_and_read_back(tmp_path):
+    """Every documented form of ``Results.curves`` runs once through save and load: the class's own
+    example (regret and pulls alone) and the whole set; what was held comes back, bit for bit, and
+    nothing else (saving the example raised KeyError 'expected_regret')."""
+    from jaxbandits import Results
+
+    base = {"regret": np.array([[1.0, 2.0], [3.0, 4.0]]), "pulls": np.array([[5, 15], [10, 10]])}
+    whole = dict(base, expected_regret=base["regret"] / 2, reward=10 - base["regret"])
+    for i, c in enumerate((base, whole)):
+        r = Results("demo", {}, 0, 2, 20, np.array([10, 20]), {"UCB1": c})
+        r.save(tmp_path / f"o{i}", plot=False)
+        back = Results.load(tmp_path / f"o{i}").curves["UCB1"]
+        assert sorted(back) == sorted(c)
+        for k in c:
+            np.testing.assert_array_equal(back[k], c[k])
+
 # ------------------------------------------------- the run command at its lowest, its output read
 def _zeros_simulate(monkeypatch):
     """``jaxbandits run``'s simulations stood in by zeros of their form (nothing compiles)."""

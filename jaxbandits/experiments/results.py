@@ -332,11 +332,12 @@ class Results:
         data = {}
         kept = self.kept
         rd = "run" if kept == self.runs else "kept_run"  # the runs whose curves are held
-        for opt in ("delayed_regret", "fixed_regret"):
+        # regret always; the others where every policy has them (a Results built by hand, as in the
+        # class's example, may hold regret and pulls alone: load() reads whichever were written)
+        data["regret"] = (("policy", rd, "t"), st("regret"))
+        for opt in ("expected_regret", "reward", "delayed_regret", "fixed_regret"):
             if all(opt in self.curves[l] for l in labs):
                 data[opt] = (("policy", rd, "t"), st(opt))
-        for k in ("regret", "expected_regret", "reward"):
-            data[k] = (("policy", rd, "t"), st(k))
         data["final_pulls"] = (("policy", rd, "arm"), st("pulls"))
         if self.stats:  # statistics over all runs (docs/results.md): combined moments, paired differences, finals
             R = len(self.t)
