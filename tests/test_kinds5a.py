@@ -340,6 +340,7 @@ def test_every_curve_form_of_a_results_is_saved_and_read_back(tmp_path):
         for k in c:
             np.testing.assert_array_equal(back[k], c[k])
 
+
 # ------------------------------------------------- the run command at its lowest, its output read
 def _zeros_simulate(monkeypatch):
     """``jaxbandits run``'s simulations stood in by zeros of their form (nothing compiles)."""

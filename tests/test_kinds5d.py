@@ -156,6 +156,7 @@ def test_shard_true_over_several_devices_is_named_unsupported(monkeypatch):
         "shard=True over 4 devices: the fused path runs on one device"]
     assert FP.unsupported(env, ch, classic.uniform_random(), shard=1) == []
 
+
 def test_progress_bar_is_shown_by_process_0_of_a_multi_process_run_only(monkeypatch, capsys):
     """A run over the devices of every process with ``progress=True``: process 0 writes the bar to
     stderr, any other process writes none (here one process, its index stubbed)."""
