@@ -1,0 +1,241 @@
+"""Checks of the *kinds* that the third random sample's survivors showed missing, sixth part (a)
+(docs/contributing.md, "Mutation testing"): each test is a kind of check applied to every case it
+covers, not a test aimed at one mutated line.
+
+* every documented form run once: every time unit of a timestamp log against the duration computed
+  by hand; every form of ``--set`` on an experiment file (a top key, a nested key, a list entry in
+  range and out of range, an unknown key);
+* every bound at the bound: every integer and positive argument of ``bayes.calibration.sbc``; the
+  online learner's default pending ring at every small window (window 0: one slot); the exploration
+  floor under every mask of three arms (one allowed arm included) and on a one-armed world;
+* a stated default pinned: ``engine.problem``'s ``n_runs = 1``, with a given width at the calendar
+  budget's bound for one run;
+* the whole distribution: the number of actions of a linear world with varying action sets;
+* an uneven size: the dashboard's delay-law weights with a pending ring longer than the law's table.
+"""
+import itertools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxbandits import channels, engine, envs
+from jaxbandits.bayes import calibration as CAL
+from jaxbandits.core.types import Context, ProblemSpec
+from jaxbandits.delaymodels import logs as L
+from jaxbandits.experiments import files as F
+from jaxbandits.online.state import configure
+from jaxbandits.policies import classic
+from jaxbandits.policies import explore as X
+
+
+# ------------------------------------------------------------------ every documented form run once
+#: Seconds in each documented time unit (load_log's docstring: "ms" "s" "min" "h" "D" "W"; "d" is
+#: accepted as "D"), written out by hand.
+SECONDS = {"ms": 0.001, "s": 1.0, "min": 60.0, "h": 3600.0, "D": 86400.0, "d": 86400.0, "W": 604800.0}
+
+
+def test_every_time_unit_of_a_timestamp_log_against_the_duration_by_hand():
+    """One decision at 2024-03-01 00:00, converted one week and 90 minutes later, observed two weeks
+    after it: in every unit the delay is that duration over the unit's seconds, the cutoff two
+    weeks'; the set of units is the documented one."""
+    assert set(L.TIME_UNITS) == set(SECONDS)
+    delay_s, cut_s = 7 * 86400 + 90 * 60, 14 * 86400
+    for unit, sec in SECONDS.items():
+        log = L.load_log({"arm": [0, 1], "play_time": ["2024-03-01 00:00", "2024-03-01 00:00"],
+                          "conversion_time": ["2024-03-08 01:30", None],
+                          "cutoff": ["2024-03-15 00:00", "2024-03-15 00:00"]}, time_unit=unit)
+        assert log.time_unit == unit
+        assert np.asarray(log.play_time, np.float64).tolist() == [0.0, 0.0], unit
+        ct = np.asarray(log.conversion_time, np.float64)
+        assert ct[0] == pytest.approx(delay_s / sec, rel=1e-12) and np.isnan(ct[1]), (unit, ct)
+        assert np.asarray(log.cutoff, np.float64) == pytest.approx([cut_s / sec] * 2, rel=1e-12), unit
+
+
+_FILE = ('horizon = 100\nworld = {kind = "envs.bernoulli", means = [0.5, 0.4]}\n'
+         'channel = {kind = "channels.attributed"}\n[policies]\n'
+         'UCB1 = {kind = "classic.ucb1", alpha = 2.0}\n')
+
+
+def test_every_form_of_set_on_an_experiment_file(tmp_path):
+    """``--set``: a top key, a nested key, a list entry (each entry of the list, the others kept;
+    the experiment built from it holds the new value); a list entry past the end and an unknown key
+    are refused with the message read whole."""
+    path = tmp_path / "e.toml"
+    path.write_text(_FILE)
+    doc, _ = F.read(str(path), {"horizon": 50, "policies.UCB1.alpha": 1.5})
+    assert doc["horizon"] == 50 and doc["policies"]["UCB1"]["alpha"] == 1.5
+    for i in range(2):
+        doc, _ = F.read(str(path), {f"world.means.{i}": 0.7})
+        want = [0.5, 0.4]
+        want[i] = 0.7
+        assert doc["world"]["means"] == want, i
+    exp = F.experiment(str(path), {"world.means.1": 0.7})  # built: the world holds the new means
+    env = exp.build(exp.config)[0].env
+    assert env == envs.bernoulli([0.5, 0.7])
+    doc, _ = F.read(str(path), {"policies.UCB1.alpha": 3.0})
+    assert doc["policies"]["UCB1"] == {"kind": "classic.ucb1", "alpha": 3.0}
+    for k in ("world.means.2", "world.means.5"):
+        with pytest.raises(F.FileError) as e:
+            F.read(str(path), {k: 0.7})
+        assert str(e.value) == f"--set {k}: no entry {k.rsplit('.', 1)[1]} in world.means (length 2)"
+    with pytest.raises(F.FileError) as e:
+        F.read(str(path), {"world.nope.x": 1})
+    assert str(e.value) == (f"--set world.nope.x: {path} has no key 'world.nope.x' (dotted keys of the file, e.g. "
+                            "horizon, world.delay.mean, policies.UCB1.alpha)")
+
+
+# ------------------------------------------------------------------------- every bound at the bound
+class _Stop(Exception):
+    """Raised by a stand-in once validation has passed: nothing compiles or samples."""
+
+
+#: sbc's integer arguments and their stated lowest values (its code and docstring), and its
+#: positive ones.
+SBC_LOWEST = {"n_reps": 2, "n_draws": 1, "thin": 1, "num_warmup": 1, "n_plays": 1, "n_arms": 1}
+SBC_POSITIVE = ("span", "delay_scale")
+
+
+def test_every_bound_of_sbc_at_the_bound(monkeypatch):
+    """Each integer argument of ``sbc`` at its lowest value is accepted (the validation passes: a
+    stand-in for what runs next stops the call), one below refused with the message read whole;
+    each positive argument refused at 0 and accepted just above."""
+    def stop(*a, **k):
+        raise _Stop
+
+    monkeypatch.setattr(CAL, "simulate_rows", stop)
+    base = dict(SBC_LOWEST)
+    with pytest.raises(_Stop):
+        CAL.sbc("exponential", **base)
+    for name, lo in SBC_LOWEST.items():
+        with pytest.raises(ValueError) as e:
+            CAL.sbc("exponential", **{**base, name: lo - 1})
+        assert str(e.value) == f"{name} must be >= {lo}, got {lo - 1}", name
+    for name in SBC_POSITIVE:
+        with pytest.raises(ValueError) as e:
+            CAL.sbc("exponential", **base, **{name: 0.0})
+        assert str(e.value) == f"{name} must lie in (0.0, inf], got 0.0", name
+        with pytest.raises(_Stop):
+            CAL.sbc("exponential", **base, **{name: 1e-3})
+
+
+@pytest.mark.parametrize("window", [0, 1, 2, 7])
+def test_every_small_window_sizes_the_default_pending_ring(window):
+    """The online learner's default ring on a conversions channel of window ``m`` (no max_pending,
+    a policy without reveal window or hold) has ``m + 1`` slots: one at window 0; the state built
+    from the config has that many slots."""
+    from jaxbandits.online.state import initial_state
+
+    cfg = configure(classic.ucb1(), channels.conversions(window=window), 3, None, None, None)
+    assert cfg.pending == window + 1
+    st = jax.eval_shape(lambda: initial_state(cfg, jax.random.key(0)))
+    assert st.pending.round.shape == (window + 1,)
+
+
+def test_every_mask_of_three_arms_gives_the_exploration_floor_its_law():
+    """``explore(base, eps)``: the logged law ``eps q + (1 - eps) p`` with ``q`` uniform on the
+    allowed arms, for every non-empty mask of 3 arms (the three one-arm masks included) and on a
+    one-armed world: it sums to 1, it is 0 on masked arms, and with ``eps = 1`` it is exactly
+    ``q``, every played arm allowed and the plays spread evenly over the allowed ones (5 s.e.)."""
+    n = 600
+    keys = jax.random.split(jax.random.key(3), n)
+    for K in (3, 1):
+        for eps in (1.0, 0.5):
+            pol = X.explore(classic.ucb1(), eps)
+            st = pol.init(ProblemSpec(K, 100), jax.random.key(0))
+
+            @jax.jit
+            def acts(mask):
+                ctx = Context(jnp.int32(0), None, mask, jnp.int32(0))
+                a, memo = jax.vmap(lambda k: pol.act(st, ctx, k))(keys)
+                return a, memo.probs
+
+            for bits in itertools.product([False, True], repeat=K):
+                if not any(bits):
+                    continue
+                mask = np.array(bits)
+                a, probs = (np.asarray(x) for x in acts(jnp.asarray(mask)))
+                assert np.allclose(probs.sum(axis=1), 1.0, atol=1e-6), (K, eps, bits)
+                assert (probs[:, ~mask] == 0).all() and mask[a].all(), (K, eps, bits)
+                if eps == 1.0:
+                    q = mask / mask.sum()
+                    assert np.allclose(probs, q[None], atol=1e-7), (K, bits)
+                    freq = np.bincount(a, minlength=K) / n
+                    se = np.sqrt(q * (1 - q) / n)
+                    assert (np.abs(freq - q) <= 5 * se + 1e-12).all(), (K, bits, freq)
+
+
+# ------------------------------------------------------------------------------ a stated default pinned
+def test_engine_problem_default_n_runs_is_one_at_the_calendar_budget():
+    """``engine.problem``'s ``n_runs`` defaults to 1: a given width whose calendars take exactly
+    the 2 GiB limit for one run (W P 4 = 2^27 * 4 * 4 = 2^31 bytes) is accepted without n_runs as
+    with ``n_runs=1``, and refused for 2 runs with the message read whole."""
+    world, ch, pol = envs.bernoulli([0.3, 0.6]), channels.attributed(width=2**27), classic.ucb1()
+    p = engine.problem(world, ch, pol, 100)
+    assert p.width == 2**27 and p.cspec.payload_size == 4
+    assert p.cspec == engine.problem(world, ch, pol, 100, n_runs=1).cspec
+    with pytest.raises(ValueError) as e:
+        engine.problem(world, ch, pol, 100, n_runs=2)
+    assert str(e.value) == ("the channel's width=134217728 exceeds the exact width 1 that loses nothing "
+                            "(conventions §3) and its calendars would take 4.0 GiB for 2 runs: give width <= 1 "
+                            "(or leave it None)")
+
+
+# ------------------------------------------------------------------------------ the whole distribution
+@pytest.mark.parametrize("n_valid", [0, 6])
+def test_the_whole_distribution_of_the_number_of_actions_of_a_varying_set(n_valid):
+    """A linear world with ``min_valid = 2``: the number of actions each round is uniform on
+    ``{2..n_valid}`` (``{2..10}`` without padding): every size's frequency within 5 s.e. of
+    ``1 / (n_valid - 1)``, never a size outside it; the allowed actions are the first ``K_t``."""
+    env = envs.linear(np.array([0.3, 0.1]), n_actions=10, action_set="uniform", min_valid=2, n_valid=n_valid)
+    top = n_valid or 10
+    n = 6000
+    keys = jax.random.split(jax.random.key(5), n)
+    masks = np.asarray(jax.jit(jax.vmap(lambda k: env.context(None, jnp.int32(0), k)[1]))(keys))
+    k_t = masks.sum(axis=1)
+    assert (masks == (np.arange(10)[None] < k_t[:, None])).all()
+    assert k_t.min() >= 2 and k_t.max() <= top
+    freq = np.bincount(k_t, minlength=11)[2:top + 1] / n
+    p = 1.0 / (top - 1)
+    assert (np.abs(freq - p) <= 5 * math.sqrt(p * (1 - p) / n)).all(), freq
+
+
+# ------------------------------------------------------------------------------------ an uneven size
+def test_dashboard_weights_with_a_ring_longer_than_the_delay_laws_table(tmp_path):
+    """A conversions service with a configured geometric law and window 5 (the law's table: ages
+    0..5) but a pending ring of 16 slots, 4 batches of 5 decisions (ring ages up to 15):
+    ``/estimates`` answers, and each arm's interval weights are, independently,
+    ``sum_i F(min(age_i, m))`` over its decisions (``F`` the law's CDF)."""
+    pytest.importorskip("fastapi")
+    from jaxbandits import delays
+    from jaxbandits.apps import dashboard, serve
+
+    m = 5
+    law = {"law": "geometric", "mean": 3.0}
+    cfg = serve.load_config(None, arms=["x", "y"], seed=1, max_batch=100, max_pending=16,
+                            policy={"name": "delayed_klucb", "window": m, "delay": law},
+                            channel={"kind": "conversions", "window": m})
+    svc = serve.Service(cfg, tmp_path / "e.db")
+    made = []
+    try:
+        for b in range(4):
+            out = svc.decide(5)
+            made += list(zip(out["ids"], out["arms"]))
+            svc.feedback([{"id": made[-1][0]}])
+        e = dashboard.Monitor(svc).estimates()
+        Fc = np.asarray(delays.geometric(mean=3.0).cdf_table(m + 1), np.float64)
+        t = int(svc.learner.state.t)
+        assert max(t - i for i, _ in made) > m + 2  # ages past the law's table are in the ring
+        est = {a["name"]: a for a in e["arms"]}
+        for k, name in enumerate(cfg.arms):
+            n = sum(Fc[min(t - i, m)] for i, a in made if a == name)
+            s = svc.host["rewards"][k]
+            assert est[name]["rate"] == pytest.approx(s / n, rel=1e-9), name
+            z = 1.959964
+            c = (s / n + z * z / (2 * n)) / (1 + z * z / n)
+            h = z * math.sqrt((s / n) * (1 - s / n) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+            assert (est[name]["lo"], est[name]["hi"]) == (pytest.approx(c - h), pytest.approx(c + h)), name
+    finally:
+        svc.close()
