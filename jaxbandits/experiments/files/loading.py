@@ -16,7 +16,7 @@ import numpy as np
 from .kinds import import_ref, resolve_kind
 from .reading import read
 from .schema import FILE_KEYS, PANEL_KEYS, FileContext, FileError, get_path
-from .tomlwriter import dotted, toml_value
+from .tomlwriter import toml_value
 
 
 def _call(entry, path, ctx):
@@ -197,7 +197,8 @@ def experiment(path: str, sets: Optional[dict] = None, *, doc_ctx=None):
 
 def settable_keys(doc: dict) -> List[Tuple[str, Any, str]]:
     """``[(dotted key, value, what it is)]`` of a declarative file: every value ``--set`` can change
-    (kinds excepted: a different constructor is a different file).
+    (kinds excepted: a different constructor is a different file), each key in the form ``--set``
+    takes (a list's entry by its index: ``panels.1.channel.window``).
 
     Args:
         doc: a read file (:func:`~jaxbandits.experiments.files.reading.read`).
@@ -219,7 +220,7 @@ def settable_keys(doc: dict) -> List[Tuple[str, Any, str]]:
                     continue
                 walk(path + (k,), v, f"parameter {k!r} of {x['kind']}" if "kind" in x else what)
         else:
-            out.append((dotted(path), x, what))
+            out.append((".".join(str(p) for p in path), x, what))  # the form --set takes: panels.0.world
 
     for k, v in doc.items():
         if k in ("world", "channel", "policies", "panels", "grid", "log_lines"):
