@@ -87,6 +87,45 @@ def test_every_form_of_set_on_an_experiment_file(tmp_path):
                             "horizon, world.delay.mean, policies.UCB1.alpha)")
 
 
+_PANELS = """horizon = 60
+runs = 2
+[[panels]]
+name = "a"
+world = {kind = "envs.bernoulli", means = [0.5, 0.4]}
+channel = {kind = "channels.conversions", window = 9}
+policies = {UCB1 = {kind = "classic.ucb1", alpha = 2.0}}
+[[panels]]
+name = "b"
+world = {kind = "envs.bernoulli", means = [0.6, 0.4]}
+channel = {kind = "channels.attributed"}
+policies = {UCB1 = {kind = "classic.ucb1"}}
+"""
+
+
+@pytest.mark.parametrize("text", [_FILE, _PANELS], ids=["flat", "panels"])
+def test_every_key_that_show_lists_is_a_key_that_set_takes(tmp_path, text):
+    """``jaxbandits show FILE.toml`` lists "settable keys (--set DOTTED.KEY=VALUE)": for a flat file
+    and a file of [[panels]], the listed keys are every parameter (one row per value, in the file's
+    order), and each, given to ``--set`` with a new value, is accepted and changes that value only."""
+    path = tmp_path / "e.toml"
+    path.write_text(text)
+    doc, _ = F.read(str(path))
+    rows = F.settable_keys(doc)
+    if text is _PANELS:
+        assert [(k, v) for k, v, _ in rows] == [
+            ("horizon", 60), ("runs", 2), ("panels.0.world.means", [0.5, 0.4]), ("panels.0.channel.window", 9),
+            ("panels.0.policies.UCB1.alpha", 2.0), ("panels.1.world.means", [0.6, 0.4])]
+    else:
+        assert [(k, v) for k, v, _ in rows] == [("horizon", 100), ("world.means", [0.5, 0.4]),
+                                                 ("policies.UCB1.alpha", 2.0)]
+    for k, v, _ in rows:
+        new = [0.3, 0.2] if isinstance(v, list) else v + 1
+        got, _ = F.read(str(path), {k: new})
+        path_k = tuple(int(p) if p.isdigit() else p for p in k.split("."))
+        assert F.get_path(got, path_k) == new, k
+        assert {kk: vv for kk, vv, _ in F.settable_keys(got) if kk != k} == {kk: vv for kk, vv, _ in rows if kk != k}
+
+
 # ------------------------------------------------------------------------- every bound at the bound
 class _Stop(Exception):
     """Raised by a stand-in once validation has passed: nothing compiles or samples."""
