@@ -14,6 +14,7 @@ covers, not a test aimed at one mutated line.
 * an uneven size: the dashboard's delay-law weights with a pending ring longer than the law's table.
 """
 import itertools
+import json
 import math
 
 import jax
@@ -124,6 +125,27 @@ def test_every_key_that_show_lists_is_a_key_that_set_takes(tmp_path, text):
         path_k = tuple(int(p) if p.isdigit() else p for p in k.split("."))
         assert F.get_path(got, path_k) == new, k
         assert {kk: vv for kk, vv, _ in F.settable_keys(got) if kk != k} == {kk: vv for kk, vv, _ in rows if kk != k}
+
+
+def test_every_documented_form_of_a_serve_config_file(tmp_path):
+    """``load_config``: a TOML file and a JSON file, each with its limits at the top and in their
+    own ``[serve]`` table (load_config's docstring), give one config: the arms, policy, channel
+    and every limit as written."""
+    pytest.importorskip("fastapi")
+    from jaxbandits.apps import serve
+
+    head = {"arms": ["a", "b"], "policy": {"name": "ucb1"}, "channel": {"kind": "conversions", "window": 7}}
+    limits = {"max_batch": 100, "seed": 3, "max_pending": 20}
+    toml_head = 'arms = ["a", "b"]\n[policy]\nname = "ucb1"\n[channel]\nkind = "conversions"\nwindow = 7\n'
+    toml_lim = "".join(f"{k} = {v}\n" for k, v in limits.items())
+    files = {"flat.toml": toml_lim + toml_head, "table.toml": toml_head + "[serve]\n" + toml_lim,
+             "flat.json": json.dumps({**head, **limits}), "table.json": json.dumps({**head, "serve": limits})}
+    for name, text in files.items():
+        f = tmp_path / name
+        f.write_text(text)
+        cfg = serve.load_config(str(f))
+        got = {k: getattr(cfg, k) for k in (*head, *limits)}
+        assert got == {**head, **limits}, name
 
 
 # ------------------------------------------------------------------------- every bound at the bound
