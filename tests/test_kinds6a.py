@@ -263,6 +263,50 @@ def test_the_whole_distribution_of_the_number_of_actions_of_a_varying_set(n_vali
     assert (np.abs(freq - p) <= 5 * math.sqrt(p * (1 - p) / n)).all(), freq
 
 
+@pytest.mark.parametrize("probs, drift", [([0.5, 0.3, 0.2], 2.0), ([0.5, 0.3, 0.2], 400.0), ([0.5, 0.5, 0.0], 20.0),
+                                          ([0.2, 0.8], 0.0)])
+def test_the_whole_distribution_of_drifting_synthetic_labels(probs, drift):
+    """``synthetic_labels(probs, T, drift)``: round ``t``'s label has the law ``p_t(a)`` proportional
+    to ``probs[a] exp(drift sin(2 pi (t/T + a/K)))``, computed here as weights (not logits); in each
+    of 6 stretches of rounds each arm's frequency lies within 5 s.e. of the stretch's mean
+    ``p_t(a)``. A large drift and a zero weight (accepted inputs) included."""
+    from jaxbandits.envs import adversarial as AD
+
+    T, S = 60_000, 6
+    y = AD.synthetic_labels(probs, T, drift=drift, seed=4)
+    p, K = np.asarray(probs, np.float64), len(probs)
+    s = np.sin(2 * np.pi * (np.arange(T)[:, None] / T + np.arange(K)[None, :] / K))
+    w = p[None, :] * np.exp(drift * (s - s.max(axis=1, keepdims=True)))
+    pt = w / w.sum(axis=1, keepdims=True)
+    n = T // S
+    for j in range(S):
+        sl = slice(j * n, (j + 1) * n)
+        freq = np.bincount(y[sl], minlength=K) / n
+        want = pt[sl].mean(axis=0)
+        se = np.sqrt(want * (1 - want) / n)
+        assert (np.abs(freq - want) <= 5 * se + 1e-12).all(), (j, freq, want)
+
+
+@pytest.mark.parametrize("table", [[[0.1, 0.9], [0.9, 0.1], [0.5, 0.5]], [[0.1, 0.5, 0.9], [0.9, 0.5, 0.1]]],
+                         ids=["P3K2", "P2K3"])
+def test_switching_worlds_with_as_many_phases_as_arms_or_not(table):
+    """``envs.switching(loss_means [P, K], period)`` at uneven sizes (P != K), over more than
+    ``max(P, K)`` phases: the world's expected rewards in round ``t`` are ``1 -`` row
+    ``(t // period) % P`` of the table, and with the coupled uniform ``u`` every arm's draw is
+    ``u <`` those, so the regret's comparator and the rewards drawn agree."""
+    lm = (1.0 - np.asarray(table, np.float64)).astype(np.float32)
+    period, T = 3, 3 * 7
+    env = envs.switching(table, period=period)
+    t = jnp.arange(T)
+    mu = np.asarray(jax.vmap(lambda t: env.means(None, t, None))(t))
+    want = lm[(np.arange(T) // period) % lm.shape[0]]
+    np.testing.assert_array_equal(mu, want)
+    for u in (0.05, 0.3, 0.7, 0.95):
+        out = jax.vmap(lambda t: env.outcome(None, t, 0, jnp.float32(u), jnp.float32(0.5), None, jax.random.key(0))[0])
+        rows = np.asarray(out(t).all_rewards)
+        np.testing.assert_array_equal(rows, (u < want).astype(np.float32))
+
+
 # ------------------------------------------------------------------------------------ an uneven size
 def test_dashboard_weights_with_a_ring_longer_than_the_delay_laws_table(tmp_path):
     """A conversions service with a configured geometric law and window 5 (the law's table: ages
