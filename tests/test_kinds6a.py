@@ -307,6 +307,39 @@ def test_switching_worlds_with_as_many_phases_as_arms_or_not(table):
         np.testing.assert_array_equal(rows, (u < want).astype(np.float32))
 
 
+# ------------------------------------------------------------------------ a figure's drawn data read back
+def test_the_evaluate_forest_plot_draws_each_estimate_on_its_row(tmp_path, monkeypatch):
+    """``jaxbandits evaluate``'s forest plot, read back from the figure: row ``i`` (from the top) is
+    the ``i``-th estimate, its marker at x = the estimate and y = its row, its bar from ``lo`` to
+    ``hi`` on that row, its tick label ``target: estimator``; uneven intervals (hi - value !=
+    value - lo) so that the two ends cannot be swapped unseen."""
+    import matplotlib.pyplot as plt
+
+    from jaxbandits.ope import command as OC
+    from jaxbandits.ope.estimators import Estimate
+
+    figs, close = [], plt.close
+    monkeypatch.setattr(plt, "close", lambda fig=None: figs.append(fig))  # kept open to be read
+    est = {"A": [Estimate("ips", True, 0.12, 0.05, 0.16, 0.02, 50.0, 100),
+                 Estimate("dm", False, 0.30, 0.28, 0.41, 0.03, 100.0, 100)],
+           "B": [Estimate("dr", True, 0.61, 0.52, 0.64, 0.02, 80.0, 100)]}
+    OC.plot({k: {"estimates": v} for k, v in est.items()}, str(tmp_path / "f.png"), 0.95)
+    assert (tmp_path / "f.png").stat().st_size > 0
+    (ax,) = figs[0].axes
+    rows = [(k, e) for k, v in est.items() for e in v]
+    bars = ax.containers
+    assert len(bars) == len(rows)
+    for i, ((label, e), c) in enumerate(zip(rows, bars)):
+        y = len(rows) - 1 - i
+        x_d, y_d = c.lines[0].get_data()
+        assert (float(x_d[0]), float(y_d[0])) == pytest.approx((e.value, y)), label
+        (seg,) = c.lines[2][0].get_segments()
+        np.testing.assert_allclose(np.asarray(seg), [[e.lo, y], [e.hi, y]], rtol=1e-12, err_msg=label)
+    ticks = {int(round(t)): lab.get_text() for t, lab in zip(ax.get_yticks(), ax.get_yticklabels())}
+    assert ticks == {len(rows) - 1 - i: f"{label}: {e.name}" for i, (label, e) in enumerate(rows)}
+    close(figs[0])
+
+
 # ------------------------------------------------------------------------------------ an uneven size
 def test_dashboard_weights_with_a_ring_longer_than_the_delay_laws_table(tmp_path):
     """A conversions service with a configured geometric law and window 5 (the law's table: ages
