@@ -28,6 +28,7 @@ from jaxbandits.core.types import Context, ProblemSpec
 from jaxbandits.delaymodels import logs as L
 from jaxbandits.experiments import files as F
 from jaxbandits.online.state import configure
+from jaxbandits.policies import anonymous as AN
 from jaxbandits.policies import classic
 from jaxbandits.policies import explore as X
 
@@ -305,6 +306,31 @@ def test_switching_worlds_with_as_many_phases_as_arms_or_not(table):
         out = jax.vmap(lambda t: env.outcome(None, t, 0, jnp.float32(u), jnp.float32(0.5), None, jax.random.key(0))[0])
         rows = np.asarray(out(t).all_rewards)
         np.testing.assert_array_equal(rows, (u < want).astype(np.float32))
+
+
+# ---------------------------------------------------------------------------- an independent computation
+def test_the_anonymous_learner_holds_the_sum_of_the_aggregates_fed_in_its_open_round():
+    """The online learner on an anonymous channel: before any decision every ``y`` is ``unknown``;
+    then, round by round, ``state.acc`` is the float32 sum, in the order given, of the finite ``y``
+    fed since the round opened (non-finite ones ``invalid``, not added), over several feedback calls
+    of uneven sizes; a new decision opens a round with 0."""
+    from jaxbandits import online
+
+    lr = online.Learner(AN.odaaf(3.0), channels.anonymous(), 3, horizon=100)
+    assert lr.feedback(y=[1.0]) == ["unknown"] and np.asarray(lr.state.acc).tolist() == [0.0]
+    rng = np.random.default_rng(6)
+    for r in range(4):
+        lr.decide(1 + r % 2)
+        assert np.asarray(lr.state.acc).tolist() == [0.0]
+        want = np.float32(0.0)
+        for n in (3, 1, 5)[: 1 + r % 3]:
+            y = rng.normal(size=n).astype(np.float32)
+            y[rng.random(n) < 0.3] = np.nan
+            codes = lr.feedback(y=y.tolist())
+            assert codes == ["accepted" if np.isfinite(v) else "invalid" for v in y]
+            for v in y[np.isfinite(y)]:
+                want = np.float32(want + v)
+            assert np.asarray(lr.state.acc).tolist() == [float(want)], r
 
 
 # ------------------------------------------------------------------------ a figure's drawn data read back
