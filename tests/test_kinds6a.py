@@ -229,6 +229,34 @@ def test_every_mask_of_three_arms_gives_the_exploration_floor_its_law():
                     assert (np.abs(freq - q) <= 5 * se + 1e-12).all(), (K, bits, freq)
 
 
+def test_every_chunk_boundary_a_stop_can_come_at(tmp_path):
+    """``simulate(..., chunk, checkpoint, stop)``, 3 chunks of 20 rounds: ``stop`` is asked after
+    each chunk but the last; a stop requested after chunk ``j < 3`` raises ``Interrupted`` with
+    ``j * 20`` rounds done (the message read whole), a stop requested during the last chunk (the
+    bound) changes nothing: the run returns, bitwise equal to one without ``stop``."""
+    from jaxbandits import simulate
+    from jaxbandits.engine.checkpoint import Interrupted
+
+    args = (envs.bernoulli([0.6, 0.4]), channels.attributed(), classic.ucb1(), 60, jax.random.key(2), 2)
+    ref = simulate(*args, chunk=20, checkpoint=str(tmp_path / "ref"))
+    for j in (1, 2, 3):
+        asked = []
+
+        def stop():
+            asked.append(1)
+            return len(asked) >= j
+
+        folder = str(tmp_path / f"s{j}")
+        if j < 3:
+            with pytest.raises(Interrupted) as e:
+                simulate(*args, chunk=20, checkpoint=folder, stop=stop)
+            assert str(e.value) == f"stopped after {20 * j} of 60 rounds; checkpoint in {folder}"
+        else:
+            got = simulate(*args, chunk=20, checkpoint=folder, stop=stop)
+            assert len(asked) == 2
+            np.testing.assert_array_equal(got.regret, ref.regret)
+
+
 # ------------------------------------------------------------------------------ a stated default pinned
 def test_engine_problem_default_n_runs_is_one_at_the_calendar_budget():
     """``engine.problem``'s ``n_runs`` defaults to 1: a given width whose calendars take exactly
