@@ -361,6 +361,41 @@ def test_the_anonymous_learner_holds_the_sum_of_the_aggregates_fed_in_its_open_r
             assert np.asarray(lr.state.acc).tolist() == [float(want)], r
 
 
+def test_the_fused_gamma_sampler_against_marsaglia_tsang_by_hand():
+    """The fused path's Gamma variates (``rng.gammas_in_sequence``), recomputed here in float64:
+    the counter words come from JAX's own Threefry-2x32 (``jax.extend.random.threefry_2x32``) at the
+    stated counters ``(c0, i)``, ``i = 0, 1, ...``, proposal ``i`` of a lane is the normal
+    ``ndtri(u(w0))`` and the uniform ``u(w1)`` (``u(w) = ((w >> 9) + 1/2) 2^-23``), tested by
+    Marsaglia and Tsang's rule and served to the lane's first variate not yet accepted."""
+    from jax.extend.random import threefry_2x32
+    from scipy.special import ndtri
+
+    from jaxbandits.engine.fused import rng as FR
+
+    shapes, k1, c0, lanes = (1.0, 2.5, 7.0), 77, 4, np.arange(1, 9, dtype=np.uint32) * 1000003
+    cap = FR.max_proposals(len(shapes))
+    got = jax.jit(lambda k0: FR.gammas_in_sequence([jnp.full(k0.shape, a, jnp.float32) for a in shapes], k0,
+                                                   jnp.uint32(k1), jnp.uint32(c0), cap))(jnp.asarray(lanes))
+    got = np.stack([np.asarray(g) for g in got], axis=1)
+    for lane, k0 in enumerate(lanes):
+        i = np.arange(cap, dtype=np.uint32)
+        words = np.asarray(threefry_2x32(jnp.array([k0, k1], jnp.uint32),
+                                         jnp.concatenate([jnp.full(cap, c0, jnp.uint32), jnp.asarray(i)])))
+        u = ((words >> 9).astype(np.float64) + 0.5) * 2.0**-23
+        x, uu = ndtri(u[:cap]), u[cap:]
+        want, j = [], 0
+        for t in range(cap):
+            if j == len(shapes):
+                break
+            d = shapes[j] - 1 / 3
+            v = (1 + x[t] / math.sqrt(9 * d)) ** 3
+            if v > 0 and math.log(uu[t]) < 0.5 * x[t] ** 2 + d - d * v + d * math.log(v):
+                want.append(d * v)
+                j += 1
+        assert len(want) == len(shapes)
+        np.testing.assert_allclose(got[lane], want, rtol=1e-4, err_msg=str(lane))
+
+
 # ------------------------------------------------------------------------ a figure's drawn data read back
 def test_the_evaluate_forest_plot_draws_each_estimate_on_its_row(tmp_path, monkeypatch):
     """``jaxbandits evaluate``'s forest plot, read back from the figure: row ``i`` (from the top) is
