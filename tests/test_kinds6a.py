@@ -429,6 +429,27 @@ def test_the_evaluate_forest_plot_draws_each_estimate_on_its_row(tmp_path, monke
     close(figs[0])
 
 
+def test_the_fused_thompson_indices_at_many_arms_have_their_beta_laws():
+    """An uneven size: the fused Thompson kernel's indices (``lanes.index_lanes``, the function the
+    kernel calls per round) at K = 24 arms (48 Gamma variates a lane and round), arm ``k`` with
+    ``n_k = k`` plays and ``s_k = k // 3`` successes: over 128 lanes every index lies in (0, 1) and
+    each arm's mean is within 5 s.e. of its Beta(1 + s, 1 + n - s) mean."""
+    from jaxbandits.engine.fused import lanes as LN
+    from jaxbandits.engine.fused.kernels import KernelSpec
+
+    K, B = 24, 128
+    ks = KernelSpec("thompson", (), K, 32, 1, 1, B)  # k_pad 32: K padded to a power of two
+    n_k, s_k = np.arange(K, dtype=np.float64), np.arange(K) // 3.0
+    n = [jnp.full((B,), v, jnp.float32) for v in n_k]
+    s = [jnp.full((B,), v, jnp.float32) for v in s_k]
+    idx = np.asarray(jax.jit(lambda kp0: jnp.stack(LN.index_lanes(ks, n, s, jnp.int32(3), kp0, jnp.uint32(5))))(
+        jnp.arange(B, dtype=jnp.uint32) * 7919 + 1), np.float64)
+    assert idx.shape == (K, B) and ((idx > 0) & (idx < 1)).all()
+    a, b = 1 + s_k, 1 + n_k - s_k
+    mean, var = a / (a + b), a * b / ((a + b) ** 2 * (a + b + 1))
+    assert (np.abs(idx.mean(axis=1) - mean) <= 5 * np.sqrt(var / B)).all(), idx.mean(axis=1) - mean
+
+
 # ------------------------------------------------------------------------------------ an uneven size
 def test_dashboard_weights_with_a_ring_longer_than_the_delay_laws_table(tmp_path):
     """A conversions service with a configured geometric law and window 5 (the law's table: ages
