@@ -199,34 +199,33 @@ def test_every_small_window_sizes_the_default_pending_ring(window):
 def test_every_mask_of_three_arms_gives_the_exploration_floor_its_law():
     """``explore(base, eps)``: the logged law ``eps q + (1 - eps) p`` with ``q`` uniform on the
     allowed arms, for every non-empty mask of 3 arms (the three one-arm masks included) and on a
-    one-armed world: it sums to 1, it is 0 on masked arms, and with ``eps = 1`` it is exactly
+    one-armed world (with eps = 1; three arms also with eps = 0.5): it sums to 1, it is 0 on masked arms, and with ``eps = 1`` it is exactly
     ``q``, every played arm allowed and the plays spread evenly over the allowed ones (5 s.e.)."""
     n = 600
     keys = jax.random.split(jax.random.key(3), n)
-    for K in (3, 1):
-        for eps in (1.0, 0.5):
-            pol = X.explore(classic.ucb1(), eps)
-            st = pol.init(ProblemSpec(K, 100), jax.random.key(0))
+    for K, eps in ((3, 1.0), (3, 0.5), (1, 1.0)):
+        pol = X.explore(classic.ucb1(), eps)
+        st = pol.init(ProblemSpec(K, 100), jax.random.key(0))
 
-            @jax.jit
-            def acts(mask):
-                ctx = Context(jnp.int32(0), None, mask, jnp.int32(0))
-                a, memo = jax.vmap(lambda k: pol.act(st, ctx, k))(keys)
-                return a, memo.probs
+        @jax.jit
+        def acts(mask):
+            ctx = Context(jnp.int32(0), None, mask, jnp.int32(0))
+            a, memo = jax.vmap(lambda k: pol.act(st, ctx, k))(keys)
+            return a, memo.probs
 
-            for bits in itertools.product([False, True], repeat=K):
-                if not any(bits):
-                    continue
-                mask = np.array(bits)
-                a, probs = (np.asarray(x) for x in acts(jnp.asarray(mask)))
-                assert np.allclose(probs.sum(axis=1), 1.0, atol=1e-6), (K, eps, bits)
-                assert (probs[:, ~mask] == 0).all() and mask[a].all(), (K, eps, bits)
-                if eps == 1.0:
-                    q = mask / mask.sum()
-                    assert np.allclose(probs, q[None], atol=1e-7), (K, bits)
-                    freq = np.bincount(a, minlength=K) / n
-                    se = np.sqrt(q * (1 - q) / n)
-                    assert (np.abs(freq - q) <= 5 * se + 1e-12).all(), (K, bits, freq)
+        for bits in itertools.product([False, True], repeat=K):
+            if not any(bits):
+                continue
+            mask = np.array(bits)
+            a, probs = (np.asarray(x) for x in acts(jnp.asarray(mask)))
+            assert np.allclose(probs.sum(axis=1), 1.0, atol=1e-6), (K, eps, bits)
+            assert (probs[:, ~mask] == 0).all() and mask[a].all(), (K, eps, bits)
+            if eps == 1.0:
+                q = mask / mask.sum()
+                assert np.allclose(probs, q[None], atol=1e-7), (K, bits)
+                freq = np.bincount(a, minlength=K) / n
+                se = np.sqrt(q * (1 - q) / n)
+                assert (np.abs(freq - q) <= 5 * se + 1e-12).all(), (K, bits, freq)
 
 
 def test_every_chunk_boundary_a_stop_can_come_at(tmp_path):
