@@ -228,6 +228,54 @@ def test_every_mask_of_three_arms_gives_the_exploration_floor_its_law():
                 assert (np.abs(freq - q) <= 5 * se + 1e-12).all(), (K, bits, freq)
 
 
+def test_every_mask_of_three_arms_gives_exp3_a_law_when_weights_underflow():
+    """Exp3 with arms 1 and 2's weights underflowed (cum_loss 1e6): under every non-empty mask of
+    3 arms the law sums to 1 and is 0 on masked arms; a mask that allows only underflowed arms
+    (one of them alone included) gets the uniform law over them; every played arm is allowed."""
+    pol = classic.exp3(eta=1.0)
+    st = pol.init(ProblemSpec(3, 100), jax.random.key(0))._replace(cum_loss=jnp.array([0.0, 1e6, 1e6]))
+    keys = jax.random.split(jax.random.key(2), 64)
+
+    @jax.jit
+    def acts(mask):
+        a, memo = jax.vmap(lambda k: pol.act(st, Context(jnp.int32(0), None, mask, jnp.int32(-1)), k))(keys)
+        return a, memo.probs
+
+    for bits in itertools.product([False, True], repeat=3):
+        if not any(bits):
+            continue
+        mask = np.array(bits)
+        a, probs = (np.asarray(x) for x in acts(jnp.asarray(mask)))
+        want = np.array([1.0, 0.0, 0.0]) if mask[0] else mask / mask.sum()
+        np.testing.assert_allclose(probs, np.broadcast_to(want, probs.shape), atol=1e-7, err_msg=str(bits))
+        assert mask[a].all(), bits
+
+
+def _no_space_free(monkeypatch, free):
+    import collections
+    import shutil
+
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: collections.namedtuple("u", "total used free")(10**12, 0, free))
+
+
+def test_every_bound_of_the_disk_full_rule(tmp_path, monkeypatch):
+    """``core.fileio.disk_full``: an ENOSPC or EDQUOT OSError is a full disk whatever the free
+    space; any other writer's error is one exactly when the folder's file system has under 1 MiB
+    free (2**20 - 1 bytes: full; 2**20: not); a BaseException that is not an Exception never is."""
+    import errno
+
+    from jaxbandits.core import fileio
+
+    path = tmp_path / "x.h5"
+    for free, full in ((0, True), (2**20 - 1, True), (2**20, False), (10**9, False)):
+        _no_space_free(monkeypatch, free)
+        assert fileio.disk_full(RuntimeError("h5py: can't write data"), path) is full, free
+        assert fileio.disk_full(OSError(errno.ENOSPC, "no space"), path) is True
+        assert fileio.disk_full(OSError(errno.EDQUOT, "quota"), path) is True
+        assert fileio.disk_full(OSError(errno.EIO, "io"), path) is full, free
+        assert fileio.disk_full(KeyboardInterrupt(), path) is False
+
+
 def test_every_chunk_boundary_a_stop_can_come_at(tmp_path):
     """``simulate(..., chunk, checkpoint, stop)``, 3 chunks of 20 rounds: ``stop`` is asked after
     each chunk but the last; a stop requested after chunk ``j < 3`` raises ``Interrupted`` with
