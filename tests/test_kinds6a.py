@@ -304,6 +304,33 @@ def test_every_chunk_boundary_a_stop_can_come_at(tmp_path):
             np.testing.assert_array_equal(got.regret, ref.regret)
 
 
+# ---------------------------------------------------------------------------- an independent computation
+@pytest.mark.parametrize("case", ["attributed, no delay", "conversions, geometric delay"])
+def test_the_memory_estimate_written_out_with_and_without_delayed_regret(case):
+    """``memory_estimate`` = every run's carried state (its exact size, from the program's shapes)
+    + 4 bytes per kept value: regret, expected regret, reward, K pulls, and L(t) only for a problem
+    that tracks delayed regret (a delay law on a censoring channel; none on an attributed channel
+    without delays); with ``keep=0`` one record per run, else one per record point."""
+    from jaxbandits import delays
+    from jaxbandits.engine import memory, programs
+
+    if case.startswith("attributed"):
+        world, ch, tracks = envs.bernoulli([0.3, 0.6, 0.5]), channels.attributed(), False
+    else:
+        world, ch, tracks = envs.conversions([0.3, 0.6, 0.5], delays.geometric(mean=5.0)), channels.conversions(window=9), True
+    pol = classic.ucb1()
+    prob = engine.problem(world, ch, pol, 100, n_runs=8)
+    assert bool(prob.dl_mode) is tracks
+    plan = programs.Plan(((pol.name, prob),), 1, False)
+    carries = jax.eval_shape(lambda r: programs.init_program(plan, jax.random.key(0), r, None),
+                             jax.ShapeDtypeStruct((8,), jnp.int32))
+    exact = sum(int(np.prod(a.shape)) * a.dtype.itemsize for a in jax.tree.leaves(carries))
+    per = 3 + 3 + (1 if tracks else 0)
+    rec = np.arange(9, 100, 10)
+    assert memory.memory_estimate({"U": prob}, 8, rec, keep=0) == exact + 8 * 4 * per
+    assert memory.memory_estimate({"U": prob}, 8, rec) == exact + 8 * 4 * per * len(rec)
+
+
 # ------------------------------------------------------------------------------ a stated default pinned
 def test_engine_problem_default_n_runs_is_one_at_the_calendar_budget():
     """``engine.problem``'s ``n_runs`` defaults to 1: a given width whose calendars take exactly
