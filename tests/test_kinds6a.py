@@ -331,6 +331,37 @@ def test_the_memory_estimate_written_out_with_and_without_delayed_regret(case):
     assert memory.memory_estimate({"U": prob}, 8, rec) == exact + 8 * 4 * per * len(rec)
 
 
+def test_a_panel_experiments_run_time_is_the_sum_of_its_simulations(monkeypatch):
+    """``experiments.run`` of a two-panel experiment with its simulations timed at known values
+    (each call's ``run_s`` set to 0.25 s, ``compile_s`` to 0.5 s): the result's ``run_s`` and
+    ``compile_s`` are the sums over the calls, and ``run_steps_per_s`` is the run-steps (runs x
+    rounds x curves) over that ``run_s``."""
+    from jaxbandits import experiments as XP
+    from jaxbandits.experiments import runner as RN
+
+    calls = []
+
+    def timed(*a, **k):
+        out = real(*a, **k)
+        for o in out.values():
+            o.timing.update(run_s=0.25, compile_s=0.5)
+        calls.append(1)
+        return out
+
+    real = RN.simulate
+    monkeypatch.setattr(RN, "simulate", timed)
+
+    def build(cfg):
+        return [XP.Panel(n, envs.bernoulli([0.6, 0.4]), channels.attributed(), {"UCB1": classic.ucb1()})
+                for n in ("a", "b")]
+
+    exp = XP.Experiment("timed", "two panels", build, {}, horizon=20, runs=2)
+    res = XP.run(exp)
+    assert len(calls) == 2
+    assert res.timing["run_s"] == pytest.approx(0.5, rel=1e-12) and res.timing["compile_s"] == pytest.approx(1.0)
+    assert res.timing["run_steps_per_s"] == pytest.approx(2 * 20 * 2 / 0.5, rel=1e-12)
+
+
 # ------------------------------------------------------------------------------ a stated default pinned
 def test_engine_problem_default_n_runs_is_one_at_the_calendar_budget():
     """``engine.problem``'s ``n_runs`` defaults to 1: a given width whose calendars take exactly
