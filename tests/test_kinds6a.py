@@ -304,6 +304,53 @@ def test_every_chunk_boundary_a_stop_can_come_at(tmp_path):
             np.testing.assert_array_equal(got.regret, ref.regret)
 
 
+@pytest.mark.parametrize("default", [[5], [5, 6], [2.5]])
+def test_every_list_config_key_at_its_shortest(default):
+    """A registered experiment's list config key (defaults of one entry, the bound, and of two):
+    an override with no entry is refused with the message read whole, one entry and more are
+    accepted."""
+    from jaxbandits import experiments as XP
+    from jaxbandits.experiments.specs import resolve_config
+
+    exp = XP.Experiment("lists", "a list key", lambda cfg: None, {"delays": default}, horizon=20, runs=2)
+    with pytest.raises(ValueError) as e:
+        resolve_config(exp, {"delays": []})
+    assert str(e.value) == f"config key 'delays' must be a non-empty list like its default {default!r}, got []"
+    for v in ([7], [7, 8, 9]):
+        assert resolve_config(exp, {"delays": v})["delays"] == v
+
+
+#: Pike-Burke et al. (2018): the ODAAF phase length (eq. 2) and the naive one (App. B), written
+#: out: D = 2^-m, L = log(T D^2); no phase completes once L <= 0 (the sentinel T + 1).
+def _odaaf_n(T, m, d):
+    D = 2.0**-m
+    L = math.log(T * D * D)
+    return None if L <= 0 else (math.sqrt(2 * L) + math.sqrt(2 * L + 8 / 3 * D * L + 2 * D * 3 * m * d)) ** 2 / D**2
+
+
+def _naive_n(T, m, bound):
+    D = 2.0**-m
+    L = math.log(T * D * D)
+    return None if L <= 0 else (math.sqrt(L / 2) + math.sqrt(L / 2 + 2 * D * m * bound)) ** 2 / D**2
+
+
+@pytest.mark.parametrize("T, n_phases", [(1000, None), (10**6, None), (1000, 2), (1000, 9)])
+def test_every_entry_of_the_odaaf_schedules(T, n_phases):
+    """``anonymous.schedule`` returns ``[M + 1]`` entries (``M = n_phases``, default
+    ``ceil(log2(T) / 2) + 2``): 0, then each phase's length by the paper's formula, ceil'd and
+    clipped at ``T + 1``, the sentinel ``T + 1`` from the first phase that cannot complete on;
+    every entry pinned, for ODAAF and the naive schedule."""
+    M_ = n_phases or math.ceil(math.log2(T) / 2) + 2
+    for kind, f, kw in (("odaaf", lambda m: _odaaf_n(T, m, 5.0), dict(mean_delay=5.0)),
+                        ("naive", lambda m: _naive_n(T, m, 20.0), dict(mean_delay=5.0, bound=20.0))):
+        want = [0]
+        for m in range(1, M_ + 1):
+            n = f(m)
+            want.append(T + 1 if n is None or want[-1] > T else min(math.ceil(n), T + 1))
+        got = AN.schedule(kind, T, n_phases=n_phases, **kw)
+        assert got.dtype == np.int64 and got.tolist() == want, (kind, got.tolist(), want)
+
+
 # ---------------------------------------------------------------------------- an independent computation
 @pytest.mark.parametrize("case", ["attributed, no delay", "conversions, geometric delay"])
 def test_the_memory_estimate_written_out_with_and_without_delayed_regret(case):
