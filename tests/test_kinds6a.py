@@ -4,14 +4,23 @@ covers, not a test aimed at one mutated line.
 
 * every documented form run once: every time unit of a timestamp log against the duration computed
   by hand; every form of ``--set`` on an experiment file (a top key, a nested key, a list entry in
-  range and out of range, an unknown key);
+  range and out of range, an unknown key); every key ``show`` lists is one ``--set`` takes (flat
+  and [[panels]] files); every form of a serve config file (TOML/JSON, limits in [serve] or not);
 * every bound at the bound: every integer and positive argument of ``bayes.calibration.sbc``; the
   online learner's default pending ring at every small window (window 0: one slot); the exploration
-  floor under every mask of three arms (one allowed arm included) and on a one-armed world;
+  floor under every mask of three arms (one allowed arm included) and on a one-armed world; Exp3's
+  law under every mask when weights underflow; the disk-full rule's free-space bound; a stop at
+  every chunk boundary (the last included); a list config key at its shortest;
 * a stated default pinned: ``engine.problem``'s ``n_runs = 1``, with a given width at the calendar
   budget's bound for one run;
-* the whole distribution: the number of actions of a linear world with varying action sets;
-* an uneven size: the dashboard's delay-law weights with a pending ring longer than the law's table.
+* an independent computation: the fused Gamma sampler against Marsaglia-Tsang at the stated Threefry
+  counters; the anonymous learner's aggregate; the memory estimate with and without L(t); a panel
+  experiment's run time; every entry of the ODAAF schedules;
+* the whole distribution: the number of actions of a linear world with varying action sets; drifting
+  synthetic labels; the fused Thompson indices at many arms;
+* a figure's drawn data read back: the ``evaluate`` forest plot;
+* an uneven size: switching worlds with P != K phases; the dashboard's delay-law weights with a
+  pending ring longer than the law's table.
 """
 import itertools
 import json
