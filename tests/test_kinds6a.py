@@ -208,8 +208,9 @@ def test_every_small_window_sizes_the_default_pending_ring(window):
 def test_every_mask_of_three_arms_gives_the_exploration_floor_its_law():
     """``explore(base, eps)``: the logged law ``eps q + (1 - eps) p`` with ``q`` uniform on the
     allowed arms, for every non-empty mask of 3 arms (the three one-arm masks included) and on a
-    one-armed world (with eps = 1; three arms also with eps = 0.5): it sums to 1, it is 0 on masked arms, and with ``eps = 1`` it is exactly
-    ``q``, every played arm allowed and the plays spread evenly over the allowed ones (5 s.e.)."""
+    one-armed world (with eps = 1; three arms also with eps = 0.5): it sums to 1, it is 0 on
+    masked arms, and with ``eps = 1`` it is exactly ``q``, every played arm allowed and the plays
+    spread evenly over the allowed ones (5 s.e.)."""
     n = 600
     keys = jax.random.split(jax.random.key(3), n)
     for K, eps in ((3, 1.0), (3, 0.5), (1, 1.0)):
@@ -373,7 +374,8 @@ def test_the_memory_estimate_written_out_with_and_without_delayed_regret(case):
     if case.startswith("attributed"):
         world, ch, tracks = envs.bernoulli([0.3, 0.6, 0.5]), channels.attributed(), False
     else:
-        world, ch, tracks = envs.conversions([0.3, 0.6, 0.5], delays.geometric(mean=5.0)), channels.conversions(window=9), True
+        world = envs.conversions([0.3, 0.6, 0.5], delays.geometric(mean=5.0))
+        ch, tracks = channels.conversions(window=9), True
     pol = classic.ucb1()
     prob = engine.problem(world, ch, pol, 100, n_runs=8)
     assert bool(prob.dl_mode) is tracks
