@@ -20,7 +20,8 @@ covers, not a test aimed at one mutated line.
   synthetic labels; the fused Thompson indices at many arms;
 * a figure's drawn data read back: the ``evaluate`` forest plot;
 * an uneven size: switching worlds with P != K phases; the dashboard's delay-law weights with a
-  pending ring longer than the law's table.
+  pending ring longer than the law's table; an empty batch of feedback in every form;
+* a fixed-feature linear world built from a traced parameter (a grid's build).
 """
 import itertools
 import json
@@ -611,6 +612,40 @@ def test_the_fused_thompson_indices_at_many_arms_have_their_beta_laws():
     a, b = 1 + s_k, 1 + n_k - s_k
     mean, var = a / (a + b), a * b / ((a + b) ** 2 * (a + b + 1))
     assert (np.abs(idx.mean(axis=1) - mean) <= 5 * np.sqrt(var / B)).all(), idx.mean(axis=1) - mean
+
+
+def test_an_empty_batch_of_feedback_in_every_form_on_every_channel_kind():
+    """An uneven size: an empty batch (``y=[]``, ``ids=[]``, ``ids=[]`` with ``rewards=[]``) on a
+    new attributed, conversions and anonymous learner returns no codes and leaves the state
+    bitwise as it was."""
+    from jaxbandits import online
+
+    def leaves(st):
+        return [np.asarray(jax.random.key_data(x) if jnp.issubdtype(x.dtype, jax.dtypes.prng_key) else x)
+                for x in jax.tree.leaves(st)]
+
+    for pol, ch in ((classic.ucb1(), channels.attributed()), (classic.ucb1(), channels.conversions(window=5)),
+                    (AN.odaaf(3.0), channels.anonymous())):
+        lr = online.Learner(pol, ch, 3, horizon=100)
+        before = leaves(lr.state)
+        for kw in (dict(y=[]), dict(ids=[]), dict(ids=[], rewards=[])):
+            assert lr.feedback(**kw) == [], (ch, kw)
+            after = leaves(lr.state)
+            assert all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(before, after)), (ch, kw)
+
+
+def test_a_fixed_feature_linear_world_built_from_a_traced_parameter():
+    """Every documented form run once: a grid's build calls ``envs.linear(theta, features=F)`` with
+    one of the two a traced parameter (the other concrete, or both traced): the world is built (its
+    features, shape [K, d]) and its means are ``F theta``, computed here."""
+    F0, th0 = np.array([[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]]), np.array([0.3, 0.1])
+    builds = {"theta traced": lambda s: envs.linear(th0 * s, features=F0),
+              "features traced": lambda s: envs.linear(th0, features=F0 * s),
+              "both traced": lambda s: envs.linear(th0 * s, features=F0 * s)}
+    for name, build in builds.items():
+        mu = jax.jit(lambda s: build(s).means(None, jnp.int32(0), build(s).features))(jnp.float32(0.5))
+        sc = 0.25 if name == "both traced" else 0.5
+        np.testing.assert_allclose(np.asarray(mu), F0 @ th0 * sc, rtol=1e-6, err_msg=name)
 
 
 # ------------------------------------------------------------------------------------ an uneven size
