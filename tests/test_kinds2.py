@@ -465,7 +465,7 @@ def test_every_process_of_a_distributed_run_exits_zero_and_only_process_0_report
     monkeypatch.setattr(DIST, "initialize", lambda *a: None)
     monkeypatch.setattr(X, "run", lambda *a, **k: Results("quickstart", {}, 0, 2, 8, np.array([8]),
                                                             {"p": {"regret": np.zeros((2, 1))}}))
-    monkeypatch.setattr(cli, "_report", lambda res, out, cache: reports.append(res) or 0)
+    monkeypatch.setattr(cli, "report_result", lambda res, out, cache: reports.append(res) or 0)
     base = ["run", "quickstart", "--no-progress", "--no-compile-cache", "--single-device"]
     for pid in (0, 1, 2):
         monkeypatch.setattr(DIST, "process_index", lambda: pid)

@@ -75,7 +75,7 @@ def test_every_range_online_decide_states_is_its_check_at_the_bound(monkeypatch)
         seen.append((n, samples))
         z = np.zeros(n, np.int32)
         return state, (z, z, np.zeros(n, np.float32))
-    monkeypatch.setattr(PURE, "_decide", stub)
+    monkeypatch.setattr(PURE, "decide_batch", stub)
     st = online.init(classic.ucb1(), C.attributed(), 2, 0)
     base = {"n": 1, "propensity": 0}
     for name, (lo, hi) in ranges.items():

@@ -433,7 +433,6 @@ def test_every_summary_at_one_run_is_exact_with_warnings_as_errors(monkeypatch):
     import types
 
     from jaxbandits import ope
-    from jaxbandits.reproductions import ope as ROPE
 
     est = [types.SimpleNamespace(name="a", value=0.7, lo=0.1, hi=0.9),
            types.SimpleNamespace(name="b", value=0.2, lo=0.3, hi=0.4)]
@@ -445,7 +444,8 @@ def test_every_summary_at_one_run_is_exact_with_warnings_as_errors(monkeypatch):
          "UCB1": {"regret": np.array([[1.0, 2.0]]), "pulls": np.array([[5, 15]])}}
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        row = ROPE._one_law(X.get("ope-bias-coverage").config, 0, "geometric", 1)
+        exp = X.get("ope-bias-coverage")
+        [row] = exp.runner(dict(exp.config, laws=["geometric"]), 1, 0, None).laws
         r = Results("d", {}, 0, 1, 20, t, c)
         s = r.summary()
         cp = compare(r, "Random").to_dict()

@@ -315,7 +315,7 @@ def test_every_call_of_the_per_draw_function_gets_exactly_a_chunk(S, chunk):
 
     a = np.arange(S * 3, dtype=np.float64).reshape(S, 3)
     b = np.arange(S, dtype=np.float64) * 10
-    out = FIT._per_draw(fn, {"a": a, "b": b}, chunk=chunk)
+    out = FIT.per_draw(fn, {"a": a, "b": b}, chunk=chunk)
     assert shapes == [{"a": (chunk, 3), "b": (chunk,)}] * math.ceil(S / chunk)
     assert np.array_equal(out["s"], a.sum(-1) + b)
 

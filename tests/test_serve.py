@@ -406,13 +406,13 @@ def test_a_new_service_of_the_same_config_compiles_nothing(tmp_path):
     a = serve.Service(_cfg(), tmp_path / "a.db")
     try:
         a.decide(2)
-        n = online.pure._decide._cache_size() + online.pure.decide_upto._cache_size()
+        n = online.pure.decide_batch._cache_size() + online.pure.decide_upto._cache_size()
         assert n > 0
     finally:
         a.close()
     b = serve.Service(_cfg(), tmp_path / "b.db")
     try:
         b.decide(2)
-        assert online.pure._decide._cache_size() + online.pure.decide_upto._cache_size() == n
+        assert online.pure.decide_batch._cache_size() + online.pure.decide_upto._cache_size() == n
     finally:
         b.close()

@@ -504,7 +504,7 @@ def _main(argv):
         print(f"{name}: part {a.part} ({what}) written to {out}; "
               f"combine all parts with: jaxbandits merge DIR... --out OUT")
         return 0
-    return _report(res, out, cache)
+    return report_result(res, out, cache)
 
 
 @contextlib.contextmanager
@@ -563,10 +563,25 @@ def _merge(a):
     from ..experiments.parts import merge
 
     res = merge(a.dirs, a.out, force=a.force, plot=not a.no_plot)
-    return _report(res, a.out, None)
+    return report_result(res, a.out, None)
 
 
-def _report(res, out, cache):
+def report_result(res, out, cache):
+    """Print a finished run's summary and the files it wrote (what ``jaxbandits run`` ends with).
+
+    Args:
+        res: the run's result (``Results``, ``SweepResults`` or a study's own result).
+        out: the folder it was saved to, or None.
+        cache: the compiled-program cache of the run, or None.
+
+    Returns:
+        The command's exit code, 0.
+
+    Example:
+        >>> from jaxbandits import experiments as X  # doctest: +SKIP
+        >>> report_result(X.run("quickstart", runs=2), None, None)  # doctest: +SKIP
+        0
+    """
     s = res.summary()
     if "policies" not in s:  # a study with its own table (e.g. bayes-fit-recovery)
         print(f"{res.experiment}: {res.runs} replications\n" + res.table())

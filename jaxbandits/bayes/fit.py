@@ -106,7 +106,7 @@ def _dims(fam, per_arm_delay, hierarchical=False):
     return dims
 
 
-def _per_draw(fn, draws: dict, chunk=256):
+def per_draw(fn, draws: dict, chunk=256):
     """``fn`` (jitted, on a dict of ``[chunk, ...]`` draws) over all draws in equal chunks (the last
     one padded), so memory stays O(chunk x distinct rows)."""
     S = next(iter(draws.values())).shape[0]
@@ -366,7 +366,7 @@ def fit(log: ConversionLog, model: str = "exponential", method: str = "nuts", *,
 
     n_ll = len(log) * C * S * 8
     want_ll = bool(log_likelihood is True or (log_likelihood == "auto" and n_ll <= _LL_AUTO_BYTES))
-    outs = _per_draw(jax.jit(functools.partial(per_chunk, want_ll=want_ll)), {"p": p_draws, **theta})
+    outs = per_draw(jax.jit(functools.partial(per_chunk, want_ll=want_ll)), {"p": p_draws, **theta})
     idata.posterior["pending_conversions"] = (("chain", "draw", "arm"), outs[0].reshape(C, S, K))
     if want_ll:
         log_f, unseen = outs[1].astype(np.float64), outs[2].astype(np.float64)

@@ -93,7 +93,9 @@ def _step(st: LearnerState, x, quiet=False, samples=0):
 
 
 @partial(jax.jit, static_argnames=("n", "samples"))
-def _decide(st, feats, masks, delays, n, samples=0):
+def decide_batch(st, feats, masks, delays, n, samples=0):
+    """``n`` decisions from state ``st`` (the compiled program behind :func:`decide`): the new state and
+    the batch's ``(rounds, arms, propensities)``."""
     # The first decision closes the open round, which may have received feedback. The rounds of the
     # later decisions of the batch receive none (no feedback can be reported between them): for a
     # policy without holds (whose deliveries are all due in the round they are reported) nothing is
@@ -207,7 +209,7 @@ def decide(state: LearnerState, n: Optional[int] = None, contexts=None, masks=No
     elif delays is not None:
         raise ValueError(f"delays given, but the channel {state.config.channel} does not show them before acting")
     samples = V.integer("propensity", propensity, lo=0, hi=2**16)
-    st, (ids, arms, props) = _decide(state, contexts, masks, delays, n, samples)
+    st, (ids, arms, props) = decide_batch(state, contexts, masks, delays, n, samples)
     return (st, ids, arms, props) if samples else (st, ids, arms)
 
 
